@@ -1,0 +1,64 @@
+// A small GNU-style option parser shared by xpud, xpuctl and xpu-k8s-shim, so every binary
+// treats --help, --version and bad flags the same way (bad flag or value: one line, exit 2).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace xpu {
+
+class CommandLine {
+ public:
+  CommandLine(std::string program, std::string synopsis);
+
+  // --name (no value).
+  void add_flag(std::string name, bool* target, std::string help);
+  // --name VALUE or --name=VALUE. The handler validates the value and returns an error message
+  // to reject it.
+  void add_option(std::string name, std::string metavar, std::string help,
+                  std::function<Status(std::string_view)> handler);
+  // Convenience: stores the value as given.
+  void add_option(std::string name, std::string metavar, std::string help,
+                  std::string* target);
+
+  // Parses args (without argv[0]). Stops at the first positional argument when
+  // stop_at_positional is set (for subcommands: the rest belongs to the subcommand), otherwise
+  // collects positionals. "--" ends option parsing.
+  Result<std::vector<std::string>> parse(std::span<const std::string> args,
+                                         bool stop_at_positional = false) const;
+
+  std::string help() const;
+  const std::string& program() const { return program_; }
+
+ private:
+  struct Option {
+    std::string name;
+    std::string metavar;  // empty for flags
+    std::string help;
+    bool* flag = nullptr;
+    std::function<Status(std::string_view)> handler;
+  };
+  const Option* find(std::string_view name) const;
+
+  std::string program_;
+  std::string synopsis_;
+  std::vector<Option> options_;
+};
+
+std::vector<std::string> to_args(int argc, char** argv);  // argv[1..]
+
+// Prints "program: message" and a pointer to --help on stderr and exits with status 2.
+[[noreturn]] void exit_usage_error(std::string_view program, std::string_view message);
+
+// Strict number parsing for flags and config values: the whole text must be a number in range.
+Result<std::uint64_t> parse_uint(std::string_view text, std::uint64_t min, std::uint64_t max);
+Result<std::int64_t> parse_int(std::string_view text, std::int64_t min, std::int64_t max);
+
+}  // namespace xpu

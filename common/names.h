@@ -1,0 +1,56 @@
+// Every bus name, object path, interface, error and metric key of the xpud D-Bus API.
+// These strings are contracts (see dbus/*.xml); nothing else in the tree spells them out.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+
+namespace xpu::names {
+
+inline constexpr std::string_view kBusName = "com.kunlunxin.xpud1";
+inline constexpr std::string_view kManagerPath = "/com/kunlunxin/xpud1";
+inline constexpr std::string_view kDevicePathPrefix = "/com/kunlunxin/xpud1/devices/xpu";
+
+inline constexpr std::string_view kManagerInterface = "com.kunlunxin.xpud1.Manager";
+inline constexpr std::string_view kDeviceInterface = "com.kunlunxin.xpud1.Device";
+inline constexpr std::string_view kSimulatorInterface = "com.kunlunxin.xpud1.Simulator";
+
+inline constexpr std::string_view kErrorNoSuchDevice = "com.kunlunxin.xpud1.Error.NoSuchDevice";
+inline constexpr std::string_view kErrorNotSupported = "com.kunlunxin.xpud1.Error.NotSupported";
+inline constexpr std::string_view kErrorBackend = "com.kunlunxin.xpud1.Error.Backend";
+inline constexpr std::string_view kErrorInvalidArgument = "com.kunlunxin.xpud1.Error.InvalidArgument";
+
+inline constexpr std::string_view kHealthy = "Healthy";
+inline constexpr std::string_view kUnhealthy = "Unhealthy";
+
+inline constexpr std::string_view kDeviceNodePrefix = "/dev/xpu";
+inline constexpr std::string_view kControlNode = "/dev/xpuctrl";
+
+// Keys of Manager.GetMetrics, in base units.
+namespace metric {
+inline constexpr std::string_view kUtilization = "utilization_ratio";
+inline constexpr std::string_view kMemoryUtilization = "memory_utilization_ratio";
+inline constexpr std::string_view kMemoryUsed = "memory_used_bytes";
+inline constexpr std::string_view kMemoryTotal = "memory_total_bytes";
+inline constexpr std::string_view kL3MemoryUsed = "l3_memory_used_bytes";
+inline constexpr std::string_view kL3MemoryTotal = "l3_memory_total_bytes";
+inline constexpr std::string_view kTemperature = "temperature_celsius";
+inline constexpr std::string_view kPower = "power_watts";
+inline constexpr std::string_view kClock = "clock_hertz";
+inline constexpr std::string_view kProcessCount = "process_count";
+
+inline constexpr std::array<std::string_view, 10> kAll = {
+    kUtilization, kMemoryUtilization, kMemoryUsed,  kMemoryTotal, kL3MemoryUsed,
+    kL3MemoryTotal, kTemperature,     kPower,       kClock,       kProcessCount};
+}  // namespace metric
+
+inline std::string device_path(unsigned index) {
+  return std::string(kDevicePathPrefix) + std::to_string(index);
+}
+inline std::string device_name(unsigned index) { return "xpu" + std::to_string(index); }
+inline std::string device_node(unsigned index) {
+  return std::string(kDeviceNodePrefix) + std::to_string(index);
+}
+
+}  // namespace xpu::names

@@ -1,0 +1,96 @@
+// Client side of the xpud D-Bus API, shared by xpuctl and xpu-k8s-shim.
+//
+// Two ways to use it:
+//  - one-shot calls (xpuctl, the exporter's GetMetrics per scrape): list_devices(), get_metrics(),
+//    manager_info(); each opens nothing new, is bounded by the call timeout and may be called from
+//    any thread;
+//  - watch(): a background thread follows xpud's name owner (NameOwnerChanged), the bus itself
+//    (reconnects with back-off when the bus restarts), ObjectManager and DeviceHealthChanged
+//    signals, and hands the listener a fresh DeviceView after every change.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace xpu {
+
+struct DeviceInfo {
+  unsigned index = 0;
+  std::string name;  // "xpu0"
+  std::string uuid;
+  std::string serial;
+  std::string model;
+  std::string pci_bus_id;
+  int numa_node = -1;
+  std::uint64_t memory_total_bytes = 0;
+  std::vector<std::string> device_nodes;
+  std::vector<unsigned> linked_devices;
+  bool healthy = false;
+  std::string health_reason;
+  bool is_virtual_function = false;
+
+  bool operator==(const DeviceInfo&) const = default;
+};
+
+struct ManagerInfo {
+  std::string version;
+  std::string backend;
+  std::string driver_version;
+  unsigned device_count = 0;
+  unsigned healthy_device_count = 0;
+};
+
+struct DeviceMetrics {
+  unsigned index = 0;
+  std::map<std::string, double> values;  // xpu::names::metric keys; absent when unreadable
+};
+
+struct MetricsSnapshot {
+  std::uint64_t timestamp_usec = 0;
+  std::vector<DeviceMetrics> devices;
+};
+
+// What the watcher knows after each change.
+struct DeviceView {
+  bool xpud_present = false;  // xpud owns its name and answered
+  ManagerInfo manager;        // valid when xpud_present
+  std::vector<DeviceInfo> devices;  // ordered by index; last known list when !xpud_present
+};
+
+struct ClientOptions {
+  std::optional<std::string> bus_address;  // nullopt: the system bus
+  std::chrono::milliseconds call_timeout{5000};
+};
+
+class XpudClient {
+ public:
+  explicit XpudClient(ClientOptions options);
+  ~XpudClient();
+  XpudClient(const XpudClient&) = delete;
+  XpudClient& operator=(const XpudClient&) = delete;
+
+  Result<ManagerInfo> manager_info();
+  Result<std::vector<DeviceInfo>> list_devices();
+  Result<MetricsSnapshot> get_metrics();
+
+  using Listener = std::function<void(const DeviceView&)>;
+  // Starts the watcher thread (once). The listener runs on that thread, first with the initial
+  // view, then after every change; it must not block for long.
+  void watch(Listener listener);
+  // Latest view of the watcher (empty view before the first refresh).
+  DeviceView current_view() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xpu

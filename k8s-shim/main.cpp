@@ -1,0 +1,58 @@
+// xpu-k8s-shim: one binary, three roles (device-plugin, exporter, token-sync), bridging xpud on
+// D-Bus to the kubelet, Prometheus and the XPU runtime.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/command_line.h"
+#include "common/stop_signals.h"
+#include "k8s-shim/roles.h"
+
+namespace {
+
+constexpr const char* kProgram = "xpu-k8s-shim";
+
+int run(const std::vector<std::string>& args) {
+  shim::ShimOptions options;
+  bool help = false, version = false;
+  xpu::CommandLine cli(kProgram, "[OPTIONS] device-plugin|exporter|token-sync [ROLE OPTIONS]");
+  cli.add_flag("help", &help, "show this help and exit");
+  cli.add_flag("version", &version, "print the version and exit");
+  shim::add_common_options(cli, options);
+  auto rest = cli.parse(args, /*stop_at_positional=*/true);
+  if (!rest) xpu::exit_usage_error(kProgram, rest.error());
+  if (help) {
+    std::fputs(cli.help().c_str(), stdout);
+    std::fputs("\nRoles (each takes --help):\n"
+               "  device-plugin   kubelet device plugin for kunlunxin.com/xpu\n"
+               "  exporter        Prometheus exporter on :9507\n"
+               "  token-sync      copies the service-account token to /xpu-runtime/auth\n",
+               stdout);
+    return 0;
+  }
+  if (version) {
+    std::printf("%s %s\n", kProgram, XPU_VERSION);
+    return 0;
+  }
+  if (rest->empty()) xpu::exit_usage_error(kProgram, "missing role: device-plugin, exporter or token-sync");
+  const std::string role = rest->front();
+  std::span<const std::string> role_args(rest->begin() + 1, rest->end());
+
+  // Before any thread exists, so every thread inherits the blocked mask.
+  xpu::StopSignals stop;
+  if (role == "device-plugin") return shim::run_device_plugin(options, role_args, stop);
+  if (role == "exporter") return shim::run_exporter(options, role_args, stop);
+  if (role == "token-sync") return shim::run_token_sync(options, role_args, stop);
+  xpu::exit_usage_error(kProgram, "unknown role '" + role + "'");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(xpu::to_args(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: fatal: %s\n", kProgram, e.what());
+    return 1;
+  }
+}

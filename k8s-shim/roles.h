@@ -1,0 +1,17 @@
+// The three roles of xpu-k8s-shim. Each parses its own arguments (after the role name), runs
+// until SIGTERM/SIGINT and returns the process exit status.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "common/stop_signals.h"
+#include "k8s-shim/shim_options.h"
+
+namespace shim {
+
+int run_device_plugin(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
+int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
+int run_token_sync(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
+
+}  // namespace shim

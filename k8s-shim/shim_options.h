@@ -1,0 +1,40 @@
+// Options every xpu-k8s-shim role takes, and how a role reads its command line.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include <spdlog/common.h>
+
+#include "common/command_line.h"
+#include "common/result.h"
+
+namespace shim {
+
+enum class MemoryUnit { B, KiB, MiB, GiB };
+
+struct ShimOptions {
+  std::optional<std::string> bus_address;  // nullopt: system bus
+  std::optional<spdlog::level::level_enum> log_level;  // --log-level
+  std::optional<int> verbosity;                        // --v (klog style)
+  MemoryUnit memory_unit = MemoryUnit::MiB;
+
+  // --log-level wins over --v; info when neither is given.
+  spdlog::level::level_enum effective_log_level() const;
+};
+
+// Registers --bus-address, --log-level, --v and --memory-unit on `cli`, writing into `options`.
+void add_common_options(xpu::CommandLine& cli, ShimOptions& options);
+
+xpu::Result<MemoryUnit> parse_memory_unit(std::string_view text);
+// "32768 MiB" style rendering for logs and node labels; never used in metrics (bytes there).
+std::string format_memory(std::uint64_t bytes, MemoryUnit unit);
+
+// Parses a role's arguments with the common options plus the role's own, handles --help
+// (prints, exits 0) and errors (one line, exits 2), then sets up logging for the role.
+void parse_role_command_line(xpu::CommandLine& cli, ShimOptions& options,
+                             std::span<const std::string> args, const char* role);
+
+}  // namespace shim

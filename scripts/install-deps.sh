@@ -1,0 +1,16 @@
+#!/bin/sh
+# Installs everything the build and the tests need on Debian 12 (run as root; uses sudo otherwise).
+set -eu
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+  build-essential cmake ninja-build pkg-config git ca-certificates curl jq \
+  libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev \
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
+  prometheus-cpp-dev libinih-dev libspdlog-dev libfmt-dev \
+  libgtest-dev libgmock-dev googletest libbenchmark-dev \
+  dbus dbus-daemon dbus-bin systemd prometheus >/dev/null
+# The kubelet stand-in needs a current Go toolchain; Debian 12's is too old for k8s.io/kubelet.
+command -v go >/dev/null 2>&1 || $SUDO apt-get install -y -qq golang-go >/dev/null

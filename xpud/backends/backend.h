@@ -1,0 +1,41 @@
+// The one interface between xpud and a driver. xpuml, sysfs and sim implement it; nothing above
+// it knows which one runs.
+//
+// Threading: discover() and read() are only called from the sampler's driver thread, one call at
+// a time, and may block (the sampler time-boxes them). driver_version() is called once after
+// creation, from the same thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "xpud/device.h"
+
+namespace xpud {
+
+class Simulator;
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  // "xpuml", "sysfs" or "sim".
+  virtual std::string_view name() const = 0;
+  // Driver version as the backend can tell it; empty when unknown.
+  virtual std::string driver_version() = 0;
+  // The cards present now, ordered by index. Called periodically to notice hot-plug and VF
+  // changes, so it must be cheap to call again and must report identities consistently.
+  virtual xpu::Result<std::vector<DeviceIdentity>> discover() = 0;
+  // Samples one card previously returned by discover().
+  virtual DeviceReading read(const DeviceIdentity& device) = 0;
+  // Fault injection; only the sim backend has it.
+  virtual Simulator* simulator() { return nullptr; }
+};
+
+}  // namespace xpud

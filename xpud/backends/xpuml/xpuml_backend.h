@@ -1,0 +1,18 @@
+// The production backend: the vendor management library libxpuml.so.1, loaded with dlopen.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include "common/result.h"
+#include "xpud/backends/backend.h"
+
+namespace xpud {
+
+// Loads and initialises the library. Fails with a message an operator can act on (missing file,
+// missing required symbol, xpumlInit error). NUMA nodes are read from
+// <sysfs_root>/sys/bus/pci/devices/<bus id>/numa_node.
+xpu::Result<std::unique_ptr<Backend>> make_xpuml_backend(const std::filesystem::path& library,
+                                                         const std::filesystem::path& sysfs_root);
+
+}  // namespace xpud

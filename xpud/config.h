@@ -1,0 +1,45 @@
+// xpud's configuration: /etc/xpud/xpud.conf plus xpud.conf.d/*.conf in name order, later files
+// overriding earlier ones key by key. Unknown sections or keys and bad values are errors that
+// name the file, the line and the reason.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include <spdlog/common.h>
+
+#include "common/result.h"
+
+namespace xpud {
+
+inline constexpr const char* kDefaultConfigPath = "/etc/xpud/xpud.conf";
+
+struct Config {
+  // [daemon]
+  std::string backend = "auto";  // auto | xpuml | sysfs | sim
+  spdlog::level::level_enum log_level = spdlog::level::info;
+  // [sampling]
+  std::chrono::milliseconds interval{1000};
+  // Longest a single driver call may take before the sample counts as failed.
+  std::chrono::milliseconds call_timeout{2000};
+  // Consecutive failed reads of a card before it is reported Unhealthy.
+  unsigned failure_threshold = 3;
+  // [xpuml]
+  std::filesystem::path xpuml_library = "/usr/local/xpu/lib64/libxpuml.so.1";
+  // [sysfs]
+  std::filesystem::path sysfs_root = "/";
+  // [sim]
+  unsigned sim_devices = 8;
+  std::string sim_model = "R200";
+  std::uint64_t sim_memory_mib = 32768;
+
+  bool operator==(const Config&) const = default;
+};
+
+// Reads `path` and then `<path>.d/*.conf` (sorted). A missing main file is not an error when
+// `must_exist` is false (the daemon runs on defaults); a missing drop-in directory never is.
+xpu::Result<Config> load_config(const std::filesystem::path& path, bool must_exist);
+
+}  // namespace xpud

@@ -1,0 +1,40 @@
+// What xpud knows about a card: its identity (constant while the card is present) and one
+// reading of its metrics.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace xpud {
+
+struct DeviceIdentity {
+  unsigned index = 0;               // host index: /dev/xpu<index>
+  std::string uuid;                 // stable across reboots; what Kubernetes sees as device ID
+  std::string serial;               // empty when unknown
+  std::string model;                // "R200", ...; "unknown" when not identifiable
+  std::string pci_bus_id;           // "0000:3b:00.0": lower case, 4-digit domain
+  int numa_node = -1;               // -1 when unknown
+  std::uint64_t memory_total_bytes = 0;  // 0 when unknown
+  std::vector<std::string> device_nodes;  // "/dev/xpu0", "/dev/xpuctrl"
+  std::vector<unsigned> linked_devices;   // indices of directly linked cards
+  bool is_virtual_function = false;
+
+  bool operator==(const DeviceIdentity&) const = default;
+};
+
+// One sampling of one card. Metric keys are xpu::names::metric::*, in base units; a metric the
+// backend could not read is absent (never 0).
+struct DeviceReading {
+  std::map<std::string, double> metrics;
+  // The driver says the card is unusable (state ERROR / IN_EXCEPTION / IN_RESET, lost...):
+  // the card is Unhealthy for this reason right away.
+  std::optional<std::string> fault;
+  // Nothing useful could be read this time (call failed or timed out). One failure is noise;
+  // the health monitor turns repeated ones into Unhealthy.
+  std::optional<std::string> read_error;
+};
+
+}  // namespace xpud
