@@ -1,1 +1,176 @@
-// (being written)
+#include "xpud/config.h"
+
+#include <ini.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <set>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "common/command_line.h"
+#include "common/logging.h"
+
+namespace xpud {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Applies one key to the config; an error message rejects the value.
+using KeyHandler = std::function<xpu::Status(Config&, std::string_view)>;
+
+xpu::Status set_milliseconds(std::chrono::milliseconds& target, std::string_view value,
+                             std::uint64_t min, std::uint64_t max) {
+  auto ms = xpu::parse_uint(value, min, max);
+  if (!ms) return xpu::Error{ms.error()};
+  target = std::chrono::milliseconds(*ms);
+  return xpu::ok_status();
+}
+
+xpu::Status set_absolute_path(fs::path& target, std::string_view value) {
+  if (value.empty() || value.front() != '/')
+    return xpu::Error{"'" + std::string(value) + "' is not an absolute path"};
+  target = fs::path(value).lexically_normal();
+  return xpu::ok_status();
+}
+
+const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& schema() {
+  static const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>> table = {
+      {"daemon",
+       {{"backend",
+         [](Config& c, std::string_view v) -> xpu::Status {
+           if (v != "auto" && v != "xpuml" && v != "sysfs" && v != "sim")
+             return xpu::Error{"'" + std::string(v) + "' is not one of auto, xpuml, sysfs, sim"};
+           c.backend = std::string(v);
+           return xpu::ok_status();
+         }},
+        {"log_level",
+         [](Config& c, std::string_view v) -> xpu::Status {
+           auto level = xpu::parse_log_level(v);
+           if (!level)
+             return xpu::Error{"'" + std::string(v) +
+                               "' is not one of error, warn, info, debug, trace"};
+           c.log_level = *level;
+           return xpu::ok_status();
+         }}}},
+      {"sampling",
+       {{"interval_ms",
+         [](Config& c, std::string_view v) { return set_milliseconds(c.interval, v, 100, 3600000); }},
+        {"call_timeout_ms",
+         [](Config& c, std::string_view v) {
+           return set_milliseconds(c.call_timeout, v, 10, 60000);
+         }},
+        {"failure_threshold",
+         [](Config& c, std::string_view v) -> xpu::Status {
+           auto n = xpu::parse_uint(v, 1, 1000);
+           if (!n) return xpu::Error{n.error()};
+           c.failure_threshold = static_cast<unsigned>(*n);
+           return xpu::ok_status();
+         }}}},
+      {"xpuml",
+       {{"library",
+         [](Config& c, std::string_view v) { return set_absolute_path(c.xpuml_library, v); }}}},
+      {"sysfs",
+       {{"root", [](Config& c, std::string_view v) { return set_absolute_path(c.sysfs_root, v); }}}},
+      {"sim",
+       {{"devices",
+         [](Config& c, std::string_view v) -> xpu::Status {
+           auto n = xpu::parse_uint(v, 0, 1024);
+           if (!n) return xpu::Error{n.error()};
+           c.sim_devices = static_cast<unsigned>(*n);
+           return xpu::ok_status();
+         }},
+        {"model",
+         [](Config& c, std::string_view v) -> xpu::Status {
+           bool valid = !v.empty() && v.size() <= 32 &&
+                        std::all_of(v.begin(), v.end(), [](char ch) {
+                          return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-';
+                        });
+           if (!valid)
+             return xpu::Error{"'" + std::string(v) +
+                               "' is not a model name (letters, digits and '-', at most 32)"};
+           c.sim_model = std::string(v);
+           return xpu::ok_status();
+         }},
+        {"memory_mib",
+         [](Config& c, std::string_view v) -> xpu::Status {
+           auto n = xpu::parse_uint(v, 1, 1u << 24);
+           if (!n) return xpu::Error{n.error()};
+           c.sim_memory_mib = *n;
+           return xpu::ok_status();
+         }}}},
+  };
+  return table;
+}
+
+struct ParseState {
+  Config* config;
+  std::string error;  // first error, without the file:line prefix
+  std::set<std::pair<std::string, std::string>> seen;
+};
+
+int on_key(void* user, const char* section, const char* name, const char* value) {
+  auto* state = static_cast<ParseState*>(user);
+  if (!state->error.empty()) return 0;
+  auto fail = [&](std::string message) {
+    state->error = std::move(message);
+    return 0;
+  };
+  const auto& table = schema();
+  auto sect = table.find(std::string_view(section));
+  if (sect == table.end()) return fail("unknown section [" + std::string(section) + "]");
+  auto key = sect->second.find(name);
+  if (key == sect->second.end())
+    return fail("unknown key '" + std::string(name) + "' in section [" + section + "]");
+  if (!state->seen.emplace(section, name).second)
+    return fail("duplicate key '" + std::string(name) + "' in section [" + section + "]");
+  if (xpu::Status status = key->second(*state->config, value); !status)
+    return fail("bad value for " + std::string(section) + "." + name + ": " + status.error());
+  return 1;
+}
+
+xpu::Status parse_file(const fs::path& path, Config& config) {
+  ParseState state{&config, {}, {}};
+  int rc = ini_parse(path.c_str(), on_key, &state);
+  if (rc == -1)
+    return xpu::Error{path.string() + ": cannot open: " + std::strerror(errno)};
+  if (rc == -2) return xpu::Error{path.string() + ": out of memory while parsing"};
+  if (rc > 0) {
+    std::string reason = state.error.empty() ? "syntax error (expected [section] or key = value)"
+                                             : state.error;
+    return xpu::Error{path.string() + ":" + std::to_string(rc) + ": " + reason};
+  }
+  return xpu::ok_status();
+}
+
+}  // namespace
+
+xpu::Result<Config> load_config(const fs::path& path, bool must_exist) {
+  Config config;
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    if (xpu::Status status = parse_file(path, config); !status) return xpu::Error{status.error()};
+  } else if (must_exist) {
+    return xpu::Error{path.string() + ": no such file"};
+  }
+
+  fs::path dropin_dir = path;
+  dropin_dir += ".d";
+  if (!fs::is_directory(dropin_dir, ec)) return config;
+  std::vector<fs::path> dropins;
+  for (const auto& entry : fs::directory_iterator(dropin_dir, ec)) {
+    if (entry.path().extension() == ".conf" && entry.is_regular_file(ec))
+      dropins.push_back(entry.path());
+  }
+  if (ec) return xpu::Error{dropin_dir.string() + ": cannot list: " + ec.message()};
+  std::sort(dropins.begin(), dropins.end());
+  for (const auto& dropin : dropins)
+    if (xpu::Status status = parse_file(dropin, config); !status) return xpu::Error{status.error()};
+  return config;
+}
+
+}  // namespace xpud

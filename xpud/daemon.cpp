@@ -1,1 +1,233 @@
-// (being written)
+#include "xpud/daemon.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sdbus-c++/sdbus-c++.h>
+#include <spdlog/spdlog.h>
+
+#include "common/logging.h"
+#include "common/names.h"
+#include "common/unique_fd.h"
+#include "xpud/backends/backend_factory.h"
+#include "xpud/dbus_service.h"
+#include "xpud/sampler.h"
+#include "xpud/systemd_notifier.h"
+
+namespace xpud {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+SamplerSettings sampler_settings(const Config& config) {
+  return SamplerSettings{config.interval, config.call_timeout, config.failure_threshold};
+}
+
+std::string status_line(const DbusService& service) {
+  return std::to_string(service.device_count()) + " devices, " +
+         std::to_string(service.healthy_device_count()) + " healthy, backend " + service.backend();
+}
+
+// Keys that choose or build the backend; a reload cannot swap the backend under the clients.
+bool backend_settings_differ(const Config& a, const Config& b) {
+  return a.backend != b.backend || a.xpuml_library != b.xpuml_library ||
+         a.sysfs_root != b.sysfs_root || a.sim_devices != b.sim_devices ||
+         a.sim_model != b.sim_model || a.sim_memory_mib != b.sim_memory_mib;
+}
+
+std::unique_ptr<sdbus::IConnection> connect(const DaemonOptions& options) {
+  if (options.bus_address) return sdbus::createSessionBusConnectionWithAddress(*options.bus_address);
+  if (options.session_bus) return sdbus::createSessionBusConnection();
+  return sdbus::createSystemBusConnection();
+}
+
+// Everything the main loop owns; lives on the main thread.
+class Daemon {
+ public:
+  Daemon(const DaemonOptions& options, Config config, xpu::StopSignals& signals)
+      : options_(options), config_(std::move(config)), signals_(signals) {}
+
+  int run() {
+    auto backend = make_backend(config_);
+    if (!backend) {
+      spdlog::critical("cannot start backend '{}': {}", config_.backend, backend.error());
+      notifier_.status("Failed: " + backend.error());
+      return 1;
+    }
+    std::shared_ptr<Backend> shared_backend = std::move(*backend);
+    spdlog::info("backend {} started", shared_backend->name());
+
+    wakeup_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!wakeup_.valid()) {
+      spdlog::critical("eventfd failed: {}", std::strerror(errno));
+      return 1;
+    }
+    sampler_ = std::make_unique<Sampler>(shared_backend, sampler_settings(config_), [fd = wakeup_.get()] {
+      const std::uint64_t one = 1;
+      [[maybe_unused]] auto n = ::write(fd, &one, sizeof one);
+    });
+    sampler_->start();
+    // Clients must never see an empty tree from a daemon that has cards: export after the first
+    // sample, whose every driver call is time-boxed.
+    auto first = sampler_->wait_first(milliseconds(60000));
+    if (!first) {
+      spdlog::critical("no first sample within 60 s; giving up");
+      return 1;
+    }
+
+    try {
+      connection_ = connect(options_);
+      service_ = std::make_unique<DbusService>(
+          *connection_, ManagerFacts{std::string(shared_backend->name()), sampler_->driver_version()},
+          shared_backend->simulator(), [this] { sampler_->request_sample(); });
+      service_->publish(first);
+      published_sequence_ = first->sequence;
+      connection_->requestName(std::string(xpu::names::kBusName));
+    } catch (const sdbus::Error& e) {
+      spdlog::critical("cannot serve on the bus: {} ({})", e.getMessage(), e.getName());
+      notifier_.status("Failed: " + e.getMessage());
+      return 1;
+    }
+    spdlog::info("serving {} on {}: {}", xpu::names::kBusName,
+                 options_.bus_address ? *options_.bus_address : (options_.session_bus ? "the session bus" : "the system bus"),
+                 status_line(*service_));
+    notifier_.ready(status_line(*service_));
+    int status = loop();
+    notifier_.stopping();
+    spdlog::info("stopping");
+    try {
+      connection_->releaseName(std::string(xpu::names::kBusName));
+    } catch (const sdbus::Error&) {
+      // The bus may already be gone; nothing to release then.
+    }
+    service_.reset();
+    sampler_->stop();
+    return status;
+  }
+
+ private:
+  int loop() {
+    auto next_ping = Clock::now();
+    while (true) {
+      sdbus::IConnection::PollData bus{};
+      try {
+        while (connection_->processPendingRequest()) {
+        }
+        bus = connection_->getEventLoopPollData();
+      } catch (const sdbus::Error& e) {
+        spdlog::critical("lost the bus connection: {}", e.getMessage());
+        return 1;
+      }
+      int timeout = bus.getPollTimeout();
+      if (auto interval = notifier_.watchdog_interval()) {
+        auto now = Clock::now();
+        if (now >= next_ping) {
+          feed_watchdog();
+          next_ping = now + std::chrono::duration_cast<Clock::duration>(*interval / 2);
+        }
+        int until_ping = static_cast<int>(
+            std::chrono::duration_cast<milliseconds>(next_ping - now).count()) + 1;
+        timeout = timeout < 0 ? until_ping : std::min(timeout, until_ping);
+      }
+      pollfd fds[3] = {{bus.fd, bus.events, 0},
+                       {signals_.fd(), POLLIN, 0},
+                       {wakeup_.get(), POLLIN, 0}};
+      if (::poll(fds, 3, timeout) < 0 && errno != EINTR) {
+        spdlog::critical("poll failed: {}", std::strerror(errno));
+        return 1;
+      }
+      if (fds[1].revents & POLLIN) {
+        while (auto signo = signals_.take()) {
+          if (*signo == SIGHUP) reload();
+        }
+        if (signals_.stop_requested()) return 0;
+      }
+      if (fds[2].revents & POLLIN) {
+        std::uint64_t count = 0;
+        [[maybe_unused]] auto n = ::read(wakeup_.get(), &count, sizeof count);
+        publish_latest();
+      }
+    }
+  }
+
+  void publish_latest() {
+    auto snapshot = sampler_->latest();
+    if (!snapshot || snapshot->sequence == published_sequence_) return;
+    published_sequence_ = snapshot->sequence;
+    try {
+      service_->publish(snapshot);
+    } catch (const sdbus::Error& e) {
+      spdlog::error("publishing a snapshot failed: {}", e.getMessage());
+    }
+    notifier_.status(status_line(*service_));
+  }
+
+  // Only a sampler that still completes cycles keeps the watchdog fed; a wedged sampler gets us
+  // restarted. Its worst legitimate cycle is bounded by the interval and the call timeouts.
+  void feed_watchdog() {
+    auto allowed = config_.interval + 2 * config_.call_timeout + milliseconds(5000);
+    auto age = Clock::now() - sampler_->last_cycle();
+    if (age <= allowed) {
+      notifier_.watchdog_ping();
+    } else {
+      spdlog::error("sampler has not completed a cycle for {} ms; not feeding the watchdog",
+                    std::chrono::duration_cast<milliseconds>(age).count());
+    }
+  }
+
+  void reload() {
+    notifier_.reloading();
+    spdlog::info("SIGHUP: reloading {}", options_.config_path.string());
+    auto fresh = load_effective_config(options_);
+    if (!fresh) {
+      spdlog::error("reload failed, keeping the running configuration: {}", fresh.error());
+      notifier_.ready(status_line(*service_));
+      return;
+    }
+    if (backend_settings_differ(config_, *fresh))
+      spdlog::warn("backend settings changed; they take effect after a restart (systemctl restart xpud)");
+    spdlog::set_level(fresh->log_level);
+    sampler_->update_settings(sampler_settings(*fresh));
+    config_ = std::move(*fresh);
+    spdlog::info("configuration reloaded (interval {} ms, log level {})", config_.interval.count(),
+                 spdlog::level::to_string_view(config_.log_level));
+    notifier_.ready(status_line(*service_));
+  }
+
+  const DaemonOptions& options_;
+  Config config_;
+  xpu::StopSignals& signals_;
+  SystemdNotifier notifier_;
+  xpu::UniqueFd wakeup_;
+  std::unique_ptr<Sampler> sampler_;
+  std::unique_ptr<sdbus::IConnection> connection_;
+  std::unique_ptr<DbusService> service_;
+  std::uint64_t published_sequence_ = 0;
+};
+
+}  // namespace
+
+xpu::Result<Config> load_effective_config(const DaemonOptions& options) {
+  auto config = load_config(options.config_path, options.config_path_given);
+  if (!config) return config;
+  if (options.backend) config->backend = *options.backend;
+  if (options.log_level) config->log_level = *options.log_level;
+  return config;
+}
+
+int run_daemon(const DaemonOptions& options, xpu::StopSignals& signals) {
+  auto config = load_effective_config(options);
+  if (!config) {
+    xpu::setup_logging("xpud", spdlog::level::info);
+    spdlog::critical("configuration error: {}", config.error());
+    return 1;
+  }
+  xpu::setup_logging("xpud", config->log_level);
+  Daemon daemon(options, std::move(*config), signals);
+  return daemon.run();
+}
+
+}  // namespace xpud

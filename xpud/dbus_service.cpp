@@ -1,1 +1,239 @@
-// (being written)
+#include "xpud/dbus_service.h"
+
+#include <cmath>
+
+#include <sdbus-c++/sdbus-c++.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "common/logging.h"
+#include "common/names.h"
+#include "xpud/backends/simulator.h"
+#include "xpud1/device_adaptor.h"
+#include "xpud1/manager_adaptor.h"
+#include "xpud1/simulator_adaptor.h"
+
+namespace xpud {
+
+namespace names = xpu::names;
+
+class ManagerObject final
+    : public sdbus::AdaptorInterfaces<com::kunlunxin::xpud1::Manager_adaptor,
+                                      sdbus::ObjectManager_adaptor, sdbus::Properties_adaptor> {
+ public:
+  ManagerObject(sdbus::IConnection& connection, DbusService& service)
+      : AdaptorInterfaces(connection, std::string(names::kManagerPath)), service_(service) {
+    registerAdaptor();
+  }
+  ~ManagerObject() { unregisterAdaptor(); }
+
+ private:
+  std::vector<sdbus::ObjectPath> ListDevices() override {
+    std::vector<sdbus::ObjectPath> paths;
+    for (const auto& [index, object] : service_.devices_) paths.emplace_back(names::device_path(index));
+    return paths;
+  }
+
+  std::tuple<uint64_t, std::vector<sdbus::Struct<uint32_t, std::map<std::string, double>>>>
+  GetMetrics() override {
+    const auto& snapshot = service_.snapshot_;
+    if (!snapshot) throw sdbus::Error(std::string(names::kErrorBackend), "no sample taken yet");
+    std::vector<sdbus::Struct<uint32_t, std::map<std::string, double>>> devices;
+    devices.reserve(snapshot->devices.size());
+    for (const auto& device : snapshot->devices)
+      devices.emplace_back(device.identity.index, device.metrics);
+    return {snapshot->timestamp_usec, std::move(devices)};
+  }
+
+  std::string Version() override { return XPU_VERSION; }
+  std::string Backend() override { return service_.facts_.backend; }
+  std::string DriverVersion() override { return service_.facts_.driver_version; }
+  uint32_t DeviceCount() override { return service_.device_count(); }
+  uint32_t HealthyDeviceCount() override { return service_.healthy_device_count(); }
+
+  DbusService& service_;
+};
+
+class DeviceObject final
+    : public sdbus::AdaptorInterfaces<com::kunlunxin::xpud1::Device_adaptor,
+                                      sdbus::ManagedObject_adaptor, sdbus::Properties_adaptor> {
+ public:
+  DeviceObject(sdbus::IConnection& connection, const DeviceState& state)
+      : AdaptorInterfaces(connection, names::device_path(state.identity.index)),
+        identity_(state.identity),
+        healthy_(state.healthy),
+        reason_(state.health_reason) {
+    registerAdaptor();
+    emitInterfacesAddedSignal({std::string(names::kDeviceInterface)});
+  }
+  ~DeviceObject() {
+    emitInterfacesRemovedSignal({std::string(names::kDeviceInterface)});
+    unregisterAdaptor();
+  }
+
+  const DeviceIdentity& identity() const { return identity_; }
+  bool healthy() const { return healthy_; }
+
+  // Returns true when the health changed (and the signals went out).
+  bool set_health(bool healthy, const std::string& reason) {
+    if (healthy == healthy_ && reason == reason_) return false;
+    healthy_ = healthy;
+    reason_ = reason;
+    emitPropertiesChangedSignal(std::string(names::kDeviceInterface), {"Health", "HealthReason"});
+    return true;
+  }
+
+ private:
+  uint32_t Index() override { return identity_.index; }
+  std::string Name() override { return names::device_name(identity_.index); }
+  std::string Uuid() override { return identity_.uuid; }
+  std::string Serial() override { return identity_.serial; }
+  std::string Model() override { return identity_.model; }
+  std::string PciBusId() override { return identity_.pci_bus_id; }
+  int32_t NumaNode() override { return identity_.numa_node; }
+  uint64_t MemoryTotalBytes() override { return identity_.memory_total_bytes; }
+  std::vector<std::string> DeviceNodes() override { return identity_.device_nodes; }
+  std::vector<uint32_t> LinkedDevices() override {
+    return {identity_.linked_devices.begin(), identity_.linked_devices.end()};
+  }
+  bool IsVirtualFunction() override { return identity_.is_virtual_function; }
+  std::string Health() override {
+    return std::string(healthy_ ? names::kHealthy : names::kUnhealthy);
+  }
+  std::string HealthReason() override { return reason_; }
+
+  DeviceIdentity identity_;
+  bool healthy_;
+  std::string reason_;
+};
+
+class SimulatorObject final
+    : public sdbus::AdaptorInterfaces<com::kunlunxin::xpud1::Simulator_adaptor> {
+ public:
+  SimulatorObject(sdbus::IConnection& connection, Simulator& simulator,
+                  std::function<void()> on_injection)
+      : AdaptorInterfaces(connection, std::string(names::kManagerPath)),
+        simulator_(simulator),
+        on_injection_(std::move(on_injection)) {
+    registerAdaptor();
+  }
+  ~SimulatorObject() { unregisterAdaptor(); }
+
+ private:
+  void SetHealth(const uint32_t& index, const std::string& health,
+                 const std::string& reason) override {
+    authorize();
+    if (health != names::kHealthy && health != names::kUnhealthy)
+      throw sdbus::Error(std::string(names::kErrorInvalidArgument),
+                         "health must be 'Healthy' or 'Unhealthy', got '" + health + "'");
+    if (reason.size() > 1024)
+      throw sdbus::Error(std::string(names::kErrorInvalidArgument), "reason longer than 1024 bytes");
+    check(simulator_.set_health(index, health == names::kHealthy, reason));
+    spdlog::info("simulator: xpu{} set {} ({})", index, health, reason);
+    on_injection_();
+  }
+
+  void SetMetric(const uint32_t& index, const std::string& key, const double& value) override {
+    authorize();
+    check(simulator_.set_metric(index, key, value));
+    spdlog::info("simulator: xpu{} {} = {}", index, key, value);
+    on_injection_();
+  }
+
+  // Defence in depth behind the bus policy: only root or xpud's own user may inject faults.
+  void authorize() {
+    const sdbus::Message* message = getObject().getCurrentlyProcessedMessage();
+    uid_t caller = message->getCredsUid();
+    if (caller != 0 && caller != ::geteuid())
+      throw sdbus::Error("org.freedesktop.DBus.Error.AccessDenied",
+                         "Simulator methods are for root or xpud's own user");
+  }
+
+  static void check(const std::optional<InjectionError>& error) {
+    if (!error) return;
+    const auto name = error->kind == InjectionError::Kind::NoSuchDevice
+                          ? names::kErrorNoSuchDevice
+                          : names::kErrorInvalidArgument;
+    throw sdbus::Error(std::string(name), error->message);
+  }
+
+  Simulator& simulator_;
+  std::function<void()> on_injection_;
+};
+
+DbusService::DbusService(sdbus::IConnection& connection, ManagerFacts facts, Simulator* simulator,
+                         std::function<void()> on_injection)
+    : connection_(connection), facts_(std::move(facts)) {
+  manager_ = std::make_unique<ManagerObject>(connection_, *this);
+  if (simulator != nullptr)
+    simulator_ = std::make_unique<SimulatorObject>(connection_, *simulator, std::move(on_injection));
+}
+
+DbusService::~DbusService() {
+  devices_.clear();
+  simulator_.reset();
+  manager_.reset();
+}
+
+unsigned DbusService::device_count() const { return static_cast<unsigned>(devices_.size()); }
+
+unsigned DbusService::healthy_device_count() const {
+  unsigned healthy = 0;
+  for (const auto& [index, device] : devices_) healthy += device->healthy() ? 1 : 0;
+  return healthy;
+}
+
+void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
+  const unsigned old_count = device_count();
+  const unsigned old_healthy = healthy_device_count();
+  snapshot_ = std::move(snapshot);
+
+  std::map<unsigned, const DeviceState*> present;
+  for (const auto& device : snapshot_->devices) present[device.identity.index] = &device;
+
+  // Vanished, or a different card at the same index (hot swap): remove the old object first.
+  for (auto it = devices_.begin(); it != devices_.end();) {
+    auto now = present.find(it->first);
+    if (now == present.end() || now->second->identity != it->second->identity()) {
+      const auto& identity = it->second->identity();
+      xpu::log_device_event(spdlog::level::warn, names::device_name(identity.index), identity.uuid,
+                            "device removed");
+      it = devices_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+
+  for (const auto& [index, state] : present) {
+    const std::string name = names::device_name(index);
+    auto it = devices_.find(index);
+    if (it == devices_.end()) {
+      devices_.emplace(index, std::make_unique<DeviceObject>(connection_, *state));
+      xpu::log_device_event(spdlog::level::info, name, state->identity.uuid,
+                            "device added: " + state->identity.model + " at " +
+                                state->identity.pci_bus_id + ", " +
+                                (state->healthy ? "Healthy" : "Unhealthy: " + state->health_reason));
+      if (!state->healthy)
+        manager_->emitDeviceHealthChanged(names::device_path(index), std::string(names::kUnhealthy),
+                                          state->health_reason);
+      continue;
+    }
+    if (!it->second->set_health(state->healthy, state->health_reason)) continue;
+    const std::string health(state->healthy ? names::kHealthy : names::kUnhealthy);
+    manager_->emitDeviceHealthChanged(names::device_path(index), health, state->health_reason);
+    if (state->healthy) {
+      xpu::log_device_event(spdlog::level::info, name, state->identity.uuid, "health: Healthy again");
+    } else {
+      xpu::log_device_event(spdlog::level::warn, name, state->identity.uuid,
+                            "health: Unhealthy: " + state->health_reason);
+    }
+  }
+
+  std::vector<std::string> changed;
+  if (device_count() != old_count) changed.emplace_back("DeviceCount");
+  if (healthy_device_count() != old_healthy) changed.emplace_back("HealthyDeviceCount");
+  if (!changed.empty())
+    manager_->emitPropertiesChangedSignal(std::string(names::kManagerInterface), changed);
+}
+
+}  // namespace xpud

@@ -1,1 +1,84 @@
-int main() { return 1; }
+// xpud: the host daemon that owns the XPU driver and serves devices, health and metrics on D-Bus.
+#include <cstdio>
+
+#include "common/command_line.h"
+#include "common/logging.h"
+#include "common/stop_signals.h"
+#include "xpud/daemon.h"
+
+namespace {
+
+constexpr const char* kProgram = "xpud";
+
+int run(const std::vector<std::string>& args) {
+  xpud::DaemonOptions options;
+  bool help = false, version = false, check_config = false;
+  xpu::CommandLine cli(kProgram, "[OPTIONS]");
+  cli.add_option("config", "FILE", "configuration file (default /etc/xpud/xpud.conf, plus FILE.d/*.conf)",
+                 [&](std::string_view value) -> xpu::Status {
+                   if (value.empty()) return xpu::Error{"must not be empty"};
+                   options.config_path = std::string(value);
+                   options.config_path_given = true;
+                   return xpu::ok_status();
+                 });
+  cli.add_option("bus-address", "ADDR", "serve on the bus at ADDR instead of the system bus",
+                 [&](std::string_view value) -> xpu::Status {
+                   if (value.empty()) return xpu::Error{"must not be empty"};
+                   options.bus_address = std::string(value);
+                   return xpu::ok_status();
+                 });
+  cli.add_flag("session", &options.session_bus, "serve on the session bus (demos)");
+  cli.add_option("backend", "NAME", "auto|xpuml|sysfs|sim (overrides the config file)",
+                 [&](std::string_view value) -> xpu::Status {
+                   if (value != "auto" && value != "xpuml" && value != "sysfs" && value != "sim")
+                     return xpu::Error{"'" + std::string(value) + "' is not one of auto, xpuml, sysfs, sim"};
+                   options.backend = std::string(value);
+                   return xpu::ok_status();
+                 });
+  cli.add_option("log-level", "LEVEL", "error|warn|info|debug|trace (overrides the config file)",
+                 [&](std::string_view value) -> xpu::Status {
+                   auto level = xpu::parse_log_level(value);
+                   if (!level) return xpu::Error{"'" + std::string(value) + "' is not one of error, warn, info, debug, trace"};
+                   options.log_level = *level;
+                   return xpu::ok_status();
+                 });
+  cli.add_flag("check-config", &check_config, "validate the configuration and exit");
+  cli.add_flag("version", &version, "print the version and exit");
+  cli.add_flag("help", &help, "show this help and exit");
+  auto rest = cli.parse(args);
+  if (!rest) xpu::exit_usage_error(kProgram, rest.error());
+  if (!rest->empty()) xpu::exit_usage_error(kProgram, "unexpected argument '" + rest->front() + "'");
+  if (help) {
+    std::fputs(cli.help().c_str(), stdout);
+    return 0;
+  }
+  if (version) {
+    std::printf("%s %s\n", kProgram, XPU_VERSION);
+    return 0;
+  }
+  if (check_config) {
+    auto config = xpud::load_effective_config(options);
+    if (!config) {
+      std::fprintf(stderr, "%s: %s\n", kProgram, config.error().c_str());
+      return 1;
+    }
+    std::printf("%s: configuration OK (backend %s, interval %lld ms)\n",
+                options.config_path.c_str(), config->backend.c_str(),
+                static_cast<long long>(config->interval.count()));
+    return 0;
+  }
+  // Before any thread starts, so all of them inherit the blocked signals.
+  xpu::StopSignals signals(/*include_sighup=*/true);
+  return xpud::run_daemon(options, signals);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(xpu::to_args(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: fatal: %s\n", kProgram, e.what());
+    return 1;
+  }
+}

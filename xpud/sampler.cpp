@@ -1,1 +1,146 @@
-// (being written)
+#include "xpud/sampler.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/names.h"
+
+namespace xpud {
+
+Sampler::Sampler(std::shared_ptr<Backend> backend, SamplerSettings settings,
+                 std::function<void()> on_snapshot)
+    : backend_(std::move(backend)),
+      on_snapshot_(std::move(on_snapshot)),
+      executor_(settings.call_timeout),
+      health_(settings.failure_threshold),
+      settings_(settings) {}
+
+Sampler::~Sampler() { stop(); }
+
+void Sampler::start() {
+  last_cycle_ = std::chrono::steady_clock::now();
+  thread_ = std::thread([this] { run(); });
+}
+
+void Sampler::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_requested_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Sampler::update_settings(const SamplerSettings& settings) {
+  {
+    std::lock_guard lock(mutex_);
+    settings_ = settings;
+  }
+  changed_.notify_all();
+}
+
+void Sampler::request_sample() {
+  {
+    std::lock_guard lock(mutex_);
+    sample_requested_ = true;
+  }
+  changed_.notify_all();
+}
+
+std::shared_ptr<const Snapshot> Sampler::latest() const {
+  std::lock_guard lock(mutex_);
+  return latest_;
+}
+
+std::shared_ptr<const Snapshot> Sampler::wait_first(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  changed_.wait_for(lock, timeout, [&] { return latest_ != nullptr || stop_requested_; });
+  return latest_;
+}
+
+std::string Sampler::driver_version() const {
+  std::lock_guard lock(mutex_);
+  return driver_version_;
+}
+
+std::chrono::steady_clock::time_point Sampler::last_cycle() const { return last_cycle_.load(); }
+
+void Sampler::run() {
+  // Every job captures the backend by shared_ptr and its arguments by value: a call that times
+  // out keeps running on the driver thread after we have moved on.
+  auto version = executor_.call("driver version", [backend = backend_] {
+    return backend->driver_version();
+  });
+  {
+    std::lock_guard lock(mutex_);
+    if (version) driver_version_ = *version;
+  }
+  if (!version) spdlog::warn("cannot read the driver version: {}", version.error());
+
+  std::unique_lock lock(mutex_);
+  while (!stop_requested_) {
+    SamplerSettings settings = settings_;
+    sample_requested_ = false;
+    lock.unlock();
+    executor_.set_timeout(settings.call_timeout);
+    health_.set_failure_threshold(settings.failure_threshold);
+    auto cycle_started = std::chrono::steady_clock::now();
+    auto snapshot = sample_cycle(settings);
+    last_cycle_ = std::chrono::steady_clock::now();
+    lock.lock();
+    latest_ = std::move(snapshot);
+    changed_.notify_all();
+    lock.unlock();
+    on_snapshot_();
+    lock.lock();
+    changed_.wait_until(lock, cycle_started + settings.interval,
+                        [&] { return stop_requested_ || sample_requested_; });
+  }
+}
+
+std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& /*settings*/) {
+  auto snapshot = std::make_shared<Snapshot>();
+  snapshot->sequence = ++sequence_;
+
+  auto discovered = executor_.call("discover devices", [backend = backend_] {
+    return backend->discover();
+  });
+  if (!discovered) {
+    snapshot->discovery_error = discovered.error();
+  } else if (!discovered->ok()) {
+    snapshot->discovery_error = discovered->error();
+  } else {
+    for (const auto& gone : known_devices_) {
+      bool still_there = false;
+      for (const auto& now : discovered->value()) still_there |= now.uuid == gone.uuid;
+      if (!still_there) health_.forget(gone.uuid);
+    }
+    known_devices_ = std::move(discovered->value());
+  }
+  if (!snapshot->discovery_error.empty())
+    spdlog::debug("device discovery failed, keeping the last known devices: {}",
+                  snapshot->discovery_error);
+
+  for (const auto& identity : known_devices_) {
+    const std::string device = xpu::names::device_name(identity.index);
+    auto reading = executor_.call("read " + device, [backend = backend_, identity] {
+      return backend->read(identity);
+    });
+    DeviceReading value;
+    if (reading) {
+      value = std::move(*reading);
+    } else {
+      value.read_error = reading.error();
+    }
+    if (value.read_error) spdlog::debug("{}: read failed: {}", device, *value.read_error);
+    const HealthState& health = health_.update(identity.uuid, value);
+    snapshot->devices.push_back(
+        DeviceState{identity, std::move(value.metrics), health.healthy, health.reason});
+  }
+  snapshot->timestamp_usec = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  return snapshot;
+}
+
+}  // namespace xpud

@@ -1,0 +1,15 @@
+// Builds the backend the configuration asks for. `auto` means xpuml when the library loads,
+// otherwise sysfs; it never picks sim.
+#pragma once
+
+#include <memory>
+
+#include "common/result.h"
+#include "xpud/backends/backend.h"
+#include "xpud/config.h"
+
+namespace xpud {
+
+xpu::Result<std::unique_ptr<Backend>> make_backend(const Config& config);
+
+}  // namespace xpud

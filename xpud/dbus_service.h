@@ -1,0 +1,55 @@
+// xpud's objects on the bus: the Manager (with ObjectManager, and Simulator under the sim
+// backend) and one object per device. Everything here runs on the main thread, which owns the
+// connection; the sampler only hands over snapshots.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <sdbus-c++/IConnection.h>
+
+#include "xpud/sampler.h"
+
+namespace xpud {
+
+class Simulator;
+class ManagerObject;
+class SimulatorObject;
+class DeviceObject;
+
+struct ManagerFacts {
+  std::string backend;
+  std::string driver_version;
+};
+
+class DbusService {
+ public:
+  // on_injection runs after a successful Simulator call (to sample again at once).
+  DbusService(sdbus::IConnection& connection, ManagerFacts facts, Simulator* simulator,
+              std::function<void()> on_injection);
+  ~DbusService();
+  DbusService(const DbusService&) = delete;
+  DbusService& operator=(const DbusService&) = delete;
+
+  // Brings the object tree and health in line with `snapshot`: devices that appeared or vanished
+  // are exported/unexported (InterfacesAdded/Removed); health transitions emit
+  // DeviceHealthChanged and PropertiesChanged and are logged with the device in a journal field.
+  void publish(std::shared_ptr<const Snapshot> snapshot);
+
+  unsigned device_count() const;
+  unsigned healthy_device_count() const;
+  const std::string& backend() const { return facts_.backend; }
+
+ private:
+  friend class ManagerObject;
+  sdbus::IConnection& connection_;
+  ManagerFacts facts_;
+  std::shared_ptr<const Snapshot> snapshot_;
+  std::unique_ptr<ManagerObject> manager_;
+  std::unique_ptr<SimulatorObject> simulator_;
+  std::map<unsigned, std::unique_ptr<DeviceObject>> devices_;  // by index
+};
+
+}  // namespace xpud

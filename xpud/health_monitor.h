@@ -1,0 +1,36 @@
+// Turns readings into health. Pure logic, owned by the sampler thread.
+//
+//  - a driver-reported fault makes a card Unhealthy at once, with the driver's reason;
+//  - a failed read is noise until `failure_threshold` of them in a row, then Unhealthy;
+//  - one clean reading (no fault, no error) makes the card Healthy again, whatever came before:
+//    a card that recovers must never stay stuck Unhealthy.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "xpud/device.h"
+
+namespace xpud {
+
+struct HealthState {
+  bool healthy = true;
+  std::string reason;  // empty while healthy
+  unsigned consecutive_failures = 0;
+};
+
+class HealthMonitor {
+ public:
+  explicit HealthMonitor(unsigned failure_threshold) : failure_threshold_(failure_threshold) {}
+  void set_failure_threshold(unsigned threshold) { failure_threshold_ = threshold; }
+
+  // Cards are keyed by UUID, which survives index changes across hot-plug.
+  const HealthState& update(const std::string& uuid, const DeviceReading& reading);
+  void forget(const std::string& uuid) { states_.erase(uuid); }
+
+ private:
+  unsigned failure_threshold_;
+  std::map<std::string, HealthState> states_;
+};
+
+}  // namespace xpud

@@ -1,0 +1,94 @@
+// Samples every card on one schedule, on its own thread, and publishes immutable snapshots.
+//
+// Threads: the sampler thread owns the backend calls (through a TimeBoxedExecutor, so each driver
+// call is bounded) and the HealthMonitor. Readers on any thread get the latest snapshot with
+// latest(), which never touches the driver.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "xpud/backends/backend.h"
+#include "xpud/health_monitor.h"
+#include "xpud/time_boxed_executor.h"
+
+namespace xpud {
+
+struct DeviceState {
+  DeviceIdentity identity;
+  std::map<std::string, double> metrics;
+  bool healthy = true;
+  std::string health_reason;
+};
+
+struct Snapshot {
+  std::uint64_t timestamp_usec = 0;  // wall clock, microseconds since the epoch
+  std::uint64_t sequence = 0;        // 1 for the first snapshot
+  std::vector<DeviceState> devices;  // ordered by index
+  std::string discovery_error;       // last discovery failure; devices are the last known set
+};
+
+struct SamplerSettings {
+  std::chrono::milliseconds interval{1000};
+  std::chrono::milliseconds call_timeout{2000};
+  unsigned failure_threshold = 3;
+};
+
+class Sampler {
+ public:
+  // on_snapshot runs on the sampler thread after each new snapshot; keep it short (it just wakes
+  // the main loop).
+  Sampler(std::shared_ptr<Backend> backend, SamplerSettings settings,
+          std::function<void()> on_snapshot);
+  ~Sampler();
+  Sampler(const Sampler&) = delete;
+  Sampler& operator=(const Sampler&) = delete;
+
+  void start();
+  void stop();
+
+  // Applied from the next cycle on.
+  void update_settings(const SamplerSettings& settings);
+  // Starts a cycle now instead of at the next tick (e.g. after a simulator injection).
+  void request_sample();
+
+  std::shared_ptr<const Snapshot> latest() const;
+  // Blocks until the first snapshot exists or the timeout passes.
+  std::shared_ptr<const Snapshot> wait_first(std::chrono::milliseconds timeout) const;
+  // Driver version read once at start; empty when unknown.
+  std::string driver_version() const;
+  // When the sampler last completed a cycle; the watchdog is only fed while this is recent.
+  std::chrono::steady_clock::time_point last_cycle() const;
+
+ private:
+  void run();
+  std::shared_ptr<const Snapshot> sample_cycle(const SamplerSettings& settings);
+
+  std::shared_ptr<Backend> backend_;
+  std::function<void()> on_snapshot_;
+  TimeBoxedExecutor executor_;
+  HealthMonitor health_;                      // sampler thread only
+  std::vector<DeviceIdentity> known_devices_;  // sampler thread only
+  std::uint64_t sequence_ = 0;                // sampler thread only
+
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  SamplerSettings settings_;
+  bool stop_requested_ = false;
+  bool sample_requested_ = false;
+  std::shared_ptr<const Snapshot> latest_;
+  std::string driver_version_;
+  std::atomic<std::chrono::steady_clock::time_point> last_cycle_{};
+  std::thread thread_;
+};
+
+}  // namespace xpud
