@@ -42,11 +42,16 @@ DeviceIdentity make_identity(const SimOptions& options, unsigned index) {
       id.linked_devices.push_back(other);
   }
   // Stable, UUID-shaped and unique per (model, index).
-  std::uint64_t h = 1469598103934665603ull;
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a, then a splitmix64 finaliser to spread bits
   for (char c : options.model + "/" + std::to_string(index)) {
     h ^= static_cast<unsigned char>(c);
     h *= 1099511628211ull;
   }
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 31;
   char buf[64];
   std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-a%03x-%012llx", static_cast<unsigned>(h >> 32),
                 static_cast<unsigned>(h >> 16) & 0xffffu, static_cast<unsigned>(h) & 0xfffu,
