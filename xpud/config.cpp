@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -140,8 +141,18 @@ xpu::Status parse_file(const fs::path& path, Config& config) {
     return xpu::Error{path.string() + ": cannot open: " + std::strerror(errno)};
   if (rc == -2) return xpu::Error{path.string() + ": out of memory while parsing"};
   if (rc > 0) {
-    std::string reason = state.error.empty() ? "syntax error (expected [section] or key = value)"
-                                             : state.error;
+    // inih reports the first bad line but keeps going, so a handler error may belong to a later
+    // line. Re-parse up to the reported line to tell which kind of error that line had.
+    std::string reason = "syntax error (expected [section] or key = value)";
+    if (!state.error.empty()) {
+      std::ifstream in(path);
+      std::string prefix, line;
+      for (int n = 0; n < rc && std::getline(in, line); ++n) prefix += line + "\n";
+      Config scratch;
+      ParseState again{&scratch, {}, {}};
+      ini_parse_string(prefix.c_str(), on_key, &again);
+      if (!again.error.empty()) reason = again.error;
+    }
     return xpu::Error{path.string() + ":" + std::to_string(rc) + ": " + reason};
   }
   return xpu::ok_status();

@@ -1,0 +1,56 @@
+// A child process for integration tests: started with fork/exec, its stdout+stderr captured to
+// a file, killed (SIGKILL) if still running when the object goes away.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace xpu::test {
+
+class ChildProcess {
+ public:
+  // `env` entries are added to (or override) the test's environment.
+  ChildProcess(std::vector<std::string> argv, std::filesystem::path output_file,
+               std::map<std::string, std::string> env = {});
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  void signal(int signo) const;
+  // Waits for exit; returns the exit status (128+N for a signal), nullopt on timeout.
+  std::optional<int> wait(std::chrono::milliseconds timeout);
+  bool running();
+  std::string output() const;
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+  std::filesystem::path output_file_;
+};
+
+// Paths of the binaries under test (from XPU_BINARY_DIR, set by ctest).
+std::filesystem::path binary_path(const std::string& relative);
+
+// A fresh temporary directory, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+void write_file(const std::filesystem::path& path, const std::string& content);
+
+}  // namespace xpu::test

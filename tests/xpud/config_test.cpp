@@ -1,0 +1,127 @@
+#include "xpud/config.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/child_process.h"
+
+namespace xpud {
+namespace {
+
+using xpu::test::TempDir;
+using xpu::test::write_file;
+
+TEST(Config, MissingOptionalFileGivesDefaults) {
+  TempDir dir;
+  auto config = load_config(dir.path() / "xpud.conf", false);
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(*config, Config{});
+  EXPECT_EQ(config->backend, "auto");
+  EXPECT_EQ(config->interval.count(), 1000);
+  EXPECT_EQ(config->xpuml_library, "/usr/local/xpu/lib64/libxpuml.so.1");
+  EXPECT_EQ(config->sim_devices, 8u);
+  EXPECT_EQ(config->sim_model, "R200");
+  EXPECT_EQ(config->sim_memory_mib, 32768u);
+}
+
+TEST(Config, MissingRequiredFileIsAnError) {
+  TempDir dir;
+  auto config = load_config(dir.path() / "xpud.conf", true);
+  ASSERT_FALSE(config);
+  EXPECT_NE(config.error().find("xpud.conf: no such file"), std::string::npos);
+}
+
+TEST(Config, ReadsEveryKey) {
+  TempDir dir;
+  write_file(dir.path() / "xpud.conf",
+             "# comment\n[daemon]\nbackend = sim\nlog_level = debug\n"
+             "[sampling]\ninterval_ms = 250\ncall_timeout_ms = 500\nfailure_threshold = 5\n"
+             "[xpuml]\nlibrary = /opt/xpu/libxpuml.so.1\n[sysfs]\nroot = /srv/fake\n"
+             "[sim]\ndevices = 4\nmodel = RG800\nmemory_mib = 98304\n");
+  auto config = load_config(dir.path() / "xpud.conf", true);
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(config->backend, "sim");
+  EXPECT_EQ(config->log_level, spdlog::level::debug);
+  EXPECT_EQ(config->interval.count(), 250);
+  EXPECT_EQ(config->call_timeout.count(), 500);
+  EXPECT_EQ(config->failure_threshold, 5u);
+  EXPECT_EQ(config->xpuml_library, "/opt/xpu/libxpuml.so.1");
+  EXPECT_EQ(config->sysfs_root, "/srv/fake");
+  EXPECT_EQ(config->sim_devices, 4u);
+  EXPECT_EQ(config->sim_model, "RG800");
+  EXPECT_EQ(config->sim_memory_mib, 98304u);
+}
+
+TEST(Config, DropInsOverrideInNameOrder) {
+  TempDir dir;
+  write_file(dir.path() / "xpud.conf", "[sampling]\ninterval_ms = 1000\n");
+  write_file(dir.path() / "xpud.conf.d/20-late.conf", "[sampling]\ninterval_ms = 300\n");
+  write_file(dir.path() / "xpud.conf.d/10-early.conf", "[sampling]\ninterval_ms = 200\n[sim]\ndevices = 2\n");
+  write_file(dir.path() / "xpud.conf.d/30-ignored.txt", "garbage\n");
+  auto config = load_config(dir.path() / "xpud.conf", true);
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(config->interval.count(), 300);
+  EXPECT_EQ(config->sim_devices, 2u);
+}
+
+struct BadConfigCase {
+  std::string content;
+  std::string expected;  // must appear in the error
+};
+
+void PrintTo(const BadConfigCase& c, std::ostream* os) { *os << "config \"" << c.content << "\""; }
+
+class BadConfig : public ::testing::TestWithParam<BadConfigCase> {};
+
+TEST_P(BadConfig, IsRejectedWithFileLineAndReason) {
+  TempDir dir;
+  write_file(dir.path() / "xpud.conf", GetParam().content);
+  auto config = load_config(dir.path() / "xpud.conf", true);
+  ASSERT_FALSE(config) << "accepted: " << GetParam().content;
+  EXPECT_NE(config.error().find((dir.path() / "xpud.conf").string() + ":"), std::string::npos)
+      << config.error();
+  EXPECT_NE(config.error().find(GetParam().expected), std::string::npos) << config.error();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadConfig,
+    ::testing::Values(
+        BadConfigCase{"[daemon]\nbackend = cuda\n", "xpud.conf:2: bad value for daemon.backend"},
+        BadConfigCase{"[daemon]\nbackend = sim\nflavour = mild\n", ":3: unknown key 'flavour' in section [daemon]"},
+        BadConfigCase{"[gpu]\nx = 1\n", ":2: unknown section [gpu]"},
+        BadConfigCase{"[sampling]\ninterval_ms = fast\n", "'fast' is not a non-negative integer"},
+        BadConfigCase{"[sampling]\ninterval_ms = 5\n", "out of range"},
+        BadConfigCase{"[sampling]\ninterval_ms = -1\n", "interval_ms"},
+        BadConfigCase{"[sampling]\ninterval_ms = 99999999999999999999999\n", "interval_ms"},
+        BadConfigCase{"[sampling]\nfailure_threshold = 0\n", "failure_threshold"},
+        BadConfigCase{"[daemon]\nlog_level = chatty\n", "log_level"},
+        BadConfigCase{"[xpuml]\nlibrary = libxpuml.so.1\n", "not an absolute path"},
+        BadConfigCase{"[sysfs]\nroot =\n", "not an absolute path"},
+        BadConfigCase{"[sim]\nmodel = R200;rm -rf\n", "model"},
+        BadConfigCase{"[sim]\ndevices = 100000\n", "out of range"},
+        BadConfigCase{"[sim]\nmemory_mib = 0\n", "out of range"},
+        BadConfigCase{"[sim]\ndevices = 2\ndevices = 3\n", ":3: duplicate key 'devices'"},
+        BadConfigCase{"[daemon\nbackend = sim\n", ":1: syntax error"},
+        BadConfigCase{"[daemon]\nbackend = sim\n[sim\ndevices = 2\n[sampling]\ninterval_ms = 1\n", ":3: syntax error"},
+        BadConfigCase{"backend = sim\n", ":1: unknown section []"},
+        BadConfigCase{"[daemon]\nthis line has no equals sign\n", ":2: syntax error"}));
+
+TEST(Config, ErrorInDropInNamesTheDropIn) {
+  TempDir dir;
+  write_file(dir.path() / "xpud.conf", "[daemon]\nbackend = sim\n");
+  write_file(dir.path() / "xpud.conf.d/50-bad.conf", "\n\n[sampling]\ninterval_ms = soon\n");
+  auto config = load_config(dir.path() / "xpud.conf", true);
+  ASSERT_FALSE(config);
+  EXPECT_NE(config.error().find("50-bad.conf:4:"), std::string::npos) << config.error();
+}
+
+TEST(Config, BinaryGarbageIsRejectedNotCrashed) {
+  TempDir dir;
+  std::string garbage;
+  for (int i = 0; i < 4096; ++i) garbage.push_back(static_cast<char>((i * 131) % 256));
+  write_file(dir.path() / "xpud.conf", garbage);
+  auto config = load_config(dir.path() / "xpud.conf", true);
+  EXPECT_FALSE(config);
+}
+
+}  // namespace
+}  // namespace xpud

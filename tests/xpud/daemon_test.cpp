@@ -1,0 +1,336 @@
+// xpud as an operator and its clients see it: the real binary on a real private dbus-daemon, with
+// a test-owned NOTIFY_SOCKET standing in for systemd.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <sdbus-c++/sdbus-c++.h>
+#include <set>
+#include <tuple>
+
+#include "common/names.h"
+#include "common/xpud_client.h"
+#include "tests/support/child_process.h"
+#include "tests/support/notify_socket.h"
+#include "tests/support/private_bus.h"
+#include "tests/support/wait.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using xpu::test::binary_path;
+using xpu::test::ChildProcess;
+using xpu::test::wait_until;
+namespace names = xpu::names;
+
+class XpudTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_ = dir_.path() / "xpud.conf";
+    xpu::test::write_file(config_, "[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 200\n");
+  }
+
+  void start(std::vector<std::string> extra = {}, std::map<std::string, std::string> env = {}) {
+    std::vector<std::string> argv = {binary_path("xpud/xpud").string(), "--bus-address",
+                                     bus_.address(), "--config", config_.string()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    env["NOTIFY_SOCKET"] = notify_.path();
+    xpud_ = std::make_unique<ChildProcess>(argv, dir_.path() / ("xpud" + std::to_string(++runs_) + ".log"), env);
+    ASSERT_GE(notify_.wait_for("READY=1", 10s), 0) << xpud_->output();
+  }
+
+  std::unique_ptr<sdbus::IProxy> manager_proxy(sdbus::IConnection& connection) {
+    return sdbus::createProxy(connection, std::string(names::kBusName), std::string(names::kManagerPath));
+  }
+
+  void set_health(unsigned index, const std::string& health, const std::string& reason) {
+    auto connection = sdbus::createSessionBusConnectionWithAddress(bus_.address());
+    manager_proxy(*connection)
+        ->callMethod("SetHealth")
+        .onInterface(std::string(names::kSimulatorInterface))
+        .withArguments(index, health, reason);
+  }
+
+  std::string call_error(const std::string& method, std::function<void(sdbus::MethodInvoker&)> args) {
+    auto connection = sdbus::createSessionBusConnectionWithAddress(bus_.address());
+    try {
+      auto proxy = manager_proxy(*connection);
+      auto invoker = proxy->callMethod(method);
+      invoker.onInterface(std::string(names::kSimulatorInterface));
+      args(invoker);
+      invoker.storeResultsTo();
+    } catch (const sdbus::Error& e) {
+      return e.getName() + ": " + e.getMessage();
+    }
+    return "no error";
+  }
+
+  xpu::XpudClient client() { return xpu::XpudClient(xpu::ClientOptions{bus_.address(), 2s}); }
+
+  xpu::test::TempDir dir_;
+  xpu::test::PrivateBus bus_;
+  xpu::test::NotifySocket notify_{dir_.path() / "notify"};
+  std::filesystem::path config_;
+  std::unique_ptr<ChildProcess> xpud_;
+  int runs_ = 0;
+};
+
+TEST_F(XpudTest, ReadyMeansNameOwnedAndEveryDeviceExported) {
+  start();
+  // READY=1 is sent only after the objects were exported and the name requested, so a client
+  // asking right now must see the whole tree.
+  xpu::XpudClient xpud(xpu::ClientOptions{bus_.address(), 2s});
+  auto devices = xpud.list_devices();
+  ASSERT_TRUE(devices) << devices.error();
+  ASSERT_EQ(devices->size(), 8u);
+  for (unsigned i = 0; i < 8; ++i) {
+    EXPECT_EQ((*devices)[i].index, i);
+    EXPECT_EQ((*devices)[i].name, "xpu" + std::to_string(i));
+    EXPECT_TRUE((*devices)[i].healthy);
+  }
+  auto manager = xpud.manager_info();
+  ASSERT_TRUE(manager) << manager.error();
+  EXPECT_EQ(manager->backend, "sim");
+  EXPECT_EQ(manager->device_count, 8u);
+  EXPECT_EQ(manager->healthy_device_count, 8u);
+  EXPECT_FALSE(manager->version.empty());
+  EXPECT_GE(notify_.wait_for("STATUS=8 devices, 8 healthy, backend sim", 1s), 0);
+}
+
+TEST_F(XpudTest, DevicePropertiesFollowTheEightCardTopology) {
+  start();
+  auto devices = client().list_devices();
+  ASSERT_TRUE(devices) << devices.error();
+  const auto& d5 = (*devices)[5];
+  EXPECT_EQ(d5.numa_node, 1);
+  EXPECT_EQ(std::set<unsigned>(d5.linked_devices.begin(), d5.linked_devices.end()),
+            (std::set<unsigned>{1, 4, 6, 7}));
+  EXPECT_EQ(d5.device_nodes, (std::vector<std::string>{"/dev/xpu5", "/dev/xpuctrl"}));
+  EXPECT_EQ(d5.model, "R200");
+  EXPECT_EQ(d5.memory_total_bytes, 32768ull << 20);
+  EXPECT_EQ(d5.health_reason, "");
+}
+
+TEST_F(XpudTest, GetMetricsServesEveryDeviceInBaseUnits) {
+  start();
+  auto snapshot = client().get_metrics();
+  ASSERT_TRUE(snapshot) << snapshot.error();
+  ASSERT_EQ(snapshot->devices.size(), 8u);
+  auto now_usec = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_NEAR(static_cast<double>(snapshot->timestamp_usec), static_cast<double>(now_usec), 5e6);
+  for (const auto& device : snapshot->devices) {
+    for (const auto& [key, value] : device.values) {
+      EXPECT_NE(std::find(names::metric::kAll.begin(), names::metric::kAll.end(), key),
+                names::metric::kAll.end()) << "unexpected key " << key;
+    }
+    EXPECT_EQ(device.values.at("memory_total_bytes"), static_cast<double>(32768ull << 20));
+    EXPECT_LE(device.values.at("utilization_ratio"), 1.0);
+  }
+}
+
+TEST_F(XpudTest, HealthChangeIsSignalledAndRecovers) {
+  start();
+  std::mutex mutex;
+  std::vector<std::tuple<std::string, std::string, std::string>> signals;
+  std::vector<std::string> changed_properties;
+  auto connection = sdbus::createSessionBusConnectionWithAddress(bus_.address());
+  auto manager = manager_proxy(*connection);
+  manager->uponSignal("DeviceHealthChanged")
+      .onInterface(std::string(names::kManagerInterface))
+      .call([&](const sdbus::ObjectPath& device, const std::string& health, const std::string& reason) {
+        std::lock_guard lock(mutex);
+        signals.emplace_back(device, health, reason);
+      });
+  manager->finishRegistration();
+  auto device3 = sdbus::createProxy(*connection, std::string(names::kBusName), names::device_path(3));
+  device3->uponSignal("PropertiesChanged")
+      .onInterface("org.freedesktop.DBus.Properties")
+      .call([&](const std::string& interface, const std::map<std::string, sdbus::Variant>& changed,
+                const std::vector<std::string>&) {
+        std::lock_guard lock(mutex);
+        if (interface != names::kDeviceInterface) return;
+        for (const auto& [name, value] : changed) changed_properties.push_back(name);
+      });
+  device3->finishRegistration();
+  connection->enterEventLoopAsync();
+
+  set_health(3, "Unhealthy", "test fault");
+  ASSERT_TRUE(wait_until([&] {
+    std::lock_guard lock(mutex);
+    return !signals.empty();
+  }, 5s));
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(signals[0], std::make_tuple(names::device_path(3), std::string("Unhealthy"), std::string("test fault")));
+  }
+  ASSERT_TRUE(wait_until([&] {
+    std::lock_guard lock(mutex);
+    return std::find(changed_properties.begin(), changed_properties.end(), "Health") != changed_properties.end();
+  }, 5s));
+  auto devices = client().list_devices();
+  ASSERT_TRUE(devices);
+  EXPECT_FALSE((*devices)[3].healthy);
+  EXPECT_EQ((*devices)[3].health_reason, "test fault");
+  EXPECT_GE(notify_.wait_for("STATUS=8 devices, 7 healthy, backend sim", 5s), 0);
+  EXPECT_NE(xpud_->output().find("xpu3: health: Unhealthy: test fault"), std::string::npos);
+
+  set_health(3, "Healthy", "");
+  ASSERT_TRUE(wait_until([&] {
+    std::lock_guard lock(mutex);
+    return signals.size() >= 2;
+  }, 5s));
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(signals[1], std::make_tuple(names::device_path(3), std::string("Healthy"), std::string("")));
+  }
+  EXPECT_GE(notify_.wait_for("STATUS=8 devices, 8 healthy, backend sim", 5s), 0);
+  connection->leaveEventLoop();
+}
+
+TEST_F(XpudTest, WatcherSeesInjectedFaultsAndXpudComingAndGoing) {
+  start();
+  std::mutex mutex;
+  std::vector<xpu::DeviceView> views;
+  auto watcher = client();
+  watcher.watch([&](const xpu::DeviceView& view) {
+    std::lock_guard lock(mutex);
+    views.push_back(view);
+  });
+  auto last = [&] {
+    std::lock_guard lock(mutex);
+    return views.empty() ? xpu::DeviceView{} : views.back();
+  };
+  ASSERT_TRUE(wait_until([&] { return last().xpud_present && last().devices.size() == 8; }));
+  set_health(6, "Unhealthy", "lost");
+  ASSERT_TRUE(wait_until([&] { return !last().devices[6].healthy; }, 5s));
+  EXPECT_EQ(last().devices[6].health_reason, "lost");
+
+  xpud_->signal(SIGTERM);
+  ASSERT_EQ(xpud_->wait(10s), 0);
+  ASSERT_TRUE(wait_until([&] { return !last().xpud_present; }, 5s));
+  EXPECT_EQ(last().devices.size(), 8u) << "the last known cards stay listed";
+
+  start();
+  ASSERT_TRUE(wait_until([&] { return last().xpud_present && last().devices.size() == 8 && last().devices[6].healthy; }, 10s));
+}
+
+TEST_F(XpudTest, SimulatorErrorsAreNamedDbusErrors) {
+  start();
+  EXPECT_EQ(call_error("SetHealth", [](auto& m) { m.withArguments(99u, std::string("Unhealthy"), std::string("x")); }),
+            "com.kunlunxin.xpud1.Error.NoSuchDevice: no device with index 99");
+  EXPECT_EQ(call_error("SetHealth", [](auto& m) { m.withArguments(1u, std::string("Sick"), std::string("x")); }),
+            "com.kunlunxin.xpud1.Error.InvalidArgument: health must be 'Healthy' or 'Unhealthy', got 'Sick'");
+  EXPECT_EQ(call_error("SetMetric", [](auto& m) { m.withArguments(1u, std::string("fan_rpm"), 1.0); }),
+            "com.kunlunxin.xpud1.Error.InvalidArgument: unknown metric 'fan_rpm'");
+  EXPECT_EQ(call_error("SetMetric", [](auto& m) { m.withArguments(1u, std::string("power_watts"), -3.0); }),
+            "com.kunlunxin.xpud1.Error.InvalidArgument: metric value must be finite and not negative");
+  // Wrong argument types are refused by the bus binding, and the daemon keeps serving.
+  EXPECT_NE(call_error("SetHealth", [](auto& m) { m.withArguments(std::string("one")); }), "no error");
+  EXPECT_TRUE(client().list_devices());
+}
+
+TEST_F(XpudTest, SetMetricPinsAValueUntilReleased) {
+  start();
+  auto connection = sdbus::createSessionBusConnectionWithAddress(bus_.address());
+  manager_proxy(*connection)->callMethod("SetMetric").onInterface(std::string(names::kSimulatorInterface))
+      .withArguments(2u, std::string("temperature_celsius"), 91.5);
+  auto xpud = client();
+  ASSERT_TRUE(wait_until([&] {
+    auto snapshot = xpud.get_metrics();
+    return snapshot && snapshot->devices[2].values.at("temperature_celsius") == 91.5;
+  }, 5s));
+}
+
+TEST_F(XpudTest, WatchdogIsFedWhileTheSamplerRuns) {
+  start({}, {{"WATCHDOG_USEC", "200000"}});
+  int first = notify_.wait_for("WATCHDOG=1", 2s);
+  ASSERT_GE(first, 0);
+  int second = notify_.wait_for("WATCHDOG=1", 2s, static_cast<size_t>(first) + 1);
+  ASSERT_GT(second, first);
+  EXPECT_GT(notify_.wait_for("WATCHDOG=1", 2s, static_cast<size_t>(second) + 1), second);
+}
+
+TEST_F(XpudTest, SighupReloadsTheConfiguration) {
+  start();
+  xpu::test::write_file(config_, "[daemon]\nbackend = sim\nlog_level = debug\n[sampling]\ninterval_ms = 300\n");
+  size_t before = notify_.messages().size();
+  xpud_->signal(SIGHUP);
+  int reloading = notify_.wait_for("RELOADING=1", 5s, before);
+  ASSERT_GE(reloading, 0);
+  EXPECT_GT(notify_.wait_for("READY=1", 5s, static_cast<size_t>(reloading)), reloading);
+  EXPECT_TRUE(wait_until([&] {
+    return xpud_->output().find("configuration reloaded (interval 300 ms, log level debug)") != std::string::npos;
+  }, 5s)) << xpud_->output();
+}
+
+TEST_F(XpudTest, BadConfigOnReloadKeepsTheRunningOne) {
+  start();
+  xpu::test::write_file(config_, "[daemon]\nbackend = sim\nspeed = ludicrous\n");
+  size_t before = notify_.messages().size();
+  xpud_->signal(SIGHUP);
+  int reloading = notify_.wait_for("RELOADING=1", 5s, before);
+  ASSERT_GE(reloading, 0);
+  EXPECT_GT(notify_.wait_for("READY=1", 5s, static_cast<size_t>(reloading)), reloading);
+  EXPECT_TRUE(wait_until([&] {
+    return xpud_->output().find("reload failed, keeping the running configuration: " + config_.string() +
+                                ":3: unknown key 'speed'") != std::string::npos;
+  }, 5s)) << xpud_->output();
+  EXPECT_TRUE(client().list_devices());
+}
+
+TEST_F(XpudTest, SigtermStopsCleanly) {
+  start();
+  xpud_->signal(SIGTERM);
+  EXPECT_EQ(xpud_->wait(10s), 0);
+  EXPECT_GE(notify_.wait_for("STOPPING=1", 1s), 0);
+  auto devices = client().list_devices();
+  ASSERT_FALSE(devices);
+  EXPECT_NE(devices.error().find("xpud is not running"), std::string::npos) << devices.error();
+}
+
+TEST_F(XpudTest, SecondInstanceCannotTakeTheName) {
+  start();
+  ChildProcess second({binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--backend", "sim",
+                       "--config", config_.string()},
+                      dir_.path() / "second.log");
+  EXPECT_EQ(second.wait(10s), 1);
+  EXPECT_NE(second.output().find("cannot serve on the bus"), std::string::npos) << second.output();
+  EXPECT_TRUE(client().list_devices());
+}
+
+TEST_F(XpudTest, BadConfigStopsStartUpWithFileAndLine) {
+  xpu::test::write_file(config_, "[daemon]\nbackend = sim\n[sampling]\ninterval_ms = often\n");
+  ChildProcess xpud({binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config", config_.string()},
+                    dir_.path() / "bad.log");
+  EXPECT_EQ(xpud.wait(10s), 1);
+  EXPECT_NE(xpud.output().find(config_.string() + ":4: bad value for sampling.interval_ms"), std::string::npos)
+      << xpud.output();
+}
+
+TEST_F(XpudTest, CheckConfigValidatesAndExits) {
+  ChildProcess good({binary_path("xpud/xpud").string(), "--check-config", "--config", config_.string()},
+                    dir_.path() / "good.log");
+  EXPECT_EQ(good.wait(10s), 0);
+  EXPECT_NE(good.output().find("configuration OK (backend sim, interval 200 ms)"), std::string::npos) << good.output();
+  xpu::test::write_file(dir_.path() / "bad.conf", "[sim]\ndevices = many\n");
+  ChildProcess bad({binary_path("xpud/xpud").string(), "--check-config", "--config", (dir_.path() / "bad.conf").string()},
+                   dir_.path() / "bad.log");
+  EXPECT_EQ(bad.wait(10s), 1);
+  EXPECT_NE(bad.output().find("bad.conf:2: bad value for sim.devices"), std::string::npos) << bad.output();
+}
+
+TEST_F(XpudTest, BadFlagsExitTwoWithOneLine) {
+  for (auto args : std::vector<std::vector<std::string>>{{"--frobnicate"}, {"--backend", "cuda"}, {"--log-level"}, {"extra"}}) {
+    std::vector<std::string> argv = {binary_path("xpud/xpud").string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess xpud(argv, dir_.path() / "flags.log");
+    EXPECT_EQ(xpud.wait(10s), 2) << args[0];
+  }
+  auto lines = ChildProcess({binary_path("xpud/xpud").string(), "--backend", "cuda"}, dir_.path() / "one.log");
+  lines.wait(10s);
+  EXPECT_EQ(lines.output(), "xpud: --backend: 'cuda' is not one of auto, xpuml, sysfs, sim (try --help)\n");
+}
+
+}  // namespace

@@ -1,0 +1,94 @@
+// xpuctl as an operator runs it, against the real xpud on a private bus.
+#include <gtest/gtest.h>
+
+#include "tests/support/child_process.h"
+#include "tests/support/private_bus.h"
+#include "tests/support/wait.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using xpu::test::binary_path;
+using xpu::test::ChildProcess;
+
+class XpuctlTest : public ::testing::Test {
+ protected:
+  std::pair<int, std::string> xpuctl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {binary_path("xpuctl/xpuctl").string(), "--bus-address", bus_.address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess process(argv, dir_.path() / ("xpuctl" + std::to_string(++runs_) + ".log"));
+    auto status = process.wait(10s);
+    return {status.value_or(-1), process.output()};
+  }
+
+  void start_xpud() {
+    xpu::test::write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = sim\n");
+    xpud_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",
+                                 (dir_.path() / "xpud.conf").string()},
+        dir_.path() / "xpud.log");
+    ASSERT_TRUE(xpu::test::wait_until([&] { return xpuctl({"list"}).first == 0; }, 10s)) << xpud_->output();
+  }
+
+  xpu::test::TempDir dir_;
+  xpu::test::PrivateBus bus_;
+  std::unique_ptr<ChildProcess> xpud_;
+  int runs_ = 0;
+};
+
+TEST_F(XpuctlTest, ClearErrorWhenXpudIsNotRunning) {
+  auto [status, output] = xpuctl({"list"});
+  EXPECT_EQ(status, 1);
+  EXPECT_EQ(output, "xpuctl: xpud is not running (com.kunlunxin.xpud1 has no owner on the bus at " + bus_.address() + ")\n");
+}
+
+TEST_F(XpuctlTest, ListShowsOneRowPerCard) {
+  start_xpud();
+  auto [status, output] = xpuctl({"list"});
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_NE(output.find("backend sim"), std::string::npos) << output;
+  EXPECT_NE(output.find("8 devices, 8 healthy"), std::string::npos) << output;
+  EXPECT_NE(output.find("XPU  MODEL"), std::string::npos) << output;
+  for (int i = 0; i < 8; ++i) EXPECT_NE(output.find("\n" + std::to_string(i) + "    R200"), std::string::npos) << output;
+}
+
+TEST_F(XpuctlTest, JsonOutputsAreMachineReadable) {
+  start_xpud();
+  auto [status, output] = xpuctl({"list", "--json"});
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_EQ(output.front(), '{');
+  EXPECT_NE(output.find("\"backend\":\"sim\""), std::string::npos);
+  EXPECT_NE(output.find("\"device_count\":8"), std::string::npos);
+  EXPECT_NE(output.find("\"device_nodes\":[\"/dev/xpu7\",\"/dev/xpuctrl\"]"), std::string::npos) << output;
+  auto [mstatus, metrics] = xpuctl({"metrics", "--json"});
+  ASSERT_EQ(mstatus, 0) << metrics;
+  EXPECT_NE(metrics.find("\"memory_total_bytes\":34359738368"), std::string::npos) << metrics;
+  auto [sstatus, show] = xpuctl({"show", "4", "--json"});
+  ASSERT_EQ(sstatus, 0) << show;
+  EXPECT_NE(show.find("\"name\":\"xpu4\""), std::string::npos) << show;
+  EXPECT_NE(show.find("\"numa_node\":1"), std::string::npos) << show;
+}
+
+TEST_F(XpuctlTest, ShowAndMetricsTables) {
+  start_xpud();
+  auto [status, show] = xpuctl({"show", "3"});
+  ASSERT_EQ(status, 0) << show;
+  EXPECT_NE(show.find("Name                xpu3"), std::string::npos) << show;
+  EXPECT_NE(show.find("Linked devices      0,1,2,7"), std::string::npos) << show;
+  auto [mstatus, metrics] = xpuctl({"metrics"});
+  ASSERT_EQ(mstatus, 0) << metrics;
+  EXPECT_NE(metrics.find("MEMORY-USAGE"), std::string::npos);
+  EXPECT_NE(metrics.find("/ 32768MiB"), std::string::npos) << metrics;
+}
+
+TEST_F(XpuctlTest, BadUsage) {
+  start_xpud();
+  EXPECT_EQ(xpuctl({"show", "42"}), std::make_pair(1, std::string("xpuctl: no device with index 42\n")));
+  EXPECT_EQ(xpuctl({"show", "three"}).first, 2);
+  EXPECT_EQ(xpuctl({"show"}).first, 2);
+  EXPECT_EQ(xpuctl({"reboot"}).first, 2);
+  EXPECT_EQ(xpuctl({}).first, 2);
+  EXPECT_EQ(xpuctl({"list", "--colour"}).first, 2);
+}
+
+}  // namespace
