@@ -14,3 +14,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   dbus dbus-daemon dbus-bin systemd prometheus >/dev/null
 # The kubelet stand-in needs a current Go toolchain; Debian 12's is too old for k8s.io/kubelet.
 command -v go >/dev/null 2>&1 || $SUDO apt-get install -y -qq golang-go >/dev/null
+# Packaging and deployment tests (tests/packaging): dbus policy and unit checks, chart parsing,
+# .deb and .rpm builds.
+$SUDO apt-get install -y -qq --no-install-recommends \
+  python3 python3-yaml python3-dbus libglib2.0-bin util-linux coreutils \
+  debhelper dpkg-dev lintian fakeroot rpm >/dev/null

@@ -1,0 +1,173 @@
+"""The files the host packages install beside the binaries: systemd/xpud.service and the
+shipped /etc/xpud/xpud.conf.
+
+The unit is checked by systemd's own tools (`systemd-analyze verify`, and `systemd-analyze
+security --offline` with a ceiling on the exposure score), the config by the real xpud.
+
+Environment: XPU_SOURCE_DIR, XPU_XPUD (the xpud binary).
+"""
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+SOURCE_DIR = os.environ.get("XPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+UNIT = os.path.join(SOURCE_DIR, "systemd", "xpud.service")
+CONFIG = os.path.join(SOURCE_DIR, "systemd", "xpud.conf")
+XPUD = os.environ.get("XPU_XPUD", "xpud")
+
+# systemd's scale: 0 (locked down) to 10 (UNSAFE); systemd's own daemons mostly score 1-3.
+MAX_EXPOSURE = 2.0
+
+
+def parse_unit(path):
+    """{section: [(key, value), ...]} keeping repeated keys in order, as systemd does."""
+    sections = {}
+    current = None
+    with open(path, encoding="utf-8") as f:
+        for number, raw in enumerate(f, 1):
+            line = raw.strip()
+            if not line or line.startswith(("#", ";")):
+                continue
+            if line.startswith("[") and line.endswith("]"):
+                current = sections.setdefault(line[1:-1], [])
+                continue
+            if current is None or "=" not in line:
+                raise AssertionError(f"{path}:{number}: not a key=value line: {line!r}")
+            key, value = line.split("=", 1)
+            current.append((key.strip(), value.strip()))
+    return sections
+
+
+class Unit(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.unit = parse_unit(UNIT)
+        cls.service = cls.unit["Service"]
+
+    def values(self, key):
+        return [v for k, v in self.service if k == key]
+
+    def value(self, key):
+        found = self.values(key)
+        self.assertEqual(len(found), 1, f"{key} set {len(found)} times")
+        return found[0]
+
+    def test_systemd_analyze_verify(self):
+        # verify insists that ExecStart exists, so check a copy that starts the built xpud.
+        with tempfile.TemporaryDirectory() as directory:
+            with open(UNIT, encoding="utf-8") as f:
+                text = f.read()
+            text, count = re.subn(r"(?m)^ExecStart=/usr/sbin/xpud$", f"ExecStart={os.path.abspath(XPUD)}", text)
+            self.assertEqual(count, 1, "ExecStart=/usr/sbin/xpud not found")
+            copy = os.path.join(directory, "xpud.service")
+            with open(copy, "w", encoding="utf-8") as f:
+                f.write(text)
+            result = subprocess.run(["systemd-analyze", "verify", copy], capture_output=True, text=True,
+                                    timeout=60)
+            self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+            self.assertEqual(result.stderr.strip(), "", "verify warned")
+
+    def test_security_exposure(self):
+        result = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--no-pager", UNIT],
+                                capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        match = re.search(r"Overall exposure level for xpud\.service: (\d+\.\d+) (\w+)", result.stdout)
+        self.assertIsNotNone(match, result.stdout)
+        score = float(match.group(1))
+        print(f"systemd-analyze security: exposure {score} {match.group(2)} (ceiling {MAX_EXPOSURE})")
+        self.assertLessEqual(score, MAX_EXPOSURE, result.stdout)
+
+    def test_security_checks_that_matter(self):
+        result = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--json=short", UNIT],
+                                capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        checks = {item["name"]: item for item in json.loads(result.stdout)}
+        for name in ("PrivateNetwork=", "NoNewPrivileges=", "ProtectSystem=", "ProtectHome=",
+                     "PrivateTmp=", "RestrictAddressFamilies=~AF_(INET|INET6)",
+                     "RestrictAddressFamilies=~AF_NETLINK", "CapabilityBoundingSet=~CAP_SYS_ADMIN",
+                     "CapabilityBoundingSet=~CAP_SYS_RAWIO", "ProtectKernelModules=",
+                     "ProtectKernelTunables=", "ProtectKernelLogs=", "ProtectClock=",
+                     "ProtectControlGroups=", "MemoryDenyWriteExecute=", "LockPersonality=",
+                     "RestrictRealtime=", "RestrictSUIDSGID=", "RestrictNamespaces=~user",
+                     "SystemCallFilter=~@mount", "SystemCallFilter=~@privileged",
+                     "SystemCallArchitectures=", "IPAddressDeny="):
+            self.assertIn(name, checks)
+            self.assertTrue(checks[name]["set"], f"{name}: {checks[name]['description']}")
+
+    def test_service_contract(self):
+        self.assertEqual(self.value("Type"), "notify")
+        self.assertEqual(self.value("BusName"), "com.kunlunxin.xpud1")
+        self.assertEqual(self.value("ExecStart"), "/usr/sbin/xpud")
+        self.assertEqual(self.value("ExecReload"), "kill -HUP $MAINPID")
+        self.assertEqual(self.value("Restart"), "on-failure")
+        self.assertRegex(self.value("WatchdogSec"), r"^\d+s$")
+        self.assertEqual(self.value("ConfigurationDirectory"), "xpud")
+        self.assertIn(("WantedBy", "multi-user.target"), self.unit["Install"])
+
+    def test_devices_are_closed_but_the_xpu_nodes(self):
+        self.assertEqual(self.value("DevicePolicy"), "closed")
+        allowed = self.values("DeviceAllow")
+        self.assertIn("/dev/xpuctrl rw", allowed)
+        self.assertTrue(any(a.startswith("char-") and a.endswith(" rw") for a in allowed), allowed)
+        self.assertEqual(self.value("CapabilityBoundingSet"), "")
+        self.assertEqual(self.value("RestrictAddressFamilies"), "AF_UNIX")
+        self.assertEqual(self.value("PrivateNetwork"), "yes")
+
+
+class ShippedConfig(unittest.TestCase):
+    # The defaults the architecture promises for the keys it names.
+    CONTRACT = {
+        ("daemon", "backend"): "auto",
+        ("daemon", "log_level"): "info",
+        ("sampling", "interval_ms"): "1000",
+        ("xpuml", "library"): "/usr/local/xpu/lib64/libxpuml.so.1",
+        ("sysfs", "root"): "/",
+        ("sim", "devices"): "8",
+        ("sim", "model"): "R200",
+        ("sim", "memory_mib"): "32768",
+    }
+
+    @classmethod
+    def setUpClass(cls):
+        with open(CONFIG, encoding="utf-8") as f:
+            cls.lines = f.read().splitlines()
+
+    def check_config(self, path):
+        return subprocess.run([XPUD, "--check-config", "--config", path], capture_output=True, text=True,
+                              timeout=30)
+
+    def test_as_shipped_it_sets_nothing(self):
+        for line in self.lines:
+            self.assertTrue(not line.strip() or line.startswith("#") or re.fullmatch(r"\[\w+\]", line), line)
+        result = self.check_config(CONFIG)
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+    def test_every_documented_setting_is_a_valid_default(self):
+        documented = {}
+        section = None
+        uncommented = []
+        for line in self.lines:
+            if re.fullmatch(r"\[\w+\]", line):
+                section = line[1:-1]
+            match = re.fullmatch(r"#(\w+) = (.*)", line)
+            if match:
+                documented[(section, match.group(1))] = match.group(2)
+                line = line[1:]
+            uncommented.append(line)
+        for key, value in self.CONTRACT.items():
+            self.assertEqual(documented.get(key), value, key)
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "xpud.conf")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(uncommented) + "\n")
+            result = self.check_config(path)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("backend auto, interval 1000 ms", result.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
