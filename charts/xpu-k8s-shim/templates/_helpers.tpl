@@ -1,0 +1,108 @@
+{{/*
+Labels every object carries. `component` is the role: device-plugin, exporter or token-sync.
+*/}}
+{{- define "xpu-k8s-shim.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/part-of: xpu-k8s-shim
+{{ include "xpu-k8s-shim.selectorLabels" . }}
+{{- end }}
+
+{{- define "xpu-k8s-shim.selectorLabels" -}}
+app.kubernetes.io/name: xpu-k8s-shim
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/*
+The one image every role runs; `tag` is the role's own tag, overridden by global.image.tag.
+*/}}
+{{- define "xpu-k8s-shim.image" -}}
+{{- $image := .root.Values.global.image -}}
+{{- $tag := $image.tag | default .tag | toString -}}
+{{- if not $tag }}{{ fail "an image tag is empty: set global.image.tag or the role's images.<role>.tag" }}{{ end -}}
+{{- if $image.host -}}
+{{ printf "%s/%s:%s" (trimSuffix "/" $image.host) $image.repository $tag }}
+{{- else -}}
+{{ printf "%s:%s" $image.repository $tag }}
+{{- end -}}
+{{- end }}
+
+{{/*
+Arguments every role takes after its name (see "Command lines" in the architecture):
+verbosity, log level (only when set, since it wins over --v) and memory unit.
+*/}}
+{{- define "xpu-k8s-shim.commonArgs" -}}
+- --v
+- {{ .Values.config.logVerbose | quote }}
+{{- with .Values.config.logLevel }}
+- --log-level
+- {{ . | quote }}
+{{- end }}
+- --memory-unit
+- {{ .Values.config.memoryUnit | quote }}
+{{- end }}
+
+{{/*
+No privilege at all: the shim reaches the host only through the sockets mounted into it.
+It runs as uid 0 only because the kubelet's socket directories are root's (0755/0750) and a
+socket can be created or connected to only with write permission on it; without capabilities
+that uid can do nothing else a non-root user could not.
+*/}}
+{{- define "xpu-k8s-shim.containerSecurityContext" -}}
+runAsUser: 0
+runAsGroup: 0
+runAsNonRoot: false
+privileged: false
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop:
+    - ALL
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "xpu-k8s-shim.podSecurityContext" -}}
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/*
+Scheduling shared by the three DaemonSets.
+*/}}
+{{- define "xpu-k8s-shim.scheduling" -}}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .Values.global.image.pullSecrets }}
+imagePullSecrets:
+  {{- range . }}
+  - name: {{ . }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The host's system bus, the only way to xpud.
+*/}}
+{{- define "xpu-k8s-shim.busVolume" -}}
+- name: system-bus
+  hostPath:
+    path: /run/dbus/system_bus_socket
+    type: Socket
+{{- end }}
+
+{{- define "xpu-k8s-shim.busVolumeMount" -}}
+- name: system-bus
+  mountPath: /run/dbus/system_bus_socket
+  readOnly: true
+{{- end }}

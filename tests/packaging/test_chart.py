@@ -1,0 +1,437 @@
+"""The Helm chart charts/xpu-k8s-shim, as a cluster would receive it.
+
+Renders the chart with `helm template` (defaults, then each reserved option of the chart it
+replaces) and checks the parsed objects: names, kinds, namespaces, the absence of any host
+privilege, the flags each value turns on, and RBAC rules equal to the seed's.
+
+Environment: XPU_SOURCE_DIR (the tree), XPU_HELM (the helm binary).
+"""
+
+import os
+import subprocess
+import unittest
+
+import yaml
+
+SOURCE_DIR = os.environ.get("XPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+CHART = os.path.join(SOURCE_DIR, "charts", "xpu-k8s-shim")
+HELM = os.environ.get("XPU_HELM", "helm")
+NAMESPACE = "xpu-test-ns"
+BUS_SOCKET = "/run/dbus/system_bus_socket"
+
+DEVICE_PLUGIN = "xpu-device-plugin-daemonset"
+EXPORTER = "xpu-exporter"
+TOKEN_GEN = "xpu-rbac-token-gen"
+DAEMONSETS = (DEVICE_PLUGIN, EXPORTER, TOKEN_GEN)
+
+# The ClusterRoles of the chart this one replaces, rule by rule (apiGroups, resources, verbs).
+SEED_RULES = {
+    "xpu-device-plugin": [
+        ([""], ["nodes", "nodes/proxy"], ["get", "list", "watch", "patch"]),
+        ([""], ["events"], ["create", "patch"]),
+        ([""], ["pods"], ["update", "patch", "get", "list", "watch"]),
+        ([""], ["nodes/status"], ["patch", "update"]),
+    ],
+    "xpu-exporter": [
+        ([""], ["nodes", "nodes/proxy"], ["get", "list", "watch"]),
+        ([""], ["events"], ["create", "patch"]),
+        ([""], ["pods"], ["update", "patch", "get", "list", "watch"]),
+        ([""], ["nodes/status"], ["patch", "update"]),
+    ],
+    "klx-xpu-clusterrole": [
+        ([""], ["nodes", "pods", "nodes/status", "events", "nodes/proxy"], ["get", "list"]),
+    ],
+}
+
+
+def run_helm(*args):
+    return subprocess.run([HELM, *args], capture_output=True, text=True, timeout=120)
+
+
+def render(*set_args, values_yaml=None):
+    """helm template with --set arguments; returns {(kind, name): object}."""
+    args = ["template", "rel", CHART, "--namespace", NAMESPACE]
+    for item in set_args:
+        args += ["--set", item]
+    if values_yaml is not None:
+        args += ["--values", "-"]
+    result = subprocess.run([HELM, *args], capture_output=True, text=True, timeout=120,
+                            input=values_yaml)
+    if result.returncode != 0:
+        raise AssertionError(f"helm template {' '.join(set_args)} failed:\n{result.stderr}")
+    objects = {}
+    for document in yaml.safe_load_all(result.stdout):
+        if document is None:
+            continue
+        key = (document["kind"], document["metadata"]["name"])
+        if key in objects:
+            raise AssertionError(f"{key} rendered twice")
+        objects[key] = document
+    return objects
+
+
+def render_failure(*set_args):
+    args = ["template", "rel", CHART, "--namespace", NAMESPACE]
+    for item in set_args:
+        args += ["--set", item]
+    return run_helm(*args)
+
+
+def pod_spec(objects, daemonset):
+    return objects[("DaemonSet", daemonset)]["spec"]["template"]["spec"]
+
+
+def container(objects, daemonset):
+    containers = pod_spec(objects, daemonset)["containers"]
+    assert len(containers) == 1, f"{daemonset} has {len(containers)} containers"
+    return containers[0]
+
+
+def args_of(objects, daemonset):
+    return container(objects, daemonset)["args"]
+
+
+def normalized_rules(rules):
+    return sorted((tuple(sorted(r.get("apiGroups", []))), tuple(sorted(r.get("resources", []))),
+                   tuple(sorted(r.get("verbs", [])))) for r in rules)
+
+
+def option_value(args, flag):
+    """The value after `flag`, None when the flag is absent."""
+    if flag not in args:
+        return None
+    index = args.index(flag)
+    if index + 1 >= len(args):
+        raise AssertionError(f"{flag} has no value in {args}")
+    return args[index + 1]
+
+
+class ChartLint(unittest.TestCase):
+    def assert_lint_clean(self, *set_args):
+        args = ["lint", CHART, "--strict", "--namespace", NAMESPACE]
+        for item in set_args:
+            args += ["--set", item]
+        result = run_helm(*args)
+        print(result.stdout)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertNotIn("[WARNING]", result.stdout)
+        self.assertNotIn("[ERROR]", result.stdout)
+
+    def test_lint_defaults(self):
+        self.assert_lint_clean()
+
+    def test_lint_reserved_options(self):
+        self.assert_lint_clean("devicePlugin.enableSriov=true", "devicePlugin.sriovNumVfs=4",
+                               "devicePlugin.reconfigVxpu=true", "devicePlugin.enableXpuShare=true",
+                               "devicePlugin.useDetailResName=true", "config.logLevel=debug",
+                               "rbac.minimal=true")
+
+
+class DefaultRender(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.objects = render()
+
+    def test_objects_are_the_seeds(self):
+        expected = {("DaemonSet", name) for name in DAEMONSETS}
+        for account, role, binding in (("xpu-device-plugin", "xpu-device-plugin", "xpu-device-plugin"),
+                                       ("xpu-exporter", "xpu-exporter", "xpu-exporter"),
+                                       ("klx-xpu-serviceaccount", "klx-xpu-clusterrole", "klx-xpu-binding")):
+            expected |= {("ServiceAccount", account), ("ClusterRole", role),
+                         ("ClusterRoleBinding", binding)}
+        expected.add(("Service", "xpu-exporter"))
+        self.assertEqual(set(self.objects), expected)
+
+    def test_namespaced_objects_live_in_the_release_namespace(self):
+        for (kind, name), obj in self.objects.items():
+            if kind in ("ClusterRole", "ClusterRoleBinding"):
+                self.assertNotIn("namespace", obj["metadata"], name)
+                for subject in obj.get("subjects", []):
+                    self.assertEqual(subject["namespace"], NAMESPACE, name)
+            else:
+                self.assertEqual(obj["metadata"].get("namespace"), NAMESPACE, f"{kind} {name}")
+
+    def test_each_daemonset_runs_under_its_seed_service_account(self):
+        self.assertEqual(pod_spec(self.objects, DEVICE_PLUGIN)["serviceAccountName"], "xpu-device-plugin")
+        self.assertEqual(pod_spec(self.objects, EXPORTER)["serviceAccountName"], "xpu-exporter")
+        self.assertEqual(pod_spec(self.objects, TOKEN_GEN)["serviceAccountName"], "klx-xpu-serviceaccount")
+        for binding, account in (("xpu-device-plugin", "xpu-device-plugin"),
+                                 ("xpu-exporter", "xpu-exporter"),
+                                 ("klx-xpu-binding", "klx-xpu-serviceaccount")):
+            obj = self.objects[("ClusterRoleBinding", binding)]
+            self.assertEqual(obj["subjects"], [{"kind": "ServiceAccount", "name": account,
+                                                "namespace": NAMESPACE}])
+
+    def test_rbac_rules_equal_the_seeds(self):
+        for role, rules in SEED_RULES.items():
+            obj = self.objects[("ClusterRole", role)]
+            expected = [{"apiGroups": g, "resources": r, "verbs": v} for g, r, v in rules]
+            self.assertEqual(normalized_rules(obj["rules"]), normalized_rules(expected), role)
+        for binding, role in (("xpu-device-plugin", "xpu-device-plugin"),
+                              ("xpu-exporter", "xpu-exporter"),
+                              ("klx-xpu-binding", "klx-xpu-clusterrole")):
+            self.assertEqual(self.objects[("ClusterRoleBinding", binding)]["roleRef"],
+                             {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role})
+
+    def test_no_pod_gets_host_privileges(self):
+        for name in DAEMONSETS:
+            spec = pod_spec(self.objects, name)
+            for field in ("hostPID", "hostNetwork", "hostIPC"):
+                self.assertFalse(spec.get(field, False), f"{name} sets {field}")
+            self.assertEqual(spec["securityContext"]["seccompProfile"], {"type": "RuntimeDefault"}, name)
+            for c in spec["containers"] + spec.get("initContainers", []):
+                sc = c["securityContext"]
+                self.assertFalse(sc.get("privileged", False), name)
+                self.assertIs(sc["allowPrivilegeEscalation"], False, name)
+                self.assertIs(sc["readOnlyRootFilesystem"], True, name)
+                self.assertEqual(sc["capabilities"], {"drop": ["ALL"]}, name)
+                self.assertEqual(sc["seccompProfile"], {"type": "RuntimeDefault"}, name)
+                self.assertNotIn("add", sc["capabilities"], name)
+                self.assertTrue(c["resources"].get("requests"), f"{name} has no resource requests")
+                self.assertTrue(c["resources"].get("limits"), f"{name} has no resource limits")
+
+    def test_only_the_needed_host_paths_are_mounted(self):
+        expected = {
+            DEVICE_PLUGIN: {BUS_SOCKET: "Socket", "/var/lib/kubelet/device-plugins": "Directory"},
+            EXPORTER: {BUS_SOCKET: "Socket", "/var/lib/kubelet/pod-resources": "Directory"},
+            TOKEN_GEN: {"/xpu-runtime/auth": "DirectoryOrCreate"},
+        }
+        for name, paths in expected.items():
+            spec = pod_spec(self.objects, name)
+            volumes = spec["volumes"]
+            for volume in volumes:
+                self.assertEqual(set(volume) - {"name"}, {"hostPath"}, f"{name}: {volume}")
+            host_paths = {v["hostPath"]["path"]: v["hostPath"]["type"] for v in volumes}
+            self.assertEqual(host_paths, paths, name)
+            # Mounted where the shim looks for them, the bus read-only.
+            by_volume = {v["name"]: v["hostPath"]["path"] for v in volumes}
+            for mount in spec["containers"][0]["volumeMounts"]:
+                self.assertEqual(mount["mountPath"], by_volume[mount["name"]], name)
+                if mount["mountPath"] == BUS_SOCKET:
+                    self.assertIs(mount["readOnly"], True, name)
+
+    def test_one_image_with_the_seed_tags(self):
+        images = {name: container(self.objects, name)["image"] for name in DAEMONSETS}
+        self.assertEqual(images, {
+            DEVICE_PLUGIN: "ccr.ccs.tencentyun.com/kunlunxin/xpu-k8s-shim:v5.0.2-alpha.3",
+            EXPORTER: "ccr.ccs.tencentyun.com/kunlunxin/xpu-k8s-shim:v5.0.3-alpha.6",
+            TOKEN_GEN: "ccr.ccs.tencentyun.com/kunlunxin/xpu-k8s-shim:v1.0.0",
+        })
+
+    def test_roles_and_default_arguments(self):
+        common = ["--v", "5", "--log-level", "info", "--memory-unit", "MiB"]
+        self.assertEqual(args_of(self.objects, DEVICE_PLUGIN), ["device-plugin"] + common)
+        self.assertEqual(args_of(self.objects, EXPORTER), ["exporter", "--listen", ":9507"] + common)
+        self.assertEqual(args_of(self.objects, TOKEN_GEN), ["token-sync"] + common)
+        for name in DAEMONSETS:
+            self.assertNotIn("command", container(self.objects, name), "the image's entrypoint is the shim")
+
+    def test_exporter_port_is_named_metrics_and_discoverable(self):
+        exporter = container(self.objects, EXPORTER)
+        self.assertEqual(exporter["ports"], [{"name": "metrics", "containerPort": 9507, "protocol": "TCP"}])
+        annotations = self.objects[("DaemonSet", EXPORTER)]["spec"]["template"]["metadata"]["annotations"]
+        self.assertEqual(annotations["prometheus.io/scrape"], "true")
+        self.assertEqual(annotations["prometheus.io/port"], "9507")
+        service = self.objects[("Service", "xpu-exporter")]["spec"]
+        self.assertEqual(service["clusterIP"], "None")
+        self.assertEqual(service["ports"], [{"name": "metrics", "port": 9507, "targetPort": "metrics",
+                                             "protocol": "TCP"}])
+        pod_labels = self.objects[("DaemonSet", EXPORTER)]["spec"]["template"]["metadata"]["labels"]
+        for key, value in service["selector"].items():
+            self.assertEqual(pod_labels.get(key), value)
+
+    def test_exporter_resources_are_the_seeds(self):
+        self.assertEqual(container(self.objects, EXPORTER)["resources"],
+                         {"requests": {"cpu": "100m", "memory": "100Mi"},
+                          "limits": {"cpu": "1000m", "memory": "1Gi"}})
+
+    def test_daemonsets_select_their_own_pods_on_labelled_nodes(self):
+        selectors = set()
+        for name in DAEMONSETS:
+            ds = self.objects[("DaemonSet", name)]
+            match = ds["spec"]["selector"]["matchLabels"]
+            labels = ds["spec"]["template"]["metadata"]["labels"]
+            self.assertTrue(match.items() <= labels.items(), name)
+            selectors.add(tuple(sorted(match.items())))
+            self.assertEqual(pod_spec(self.objects, name)["nodeSelector"], {"kunlun-device-enable": "enable"})
+            self.assertIn({"key": "kunlunxin.com/xpu", "operator": "Exists", "effect": "NoSchedule"},
+                          pod_spec(self.objects, name)["tolerations"])
+        self.assertEqual(len(selectors), 3, "two DaemonSets would fight over the same pods")
+
+    def test_reserved_flags_are_off_by_default(self):
+        args = args_of(self.objects, DEVICE_PLUGIN)
+        for flag in ("--resource-per-model", "--resource-name", "--enable-sriov", "--sriov-num-vfs",
+                     "--reconfig-vxpu", "--enable-xpu-share"):
+            self.assertNotIn(flag, args)
+
+
+class ReservedOptions(unittest.TestCase):
+    """Each key the seed declared but ignored now changes what is deployed."""
+
+    def test_use_detail_res_name(self):
+        args = args_of(render("devicePlugin.useDetailResName=true"), DEVICE_PLUGIN)
+        self.assertIn("--resource-per-model", args)
+
+    def test_customized_resource_name(self):
+        args = args_of(render("devicePlugin.customizedResourceName=example.com/vxpu"), DEVICE_PLUGIN)
+        self.assertEqual(option_value(args, "--resource-name"), "example.com/vxpu")
+
+    def test_sriov(self):
+        args = args_of(render("devicePlugin.enableSriov=true", "devicePlugin.sriovNumVfs=4"), DEVICE_PLUGIN)
+        self.assertIn("--enable-sriov", args)
+        self.assertEqual(option_value(args, "--sriov-num-vfs"), "4")
+        self.assertNotIn("--reconfig-vxpu", args)
+
+    def test_reconfig_vxpu(self):
+        args = args_of(render("devicePlugin.enableSriov=true", "devicePlugin.sriovNumVfs=2",
+                              "devicePlugin.reconfigVxpu=true"), DEVICE_PLUGIN)
+        self.assertIn("--reconfig-vxpu", args)
+
+    def test_reconfig_vxpu_without_sriov_is_refused(self):
+        result = render_failure("devicePlugin.reconfigVxpu=true")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("reconfigVxpu needs devicePlugin.enableSriov", result.stderr)
+
+    def test_enable_xpu_share(self):
+        args = args_of(render("devicePlugin.enableXpuShare=true"), DEVICE_PLUGIN)
+        self.assertIn("--enable-xpu-share", args)
+
+    def test_reserved_flags_reach_only_the_device_plugin(self):
+        objects = render("devicePlugin.enableSriov=true", "devicePlugin.sriovNumVfs=4",
+                         "devicePlugin.enableXpuShare=true", "devicePlugin.useDetailResName=true")
+        for name in (EXPORTER, TOKEN_GEN):
+            args = args_of(objects, name)
+            for flag in ("--enable-sriov", "--enable-xpu-share", "--resource-per-model"):
+                self.assertNotIn(flag, args, name)
+
+    def test_both_resource_naming_options_are_refused(self):
+        result = render_failure("devicePlugin.useDetailResName=true",
+                                "devicePlugin.customizedResourceName=example.com/vxpu")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("exclude each other", result.stderr)
+
+    def test_invalid_values_are_refused_with_their_key(self):
+        for bad, key in (("config.memoryUnit=TB", "memoryUnit"),
+                         ("config.logLevel=loud", "logLevel"),
+                         ("config.exporterPort=70000", "exporterPort"),
+                         ("devicePlugin.sriovNumVfs=-1", "sriovNumVfs"),
+                         ("devicePlugin.customizedResourceName=no-domain", "customizedResourceName")):
+            result = render_failure(bad)
+            self.assertNotEqual(result.returncode, 0, bad)
+            self.assertIn(key, result.stderr, bad)
+
+    def test_log_level_reaches_every_role(self):
+        objects = render("config.logLevel=debug")
+        for name in DAEMONSETS:
+            self.assertEqual(option_value(args_of(objects, name), "--log-level"), "debug", name)
+
+    def test_empty_log_level_lets_log_verbose_decide(self):
+        objects = render("config.logLevel=", "config.logVerbose=2")
+        for name in DAEMONSETS:
+            args = args_of(objects, name)
+            self.assertNotIn("--log-level", args, name)
+            self.assertEqual(option_value(args, "--v"), "2", name)
+
+    def test_memory_unit(self):
+        objects = render("config.memoryUnit=GiB")
+        self.assertEqual(option_value(args_of(objects, DEVICE_PLUGIN), "--memory-unit"), "GiB")
+        self.assertEqual(option_value(args_of(objects, EXPORTER), "--memory-unit"), "GiB")
+
+    def test_exporter_port(self):
+        objects = render("config.exporterPort=9600")
+        exporter = container(objects, EXPORTER)
+        self.assertEqual(option_value(exporter["args"], "--listen"), ":9600")
+        self.assertEqual(exporter["ports"][0]["containerPort"], 9600)
+        self.assertEqual(objects[("Service", "xpu-exporter")]["spec"]["ports"][0]["port"], 9600)
+        annotations = objects[("DaemonSet", EXPORTER)]["spec"]["template"]["metadata"]["annotations"]
+        self.assertEqual(annotations["prometheus.io/port"], "9600")
+
+    def test_tolerations_are_templated(self):
+        values = "tolerations:\n  - key: dedicated\n    operator: Equal\n    value: ai\n    effect: NoExecute\n"
+        objects = render(values_yaml=values)
+        for name in DAEMONSETS:
+            self.assertEqual(pod_spec(objects, name)["tolerations"],
+                             [{"key": "dedicated", "operator": "Equal", "value": "ai", "effect": "NoExecute"}])
+
+    def test_node_selector_and_image(self):
+        objects = render("nodeSelector.xpu=yes", "global.image.host=registry.local:5000",
+                         "images.exporter.tag=v9")
+        self.assertEqual(pod_spec(objects, EXPORTER)["nodeSelector"],
+                         {"kunlun-device-enable": "enable", "xpu": "yes"})
+        self.assertEqual(container(objects, EXPORTER)["image"], "registry.local:5000/kunlunxin/xpu-k8s-shim:v9")
+
+    def test_global_tag_overrides_every_role(self):
+        objects = render("global.image.tag=0.1.0")
+        for name in DAEMONSETS:
+            self.assertEqual(container(objects, name)["image"],
+                             "ccr.ccs.tencentyun.com/kunlunxin/xpu-k8s-shim:0.1.0", name)
+
+    def test_go_mem_limit_is_accepted_and_changes_nothing(self):
+        self.assertEqual(render("exporter.goMemLimit=2GiB"), render())
+
+    def test_exporter_resources(self):
+        objects = render("exporter.resources.limits.memory=512Mi")
+        self.assertEqual(container(objects, EXPORTER)["resources"]["limits"], {"cpu": "1000m", "memory": "512Mi"})
+
+    def test_minimal_rbac(self):
+        objects = render("rbac.minimal=true")
+        for kind in ("ClusterRole", "ClusterRoleBinding"):
+            self.assertNotIn((kind, "xpu-device-plugin"), objects)
+            self.assertNotIn((kind, "xpu-exporter"), objects)
+        self.assertEqual(normalized_rules(objects[("ClusterRole", "klx-xpu-clusterrole")]["rules"]),
+                         normalized_rules([{"apiGroups": g, "resources": r, "verbs": v}
+                                           for g, r, v in SEED_RULES["klx-xpu-clusterrole"]]))
+        self.assertIs(pod_spec(objects, DEVICE_PLUGIN)["automountServiceAccountToken"], False)
+        self.assertIs(pod_spec(objects, EXPORTER)["automountServiceAccountToken"], False)
+        self.assertIs(pod_spec(objects, TOKEN_GEN)["automountServiceAccountToken"], True)
+        # The service accounts keep their names, so the DaemonSets still find them.
+        self.assertIn(("ServiceAccount", "xpu-device-plugin"), objects)
+        self.assertIn(("ServiceAccount", "xpu-exporter"), objects)
+
+    def test_exporter_service_can_be_turned_off(self):
+        self.assertNotIn(("Service", "xpu-exporter"), render("exporter.service.enabled=false"))
+
+
+class SeedValues(unittest.TestCase):
+    """values.yaml keeps every key of the seed with the seed's default."""
+
+    def test_seed_keys_and_defaults(self):
+        with open(os.path.join(CHART, "values.yaml"), encoding="utf-8") as f:
+            values = yaml.safe_load(f)
+
+        def get(path):
+            node = values
+            for part in path.split("."):
+                self.assertIn(part, node, path)
+                node = node[part]
+            return node
+
+        seed = {
+            "global.image.host": "ccr.ccs.tencentyun.com",
+            "config.exporterPort": 9507,
+            "config.logVerbose": 5,
+            "config.memoryUnit": "MiB",
+            "config.logLevel": "info",
+            "images.devicePlugin.tag": "v5.0.2-alpha.3",
+            "images.exporter.tag": "v5.0.3-alpha.6",
+            "images.rbacTokenGen.tag": "v1.0.0",
+            "exporter.goMemLimit": "800MiB",
+            "exporter.resources.requests.cpu": "100m",
+            "exporter.resources.requests.memory": "100Mi",
+            "exporter.resources.limits.cpu": "1000m",
+            "exporter.resources.limits.memory": "1Gi",
+            "nodeSelector": {"kunlun-device-enable": "enable"},
+            "devicePlugin.enableSriov": False,
+            "devicePlugin.sriovNumVfs": 0,
+            "devicePlugin.reconfigVxpu": False,
+            "devicePlugin.enableXpuShare": False,
+            "devicePlugin.useDetailResName": False,
+            "devicePlugin.customizedResourceName": "",
+        }
+        for path, default in seed.items():
+            self.assertEqual(get(path), default, path)
+        self.assertIsInstance(get("tolerations"), list)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
