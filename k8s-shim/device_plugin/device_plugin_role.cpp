@@ -1,13 +1,89 @@
-// Placeholder until the device-plugin role lands.
+// The device-plugin role: xpud's devices (over D-Bus) advertised to the kubelet (over gRPC).
+//
+// Threads: the xpud client's watcher thread feeds the ResourceTracker, which publishes to the
+// ListAndWatch streams directly (gRPC threads); this thread owns the KubeletConnector (servers,
+// registration, directory watch) and the grace-period timer, and handles stop signals.
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
 #include <spdlog/spdlog.h>
 
+#include "common/xpud_client.h"
+#include "k8s-shim/device_plugin/device_plugin_options.h"
+#include "k8s-shim/device_plugin/kubelet_connector.h"
+#include "k8s-shim/device_plugin/resource_tracker.h"
+#include "k8s-shim/device_plugin/wake_event.h"
 #include "k8s-shim/roles.h"
 
 namespace shim {
-int run_device_plugin(ShimOptions options, std::span<const std::string> args, xpu::StopSignals&) {
-  xpu::CommandLine cli("xpu-k8s-shim device-plugin", "[OPTIONS]");
-  parse_role_command_line(cli, options, args, "device-plugin");
-  spdlog::error("the device-plugin role is not implemented yet");
-  return 1;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Even with nothing scheduled, look at the plugin directory this often: covers a directory that
+// did not exist yet and any inotify event lost to overflow.
+constexpr std::chrono::seconds kIdleCheck{2};
+
+int poll_timeout_ms(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  // +1: poll() rounds down, and waking a hair early would only spin once more.
+  return static_cast<int>(std::clamp<long long>(left + 1, 0, 60'000));
 }
+
+}  // namespace
+
+int run_device_plugin(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop) {
+  DevicePluginOptions plugin;
+  xpu::CommandLine cli("xpu-k8s-shim device-plugin", "[OPTIONS]");
+  add_device_plugin_options(cli, plugin);
+  parse_role_command_line(cli, options, args, "device-plugin");
+
+  const std::filesystem::path plugin_dir = std::filesystem::absolute(plugin.plugin_dir);
+  spdlog::info("starting: resource {}{}, plugin directory {}, xpud grace period {} s",
+               plugin.resource_name, plugin.resource_per_model ? " (per model)" : "",
+               plugin_dir.string(), plugin.xpud_grace_period.count());
+
+  ResourceTracker tracker(ResourceConfig{plugin.resource_name, plugin.resource_per_model},
+                          plugin.xpud_grace_period, Clock::now());
+  WakeEvent wake;
+  KubeletConnector connector(KubeletConnector::Options{.plugin_dir = plugin_dir,
+                                                       .memory_unit = options.memory_unit});
+  int status = 0;
+  {
+    // Declared after what its listener uses, so it stops calling back before they go away.
+    xpu::XpudClient client(xpu::ClientOptions{.bus_address = options.bus_address});
+    client.watch([&tracker, &wake](const xpu::DeviceView& view) {
+      tracker.update(view, Clock::now());
+      wake.signal();  // a new resource may need a server
+    });
+
+    while (!stop.stop_requested()) {
+      connector.reconcile(tracker.feeds());
+      Clock::time_point deadline = Clock::now() + kIdleCheck;
+      if (auto next = connector.next_deadline()) deadline = std::min(deadline, *next);
+      if (auto next = tracker.next_deadline()) deadline = std::min(deadline, *next);
+
+      pollfd fds[] = {{stop.fd(), POLLIN, 0}, {connector.watch_fd(), POLLIN, 0}, {wake.fd(), POLLIN, 0}};
+      if (::poll(fds, std::size(fds), poll_timeout_ms(deadline)) < 0 && errno != EINTR) {
+        spdlog::error("poll failed: {}", std::strerror(errno));
+        status = 1;
+        break;
+      }
+      if (fds[0].revents & POLLIN) stop.take();
+      if (fds[1].revents & POLLIN) connector.handle_directory_events();
+      if (fds[2].revents & POLLIN) wake.clear();
+      tracker.tick(Clock::now());
+    }
+    spdlog::info("stopping");
+    tracker.close_all();  // ends every ListAndWatch stream
+    connector.stop();     // stops the servers, removes the sockets
+  }
+  spdlog::info("stopped");
+  return status;
+}
+
 }  // namespace shim

@@ -1,0 +1,42 @@
+// The DevicePlugin gRPC service for one resource: reads the resource's feed and hands requests
+// to the pure decision code (TopologyAllocator, allocate_container). Handlers run on gRPC's
+// threads; the only shared state is the feed (internally locked) and the stop flag.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include <deviceplugin_v1beta1.grpc.pb.h>
+
+#include "k8s-shim/device_plugin/resource_feed.h"
+#include "k8s-shim/shim_options.h"
+
+namespace shim {
+
+class DevicePluginService final : public v1beta1::DevicePlugin::Service {
+ public:
+  DevicePluginService(std::shared_ptr<ResourceFeed> feed, MemoryUnit memory_unit);
+
+  // Ends this service's ListAndWatch streams (its server is going away).
+  void stop();
+
+  grpc::Status GetDevicePluginOptions(grpc::ServerContext* context, const v1beta1::Empty* request,
+                                      v1beta1::DevicePluginOptions* response) override;
+  grpc::Status ListAndWatch(grpc::ServerContext* context, const v1beta1::Empty* request,
+                            grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) override;
+  grpc::Status GetPreferredAllocation(grpc::ServerContext* context,
+                                      const v1beta1::PreferredAllocationRequest* request,
+                                      v1beta1::PreferredAllocationResponse* response) override;
+  grpc::Status Allocate(grpc::ServerContext* context, const v1beta1::AllocateRequest* request,
+                        v1beta1::AllocateResponse* response) override;
+  grpc::Status PreStartContainer(grpc::ServerContext* context,
+                                 const v1beta1::PreStartContainerRequest* request,
+                                 v1beta1::PreStartContainerResponse* response) override;
+
+ private:
+  const std::shared_ptr<ResourceFeed> feed_;
+  const MemoryUnit memory_unit_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace shim

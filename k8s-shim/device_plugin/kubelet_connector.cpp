@@ -1,0 +1,180 @@
+#include "k8s-shim/device_plugin/kubelet_connector.h"
+
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include "k8s-shim/device_plugin/device_plugin_options.h"
+#include "k8s-shim/device_plugin/kubelet_registration.h"
+
+namespace shim {
+namespace {
+
+constexpr std::uint32_t kWatchMask = IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM |
+                                     IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+
+}  // namespace
+
+KubeletConnector::KubeletConnector(Options options)
+    : options_(std::move(options)),
+      kubelet_socket_(options_.plugin_dir / std::string(kKubeletSocketName)),
+      inotify_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+  if (!inotify_.valid())
+    throw std::runtime_error(std::string("inotify_init1 failed: ") + std::strerror(errno));
+  ensure_watch();
+}
+
+KubeletConnector::~KubeletConnector() { stop(); }
+
+std::optional<KubeletConnector::FileId> KubeletConnector::file_id(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileId{st.st_dev, st.st_ino};
+}
+
+void KubeletConnector::ensure_watch() {
+  if (watch_ >= 0) return;
+  watch_ = ::inotify_add_watch(inotify_.get(), options_.plugin_dir.c_str(), kWatchMask);
+  if (watch_ < 0) {
+    if (!logged_missing_dir_)
+      spdlog::warn("cannot watch plugin directory {} ({}); waiting for it", options_.plugin_dir.string(),
+                   std::strerror(errno));
+    logged_missing_dir_ = true;
+    return;
+  }
+  if (logged_missing_dir_) spdlog::info("watching plugin directory {}", options_.plugin_dir.string());
+  logged_missing_dir_ = false;
+}
+
+void KubeletConnector::register_again_now(const char* why) {
+  bool any = false;
+  for (auto& [name, endpoint] : endpoints_) {
+    any = any || endpoint.registered;
+    endpoint.registered = false;
+    endpoint.next_attempt = Clock::time_point{};
+    endpoint.backoff = Clock::duration{};
+    endpoint.failures = 0;
+  }
+  if (any) spdlog::info("{}: registering again", why);
+}
+
+void KubeletConnector::handle_directory_events() {
+  alignas(inotify_event) char buffer[4096];
+  while (true) {
+    ssize_t n = ::read(inotify_.get(), buffer, sizeof buffer);
+    if (n <= 0) break;
+    for (char* p = buffer; p < buffer + n;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(p);
+      p += sizeof(inotify_event) + event->len;
+      const std::string_view name = event->len > 0 ? std::string_view(event->name) : std::string_view();
+      if (event->mask & IN_Q_OVERFLOW) {
+        register_again_now("missed plugin directory events");
+      } else if (event->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+        if (event->wd == watch_) {
+          ::inotify_rm_watch(inotify_.get(), watch_);
+          watch_ = -1;
+          register_again_now("the plugin directory was removed");
+        }
+      } else if (name == kKubeletSocketName) {
+        if (event->mask & (IN_CREATE | IN_MOVED_TO))
+          register_again_now("kubelet.sock was created (kubelet restart)");
+        else
+          register_again_now("kubelet.sock was removed (kubelet stopped)");
+      }
+      // Our own sockets disappearing is noticed by reconcile(), which checks every socket.
+    }
+  }
+}
+
+void KubeletConnector::retry_later(Endpoint& endpoint) {
+  ++endpoint.failures;
+  endpoint.backoff = endpoint.backoff == Clock::duration{}
+                         ? options_.first_retry
+                         : std::min<Clock::duration>(endpoint.backoff * 2, options_.max_retry);
+  endpoint.next_attempt = Clock::now() + endpoint.backoff;
+}
+
+void KubeletConnector::reconcile(const std::vector<std::shared_ptr<ResourceFeed>>& feeds) {
+  ensure_watch();
+  for (const auto& feed : feeds) {
+    if (endpoints_.contains(feed->resource_name())) continue;
+    Endpoint endpoint;
+    endpoint.feed = feed;
+    endpoints_.emplace(feed->resource_name(), std::move(endpoint));
+  }
+  const auto kubelet = file_id(kubelet_socket_);
+  if (!kubelet && !logged_missing_kubelet_)
+    spdlog::info("waiting for the kubelet: {} does not exist yet", kubelet_socket_.string());
+  logged_missing_kubelet_ = !kubelet;
+
+  next_deadline_.reset();
+  for (auto& [name, endpoint] : endpoints_) {
+    reconcile_endpoint(endpoint, kubelet);
+    const bool waiting = !endpoint.server || (!endpoint.registered && kubelet);
+    if (waiting && endpoint.next_attempt > Clock::now())
+      next_deadline_ = std::min(next_deadline_.value_or(Clock::time_point::max()), endpoint.next_attempt);
+  }
+}
+
+void KubeletConnector::reconcile_endpoint(Endpoint& endpoint, const std::optional<FileId>& kubelet) {
+  const std::string& resource = endpoint.feed->resource_name();
+  if (endpoint.server && !endpoint.server->socket_present()) {
+    spdlog::warn("{}: socket {} was removed (kubelet restart?); serving on a new one", resource,
+                 endpoint.server->socket_path().string());
+    endpoint.server.reset();
+    endpoint.registered = false;
+    endpoint.next_attempt = Clock::time_point{};
+    endpoint.backoff = Clock::duration{};
+  }
+  if (!endpoint.server) {
+    if (Clock::now() < endpoint.next_attempt) return;
+    auto server = PluginServer::start(options_.plugin_dir / endpoint.feed->socket_name(), endpoint.feed,
+                                      options_.memory_unit);
+    if (!server) {
+      if (endpoint.failures == 0) spdlog::error("{}: {}; retrying", resource, server.error());
+      retry_later(endpoint);
+      return;
+    }
+    endpoint.server = std::move(*server);
+    endpoint.registered = false;
+    endpoint.failures = 0;
+    endpoint.backoff = Clock::duration{};
+    endpoint.next_attempt = Clock::time_point{};
+    spdlog::info("{}: serving on {}", resource, endpoint.server->socket_path().string());
+  }
+  if (endpoint.registered && kubelet != endpoint.registered_with)
+    endpoint.registered = false;  // kubelet.sock was replaced while we were not looking
+  if (endpoint.registered || !kubelet || Clock::now() < endpoint.next_attempt) return;
+
+  auto status = register_with_kubelet(kubelet_socket_, resource, endpoint.feed->socket_name(),
+                                      options_.register_timeout);
+  if (!status) {
+    if (endpoint.failures == 0)
+      spdlog::warn("{}: {}; retrying with back-off", resource, status.error());
+    else
+      spdlog::debug("{}: {} (attempt {})", resource, status.error(), endpoint.failures + 1);
+    retry_later(endpoint);
+    return;
+  }
+  endpoint.registered = true;
+  endpoint.registered_with = kubelet;
+  endpoint.failures = 0;
+  endpoint.backoff = Clock::duration{};
+  spdlog::info("{}: registered with the kubelet (endpoint {})", resource, endpoint.feed->socket_name());
+}
+
+void KubeletConnector::stop() {
+  for (auto& [name, endpoint] : endpoints_) {
+    if (!endpoint.server) continue;
+    endpoint.server.reset();
+    spdlog::info("{}: stopped serving", name);
+  }
+}
+
+}  // namespace shim

@@ -1,0 +1,88 @@
+// Keeps every resource served and registered with the kubelet, whatever the kubelet does:
+//  - serves first (one PluginServer per resource), then registers;
+//  - waits for the plugin directory and kubelet.sock to exist instead of failing;
+//  - watches the directory (inotify): a new kubelet.sock (kubelet restart) means registering
+//    again at once; a plugin socket that disappeared (the kubelet deletes them on start) means
+//    serving on a fresh socket and registering again;
+//  - backs off on failures (250 ms doubling to 30 s), and never re-registers a healthy
+//    registration on its own, so it does not flap.
+// Owned and driven by one thread (the role's loop): reconcile() after events and at
+// next_deadline(). Register calls block that thread for at most the register timeout; ListAndWatch
+// updates do not go through it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "common/unique_fd.h"
+#include "k8s-shim/device_plugin/plugin_server.h"
+#include "k8s-shim/device_plugin/resource_feed.h"
+
+namespace shim {
+
+class KubeletConnector {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Options {
+    std::filesystem::path plugin_dir;
+    MemoryUnit memory_unit = MemoryUnit::MiB;
+    std::chrono::milliseconds register_timeout{5000};
+    Clock::duration first_retry = std::chrono::milliseconds(250);
+    Clock::duration max_retry = std::chrono::seconds(30);
+  };
+
+  explicit KubeletConnector(Options options);
+  ~KubeletConnector();
+  KubeletConnector(const KubeletConnector&) = delete;
+  KubeletConnector& operator=(const KubeletConnector&) = delete;
+
+  // Readable when the plugin directory changed; then call handle_directory_events().
+  int watch_fd() const { return inotify_.get(); }
+  void handle_directory_events();
+  // Serves new resources, replaces vanished sockets, registers where needed.
+  void reconcile(const std::vector<std::shared_ptr<ResourceFeed>>& feeds);
+  // When reconcile() has a retry due; nullopt when only an event can make progress.
+  std::optional<Clock::time_point> next_deadline() const { return next_deadline_; }
+  // Stops every server and removes its socket.
+  void stop();
+
+ private:
+  struct FileId {
+    dev_t device = 0;
+    ino_t inode = 0;
+    bool operator==(const FileId&) const = default;
+  };
+  struct Endpoint {
+    std::shared_ptr<ResourceFeed> feed;
+    std::unique_ptr<PluginServer> server;
+    bool registered = false;
+    std::optional<FileId> registered_with;  // kubelet.sock we registered with
+    Clock::time_point next_attempt{};
+    Clock::duration backoff{};
+    unsigned failures = 0;
+  };
+
+  static std::optional<FileId> file_id(const std::filesystem::path& path);
+  void ensure_watch();
+  void retry_later(Endpoint& endpoint);
+  void register_again_now(const char* why);
+  void reconcile_endpoint(Endpoint& endpoint, const std::optional<FileId>& kubelet);
+
+  const Options options_;
+  const std::filesystem::path kubelet_socket_;
+  xpu::UniqueFd inotify_;
+  int watch_ = -1;
+  std::map<std::string, Endpoint> endpoints_;  // by resource name
+  std::optional<Clock::time_point> next_deadline_;
+  bool logged_missing_dir_ = false;
+  bool logged_missing_kubelet_ = false;
+};
+
+}  // namespace shim

@@ -1,0 +1,38 @@
+#include "k8s-shim/device_plugin/kubelet_registration.h"
+
+#include <deviceplugin_v1beta1.grpc.pb.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include "k8s-shim/device_plugin/kubelet_messages.h"
+
+namespace shim {
+
+xpu::Status register_with_kubelet(const std::filesystem::path& kubelet_socket,
+                                  const std::string& resource_name, const std::string& endpoint,
+                                  std::chrono::milliseconds timeout) {
+  grpc::ChannelArguments args;
+  // A private subchannel: a shared one may still be in its reconnect back-off from the previous
+  // (dead) kubelet and would fail this attempt without trying.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto channel = grpc::CreateCustomChannel("unix:" + kubelet_socket.string(),
+                                           grpc::InsecureChannelCredentials(), args);
+  auto stub = v1beta1::Registration::NewStub(channel);
+
+  v1beta1::RegisterRequest request;
+  request.set_version(std::string(kDevicePluginApiVersion));
+  request.set_endpoint(endpoint);
+  request.set_resource_name(resource_name);
+  *request.mutable_options() = plugin_options();
+  v1beta1::Empty response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  grpc::Status status = stub->Register(&context, request, &response);
+  if (!status.ok())
+    return xpu::Error{"Register with " + kubelet_socket.string() + " failed (gRPC code " +
+                      std::to_string(static_cast<int>(status.error_code())) + "): " +
+                      status.error_message()};
+  return xpu::ok_status();
+}
+
+}  // namespace shim

@@ -1,0 +1,23 @@
+// Kubernetes extended resource names (`kunlunxin.com/xpu`): what the kubelet accepts in Register,
+// checked here first so a bad --resource-name stops start-up with a clear message instead of a
+// plugin the kubelet silently rejects.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace shim {
+
+inline constexpr std::string_view kDefaultResourceName = "kunlunxin.com/xpu";
+
+// The rules the kubelet applies: `domain/name`, the domain a DNS subdomain outside
+// kubernetes.io, the name at most 63 characters of [A-Za-z0-9-_.] starting and ending
+// alphanumeric, and "requests." + the whole name still a valid qualified name (quota form).
+xpu::Status validate_extended_resource_name(std::string_view name);
+
+// "kunlunxin.com" of "kunlunxin.com/xpu"; call only on a validated name.
+std::string_view resource_domain(std::string_view name);
+
+}  // namespace shim
