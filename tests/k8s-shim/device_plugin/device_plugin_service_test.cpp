@@ -1,0 +1,255 @@
+// The DevicePlugin gRPC service in-process: a real server on a unix socket, a real gRPC client.
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include "k8s-shim/device_plugin/plugin_server.h"
+#include "tests/support/child_process.h"
+
+namespace shim {
+namespace {
+
+using namespace std::chrono_literals;
+
+ResourceState eight_cards() {
+  ResourceState state{"kunlunxin.com/xpu", "kunlunxin-xpu.sock", {}};
+  for (unsigned i = 0; i < 8; ++i) {
+    PluginDevice d;
+    d.id = "uuid-" + std::to_string(i);
+    d.index = i;
+    d.numa_node = i < 4 ? 0 : 1;
+    d.memory_total_bytes = 32ull << 30;
+    d.healthy = true;
+    for (unsigned j = 0; j < 8; ++j)
+      if (j != i && ((i < 4) == (j < 4) || j == (i + 4) % 8)) d.linked_ids.push_back("uuid-" + std::to_string(j));
+    state.devices.push_back(d);
+  }
+  state.devices[7].numa_node = -1;  // unknown: no topology on the wire
+  return state;
+}
+
+std::chrono::system_clock::time_point in(std::chrono::milliseconds ms) {
+  return std::chrono::system_clock::now() + ms;
+}
+
+class DevicePluginServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto server = PluginServer::start(socket_path(), feed_, MemoryUnit::GiB);
+    ASSERT_TRUE(server.ok()) << server.error();
+    server_ = std::move(*server);
+    stub_ = v1beta1::DevicePlugin::NewStub(
+        grpc::CreateChannel("unix:" + socket_path().string(), grpc::InsecureChannelCredentials()));
+  }
+  std::filesystem::path socket_path() const { return dir_.path() / "kunlunxin-xpu.sock"; }
+
+  xpu::test::TempDir dir_;
+  std::shared_ptr<ResourceFeed> feed_ = std::make_shared<ResourceFeed>(eight_cards());
+  std::unique_ptr<PluginServer> server_;
+  std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_;
+};
+
+TEST_F(DevicePluginServiceTest, Options) {
+  grpc::ClientContext context;
+  context.set_deadline(in(5000ms));
+  v1beta1::DevicePluginOptions options;
+  ASSERT_TRUE(stub_->GetDevicePluginOptions(&context, v1beta1::Empty{}, &options).ok());
+  EXPECT_TRUE(options.get_preferred_allocation_available());
+  EXPECT_FALSE(options.pre_start_required());
+}
+
+TEST_F(DevicePluginServiceTest, ListAndWatchSendsTheFullListThenEveryChange) {
+  grpc::ClientContext context;
+  context.set_deadline(in(20000ms));
+  auto reader = stub_->ListAndWatch(&context, v1beta1::Empty{});
+  v1beta1::ListAndWatchResponse message;
+  ASSERT_TRUE(reader->Read(&message));
+  ASSERT_EQ(message.devices_size(), 8);
+  EXPECT_EQ(message.devices(0).id(), "uuid-0");
+  EXPECT_EQ(message.devices(0).health(), "Healthy");
+  ASSERT_EQ(message.devices(5).topology().nodes_size(), 1);
+  EXPECT_EQ(message.devices(5).topology().nodes(0).id(), 1);
+  EXPECT_FALSE(message.devices(7).has_topology());
+
+  auto state = eight_cards();
+  state.devices[3].healthy = false;
+  state.devices[3].unhealthy_reason = "test fault";
+  const auto published = std::chrono::steady_clock::now();
+  ASSERT_TRUE(feed_->publish(state));
+  ASSERT_TRUE(reader->Read(&message));
+  const auto latency = std::chrono::steady_clock::now() - published;
+  EXPECT_EQ(message.devices_size(), 8);
+  EXPECT_EQ(message.devices(3).health(), "Unhealthy");
+  EXPECT_EQ(message.devices(2).health(), "Healthy");
+  EXPECT_LT(latency, 1s) << "the spec asks for 100 ms; 1 s leaves room for a loaded CI machine";
+
+  // Many changes in a burst: the stream may skip intermediate states but always ends on the last.
+  for (unsigned round = 0; round < 50; ++round) {
+    state.devices[round % 8].healthy = !state.devices[round % 8].healthy;
+    feed_->publish(state);
+  }
+  const auto expected = ResourceFeed(state).latest();
+  auto wire_equal = [&](const v1beta1::ListAndWatchResponse& m) {
+    for (int i = 0; i < m.devices_size(); ++i)
+      if ((m.devices(i).health() == "Healthy") != expected.state->devices[static_cast<std::size_t>(i)].healthy)
+        return false;
+    return m.devices_size() == 8;
+  };
+  int messages = 0;
+  while (reader->Read(&message)) {
+    ++messages;
+    if (wire_equal(message)) break;
+  }
+  EXPECT_TRUE(wire_equal(message)) << "the last state never arrived";
+  EXPECT_LE(messages, 50);
+}
+
+TEST_F(DevicePluginServiceTest, StoppingTheServerEndsStreamsAndRemovesTheSocket) {
+  grpc::ClientContext context;
+  context.set_deadline(in(20000ms));
+  auto reader = stub_->ListAndWatch(&context, v1beta1::Empty{});
+  v1beta1::ListAndWatchResponse message;
+  ASSERT_TRUE(reader->Read(&message));
+  ASSERT_TRUE(server_->socket_present());
+  const auto started = std::chrono::steady_clock::now();
+  server_.reset();
+  EXPECT_FALSE(reader->Read(&message));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  EXPECT_FALSE(std::filesystem::exists(socket_path()));
+}
+
+TEST_F(DevicePluginServiceTest, ClosingTheFeedEndsStreamsCleanly) {
+  grpc::ClientContext context;
+  context.set_deadline(in(20000ms));
+  auto reader = stub_->ListAndWatch(&context, v1beta1::Empty{});
+  v1beta1::ListAndWatchResponse message;
+  ASSERT_TRUE(reader->Read(&message));
+  feed_->close();
+  EXPECT_FALSE(reader->Read(&message));
+  EXPECT_TRUE(reader->Finish().ok());
+}
+
+TEST_F(DevicePluginServiceTest, AllocateReturnsDevicesAndEnvironmentPerContainer) {
+  v1beta1::AllocateRequest request;
+  request.add_container_requests()->add_devices_ids("uuid-4");
+  auto* second = request.add_container_requests();
+  second->add_devices_ids("uuid-2");
+  second->add_devices_ids("uuid-0");
+  grpc::ClientContext context;
+  context.set_deadline(in(5000ms));
+  v1beta1::AllocateResponse response;
+  auto status = stub_->Allocate(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(response.container_responses_size(), 2);
+  const auto& first = response.container_responses(0);
+  ASSERT_EQ(first.devices_size(), 2);
+  EXPECT_EQ(first.devices(0).host_path(), "/dev/xpu4");
+  EXPECT_EQ(first.devices(0).container_path(), "/dev/xpu4");
+  EXPECT_EQ(first.devices(0).permissions(), "rw");
+  EXPECT_EQ(first.devices(1).host_path(), "/dev/xpuctrl");
+  EXPECT_EQ(first.envs().at("XPU_VISIBLE_DEVICES"), "4");
+  const auto& both = response.container_responses(1);
+  ASSERT_EQ(both.devices_size(), 3);
+  EXPECT_EQ(both.devices(0).host_path(), "/dev/xpu0");
+  EXPECT_EQ(both.devices(1).host_path(), "/dev/xpu2");
+  EXPECT_EQ(both.devices(2).host_path(), "/dev/xpuctrl");
+  EXPECT_EQ(both.envs().at("XPU_VISIBLE_DEVICES"), "0,2");
+  EXPECT_EQ(both.envs().at("KUNLUNXIN_XPU_UUIDS"), "uuid-0,uuid-2");
+  EXPECT_EQ(both.mounts_size(), 0);
+}
+
+TEST_F(DevicePluginServiceTest, AllocateFailsAsAWhole) {
+  auto state = eight_cards();
+  state.devices[5].healthy = false;
+  state.devices[5].unhealthy_reason = "test fault";
+  feed_->publish(state);
+  auto call = [&](std::vector<std::vector<std::string>> containers) {
+    v1beta1::AllocateRequest request;
+    for (const auto& ids : containers) {
+      auto* c = request.add_container_requests();
+      for (const auto& id : ids) c->add_devices_ids(id);
+    }
+    grpc::ClientContext context;
+    context.set_deadline(in(5000ms));
+    v1beta1::AllocateResponse response;
+    auto status = stub_->Allocate(&context, request, &response);
+    EXPECT_EQ(response.container_responses_size(), 0);
+    return status;
+  };
+  auto unknown = call({{"uuid-0"}, {"uuid-1", "no-such-card"}});
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(unknown.error_message(),
+            "container request 1: device 'no-such-card' is not a kunlunxin.com/xpu device of this node");
+  auto unhealthy = call({{"uuid-5"}});
+  EXPECT_EQ(unhealthy.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(unhealthy.error_message(), "container request 0: device 'uuid-5' (xpu5) is Unhealthy: test fault");
+  auto none = call({});
+  EXPECT_EQ(none.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(DevicePluginServiceTest, PreferredAllocationUsesTheTopology) {
+  v1beta1::PreferredAllocationRequest request;
+  auto* c = request.add_container_requests();
+  for (unsigned i : {7u, 6u, 5u, 4u, 3u, 1u, 0u}) c->add_available_deviceids("uuid-" + std::to_string(i));
+  c->add_must_include_deviceids("uuid-0");
+  c->set_allocation_size(4);
+  grpc::ClientContext context;
+  context.set_deadline(in(5000ms));
+  v1beta1::PreferredAllocationResponse response;
+  auto status = stub_->GetPreferredAllocation(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(response.container_responses_size(), 1);
+  const auto& ids = response.container_responses(0).deviceids();
+  // Card 2 is taken, so no half is free with card 0: the linked group 0-1-4-5.
+  EXPECT_EQ(std::vector<std::string>(ids.begin(), ids.end()),
+            (std::vector<std::string>{"uuid-0", "uuid-1", "uuid-4", "uuid-5"}));
+
+  c->set_allocation_size(9);
+  grpc::ClientContext again;
+  again.set_deadline(in(5000ms));
+  v1beta1::PreferredAllocationResponse rejected;
+  auto bad = stub_->GetPreferredAllocation(&again, request, &rejected);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(bad.error_message(), "container request 0: allocation size 9 exceeds the 7 available devices");
+}
+
+TEST(PluginServer, ReplacesAStaleSocketButNothingElse) {
+  xpu::test::TempDir dir;
+  auto feed = std::make_shared<ResourceFeed>(eight_cards());
+  const auto path = dir.path() / "kunlunxin-xpu.sock";
+  {
+    // A socket left behind by a crashed run: bound, then nobody listening.
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path.c_str());
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    ::close(fd);
+  }
+  auto server = PluginServer::start(path, feed, MemoryUnit::MiB);
+  ASSERT_TRUE(server.ok()) << server.error();
+  EXPECT_TRUE((*server)->socket_present());
+  server->reset();
+
+  const auto file = dir.path() / "not-a-socket.sock";
+  std::ofstream(file) << "keep me";
+  auto refused = PluginServer::start(file, feed, MemoryUnit::MiB);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error(), file.string() + " exists and is not a socket; refusing to replace it");
+  EXPECT_TRUE(std::filesystem::exists(file));
+
+  auto too_long = PluginServer::start(dir.path() / std::string(120, 'x'), feed, MemoryUnit::MiB);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.error().find("longer than a unix socket address allows"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shim

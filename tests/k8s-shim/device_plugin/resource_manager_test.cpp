@@ -1,0 +1,171 @@
+#include "k8s-shim/device_plugin/resource_manager.h"
+
+#include <gtest/gtest.h>
+
+namespace shim {
+namespace {
+
+xpu::DeviceInfo card(unsigned index, std::string model = "R200", int numa = 0) {
+  xpu::DeviceInfo d;
+  d.index = index;
+  d.name = "xpu" + std::to_string(index);
+  d.uuid = "uuid-" + std::to_string(index);
+  d.model = std::move(model);
+  d.numa_node = numa;
+  d.memory_total_bytes = 32ull << 30;
+  d.healthy = true;
+  return d;
+}
+
+xpu::DeviceView present(std::vector<xpu::DeviceInfo> devices) {
+  xpu::DeviceView view;
+  view.xpud_present = true;
+  view.devices = std::move(devices);
+  return view;
+}
+
+TEST(ResourceManager, DefaultResourceCarriesEveryDevice) {
+  auto a = card(0, "R200", 0);
+  a.linked_devices = {1, 4, 0, 9};  // 0 is itself, 9 does not exist: both dropped
+  auto b = card(1, "R200", 1);
+  b.healthy = false;
+  b.health_reason = "thermal trip";
+  auto plan = plan_resources({}, present({b, a}), false, {});
+  ASSERT_EQ(plan.resources.size(), 1u);
+  const auto& r = plan.resources[0];
+  EXPECT_EQ(r.resource_name, "kunlunxin.com/xpu");
+  EXPECT_EQ(r.socket_name, "kunlunxin-xpu.sock");
+  ASSERT_EQ(r.devices.size(), 2u);
+  EXPECT_EQ(r.devices[0].id, "uuid-0");  // ascending index whatever the input order
+  EXPECT_EQ(r.devices[0].linked_ids, std::vector<std::string>{"uuid-1"});
+  EXPECT_TRUE(r.devices[0].healthy);
+  EXPECT_EQ(r.devices[0].unhealthy_reason, "");
+  EXPECT_EQ(r.devices[1].id, "uuid-1");
+  EXPECT_EQ(r.devices[1].numa_node, 1);
+  EXPECT_FALSE(r.devices[1].healthy);
+  EXPECT_EQ(r.devices[1].unhealthy_reason, "thermal trip");
+  EXPECT_TRUE(plan.problems.empty());
+}
+
+TEST(ResourceManager, ResourceExistsBeforeXpudAnswers) {
+  auto plan = plan_resources({"baidu.com/xpu", false}, xpu::DeviceView{}, false, {});
+  ASSERT_EQ(plan.resources.size(), 1u);
+  EXPECT_EQ(plan.resources[0].resource_name, "baidu.com/xpu");
+  EXPECT_EQ(plan.resources[0].socket_name, "kunlunxin-xpu.sock");
+  EXPECT_TRUE(plan.resources[0].devices.empty());
+}
+
+TEST(ResourceManager, UnknownNumaAndUnhealthyWithoutReason) {
+  auto d = card(2, "R200", -7);
+  d.healthy = false;
+  auto plan = plan_resources({}, present({d}), false, {});
+  ASSERT_EQ(plan.resources[0].devices.size(), 1u);
+  EXPECT_EQ(plan.resources[0].devices[0].numa_node, -1);
+  EXPECT_EQ(plan.resources[0].devices[0].unhealthy_reason, "reported Unhealthy by xpud");
+}
+
+TEST(ResourceManager, XpudLostMakesEveryDeviceUnhealthy) {
+  xpu::DeviceView view = present({card(0), card(1)});
+  view.xpud_present = false;  // the last known list
+  auto plan = plan_resources({}, view, true, {});
+  ASSERT_EQ(plan.resources[0].devices.size(), 2u);
+  for (const auto& d : plan.resources[0].devices) {
+    EXPECT_FALSE(d.healthy);
+    EXPECT_EQ(d.unhealthy_reason, "xpud has been unreachable for longer than the grace period");
+  }
+  // Within the grace period the last known health stands.
+  auto within = plan_resources({}, view, false, {});
+  EXPECT_TRUE(within.resources[0].devices[0].healthy);
+}
+
+TEST(ResourceManager, PerModelResourcesAndSockets) {
+  auto plan = plan_resources({"kunlunxin.com/xpu", true},
+                             present({card(0, "R200"), card(1, "R300"), card(2, "R200"),
+                                      card(3, "RG800 PRO"), card(4, "")}),
+                             false, {});
+  ASSERT_EQ(plan.resources.size(), 4u);
+  EXPECT_EQ(plan.resources[0].resource_name, "kunlunxin.com/R200");
+  EXPECT_EQ(plan.resources[0].socket_name, "kunlunxin-xpu-r200.sock");
+  ASSERT_EQ(plan.resources[0].devices.size(), 2u);
+  EXPECT_EQ(plan.resources[0].devices[1].id, "uuid-2");
+  EXPECT_EQ(plan.resources[1].resource_name, "kunlunxin.com/R300");
+  EXPECT_EQ(plan.resources[1].socket_name, "kunlunxin-xpu-r300.sock");
+  EXPECT_EQ(plan.resources[2].resource_name, "kunlunxin.com/RG800-PRO");
+  EXPECT_EQ(plan.resources[2].socket_name, "kunlunxin-xpu-rg800-pro.sock");
+  EXPECT_EQ(plan.resources[3].resource_name, "kunlunxin.com/unknown");
+  EXPECT_EQ(plan.resources[3].socket_name, "kunlunxin-xpu-unknown.sock");
+}
+
+TEST(ResourceManager, PerModelTakesTheDomainOfTheResourceName) {
+  auto plan = plan_resources({"baidu.com/xpu", true}, present({card(0, "R200")}), false, {});
+  ASSERT_EQ(plan.resources.size(), 1u);
+  EXPECT_EQ(plan.resources[0].resource_name, "baidu.com/R200");
+}
+
+TEST(ResourceManager, SocketCollisionsAreResolvedAndKnownSocketsKept) {
+  auto plan = plan_resources({"kunlunxin.com/xpu", true}, present({card(0, "r200"), card(1, "R200")}),
+                             false, {});
+  ASSERT_EQ(plan.resources.size(), 2u);
+  // card 0 came first: it keeps the plain name.
+  EXPECT_EQ(plan.resources[1].resource_name, "kunlunxin.com/r200");
+  EXPECT_EQ(plan.resources[1].socket_name, "kunlunxin-xpu-r200.sock");
+  EXPECT_EQ(plan.resources[0].resource_name, "kunlunxin.com/R200");
+  EXPECT_NE(plan.resources[0].socket_name, "kunlunxin-xpu-r200.sock");
+  EXPECT_TRUE(plan.resources[0].socket_name.starts_with("kunlunxin-xpu-r200-"));
+  EXPECT_TRUE(plan.resources[0].socket_name.ends_with(".sock"));
+
+  // An already served resource keeps its socket and stays (empty) when its cards are gone.
+  std::map<std::string, std::string> known = {{"kunlunxin.com/R200", "kunlunxin-xpu-r200.sock"}};
+  auto later = plan_resources({"kunlunxin.com/xpu", true}, present({card(0, "r200")}), false, known);
+  ASSERT_EQ(later.resources.size(), 2u);
+  EXPECT_EQ(later.resources[0].resource_name, "kunlunxin.com/R200");
+  EXPECT_EQ(later.resources[0].socket_name, "kunlunxin-xpu-r200.sock");
+  EXPECT_TRUE(later.resources[0].devices.empty());
+  EXPECT_NE(later.resources[1].socket_name, "kunlunxin-xpu-r200.sock");
+}
+
+TEST(ResourceManager, DevicesThatCannotBeAdvertisedAreReported) {
+  auto no_uuid = card(0);
+  no_uuid.uuid = "";
+  auto long_uuid = card(1);
+  long_uuid.uuid = std::string(64, 'a');
+  auto comma = card(2);
+  comma.uuid = "a,b";
+  auto dup_uuid = card(3);
+  dup_uuid.uuid = "uuid-4";
+  auto good = card(4);
+  auto dup_index = card(4);
+  dup_index.uuid = "other";
+  auto plan = plan_resources({}, present({no_uuid, long_uuid, comma, good, dup_uuid, dup_index}), false, {});
+  ASSERT_EQ(plan.resources[0].devices.size(), 2u);
+  EXPECT_EQ(plan.resources[0].devices[0].id, "uuid-4");  // dup_uuid (index 3) came first
+  EXPECT_EQ(plan.resources[0].devices[0].index, 3u);
+  EXPECT_EQ(plan.resources[0].devices[1].index, 4u);
+  const std::vector<std::string> expected = {
+      "device xpu0 is not advertised: the UUID is empty",
+      "device xpu1 is not advertised: the UUID '" + std::string(64, 'a') + "' is longer than 63 characters",
+      "device xpu2 is not advertised: the UUID 'a,b' contains a character other than letters, digits, "
+      "'-', '_', '.' and ':'",
+      "device xpu4 is not advertised: UUID 'uuid-4' belongs to another device too",
+  };
+  EXPECT_EQ(plan.problems, expected);
+}
+
+TEST(ResourceManager, DuplicateIndexIsReported) {
+  auto first = card(5);
+  auto second = card(5);
+  second.uuid = "another";
+  auto plan = plan_resources({}, present({first, second}), false, {});
+  ASSERT_EQ(plan.resources[0].devices.size(), 1u);
+  EXPECT_EQ(plan.resources[0].devices[0].id, "uuid-5");
+  EXPECT_EQ(plan.problems, std::vector<std::string>{"device xpu5 is not advertised: its index is reported twice"});
+}
+
+TEST(ResourceManager, ModelSocketNames) {
+  EXPECT_EQ(socket_name_for_model("R200-8F"), "kunlunxin-xpu-r200-8f.sock");
+  EXPECT_EQ(socket_name_for_model("P800/x"), "kunlunxin-xpu-p800-x.sock");
+  EXPECT_EQ(socket_name_for_model("  "), "kunlunxin-xpu-unknown.sock");
+}
+
+}  // namespace
+}  // namespace shim
