@@ -1,0 +1,45 @@
+// Finds the Kunlunxin XPU functions among <root>/sys/bus/pci/devices/* and reads what sysfs
+// says about each. Every other function costs one small read (its vendor file), so a scan stays
+// cheap on hosts with hundreds of PCI functions.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "xpud/backends/pci_ids.h"
+
+namespace xpud::sysfs {
+
+// Highest N accepted in an xpuN name the driver publishes; larger numbers are not real nodes.
+inline constexpr unsigned kMaxDeviceNodeNumber = 9999;
+
+struct PciFunction {
+  std::string pci_bus_id;       // normalised "dddd:bb:dd.f"
+  std::filesystem::path dir;    // the entry under sys/bus/pci/devices (a symlink in real sysfs)
+  std::uint16_t device_id = 0;
+  pci::PciModel model;
+  int numa_node = -1;
+  std::string driver;           // basename of the driver link; empty when bound to none
+  bool has_physfn_link = false;  // SR-IOV virtual functions link to their physical function
+  std::optional<unsigned> sriov_numvfs;          // PFs with SR-IOV capability
+  std::optional<unsigned> sriov_totalvfs;
+  // N of every class device "xpuN" the driver created under this function (<dir>/xpuN or
+  // <dir>/<class>/xpuN), ascending: the kernel's own record of which /dev nodes it backs.
+  std::vector<unsigned> published_nodes;
+
+  bool is_virtual_function() const { return model.is_virtual_function || has_physfn_link; }
+};
+
+// The Kunlunxin XPU functions under devices_dir, ordered by bus id. Fails only when the
+// directory itself cannot be listed; unreadable or malformed entries are skipped (debug line).
+xpu::Result<std::vector<PciFunction>> scan_kunlunxin_functions(
+    const std::filesystem::path& devices_dir);
+
+// N for a name "xpuN" (N without leading zeros, at most kMaxDeviceNodeNumber).
+std::optional<unsigned> parse_device_node_name(std::string_view name);
+
+}  // namespace xpud::sysfs
