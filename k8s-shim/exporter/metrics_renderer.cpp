@@ -1,0 +1,121 @@
+#include "k8s-shim/exporter/metrics_renderer.h"
+
+#include <array>
+#include <map>
+#include <sstream>
+
+#include <prometheus/text_serializer.h>
+
+#include "common/names.h"
+
+namespace shim::exporter {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+namespace key = xpu::names::metric;
+
+struct DeviceFamily {
+  std::string_view key;  // GetMetrics key
+  const char* name;
+  const char* help;
+};
+
+constexpr std::array<DeviceFamily, 10> kDeviceFamilies = {{
+    {key::kUtilization, "xpu_utilization_ratio", "Share of time the XPU's compute units were busy (0 to 1)."},
+    {key::kMemoryUtilization, "xpu_memory_utilization_ratio", "Share of time the XPU's global memory was being read or written (0 to 1)."},
+    {key::kMemoryUsed, "xpu_memory_used_bytes", "Global (HBM/GDDR) memory in use on the XPU, in bytes."},
+    {key::kMemoryTotal, "xpu_memory_total_bytes", "Global (HBM/GDDR) memory on the XPU, in bytes."},
+    {key::kL3MemoryUsed, "xpu_l3_memory_used_bytes", "On-chip L3 memory in use on the XPU, in bytes."},
+    {key::kL3MemoryTotal, "xpu_l3_memory_total_bytes", "On-chip L3 memory on the XPU, in bytes."},
+    {key::kTemperature, "xpu_temperature_celsius", "XPU die temperature, in degrees Celsius."},
+    {key::kPower, "xpu_power_watts", "XPU board power draw, in watts."},
+    {key::kClock, "xpu_clock_hertz", "XPU core clock, in hertz."},
+    {key::kProcessCount, "xpu_processes", "Processes with a compute context on the XPU."},
+}};
+
+MetricFamily gauge_family(const char* name, const char* help) {
+  return MetricFamily{name, help, MetricType::Gauge, {}};
+}
+
+ClientMetric gauge(std::vector<ClientMetric::Label> labels, double value) {
+  ClientMetric metric;
+  metric.label = std::move(labels);
+  metric.gauge.value = value;
+  return metric;
+}
+
+std::vector<ClientMetric::Label> device_labels(const xpu::DeviceInfo& device, const PodMap& pods) {
+  std::vector<ClientMetric::Label> labels = {{"xpu", std::to_string(device.index)},
+                                             {"uuid", device.uuid},
+                                             {"model", device.model},
+                                             {"pci_bus_id", device.pci_bus_id}};
+  if (auto holder = pods.find(device.uuid); !device.uuid.empty() && holder != pods.end()) {
+    labels.push_back({"namespace", holder->second.pod_namespace});
+    labels.push_back({"pod", holder->second.pod});
+    labels.push_back({"container", holder->second.container});
+  }
+  return labels;
+}
+
+}  // namespace
+
+std::vector<MetricFamily> build_families(const ScrapeInputs& inputs) {
+  std::vector<MetricFamily> families;
+  if (inputs.metrics) {
+    std::map<unsigned, const xpu::DeviceInfo*> identity;
+    for (const auto& device : inputs.view.devices) identity.emplace(device.index, &device);
+
+    MetricFamily info = gauge_family("xpu_info", "Identity of each XPU; the value is always 1.");
+    MetricFamily healthy = gauge_family("xpu_healthy", "1 when xpud reports the XPU Healthy, 0 when Unhealthy.");
+    std::vector<MetricFamily> values;
+    for (const auto& family : kDeviceFamilies) values.push_back(gauge_family(family.name, family.help));
+
+    // Sorted and de-duplicated by index: a repeated series would make Prometheus drop the scrape.
+    std::map<unsigned, const xpu::DeviceMetrics*> by_index;
+    for (const auto& device : inputs.metrics->devices) by_index.emplace(device.index, &device);
+    for (const auto& [index, device_metrics] : by_index) {
+      auto found = identity.find(index);
+      if (found == identity.end()) continue;
+      const xpu::DeviceInfo& device = *found->second;
+      auto labels = device_labels(device, inputs.pods);
+
+      auto info_labels = labels;
+      info_labels.push_back({"serial", device.serial});
+      info_labels.push_back({"driver_version", inputs.view.manager.driver_version});
+      info.metric.push_back(gauge(std::move(info_labels), 1));
+      healthy.metric.push_back(gauge(labels, device.healthy ? 1 : 0));
+
+      for (size_t i = 0; i < kDeviceFamilies.size(); ++i) {
+        auto value = device_metrics->values.find(std::string(kDeviceFamilies[i].key));
+        if (value != device_metrics->values.end()) values[i].metric.push_back(gauge(labels, value->second));
+      }
+    }
+    families.push_back(std::move(info));
+    families.push_back(std::move(healthy));
+    for (auto& family : values) families.push_back(std::move(family));
+    std::erase_if(families, [](const MetricFamily& family) { return family.metric.empty(); });
+  }
+
+  MetricFamily xpud_up = gauge_family("xpu_exporter_xpud_up", "1 when xpud answered this scrape's GetMetrics call, else 0.");
+  xpud_up.metric.push_back(gauge({}, inputs.metrics ? 1 : 0));
+  MetricFamily podresources_up = gauge_family(
+      "xpu_exporter_podresources_up", "1 when the kubelet pod-resources List answered (cached up to 2 s), else 0.");
+  podresources_up.metric.push_back(gauge({}, inputs.podresources_up ? 1 : 0));
+  MetricFamily duration = gauge_family("xpu_exporter_scrape_duration_seconds",
+                                       "Time this scrape spent collecting from xpud and the kubelet, in seconds.");
+  duration.metric.push_back(gauge({}, inputs.scrape_duration_seconds));
+  families.push_back(std::move(xpud_up));
+  families.push_back(std::move(podresources_up));
+  families.push_back(std::move(duration));
+  return families;
+}
+
+std::string render_text(const std::vector<MetricFamily>& families) {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return out.str();
+}
+
+}  // namespace shim::exporter

@@ -1,0 +1,34 @@
+// One scrape's worth of Prometheus text from plain inputs: xpud's metrics snapshot, the device
+// view (identity and health), and the pod map. No I/O here, so every rule is unit-tested.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <prometheus/metric_family.h>
+
+#include "common/xpud_client.h"
+#include "k8s-shim/exporter/pod_map.h"
+
+namespace shim::exporter {
+
+inline constexpr std::string_view kTextContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+struct ScrapeInputs {
+  std::optional<xpu::MetricsSnapshot> metrics;  // nullopt: xpud did not answer GetMetrics
+  xpu::DeviceView view;                         // identity and health of each card
+  bool podresources_up = false;                 // the last List answered
+  PodMap pods;                                  // empty when !podresources_up
+  double scrape_duration_seconds = 0;
+};
+
+// Per-device families only for cards present in both the snapshot and the view (a card xpud
+// just added may miss from the view for one scrape); a metric xpud left out stays out; a family
+// without samples is omitted. The exporter's own three families are always present.
+std::vector<prometheus::MetricFamily> build_families(const ScrapeInputs& inputs);
+
+std::string render_text(const std::vector<prometheus::MetricFamily>& families);
+
+}  // namespace shim::exporter

@@ -1,0 +1,25 @@
+#include "k8s-shim/exporter/pod_owners_cache.h"
+
+#include <spdlog/spdlog.h>
+
+namespace shim::exporter {
+
+PodOwnersCache::Owners PodOwnersCache::get(Clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  if (fetched_at_ && now >= *fetched_at_ && now - *fetched_at_ < max_age_) return owners_;
+
+  auto reply = lister_();
+  const bool was_up = owners_.up || !fetched_at_;
+  if (reply) {
+    owners_ = Owners{true, builder_.update(*reply)};
+    if (!was_up) spdlog::info("pod-resources: the kubelet answers again");
+  } else {
+    // A stale map could name the wrong pod; without an answer there are no pod labels.
+    owners_ = Owners{};
+    if (was_up) spdlog::warn("{}", reply.error());
+  }
+  fetched_at_ = now;
+  return owners_;
+}
+
+}  // namespace shim::exporter

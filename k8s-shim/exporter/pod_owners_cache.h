@@ -1,0 +1,40 @@
+// The pod map the scrapes share: one List per max_age at most, however many scrapes arrive.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <optional>
+
+#include "common/result.h"
+#include "k8s-shim/exporter/pod_map.h"
+
+namespace shim::exporter {
+
+class PodOwnersCache {
+ public:
+  using Lister = std::function<xpu::Result<v1::ListPodResourcesResponse>()>;
+  using Clock = std::chrono::steady_clock;
+
+  struct Owners {
+    bool up = false;  // the List behind `pods` answered; pods is empty otherwise
+    PodMap pods;
+  };
+
+  PodOwnersCache(Lister lister, std::chrono::milliseconds max_age)
+      : lister_(std::move(lister)), max_age_(max_age) {}
+
+  // Thread-safe. Calls the lister when the last answer (or failure) is older than max_age;
+  // concurrent callers wait for that one call instead of issuing their own.
+  Owners get(Clock::time_point now);
+
+ private:
+  Lister lister_;
+  std::chrono::milliseconds max_age_;
+  std::mutex mutex_;  // guards everything below and serialises List calls
+  PodMapBuilder builder_;
+  std::optional<Clock::time_point> fetched_at_;
+  Owners owners_;
+};
+
+}  // namespace shim::exporter

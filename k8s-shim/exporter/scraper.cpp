@@ -1,0 +1,27 @@
+#include "k8s-shim/exporter/scraper.h"
+
+#include <spdlog/spdlog.h>
+
+#include "k8s-shim/exporter/metrics_renderer.h"
+
+namespace shim::exporter {
+
+std::string Scraper::scrape() {
+  const auto started = std::chrono::steady_clock::now();
+  ScrapeInputs inputs;
+  auto metrics = xpud_.get_metrics();
+  if (metrics) {
+    inputs.metrics = std::move(*metrics);
+  } else {
+    spdlog::debug("scrape: {}", metrics.error());
+  }
+  inputs.view = xpud_.current_view();
+  auto owners = pods_.get(started);
+  inputs.podresources_up = owners.up;
+  inputs.pods = std::move(owners.pods);
+  inputs.scrape_duration_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return render_text(build_families(inputs));
+}
+
+}  // namespace shim::exporter

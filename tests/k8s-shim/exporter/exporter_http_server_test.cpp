@@ -1,0 +1,223 @@
+#include "k8s-shim/exporter/exporter_http_server.h"
+
+#include <civetweb.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/k8s-shim/exporter/http_test_client.h"
+
+namespace shim::exporter {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::send_request;
+using testing::http_request;
+
+const ListenAddress kLoopbackAnyPort = *parse_listen_address("127.0.0.1:0");
+constexpr const char* kBody = "# HELP xpu_exporter_xpud_up x\n# TYPE xpu_exporter_xpud_up gauge\nxpu_exporter_xpud_up 1\n";
+
+class ExporterHttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto started = ExporterHttpServer::start(kLoopbackAnyPort, [this] {
+      ++scrapes_;
+      if (fail_) throw std::runtime_error("boom");
+      return std::string(kBody);
+    });
+    ASSERT_TRUE(started) << started.error();
+    server_ = std::move(*started);
+    ASSERT_NE(server_->port(), 0);
+  }
+
+  std::atomic<int> scrapes_{0};
+  std::atomic<bool> fail_{false};
+  std::unique_ptr<ExporterHttpServer> server_;
+};
+
+TEST_F(ExporterHttpServerTest, MetricsInPrometheusTextFormat) {
+  auto reply = http_request(server_->port(), "GET", "/metrics");
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_EQ(reply->headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(reply->body, kBody);
+  EXPECT_EQ(scrapes_, 1);
+
+  auto with_query = http_request(server_->port(), "GET", "/metrics?name[]=xpu_info");
+  ASSERT_TRUE(with_query);
+  EXPECT_EQ(with_query->status, 200);
+  EXPECT_EQ(with_query->body, kBody);
+}
+
+TEST_F(ExporterHttpServerTest, LandingPageLinksMetrics) {
+  auto reply = http_request(server_->port(), "GET", "/");
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_THAT(reply->headers["content-type"], HasSubstr("text/html"));
+  EXPECT_THAT(reply->body, HasSubstr("<a href=\"/metrics\">"));
+  EXPECT_EQ(scrapes_, 0);
+}
+
+TEST_F(ExporterHttpServerTest, HealthzSaysOk) {
+  auto reply = http_request(server_->port(), "GET", "/healthz");
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_EQ(reply->body, "ok");
+  EXPECT_EQ(scrapes_, 0);
+}
+
+TEST_F(ExporterHttpServerTest, UnknownPathsAre404) {
+  for (const char* path : {"/nope", "/metrics/", "/metrics/x", "/healthz/x", "/index.html", "/../etc/passwd",
+                           "/%00", "//metrics"}) {
+    auto reply = http_request(server_->port(), "GET", path);
+    ASSERT_TRUE(reply) << path;
+    EXPECT_EQ(reply->status, 404) << path;
+  }
+  EXPECT_EQ(scrapes_, 0);
+  // Query strings do not change the route.
+  auto healthz = http_request(server_->port(), "GET", "/healthz?verbose=1");
+  ASSERT_TRUE(healthz);
+  EXPECT_EQ(healthz->status, 200);
+}
+
+TEST_F(ExporterHttpServerTest, MethodsOtherThanGetAndHeadAre405) {
+  for (const char* method : {"POST", "PUT", "DELETE", "PATCH", "OPTIONS"}) {
+    auto reply = http_request(server_->port(), method, "/metrics");
+    ASSERT_TRUE(reply) << method;
+    EXPECT_EQ(reply->status, 405) << method;
+    EXPECT_EQ(reply->headers["allow"], "GET, HEAD") << method;
+  }
+  auto with_body = send_request(server_->port(),
+                            "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+  ASSERT_TRUE(with_body);
+  EXPECT_EQ(with_body->status, 405);
+  EXPECT_EQ(scrapes_, 0);
+}
+
+TEST_F(ExporterHttpServerTest, HeadGivesHeadersWithoutBody) {
+  auto reply = http_request(server_->port(), "HEAD", "/metrics");
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_EQ(reply->headers["content-length"], std::to_string(std::string(kBody).size()));
+  EXPECT_EQ(reply->body, "");
+}
+
+TEST_F(ExporterHttpServerTest, FailingScrapeIs500AndTheServerCarriesOn) {
+  fail_ = true;
+  auto reply = http_request(server_->port(), "GET", "/metrics");
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, 500);
+  fail_ = false;
+  reply = http_request(server_->port(), "GET", "/metrics");
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, 200);
+}
+
+TEST_F(ExporterHttpServerTest, HostileRequestsGetAnErrorOrAClosedConnectionNeverACrash) {
+  const std::string huge_header = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(64 * 1024, 'a') + "\r\n\r\n";
+  auto reply = send_request(server_->port(), huge_header);
+  if (reply) {
+    EXPECT_GE(reply->status, 400);
+  }
+
+  for (const std::string& junk : {std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11),
+                                  std::string("GARBAGE\r\n\r\n"), std::string("GET\r\n\r\n"),
+                                  std::string("GET /metrics HTTP/9.9\r\n\r\n"),
+                                  std::string("GET /metrics HTTP/1.1\r\nContent-Length: -5\r\n\r\n"),
+                                  std::string(100 * 1024, '\n')}) {
+    auto junk_reply = send_request(server_->port(), junk, std::chrono::seconds(5));
+    if (junk_reply) {
+      EXPECT_GE(junk_reply->status, 400) << junk_reply->raw.substr(0, 200);
+    }
+  }
+  EXPECT_EQ(scrapes_, 0);
+
+  auto healthy = http_request(server_->port(), "GET", "/healthz");
+  ASSERT_TRUE(healthy);
+  EXPECT_EQ(healthy->status, 200);
+}
+
+TEST_F(ExporterHttpServerTest, ConcurrentScrapesAllAnswered) {
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 16; ++i)
+    clients.emplace_back([&] {
+      auto reply = http_request(server_->port(), "GET", "/metrics");
+      if (reply && reply->status == 200 && reply->body == kBody) ++ok;
+    });
+  for (auto& client : clients) client.join();
+  EXPECT_EQ(ok, 16);
+  EXPECT_EQ(scrapes_, 16);
+}
+
+TEST(ExporterHttpServer, SilentClientsAreDroppedAfterTheRequestTimeout) {
+  // Twice as many silent connections as workers: without the request timeout they would hold
+  // every worker and the scrape behind them would never be served.
+  ExporterHttpServer::Limits limits;
+  limits.worker_threads = 2;
+  limits.request_timeout_ms = 300;
+  auto server = ExporterHttpServer::start(kLoopbackAnyPort, [] { return std::string(kBody); }, limits);
+  ASSERT_TRUE(server) << server.error();
+  std::vector<xpu::UniqueFd> silent;
+  for (int i = 0; i < 4; ++i) silent.push_back(testing::connect_local((*server)->port(), std::chrono::seconds(1)));
+  auto started = std::chrono::steady_clock::now();
+  auto reply = http_request((*server)->port(), "GET", "/metrics");
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3));
+}
+
+TEST(ExporterHttpServer, IPv6ListenWorksOrIsRefusedUpFrontDependingOnTheCivetwebBuild) {
+  const ListenAddress loopback6 = *parse_listen_address("[::1]:0");
+  auto server = ExporterHttpServer::start(loopback6, [] { return std::string(kBody); });
+  if (mg_check_feature(MG_FEATURES_IPV6)) {
+    EXPECT_TRUE(ExporterHttpServer::can_listen_on(loopback6));
+    ASSERT_TRUE(server) << server.error();
+    EXPECT_NE((*server)->port(), 0);
+  } else {
+    EXPECT_FALSE(ExporterHttpServer::can_listen_on(loopback6));
+    ASSERT_FALSE(server);
+    EXPECT_THAT(server.error(), HasSubstr("without IPv6 support"));
+  }
+  EXPECT_TRUE(ExporterHttpServer::can_listen_on(kLoopbackAnyPort));
+}
+
+TEST(ExporterHttpServer, PortInUseIsAnErrorNamingTheAddress) {
+  auto first = ExporterHttpServer::start(kLoopbackAnyPort, [] { return std::string(); });
+  ASSERT_TRUE(first) << first.error();
+  ListenAddress taken = kLoopbackAnyPort;
+  taken.port = (*first)->port();
+  auto second = ExporterHttpServer::start(taken, [] { return std::string(); });
+  ASSERT_FALSE(second);
+  EXPECT_THAT(second.error(), HasSubstr("127.0.0.1:" + std::to_string(taken.port)));
+}
+
+TEST(ExporterHttpServer, StopWaitsForTheScrapeInProgressAndIsQuick) {
+  std::atomic<bool> entered{false}, finished{false};
+  auto server = ExporterHttpServer::start(kLoopbackAnyPort, [&] {
+    entered = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a scrape that takes a while
+    finished = true;
+    return std::string(kBody);
+  });
+  ASSERT_TRUE(server) << server.error();
+  std::thread client([port = (*server)->port()] { (void)http_request(port, "GET", "/metrics"); });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!entered && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  ASSERT_TRUE(entered);
+
+  auto stopping = std::chrono::steady_clock::now();
+  server->reset();
+  auto took = std::chrono::steady_clock::now() - stopping;
+  EXPECT_TRUE(finished);  // the handler's state outlives no request
+  EXPECT_LT(took, std::chrono::seconds(1));
+  client.join();
+}
+
+}  // namespace
+}  // namespace shim::exporter

@@ -1,0 +1,123 @@
+#include "k8s-shim/exporter/pod_map.h"
+
+#include <gtest/gtest.h>
+
+namespace shim::exporter {
+namespace {
+
+struct Claim {
+  std::string resource;
+  std::vector<std::string> ids;
+};
+
+void add_container(v1::ListPodResourcesResponse& reply, const std::string& ns, const std::string& pod,
+                   const std::string& container, const std::vector<Claim>& claims) {
+  v1::PodResources* entry = nullptr;
+  for (auto& existing : *reply.mutable_pod_resources())
+    if (existing.namespace_() == ns && existing.name() == pod) entry = &existing;
+  if (!entry) {
+    entry = reply.add_pod_resources();
+    entry->set_namespace_(ns);
+    entry->set_name(pod);
+  }
+  auto* resources = entry->add_containers();
+  resources->set_name(container);
+  for (const auto& claim : claims) {
+    auto* devices = resources->add_devices();
+    devices->set_resource_name(claim.resource);
+    for (const auto& id : claim.ids) devices->add_device_ids(id);
+  }
+}
+
+TEST(PodMap, MapsEveryXpuUuidToItsContainer) {
+  v1::ListPodResourcesResponse reply;
+  add_container(reply, "ml", "train-0", "worker", {{"kunlunxin.com/xpu", {"uuid-a", "uuid-b"}}});
+  add_container(reply, "ml", "train-0", "sidecar", {{"kunlunxin.com/xpu", {"uuid-c"}}});
+  add_container(reply, "default", "demo", "main", {{"kunlunxin.com/R200", {"uuid-d"}}});
+
+  PodMap pods = PodMapBuilder().update(reply);
+
+  EXPECT_EQ(pods, (PodMap{{"uuid-a", {"ml", "train-0", "worker"}},
+                          {"uuid-b", {"ml", "train-0", "worker"}},
+                          {"uuid-c", {"ml", "train-0", "sidecar"}},
+                          {"uuid-d", {"default", "demo", "main"}}}));
+}
+
+TEST(PodMap, IgnoresResourcesThatAreNotXpus) {
+  v1::ListPodResourcesResponse reply;
+  add_container(reply, "default", "mixed", "main",
+                {{"nvidia.com/gpu", {"GPU-1"}}, {"example.com/kunlunxin.com/xpu", {"uuid-x"}},
+                 {"kunlunxin.com/xpu", {"uuid-a"}}});
+  add_container(reply, "default", "cpu-only", "main", {});
+  reply.mutable_pod_resources(0)->mutable_containers(0)->add_cpu_ids(3);
+
+  PodMap pods = PodMapBuilder().update(reply);
+
+  EXPECT_EQ(pods, (PodMap{{"uuid-a", {"default", "mixed", "main"}}}));
+}
+
+TEST(PodMap, EmptyReplyOrPodsWithoutDevicesGiveNoOwners) {
+  PodMapBuilder builder;
+  EXPECT_TRUE(builder.update(v1::ListPodResourcesResponse()).empty());
+
+  v1::ListPodResourcesResponse finished;
+  add_container(finished, "default", "done", "main", {{"kunlunxin.com/xpu", {}}});
+  EXPECT_TRUE(builder.update(finished).empty());
+}
+
+TEST(PodMap, SkipsContainersWithoutNamesAndEmptyIds) {
+  v1::ListPodResourcesResponse reply;
+  add_container(reply, "", "nameless-ns", "main", {{"kunlunxin.com/xpu", {"uuid-a"}}});
+  add_container(reply, "default", "p", "", {{"kunlunxin.com/xpu", {"uuid-b"}}});
+  add_container(reply, "default", "q", "main", {{"kunlunxin.com/xpu", {"", "uuid-c"}}});
+
+  EXPECT_EQ(PodMapBuilder().update(reply), (PodMap{{"uuid-c", {"default", "q", "main"}}}));
+}
+
+TEST(PodMap, CardListedTwiceInOneReplyGoesToTheFirstByName) {
+  v1::ListPodResourcesResponse reply;
+  add_container(reply, "team-b", "old", "main", {{"kunlunxin.com/xpu", {"uuid-a"}}});
+  add_container(reply, "team-a", "new", "main", {{"kunlunxin.com/xpu", {"uuid-a"}}});
+
+  EXPECT_EQ(PodMapBuilder().update(reply), (PodMap{{"uuid-a", {"team-a", "new", "main"}}}));
+}
+
+TEST(PodMap, NewerClaimWinsOverAFinishedPodStillListed) {
+  PodMapBuilder builder;
+  v1::ListPodResourcesResponse before;
+  add_container(before, "team-z", "finished", "main", {{"kunlunxin.com/xpu", {"uuid-a"}}});
+  EXPECT_EQ(builder.update(before), (PodMap{{"uuid-a", {"team-z", "finished", "main"}}}));
+
+  // The kubelet gave the card to a new pod but still lists the finished one (listed first).
+  v1::ListPodResourcesResponse after = before;
+  add_container(after, "team-a", "next", "main", {{"kunlunxin.com/xpu", {"uuid-a"}}});
+  EXPECT_EQ(builder.update(after), (PodMap{{"uuid-a", {"team-a", "next", "main"}}}));
+  // Stable on the following replies, in whatever order the kubelet lists the pods.
+  v1::ListPodResourcesResponse reordered;
+  add_container(reordered, "team-a", "next", "main", {{"kunlunxin.com/xpu", {"uuid-a"}}});
+  add_container(reordered, "team-z", "finished", "main", {{"kunlunxin.com/xpu", {"uuid-a"}}});
+  EXPECT_EQ(builder.update(reordered), (PodMap{{"uuid-a", {"team-a", "next", "main"}}}));
+
+  // Once the finished pod is gone for good, the card stays with its holder.
+  v1::ListPodResourcesResponse cleaned;
+  add_container(cleaned, "team-a", "next", "main", {{"kunlunxin.com/xpu", {"uuid-a"}}});
+  EXPECT_EQ(builder.update(cleaned), (PodMap{{"uuid-a", {"team-a", "next", "main"}}}));
+}
+
+TEST(PodMap, ClaimThatDisappearsAndReturnsCountsAsNew) {
+  PodMapBuilder builder;
+  v1::ListPodResourcesResponse both;
+  add_container(both, "a", "first", "main", {{"kunlunxin.com/xpu", {"uuid-a"}}});
+  add_container(both, "b", "second", "main", {{"kunlunxin.com/xpu", {"uuid-a"}}});
+  EXPECT_EQ(builder.update(both).at("uuid-a").pod, "first");
+
+  v1::ListPodResourcesResponse only_second;
+  add_container(only_second, "b", "second", "main", {{"kunlunxin.com/xpu", {"uuid-a"}}});
+  EXPECT_EQ(builder.update(only_second).at("uuid-a").pod, "second");
+
+  // "first" comes back (a new pod with the same name got the card): newer than "second".
+  EXPECT_EQ(builder.update(both).at("uuid-a").pod, "first");
+}
+
+}  // namespace
+}  // namespace shim::exporter

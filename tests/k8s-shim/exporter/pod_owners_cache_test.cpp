@@ -1,0 +1,76 @@
+#include "k8s-shim/exporter/pod_owners_cache.h"
+
+#include <gtest/gtest.h>
+
+namespace shim::exporter {
+namespace {
+
+using namespace std::chrono_literals;
+
+v1::ListPodResourcesResponse one_pod(const std::string& pod, const std::string& uuid) {
+  v1::ListPodResourcesResponse reply;
+  auto* entry = reply.add_pod_resources();
+  entry->set_namespace_("default");
+  entry->set_name(pod);
+  auto* container = entry->add_containers();
+  container->set_name("main");
+  auto* devices = container->add_devices();
+  devices->set_resource_name("kunlunxin.com/xpu");
+  devices->add_device_ids(uuid);
+  return reply;
+}
+
+struct ScriptedKubelet {
+  std::vector<xpu::Result<v1::ListPodResourcesResponse>> replies;
+  size_t calls = 0;
+  xpu::Result<v1::ListPodResourcesResponse> operator()() {
+    auto reply = replies.at(std::min(calls, replies.size() - 1));
+    ++calls;
+    return reply;
+  }
+};
+
+TEST(PodOwnersCache, AsksTheKubeletAtMostOncePerMaxAge) {
+  ScriptedKubelet kubelet{{one_pod("demo", "uuid-a"), one_pod("later", "uuid-a")}};
+  PodOwnersCache cache([&kubelet] { return kubelet(); }, 2000ms);
+  const auto t0 = PodOwnersCache::Clock::time_point{} + 1h;
+
+  auto first = cache.get(t0);
+  EXPECT_TRUE(first.up);
+  EXPECT_EQ(first.pods.at("uuid-a").pod, "demo");
+  EXPECT_EQ(cache.get(t0 + 1999ms).pods.at("uuid-a").pod, "demo");
+  EXPECT_EQ(kubelet.calls, 1u);
+
+  auto refreshed = cache.get(t0 + 2000ms);
+  EXPECT_EQ(kubelet.calls, 2u);
+  EXPECT_EQ(refreshed.pods.at("uuid-a").pod, "later");
+}
+
+TEST(PodOwnersCache, FailedListMeansDownWithoutPodLabelsAndIsRetriedAfterMaxAge) {
+  ScriptedKubelet kubelet{{one_pod("demo", "uuid-a"), xpu::Error{"connection refused"}, one_pod("demo", "uuid-a")}};
+  PodOwnersCache cache([&kubelet] { return kubelet(); }, 2000ms);
+  const auto t0 = PodOwnersCache::Clock::time_point{} + 1h;
+
+  EXPECT_TRUE(cache.get(t0).up);
+  auto down = cache.get(t0 + 2s);
+  EXPECT_FALSE(down.up);
+  EXPECT_TRUE(down.pods.empty());
+  EXPECT_FALSE(cache.get(t0 + 3s).up);  // failure cached too: a hung kubelet costs one deadline per max_age
+  EXPECT_EQ(kubelet.calls, 2u);
+
+  auto back = cache.get(t0 + 4s);
+  EXPECT_TRUE(back.up);
+  EXPECT_EQ(back.pods.at("uuid-a").pod, "demo");
+}
+
+TEST(PodOwnersCache, ClockGoingBackwardsRefreshes) {
+  ScriptedKubelet kubelet{{one_pod("demo", "uuid-a")}};
+  PodOwnersCache cache([&kubelet] { return kubelet(); }, 2000ms);
+  const auto t0 = PodOwnersCache::Clock::time_point{} + 1h;
+  (void)cache.get(t0);
+  (void)cache.get(t0 - 1s);
+  EXPECT_EQ(kubelet.calls, 2u);
+}
+
+}  // namespace
+}  // namespace shim::exporter
