@@ -52,10 +52,14 @@ void KubeletConnector::ensure_watch() {
   logged_missing_dir_ = false;
 }
 
-void KubeletConnector::register_again_now(const char* why) {
+void KubeletConnector::register_again_now(const char* why, const std::optional<FileId>& unless_registered_with) {
   bool any = false;
   for (auto& [name, endpoint] : endpoints_) {
+    // Events arrive after the fact: the registration may already be with this very kubelet.sock.
+    if (unless_registered_with && endpoint.registered && endpoint.registered_with == unless_registered_with)
+      continue;
     any = any || endpoint.registered;
+    endpoint.registered_with.reset();
     endpoint.registered = false;
     endpoint.next_attempt = Clock::time_point{};
     endpoint.backoff = Clock::duration{};
@@ -83,7 +87,7 @@ void KubeletConnector::handle_directory_events() {
         }
       } else if (name == kKubeletSocketName) {
         if (event->mask & (IN_CREATE | IN_MOVED_TO))
-          register_again_now("kubelet.sock was created (kubelet restart)");
+          register_again_now("kubelet.sock was created (kubelet restart)", file_id(kubelet_socket_));
         else
           register_again_now("kubelet.sock was removed (kubelet stopped)");
       }
