@@ -5,13 +5,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <memory>
-#include <charconv>
 #include <system_error>
 #include <tuple>
-
-#include <spdlog/spdlog.h>
 
 #include "common/unique_fd.h"
 #include "xpud/backends/sysfs/sysfs_attribute.h"
@@ -61,7 +59,6 @@ std::optional<PciFunction> read_kunlunxin_function(const fs::path& dir, std::str
   PciFunction function;
   function.pci_bus_id = std::move(bus_id);
   function.dir = dir;
-  function.device_id = *device;
   function.model = std::move(*model);
   function.numa_node = read_attribute(dir / "numa_node", parse_numa_node).value_or(-1);
   function.driver = symlink_target_name(dir / "driver").value_or("");
@@ -117,19 +114,9 @@ xpu::Result<std::vector<PciFunction>> scan_kunlunxin_functions(const fs::path& d
     if (name == "." || name == "..") continue;
     // Most functions are not ours: one read of one small file each, relative to the open
     // directory, before anything else is built.
-    fs::path vendor_file = fs::path(name) / "vendor";
-    auto vendor_text = read_text_file_at(dir_fd.get(), vendor_file);
-    if (!vendor_text.ok()) {
-      log_ignored_file(devices_dir / vendor_file, vendor_text.error());
-      continue;
-    }
-    if (!vendor_text->has_value()) continue;
-    auto vendor = parse_pci_id(**vendor_text);
-    if (!vendor) {
-      log_ignored_file(devices_dir / vendor_file, "malformed content");
-      continue;
-    }
-    if (*vendor != pci::kVendorKunlunxin) continue;
+    auto vendor =
+        read_attribute_at(dir_fd.get(), devices_dir, fs::path(name) / "vendor", parse_pci_id);
+    if (vendor != pci::kVendorKunlunxin) continue;
 
     fs::path dir = devices_dir / name;
     auto bus_id = pci::normalize_bus_id(std::string(name));

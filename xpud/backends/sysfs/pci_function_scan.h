@@ -20,7 +20,6 @@ inline constexpr unsigned kMaxDeviceNodeNumber = 9999;
 struct PciFunction {
   std::string pci_bus_id;       // normalised "dddd:bb:dd.f"
   std::filesystem::path dir;    // the entry under sys/bus/pci/devices (a symlink in real sysfs)
-  std::uint16_t device_id = 0;
   pci::PciModel model;
   int numa_node = -1;
   std::string driver;           // basename of the driver link; empty when bound to none

@@ -8,7 +8,6 @@
 #include <charconv>
 #include <climits>
 #include <cstring>
-#include <vector>
 
 #include <spdlog/spdlog.h>
 

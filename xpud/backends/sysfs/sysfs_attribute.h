@@ -3,6 +3,8 @@
 // never trusted.
 #pragma once
 
+#include <fcntl.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -41,12 +43,6 @@ std::optional<int> parse_numa_node(std::string_view text);
 // Decimal 0-65535, as sriov_numvfs / sriov_totalvfs hold.
 std::optional<unsigned> parse_vf_count(std::string_view text);
 
-// Reads a file and parses it; absent (nullopt) when the file is missing, unusable or malformed.
-// Unusable and malformed files get a debug log line naming the file.
-template <typename Parser>
-auto read_attribute(const std::filesystem::path& path, Parser parse)
-    -> decltype(parse(std::string_view{}));
-
 // The last path component of a symlink's target ("kunlun" for driver -> ../drivers/kunlun);
 // nullopt when path is not a symlink.
 std::optional<std::string> symlink_target_name(const std::filesystem::path& path);
@@ -54,18 +50,29 @@ std::optional<std::string> symlink_target_name(const std::filesystem::path& path
 // Logs (debug) that a file's content was ignored, naming the file and why.
 void log_ignored_file(const std::filesystem::path& path, std::string_view why);
 
+// Reads `relative` in the open directory dir_fd and parses it; absent (nullopt) when the file
+// is missing, unusable or malformed. Unusable and malformed files get a debug log line naming
+// the file as dir_name / relative.
 template <typename Parser>
-auto read_attribute(const std::filesystem::path& path, Parser parse)
+auto read_attribute_at(int dir_fd, const std::filesystem::path& dir_name,
+                       const std::filesystem::path& relative, Parser parse)
     -> decltype(parse(std::string_view{})) {
-  auto text = read_text_file(path);
+  auto text = read_text_file_at(dir_fd, relative);
   if (!text.ok()) {
-    log_ignored_file(path, text.error());
+    log_ignored_file(dir_name / relative, text.error());
     return std::nullopt;
   }
   if (!text->has_value()) return std::nullopt;
   auto value = parse(**text);
-  if (!value) log_ignored_file(path, "malformed content");
+  if (!value) log_ignored_file(dir_name / relative, "malformed content");
   return value;
+}
+
+// The same for a path relative to the working directory, or absolute.
+template <typename Parser>
+auto read_attribute(const std::filesystem::path& path, Parser parse)
+    -> decltype(parse(std::string_view{})) {
+  return read_attribute_at(AT_FDCWD, {}, path, parse);
 }
 
 }  // namespace xpud::sysfs
