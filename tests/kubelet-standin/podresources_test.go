@@ -20,7 +20,7 @@ const demoPods = `{"pods": [
     {"name": "sidecar", "devices": [{"resource_name": "example.com/nic", "device_ids": ["nic-0"]}]}]}]}`
 
 // writeAtomically replaces path the way a test should: a temporary file renamed over it.
-func writeAtomically(t *testing.T, path, content string) {
+func writeAtomically(t testing.TB, path, content string) {
 	t.Helper()
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
@@ -31,16 +31,14 @@ func writeAtomically(t *testing.T, path, content string) {
 	}
 }
 
-func startPodResources(t *testing.T, content string, listDelay time.Duration) (podresourcesv1.PodResourcesListerClient, string) {
+// servePodResources serves the pods file on socket in this process until the returned stop is
+// called (or the test ends).
+func servePodResources(t testing.TB, socket, podsFile string, listDelay time.Duration) (stop func()) {
 	t.Helper()
-	dir := t.TempDir()
-	podsFile := filepath.Join(dir, "pods.json")
-	writeAtomically(t, podsFile, content)
 	service, err := newPodResourcesServer(podsFile, listDelay)
 	if err != nil {
 		t.Fatal(err)
 	}
-	socket := filepath.Join(dir, "kubelet.sock")
 	listener, err := listenUnix(socket)
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +47,16 @@ func startPodResources(t *testing.T, content string, listDelay time.Duration) (p
 	podresourcesv1.RegisterPodResourcesListerServer(server, service)
 	go func() { _ = server.Serve(listener) }()
 	t.Cleanup(server.Stop)
+	return server.Stop
+}
+
+func startPodResources(t *testing.T, content string, listDelay time.Duration) (podresourcesv1.PodResourcesListerClient, string) {
+	t.Helper()
+	dir := t.TempDir()
+	podsFile := filepath.Join(dir, "pods.json")
+	writeAtomically(t, podsFile, content)
+	socket := filepath.Join(dir, "kubelet.sock")
+	servePodResources(t, socket, podsFile, listDelay)
 
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -1,0 +1,418 @@
+package main
+
+// End-to-end tests of `xpu-k8s-shim exporter`: the real xpud (sim backend) on a private bus, the
+// real exporter, the pod-resources stand-in (official k8s.io/kubelet v1 code) handing a card to
+// pod "demo", and a real Prometheus server scraping the exporter every second.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A scrape must answer within about a second even when xpud or the kubelet hangs (the exporter
+// waits at most 0.5 s for xpud and 0.4 s for the kubelet); the slack is for a loaded CI machine.
+const scrapeBound = 1500 * time.Millisecond
+
+// exporterCardUUID asks xpud over the bus, like any client, for card index's UUID.
+func exporterCardUUID(t *testing.T, bus *PrivateBus, index int) string {
+	t.Helper()
+	out, err := Busctl(bus.Address, "get-property", xpudBusName, fmt.Sprintf("%s/devices/xpu%d", xpudManagerPath, index),
+		xpudBusName+".Device", "Uuid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Trim(strings.TrimPrefix(strings.TrimSpace(out), "s "), `"`)
+}
+
+// startExporter runs the exporter on a kernel-chosen loopback port and returns it with the port
+// it logged.
+func startExporter(t *testing.T, dir, bin string, bus *PrivateBus, podResourcesSocket string) (*Process, int) {
+	t.Helper()
+	proc := StartShim(t, dir, bin, bus, "exporter", "--listen", "127.0.0.1:0", "--podresources-socket", podResourcesSocket)
+	servingOn := regexp.MustCompile(`serving /metrics on \S+ \(port (\d+)\)`)
+	port := 0
+	if err := WaitFor(15*time.Second, func() (bool, string) {
+		if !proc.Running() {
+			return false, "exporter exited: " + proc.Output()
+		}
+		if m := servingOn.FindStringSubmatch(proc.Output()); m != nil {
+			port, _ = strconv.Atoi(m[1])
+			return true, ""
+		}
+		return false, "exporter has not logged its port"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return proc, port
+}
+
+type scrapeResult struct {
+	body string
+	took time.Duration
+}
+
+func scrape(port int) (scrapeResult, error) {
+	client := http.Client{Timeout: 5 * time.Second}
+	started := time.Now()
+	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		return scrapeResult{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	took := time.Since(started)
+	if err != nil {
+		return scrapeResult{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return scrapeResult{}, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return scrapeResult{string(body), took}, nil
+}
+
+// samples returns the sample lines of one family ("name{...} value" or "name value").
+func samples(body, family string) []string {
+	var out []string
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, family+"{") || strings.HasPrefix(line, family+" ") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// waitScrape scrapes until cond holds, failing the test if any scrape takes longer than
+// scrapeBound or the deadline passes.
+func waitScrape(t *testing.T, port int, timeout time.Duration, what string, cond func(body string) bool) string {
+	t.Helper()
+	var last scrapeResult
+	var slow []time.Duration
+	var slowest time.Duration
+	err := WaitFor(timeout, func() (bool, string) {
+		result, err := scrape(port)
+		if err != nil {
+			return false, err.Error()
+		}
+		last = result
+		slowest = max(slowest, result.took)
+		if result.took > scrapeBound {
+			slow = append(slow, result.took)
+		}
+		return cond(result.body), what
+	})
+	if err != nil {
+		t.Fatalf("%v\nlast scrape:\n%s", err, last.body)
+	}
+	if len(slow) > 0 {
+		t.Fatalf("%s: scrapes took %v (bound %v)", what, slow, scrapeBound)
+	}
+	t.Logf("%s: slowest scrape %v", what, slowest)
+	return last.body
+}
+
+// scrapeDuration is the exporter's own xpu_exporter_scrape_duration_seconds in body.
+func scrapeDuration(body string) time.Duration {
+	lines := samples(body, "xpu_exporter_scrape_duration_seconds")
+	if len(lines) != 1 {
+		return 0
+	}
+	seconds, err := strconv.ParseFloat(strings.TrimPrefix(lines[0], "xpu_exporter_scrape_duration_seconds "), 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(seconds * float64(time.Second))
+}
+
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close()
+	return listener.Addr().(*net.TCPAddr).Port
+}
+
+func requireTool(t *testing.T, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s is required (Debian package prometheus): %v", name, err)
+	}
+	return path
+}
+
+// prometheusAPI GETs a Prometheus HTTP API path and decodes the "data" member into out.
+func prometheusAPI(port int, path string, out any) error {
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var envelope struct {
+		Status string          `json:"status"`
+		Error  string          `json:"error"`
+		Data   json.RawMessage `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&envelope); err != nil {
+		return err
+	}
+	if envelope.Status != "success" {
+		return fmt.Errorf("%s: %s %s", path, envelope.Status, envelope.Error)
+	}
+	return json.Unmarshal(envelope.Data, out)
+}
+
+type promSeries struct {
+	Metric map[string]string `json:"metric"`
+	Value  []any             `json:"value"`
+}
+
+func startPrometheus(t *testing.T, dir string, exporterPort int) int {
+	t.Helper()
+	bin := requireTool(t, "prometheus")
+	port := freeLoopbackPort(t)
+	config := filepath.Join(dir, "prometheus.yml")
+	content := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: xpu
+    static_configs:
+      - targets: ['127.0.0.1:%d']
+`, exporterPort)
+	if err := os.WriteFile(config, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	StartProcess(t, dir, "prometheus", []string{bin, "--config.file=" + config,
+		"--storage.tsdb.path=" + filepath.Join(dir, "prometheus-data"),
+		"--web.listen-address=127.0.0.1:" + strconv.Itoa(port), "--log.level=warn"})
+	return port
+}
+
+func writePods(t *testing.T, podsFile string, pods []podEntry) {
+	t.Helper()
+	data, err := json.Marshal(podsDocument{Pods: pods})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAtomically(t, podsFile, string(data))
+}
+
+func xpuContainer(name, resource string, ids ...string) containerEntry {
+	return containerEntry{Name: name, Devices: []deviceEntry{{ResourceName: resource, DeviceIDs: ids}}}
+}
+
+func TestExporterWithPrometheus(t *testing.T) {
+	xpudBin := BinaryFromEnv(t, "XPUD_BIN")
+	shimBin := BinaryFromEnv(t, "XPU_K8S_SHIM_BIN")
+	promtool := requireTool(t, "promtool")
+	dir := ShortTempDir(t)
+	bus := StartPrivateBus(t, dir)
+	xpud := StartXpud(t, dir, xpudBin, bus)
+	const demoCard = 2
+	demoUUID := exporterCardUUID(t, bus, demoCard)
+
+	podsFile := filepath.Join(dir, "pods.json")
+	socket := filepath.Join(dir, "kubelet.sock")
+	writePods(t, podsFile, []podEntry{
+		{Namespace: "default", Name: "demo", Containers: []containerEntry{
+			xpuContainer("main", "kunlunxin.com/xpu", demoUUID),
+			xpuContainer("nic", "example.com/nic", "nic-0"),
+		}},
+		{Namespace: "default", Name: "cpu-only", Containers: []containerEntry{{Name: "main"}}},
+	})
+	stopKubelet := servePodResources(t, socket, podsFile, 0)
+
+	exporter, port := startExporter(t, dir, shimBin, bus, socket)
+	body := waitScrape(t, port, 15*time.Second, "card allocated to pod demo", func(body string) bool {
+		return strings.Contains(body, `pod="demo"`)
+	})
+
+	t.Run("promtool check metrics", func(t *testing.T) {
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = strings.NewReader(body)
+		out, err := cmd.CombinedOutput()
+		if err != nil || len(out) != 0 {
+			t.Fatalf("promtool check metrics: %v\n%s\non:\n%s", err, out, body)
+		}
+	})
+
+	t.Run("labels and families", func(t *testing.T) {
+		for _, family := range []string{"xpu_info", "xpu_healthy", "xpu_utilization_ratio", "xpu_memory_utilization_ratio",
+			"xpu_memory_used_bytes", "xpu_memory_total_bytes", "xpu_temperature_celsius", "xpu_power_watts",
+			"xpu_clock_hertz", "xpu_processes"} {
+			if got := len(samples(body, family)); got != simCards {
+				t.Errorf("%s: %d series, want one per card (%d)", family, got, simCards)
+			}
+		}
+		for _, line := range samples(body, "xpu_memory_used_bytes") {
+			allocated := strings.Contains(line, `uuid="`+demoUUID+`"`)
+			wantLabels := fmt.Sprintf(`xpu="%d",uuid="%s",model="R200",pci_bus_id="`, demoCard, demoUUID)
+			switch {
+			case allocated && !(strings.Contains(line, wantLabels) && strings.Contains(line, `namespace="default",pod="demo",container="main"}`)):
+				t.Errorf("allocated card without its pod labels: %s", line)
+			case !allocated && strings.Contains(line, "pod="):
+				t.Errorf("unallocated card with pod labels: %s", line)
+			}
+		}
+		for _, family := range []string{"xpu_exporter_xpud_up", "xpu_exporter_podresources_up"} {
+			if got := samples(body, family); len(got) != 1 || got[0] != family+" 1" {
+				t.Errorf("%s = %v, want 1", family, got)
+			}
+		}
+	})
+
+	t.Run("prometheus query by pod", func(t *testing.T) {
+		promPort := startPrometheus(t, dir, port)
+		if err := WaitFor(60*time.Second, func() (bool, string) {
+			var targets struct {
+				ActiveTargets []struct {
+					Health    string `json:"health"`
+					LastError string `json:"lastError"`
+				} `json:"activeTargets"`
+			}
+			if err := prometheusAPI(promPort, "/api/v1/targets", &targets); err != nil {
+				return false, err.Error()
+			}
+			if len(targets.ActiveTargets) != 1 || targets.ActiveTargets[0].Health != "up" {
+				return false, fmt.Sprintf("targets: %+v", targets.ActiveTargets)
+			}
+			return true, ""
+		}); err != nil {
+			t.Fatal(err)
+		}
+		query := "/api/v1/query?query=" + url.QueryEscape(`xpu_memory_used_bytes{pod="demo"}`)
+		var result struct {
+			ResultType string       `json:"resultType"`
+			Result     []promSeries `json:"result"`
+		}
+		if err := WaitFor(15*time.Second, func() (bool, string) {
+			if err := prometheusAPI(promPort, query, &result); err != nil {
+				return false, err.Error()
+			}
+			return len(result.Result) > 0, "no series yet"
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(result.Result) != 1 {
+			t.Fatalf("want exactly the allocated card, got %+v", result.Result)
+		}
+		series := result.Result[0].Metric
+		if series["uuid"] != demoUUID || series["xpu"] != strconv.Itoa(demoCard) || series["namespace"] != "default" ||
+			series["container"] != "main" || series["model"] != "R200" || series["pci_bus_id"] == "" {
+			t.Fatalf("series labels %v, want card %d (%s) in default/demo/main", series, demoCard, demoUUID)
+		}
+	})
+
+	t.Run("reply above 4 MiB", func(t *testing.T) {
+		pods := []podEntry{{Namespace: "default", Name: "demo-big", Containers: []containerEntry{
+			xpuContainer("main", "kunlunxin.com/xpu", demoUUID)}}}
+		padding := strings.Repeat("x", 300)
+		for i := 0; i < 16000; i++ {
+			pods = append(pods, podEntry{Namespace: "filler", Name: fmt.Sprintf("pod-%05d", i), Containers: []containerEntry{
+				xpuContainer("main", "example.com/nic", fmt.Sprintf("nic-%05d-%s", i, padding))}})
+		}
+		writePods(t, podsFile, pods)
+		if info, err := os.Stat(podsFile); err != nil || info.Size() < 5<<20 {
+			t.Fatalf("pods file is not big enough: %v %v", info.Size(), err)
+		}
+		waitScrape(t, port, 15*time.Second, "card moved to demo-big", func(body string) bool {
+			return strings.Contains(body, `pod="demo-big"`) && !strings.Contains(body, `pod="demo"`)
+		})
+	})
+
+	t.Run("hung kubelet", func(t *testing.T) {
+		stopKubelet()
+		stopKubelet = servePodResources(t, socket, podsFile, time.Hour)
+		// A scrape that sat out the List deadline (not one that failed fast while the exporter
+		// reconnected) and still answered in time.
+		waitScrape(t, port, 15*time.Second, "podresources_up 0 after waiting on a hung kubelet", func(body string) bool {
+			return strings.Contains(body, "\nxpu_exporter_podresources_up 0\n") && !strings.Contains(body, "pod=") &&
+				strings.Contains(body, "\nxpu_exporter_xpud_up 1\n") && scrapeDuration(body) >= 300*time.Millisecond
+		})
+	})
+
+	t.Run("kubelet stopped and back", func(t *testing.T) {
+		stopKubelet()
+		waitScrape(t, port, 15*time.Second, "podresources_up 0 with the kubelet gone", func(body string) bool {
+			return strings.Contains(body, "\nxpu_exporter_podresources_up 0\n") && len(samples(body, "xpu_info")) == simCards
+		})
+		writePods(t, podsFile, []podEntry{{Namespace: "default", Name: "demo", Containers: []containerEntry{
+			xpuContainer("main", "kunlunxin.com/xpu", demoUUID)}}})
+		stopKubelet = servePodResources(t, socket, podsFile, 0)
+		waitScrape(t, port, 10*time.Second, "podresources_up 1 once the kubelet is back", func(body string) bool {
+			return strings.Contains(body, "\nxpu_exporter_podresources_up 1\n") && strings.Contains(body, `pod="demo"`)
+		})
+	})
+
+	t.Run("hung xpud", func(t *testing.T) {
+		if err := syscall.Kill(xpud.Pid(), syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Kill(xpud.Pid(), syscall.SIGCONT)
+		waitScrape(t, port, 10*time.Second, "xpud_up 0 after waiting on a hung xpud", func(body string) bool {
+			return strings.Contains(body, "\nxpu_exporter_xpud_up 0\n") && len(samples(body, "xpu_info")) == 0 &&
+				scrapeDuration(body) >= 400*time.Millisecond
+		})
+		syscall.Kill(xpud.Pid(), syscall.SIGCONT)
+		waitScrape(t, port, 10*time.Second, "xpud_up 1 once xpud runs again", func(body string) bool {
+			return strings.Contains(body, "\nxpu_exporter_xpud_up 1\n") && len(samples(body, "xpu_info")) == simCards
+		})
+	})
+
+	t.Run("xpud stopped", func(t *testing.T) {
+		if status, err := xpud.Stop(10 * time.Second); err != nil || status != 0 {
+			t.Fatalf("xpud stop: status %d, %v", status, err)
+		}
+		body := waitScrape(t, port, 10*time.Second, "xpud_up 0 with xpud gone", func(body string) bool {
+			return strings.Contains(body, "\nxpu_exporter_xpud_up 0\n")
+		})
+		for _, line := range strings.Split(body, "\n") {
+			if line != "" && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "xpu_exporter_") {
+				t.Errorf("per-device series with xpud down: %s", line)
+			}
+		}
+	})
+
+	t.Run("SIGTERM", func(t *testing.T) {
+		status, err := exporter.Stop(5 * time.Second)
+		if err != nil || status != 0 {
+			t.Fatalf("exporter exit status %d, %v\n%s", status, err, exporter.Output())
+		}
+	})
+}
+
+func TestExporterBadFlags(t *testing.T) {
+	shimBin := BinaryFromEnv(t, "XPU_K8S_SHIM_BIN")
+	for _, args := range [][]string{
+		{"--listen", "9507"}, {"--listen", "localhost:9507"}, {"--listen", "::1:9507"}, {"--listen", ":99999"},
+		{"--podresources-socket", ""}, {"--no-such-flag"}, {"extra-argument"},
+	} {
+		cmd := exec.Command(shimBin, append([]string{"exporter"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+			t.Errorf("%v: want exit status 2, got %v\n%s", args, err, out)
+			continue
+		}
+		if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 1 {
+			t.Errorf("%v: want a one-line error, got:\n%s", args, out)
+		}
+	}
+}
