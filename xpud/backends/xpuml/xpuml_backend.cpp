@@ -1,9 +1,410 @@
-// Placeholder until the xpuml backend lands.
 #include "xpud/backends/xpuml/xpuml_backend.h"
 
+#include <array>
+#include <cstring>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "common/names.h"
+#include "xpud/backends/pci_ids.h"
+#include "xpud/backends/xpuml/derived_uuid.h"
+#include "xpud/backends/xpuml/discovery_warnings.h"
+#include "xpud/backends/xpuml/numa_node_file.h"
+#include "xpud/backends/xpuml/xpuml_library.h"
+#include "xpud/backends/xpuml/xpuml_metrics.h"
+
 namespace xpud {
-xpu::Result<std::unique_ptr<Backend>> make_xpuml_backend(const std::filesystem::path&,
-                                                         const std::filesystem::path&) {
-  return xpu::Error{"xpuml backend not implemented yet"};
+namespace {
+
+using xpuml::Library;
+
+// More devices than any host can hold: a count beyond it is garbage, not hardware.
+constexpr unsigned kMaxDevices = 4096;
+// /dev/xpuN minors the driver hands out stay far below this.
+constexpr unsigned kMaxMinor = 65535;
+// Buffers for strings the library writes (serial, name, UUID, versions).
+constexpr std::size_t kTextBufferSize = 128;
+// Process entries offered per query; a card with more reports the total as INSUFFICIENT_SIZE.
+constexpr unsigned kProcessSlots = 64;
+
+constexpr std::string_view kDeviceLost = "device lost";
+
+// What read() needs to reach a card found by the last discover().
+struct Card {
+  xpumlDevice_t handle;
+  std::string uuid;
+};
+
+class XpumlBackend final : public Backend {
+ public:
+  XpumlBackend(std::unique_ptr<Library> library, std::filesystem::path sysfs_root)
+      : library_(std::move(library)), sysfs_root_(std::move(sysfs_root)) {}
+
+  std::string_view name() const override { return "xpuml"; }
+  std::string driver_version() override;
+  xpu::Result<std::vector<DeviceIdentity>> discover() override;
+  DeviceReading read(const DeviceIdentity& device) override;
+
+ private:
+  struct Discovered {
+    DeviceIdentity identity;
+    bool uuid_from_library = false;
+    std::string fallback_uuid;  // from the PCI address, unique per host by construction
+  };
+
+  xpu::Result<Discovered> read_identity(unsigned library_index, xpumlDevice_t handle);
+  std::optional<std::string> read_text(
+      const xpuml::Function<xpumlReturn_t (*)(xpumlDevice_t, char*, unsigned)>& function,
+      xpumlDevice_t handle, const std::string& subject);
+
+  std::unique_ptr<Library> library_;
+  const std::filesystem::path sysfs_root_;
+  // Written by discover(), read by read(); both run on the sampler's driver thread only.
+  std::map<unsigned, Card> cards_;
+  xpuml::DiscoveryWarnings warnings_;
+};
+
+std::string XpumlBackend::driver_version() {
+  std::array<char, kTextBufferSize> buffer{};
+  const auto& function = library_->symbols().system_get_driver_version;
+  xpumlReturn_t rc = library_->call(function, buffer.data(), static_cast<unsigned>(buffer.size()));
+  if (rc != XPUML_SUCCESS) {
+    spdlog::warn("{}", library_->error_message(function.name, "system", rc));
+    return {};
+  }
+  auto text = xpuml::text_from_library(buffer.data(), buffer.size());
+  if (!text) {
+    spdlog::warn("{} returned no printable version", function.name);
+    return {};
+  }
+  return *text;
 }
+
+std::optional<std::string> XpumlBackend::read_text(
+    const xpuml::Function<xpumlReturn_t (*)(xpumlDevice_t, char*, unsigned)>& function,
+    xpumlDevice_t handle, const std::string& subject) {
+  std::array<char, kTextBufferSize> buffer{};
+  xpumlReturn_t rc =
+      library_->call(function, handle, buffer.data(), static_cast<unsigned>(buffer.size()));
+  if (rc != XPUML_SUCCESS) {
+    spdlog::debug("{}", library_->error_message(function.name, subject, rc));
+    return std::nullopt;
+  }
+  auto text = xpuml::text_from_library(buffer.data(), buffer.size());
+  if (!text)
+    warnings_.warn("{}({}): returned no printable text; ignoring it", function.name, subject);
+  return text;
+}
+
+xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned library_index,
+                                                                  xpumlDevice_t handle) {
+  const auto& sym = library_->symbols();
+  const std::string subject = "index " + std::to_string(library_index);
+  Discovered found;
+  DeviceIdentity& id = found.identity;
+
+  // The PCI address is what ties the card to sysfs, the exporter's labels and the operator's
+  // lspci; a card without one cannot be identified.
+  xpumlPciInfo_t pci{};
+  xpumlReturn_t rc = library_->call(sym.device_get_pci_info, handle, &pci);
+  if (rc != XPUML_SUCCESS)
+    return xpu::Error{library_->error_message(sym.device_get_pci_info.name, subject, rc)};
+  const std::string reported_bus_id(pci.busId, ::strnlen(pci.busId, sizeof pci.busId));
+  const auto bus_id = pci::normalize_bus_id(reported_bus_id);
+  if (!bus_id) {
+    std::string shown = reported_bus_id;
+    for (char& c : shown)
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+    return xpu::Error{std::string(sym.device_get_pci_info.name) + "(" + subject +
+                      "): malformed PCI bus id \"" + shown + "\""};
+  }
+  id.pci_bus_id = *bus_id;
+  const auto pci_model =
+      pci::model_from_pci_ids(static_cast<std::uint16_t>(pci.pciDeviceId & 0xffff),
+                              static_cast<std::uint16_t>(pci.pciDeviceId >> 16),
+                              static_cast<std::uint16_t>(pci.pciSubSystemId & 0xffff),
+                              static_cast<std::uint16_t>(pci.pciSubSystemId >> 16));
+
+  // XPU_IS_LOST on any identity call means the card is gone: skip it like an unreadable one.
+  auto lost = [&](xpumlReturn_t code, std::string_view function) -> std::optional<xpu::Error> {
+    if (code != XPUML_ERROR_XPU_IS_LOST) return std::nullopt;
+    return xpu::Error{library_->error_message(function, subject, code)};
+  };
+
+  id.index = library_index;
+  if (sym.device_get_minor_number.available()) {
+    unsigned minor = 0;
+    rc = library_->call(sym.device_get_minor_number, handle, &minor);
+    if (auto e = lost(rc, sym.device_get_minor_number.name)) return *e;
+    if (rc == XPUML_SUCCESS && minor <= kMaxMinor)
+      id.index = minor;
+    else if (rc == XPUML_SUCCESS)
+      warnings_.warn("{}({}): implausible minor number {}; using the library index",
+                     sym.device_get_minor_number.name, subject, minor);
+    else
+      warnings_.warn("{}; using the library index",
+                     library_->error_message(sym.device_get_minor_number.name, subject, rc));
+  }
+
+  xpumlDeviceAttributes_t attributes{};
+  rc = library_->call(sym.device_get_attributes, handle, &attributes);
+  if (auto e = lost(rc, sym.device_get_attributes.name)) return *e;
+  const bool have_attributes = rc == XPUML_SUCCESS;
+  if (!have_attributes)
+    spdlog::debug("{}", library_->error_message(sym.device_get_attributes.name, subject, rc));
+
+  if (auto serial = read_text(sym.device_get_serial, handle, subject)) {
+    if (serial->size() <= xpuml::kMaxUuidLength)
+      id.serial = *serial;
+    else
+      warnings_.warn("{}({}): serial longer than {} characters; ignoring it",
+                     sym.device_get_serial.name, subject, xpuml::kMaxUuidLength);
+  }
+
+  // Model: the board id names the exact board. A virtual function is not the whole board, so
+  // it keeps the PCI name ("KL2-VF"), as the sysfs backend reports it too.
+  std::optional<std::string> model;
+  if (pci_model && pci_model->is_virtual_function) model = pci_model->model;
+  if (!model && have_attributes && attributes.boardId >= 0)
+    model = pci::model_from_board_id(static_cast<unsigned>(attributes.boardId));
+  if (!model && pci_model && pci_model->model != pci::kUnknownModel) model = pci_model->model;
+  if (!model && sym.device_get_name.available())
+    model = read_text(sym.device_get_name, handle, subject);
+  id.model = model ? *model : pci::kUnknownModel;
+
+  if (pci_model) {
+    id.is_virtual_function = pci_model->is_virtual_function;
+  } else {
+    // PCI ids the library left out or we do not know: fall back on the library's own view.
+    int mode = 0;
+    rc = library_->call(sym.device_get_host_vxpu_mode, handle, &mode);
+    if (auto e = lost(rc, sym.device_get_host_vxpu_mode.name)) return *e;
+    id.is_virtual_function = rc == XPUML_SUCCESS && mode == XPUML_HOST_VXPU_SRIOV_ON;
+  }
+
+  xpumlMemory_t memory{};
+  rc = library_->call(sym.device_get_memory_info, handle, &memory);
+  if (auto e = lost(rc, sym.device_get_memory_info.name)) return *e;
+  if (rc == XPUML_SUCCESS && memory.totalGlobal > 0 && memory.totalGlobal <= xpuml::kMaxMemoryBytes)
+    id.memory_total_bytes = memory.totalGlobal;
+  else if (have_attributes && attributes.globalMemorySizeMB > 0 &&
+           attributes.globalMemorySizeMB <= (xpuml::kMaxMemoryBytes >> 20))
+    id.memory_total_bytes = attributes.globalMemorySizeMB << 20;
+
+  // UUID: the library's when it has one; else derived from the most stable thing we know.
+  found.fallback_uuid = xpuml::derive_uuid("pci:" + id.pci_bus_id);
+  if (sym.device_get_uuid.available()) {
+    std::array<char, kTextBufferSize> buffer{};
+    rc = library_->call(sym.device_get_uuid, handle, buffer.data(),
+                        static_cast<unsigned>(buffer.size()));
+    if (auto e = lost(rc, sym.device_get_uuid.name)) return *e;
+    auto uuid =
+        rc == XPUML_SUCCESS ? xpuml::text_from_library(buffer.data(), buffer.size()) : std::nullopt;
+    if (uuid && xpuml::is_usable_uuid(*uuid)) {
+      id.uuid = *uuid;
+      found.uuid_from_library = true;
+    } else if (rc == XPUML_SUCCESS) {
+      warnings_.warn("{}({}): unusable UUID; deriving one", sym.device_get_uuid.name, subject);
+    } else {
+      warnings_.warn("{}; deriving a UUID",
+                     library_->error_message(sym.device_get_uuid.name, subject, rc));
+    }
+  }
+  if (id.uuid.empty()) {
+    if (!id.serial.empty())
+      id.uuid = xpuml::derive_uuid("serial:" + id.serial);
+    else if (have_attributes && (attributes.sn[0] != 0 || attributes.sn[1] != 0))
+      id.uuid = xpuml::derive_uuid("sn:" + std::to_string(attributes.sn[0]) + ":" +
+                                   std::to_string(attributes.sn[1]));
+    else
+      id.uuid = found.fallback_uuid;
+  }
+
+  auto numa = xpuml::read_numa_node(sysfs_root_, id.pci_bus_id);
+  if (numa) {
+    id.numa_node = *numa;
+  } else {
+    warnings_.warn("{}: {}; NUMA node unknown", id.pci_bus_id, numa.error());
+    id.numa_node = -1;
+  }
+
+  id.device_nodes = {xpu::names::device_node(id.index), std::string(xpu::names::kControlNode)};
+  // linked_devices stays empty: libxpuml exposes no interconnect topology.
+  return found;
+}
+
+xpu::Result<std::vector<DeviceIdentity>> XpumlBackend::discover() {
+  const auto& sym = library_->symbols();
+  unsigned count = 0;
+  xpumlReturn_t rc = library_->call(sym.device_get_count, &count);
+  if (rc != XPUML_SUCCESS)
+    return xpu::Error{library_->error_message(sym.device_get_count.name, "system", rc)};
+  if (count > kMaxDevices)
+    return xpu::Error{std::string(sym.device_get_count.name) + " reports " + std::to_string(count) +
+                      " devices; more than " + std::to_string(kMaxDevices) + " is not a real host"};
+
+  std::map<unsigned, Card> cards;
+  std::map<unsigned, DeviceIdentity> by_index;
+  std::set<std::string> uuids;
+  std::set<std::string> bus_ids;
+  for (unsigned i = 0; i < count; ++i) {
+    xpumlDevice_t handle{};
+    rc = library_->call(sym.device_get_handle_by_index, i, &handle);
+    if (rc != XPUML_SUCCESS) {
+      warnings_.warn("skipping device: {}",
+                     library_->error_message(sym.device_get_handle_by_index.name,
+                                             "index " + std::to_string(i), rc));
+      continue;
+    }
+    auto found = read_identity(i, handle);
+    if (!found) {
+      warnings_.warn("skipping device: {}", found.error());
+      continue;
+    }
+    DeviceIdentity& id = found->identity;
+    if (bus_ids.contains(id.pci_bus_id)) {
+      warnings_.warn("skipping device at library index {}: PCI address {} reported twice", i,
+                     id.pci_bus_id);
+      continue;
+    }
+    if (by_index.contains(id.index)) {
+      warnings_.warn("skipping device {} at library index {}: xpu{} is already {}", id.pci_bus_id,
+                     i, id.index, by_index[id.index].pci_bus_id);
+      continue;
+    }
+    if (uuids.contains(id.uuid)) {
+      if (found->uuid_from_library || uuids.contains(found->fallback_uuid)) {
+        warnings_.warn("skipping device {}: UUID {} reported twice", id.pci_bus_id, id.uuid);
+        continue;
+      }
+      // Two cards with the same serial (placeholder serials on early boards): the PCI address
+      // keeps them apart.
+      warnings_.warn("device {}: serial {} is not unique; deriving its UUID from the PCI address",
+                     id.pci_bus_id, id.serial);
+      id.uuid = found->fallback_uuid;
+    }
+    bus_ids.insert(id.pci_bus_id);
+    uuids.insert(id.uuid);
+    cards[id.index] = Card{handle, id.uuid};
+    by_index[id.index] = std::move(id);
+  }
+
+  warnings_.end_pass();
+  cards_ = std::move(cards);
+  std::vector<DeviceIdentity> devices;
+  devices.reserve(by_index.size());
+  for (auto& [index, id] : by_index) devices.push_back(std::move(id));
+  return devices;
+}
+
+DeviceReading XpumlBackend::read(const DeviceIdentity& device) {
+  DeviceReading reading;
+  const std::string subject = xpu::names::device_name(device.index);
+  auto card = cards_.find(device.index);
+  if (card == cards_.end() || card->second.uuid != device.uuid) {
+    reading.read_error = subject + " (" + device.uuid + ") was not found by the last discovery";
+    return reading;
+  }
+  const xpumlDevice_t handle = card->second.handle;
+  const auto& sym = library_->symbols();
+
+  bool any_succeeded = false;
+  bool lost = false;
+  // Checks one call's code: true on success; remembers the first failure for read_error.
+  auto succeeded = [&](xpumlReturn_t code, std::string_view function) {
+    if (code == XPUML_SUCCESS) {
+      any_succeeded = true;
+      return true;
+    }
+    std::string message = library_->error_message(function, subject, code);
+    spdlog::debug("{}", message);
+    if (code == XPUML_ERROR_XPU_IS_LOST) lost = true;
+    if (!reading.read_error) reading.read_error = std::move(message);
+    return false;
+  };
+  auto lost_reading = [&] {
+    DeviceReading gone;
+    gone.fault = std::string(kDeviceLost);
+    return gone;
+  };
+
+  int state = 0;
+  if (succeeded(library_->call(sym.device_get_state, handle, &state), sym.device_get_state.name)) {
+    reading.fault = xpuml::fault_from_state(state);
+    if (!reading.fault && state != XPUML_DEVICE_STATE_RUNNING && state != XPUML_DEVICE_STATE_UNUSED)
+      spdlog::debug("{}: unknown device state {}", subject, state);
+  }
+  if (lost) return lost_reading();
+
+  xpumlMemory_t memory{};
+  if (succeeded(library_->call(sym.device_get_memory_info, handle, &memory),
+                sym.device_get_memory_info.name))
+    xpuml::add_memory_metrics(memory, subject, reading.metrics);
+  if (lost) return lost_reading();
+
+  xpumlUtilization_t utilization{};
+  if (succeeded(library_->call(sym.device_get_utilization_rates, handle, &utilization),
+                sym.device_get_utilization_rates.name))
+    xpuml::add_utilization_metrics(utilization, subject, reading.metrics);
+  if (lost) return lost_reading();
+
+  unsigned celsius = 0;
+  if (succeeded(library_->call(sym.device_get_temperature, handle, XPUML_TEMPERATURE_SENSOR_DIE,
+                               &celsius),
+                sym.device_get_temperature.name))
+    xpuml::add_temperature_metric(celsius, subject, reading.metrics);
+  if (lost) return lost_reading();
+
+  unsigned milliwatts = 0;
+  if (succeeded(library_->call(sym.device_get_power_usage, handle, &milliwatts),
+                sym.device_get_power_usage.name))
+    xpuml::add_power_metric(milliwatts, subject, reading.metrics);
+  if (lost) return lost_reading();
+
+  unsigned mhz = 0;
+  if (succeeded(library_->call(sym.device_get_clock_info, handle, XPUML_CLOCK_XPU, &mhz),
+                sym.device_get_clock_info.name))
+    xpuml::add_clock_metric(mhz, subject, reading.metrics);
+  if (lost) return lost_reading();
+
+  // The library fills at most `slots` entries; with more processes it reports the total and
+  // INSUFFICIENT_SIZE, which answers our question just as well.
+  std::array<xpumlProcessInfo_t, kProcessSlots> processes{};
+  unsigned slots = kProcessSlots;
+  xpumlReturn_t rc =
+      library_->call(sym.device_get_compute_running_processes, handle, &slots, processes.data());
+  if (rc == XPUML_SUCCESS && slots <= kProcessSlots) {
+    any_succeeded = true;
+    xpuml::add_process_count_metric(slots, subject, reading.metrics);
+  } else if (rc == XPUML_ERROR_INSUFFICIENT_SIZE && slots > kProcessSlots) {
+    any_succeeded = true;
+    xpuml::add_process_count_metric(slots, subject, reading.metrics);
+  } else if (rc == XPUML_SUCCESS || rc == XPUML_ERROR_INSUFFICIENT_SIZE) {
+    any_succeeded = true;
+    spdlog::debug("{}: dropping {}: {} reported {} processes for {} slots", subject,
+                  xpu::names::metric::kProcessCount, sym.device_get_compute_running_processes.name,
+                  slots, kProcessSlots);
+  } else {
+    succeeded(rc, sym.device_get_compute_running_processes.name);
+  }
+  if (lost) return lost_reading();
+
+  // Some call answered: whatever failed is simply missing from the map.
+  if (any_succeeded) reading.read_error.reset();
+  return reading;
+}
+
+}  // namespace
+
+xpu::Result<std::unique_ptr<Backend>> make_xpuml_backend(const std::filesystem::path& library,
+                                                         const std::filesystem::path& sysfs_root) {
+  auto loaded = Library::open(library);
+  if (!loaded) return xpu::Error{loaded.error()};
+  return std::unique_ptr<Backend>(std::make_unique<XpumlBackend>(std::move(*loaded), sysfs_root));
+}
+
 }  // namespace xpud

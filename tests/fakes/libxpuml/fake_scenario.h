@@ -1,0 +1,75 @@
+// The scenario the fake libxpuml plays: devices, their readings, and injected failures and
+// delays. Parsed from the text format documented in README.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "xpud/backends/xpuml/xpuml_api.h"
+
+namespace xpuml_fake {
+
+// Most devices a scenario may declare (the fake hands out one handle slot per device).
+inline constexpr unsigned kMaxDevices = 256;
+
+// "fail FUNCTION CODE [after N]": the first N calls succeed, later ones return `code`.
+struct Failure {
+  xpumlReturn_t code = XPUML_SUCCESS;
+  unsigned after = 0;
+  unsigned calls = 0;  // calls seen since the scenario was loaded
+};
+
+// Injected behaviour of library functions, by function name.
+struct Injections {
+  std::map<std::string, Failure, std::less<>> failures;
+  std::map<std::string, unsigned, std::less<>> delays_ms;
+};
+
+struct FakeDevice {
+  std::string serial;
+  std::string uuid;
+  std::string name;
+  unsigned minor = 0;
+  std::string bus_id;             // as the library formats it: "%08X:%02X:%02X.%01X"
+  unsigned pci_device_id = 0;     // device << 16 | vendor
+  unsigned pci_subsystem_id = 0;  // subsystem device << 16 | subsystem vendor
+  int board = 0;
+  int arch = 0;
+  std::uint64_t sn[2] = {0, 0};
+  std::uint64_t memory_total = 0;  // bytes
+  std::uint64_t memory_used = 0;
+  std::uint64_t l3_total = 0;
+  std::uint64_t l3_used = 0;
+  unsigned utilization = 0;         // percent
+  unsigned memory_utilization = 0;  // percent
+  unsigned temperature = 0;         // degrees C
+  unsigned power_mw = 0;
+  unsigned clock_mhz = 0;
+  int state = XPUML_DEVICE_STATE_RUNNING;
+  unsigned processes = 0;
+  int vxpu_mode = XPUML_HOST_VXPU_NON_SRIOV;
+  bool lost = false;  // every call on this device returns XPU_IS_LOST
+  Injections injections;
+};
+
+struct Scenario {
+  std::string driver_version = "5.0.21.21";
+  std::string xpuml_version = "5.0.21";
+  std::vector<FakeDevice> devices;
+  Injections injections;  // apply to every call of the function, whatever the device
+};
+
+// A realistic device for index i: an R200 at bus 0x3b + i with 32 GiB, idle and cool.
+FakeDevice default_device(unsigned index);
+
+// Parses a scenario; errors name the line and what is wrong with it.
+xpu::Result<Scenario> parse_scenario(std::string_view text);
+
+// Whether `name` is a function the fake exports (fail/delay lines must name one).
+bool is_library_function(std::string_view name);
+
+}  // namespace xpuml_fake

@@ -1,0 +1,496 @@
+// A stand-in for the vendor's libxpuml.so.1, played from a scenario file (see README.md), so
+// that the xpuml backend and the whole daemon can be tested without Kunlunxin hardware.
+//
+// Built in variants (see CMakeLists.txt): XPUML_FAKE_OLD leaves out the symbols only newer
+// libraries have; XPUML_FAKE_WITHOUT_MEMORY_INFO also leaves out a required one.
+
+// The C ABI is the only thing this library exports (the rest is built hidden), exactly like the
+// vendor's, so a missing symbol here is a missing symbol for dlsym.
+#pragma GCC visibility push(default)
+#include "xpud/backends/xpuml/xpuml_api.h"
+extern "C" unsigned xpumlFakeCallCount(const char* function);
+#pragma GCC visibility pop
+
+#include <sys/stat.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "tests/fakes/libxpuml/fake_scenario.h"
+#include "xpud/backends/xpuml/xpuml_return_codes.h"
+
+namespace xpuml_fake {
+namespace {
+
+constexpr const char* kScriptVariable = "XPUML_FAKE_SCRIPT";
+
+// Identifies one version of the script file: a rewrite changes the mtime, an atomic rename the
+// inode, so either makes the fake re-read it.
+struct ScriptStamp {
+  dev_t device = 0;
+  ino_t inode = 0;
+  off_t size = 0;
+  std::int64_t mtime_sec = 0;
+  long mtime_nsec = 0;
+  bool operator==(const ScriptStamp&) const = default;
+};
+
+class FakeLibrary {
+ public:
+  // One per loaded copy of the library: the vendor library keeps its state globally as well, and
+  // callers only reach it through the C functions below.
+  static FakeLibrary& instance() {
+    static FakeLibrary library;
+    return library;
+  }
+
+  xpumlReturn_t init() {
+    auto plan = enter("xpumlInit", nullptr);
+    wait(plan);
+    if (plan.code != XPUML_SUCCESS) return plan.code;
+    std::lock_guard lock(mutex_);
+    ++init_count_;
+    return XPUML_SUCCESS;
+  }
+
+  xpumlReturn_t shutdown() {
+    auto plan = enter("xpumlShutdown", nullptr);
+    wait(plan);
+    if (plan.code != XPUML_SUCCESS) return plan.code;
+    std::lock_guard lock(mutex_);
+    if (init_count_ == 0) return XPUML_ERROR_UNINITIALIZED;
+    --init_count_;
+    return XPUML_SUCCESS;
+  }
+
+  // A call that concerns no device. body(const Scenario&) runs under the lock.
+  template <typename Body>
+  xpumlReturn_t system_call(const char* function, Body body) {
+    auto plan = enter(function, nullptr);
+    wait(plan);
+    if (plan.code != XPUML_SUCCESS) return plan.code;
+    std::lock_guard lock(mutex_);
+    return body(scenario_);
+  }
+
+  // A call on one device handle. body(const FakeDevice&) runs under the lock.
+  template <typename Body>
+  xpumlReturn_t device_call(const char* function, xpumlDevice_t device, Body body) {
+    auto plan = enter(function, &device);
+    wait(plan);
+    if (plan.code != XPUML_SUCCESS) return plan.code;
+    std::lock_guard lock(mutex_);
+    // The scenario may have been replaced while we slept: look the device up again.
+    if (plan.index >= scenario_.devices.size()) return XPUML_ERROR_XPU_IS_LOST;
+    return body(scenario_.devices[plan.index]);
+  }
+
+  xpumlReturn_t handle_by_index(unsigned index, xpumlDevice_t* device) {
+    auto plan = enter("xpumlDeviceGetHandleByIndex", nullptr, index);
+    wait(plan);
+    if (plan.code != XPUML_SUCCESS) return plan.code;
+    if (device == nullptr) return XPUML_ERROR_INVALID_ARGUMENT;
+    device->opaque = &handle_slots_[index];
+    return XPUML_SUCCESS;
+  }
+
+  unsigned call_count(const char* function) {
+    std::lock_guard lock(mutex_);
+    auto it = calls_.find(std::string_view(function));
+    return it == calls_.end() ? 0 : it->second;
+  }
+
+  void count_call(const char* function) {
+    std::lock_guard lock(mutex_);
+    ++calls_[function];
+  }
+
+ private:
+  // What a call will do, decided under the lock before any delay is served.
+  struct Plan {
+    xpumlReturn_t code = XPUML_SUCCESS;
+    unsigned delay_ms = 0;
+    std::size_t index = 0;  // the device, for device calls
+  };
+
+  static void wait(const Plan& plan) {
+    if (plan.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(plan.delay_ms));
+  }
+
+  // Counts the call, refreshes the scenario and decides the outcome: load errors, missing init,
+  // bad handles, lost devices and injected failures, in that order. `by_index` is set for
+  // xpumlDeviceGetHandleByIndex, which names its device by index rather than handle.
+  Plan enter(const char* function, const xpumlDevice_t* device,
+             std::optional<unsigned> by_index = std::nullopt) {
+    std::lock_guard lock(mutex_);
+    ++calls_[function];
+    refresh();
+    Plan plan;
+    if (load_error_) {
+      plan.code = load_error_code_;
+      return plan;
+    }
+    const bool is_init = std::strcmp(function, "xpumlInit") == 0;
+    if (!is_init && init_count_ == 0) {
+      plan.code = XPUML_ERROR_UNINITIALIZED;
+      return plan;
+    }
+    FakeDevice* target = nullptr;
+    if (device != nullptr || by_index) {
+      std::optional<std::size_t> index = by_index;
+      if (device != nullptr) index = slot_of(*device);
+      if (!index) {
+        plan.code = XPUML_ERROR_INVALID_ARGUMENT;
+        return plan;
+      }
+      if (*index >= scenario_.devices.size()) {
+        // A handle from before the scenario shrank behaves like a card that fell off the bus.
+        plan.code = device != nullptr ? XPUML_ERROR_XPU_IS_LOST : XPUML_ERROR_INVALID_ARGUMENT;
+        return plan;
+      }
+      plan.index = *index;
+      target = &scenario_.devices[*index];
+    }
+    Injections* local = target != nullptr ? &target->injections : nullptr;
+    if (local != nullptr && local->delays_ms.contains(function))
+      plan.delay_ms = local->delays_ms.find(std::string_view(function))->second;
+    else if (auto it = scenario_.injections.delays_ms.find(std::string_view(function));
+             it != scenario_.injections.delays_ms.end())
+      plan.delay_ms = it->second;
+    if (target != nullptr && target->lost) {
+      plan.code = XPUML_ERROR_XPU_IS_LOST;
+      return plan;
+    }
+    Failure* failure = nullptr;
+    if (local != nullptr) {
+      if (auto it = local->failures.find(std::string_view(function)); it != local->failures.end())
+        failure = &it->second;
+    }
+    if (failure == nullptr) {
+      if (auto it = scenario_.injections.failures.find(std::string_view(function));
+          it != scenario_.injections.failures.end())
+        failure = &it->second;
+    }
+    if (failure != nullptr && failure->calls++ >= failure->after) plan.code = failure->code;
+    return plan;
+  }
+
+  std::optional<std::size_t> slot_of(xpumlDevice_t device) const {
+    auto address = reinterpret_cast<std::uintptr_t>(device.opaque);
+    auto first = reinterpret_cast<std::uintptr_t>(handle_slots_.data());
+    if (address < first || address >= first + handle_slots_.size()) return std::nullopt;
+    return address - first;
+  }
+
+  // Re-reads the script when the variable or the file changed. Called with the lock held.
+  void refresh() {
+    const char* path = std::getenv(kScriptVariable);
+    if (path == nullptr || *path == '\0') {
+      fail_load(XPUML_ERROR_DRIVER_NOT_LOADED,
+                std::string(kScriptVariable) + " is not set; behaving like a host without driver");
+      path_.clear();
+      stamp_.reset();
+      return;
+    }
+    struct stat st {};
+    if (::stat(path, &st) != 0) {
+      fail_load(XPUML_ERROR_UNKNOWN, std::string("cannot stat ") + kScriptVariable + "=" + path +
+                                         ": " + std::strerror(errno));
+      stamp_.reset();
+      return;
+    }
+    ScriptStamp stamp{st.st_dev, st.st_ino, st.st_size,
+                      static_cast<std::int64_t>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec};
+    if (path_ == path && stamp_ == stamp) return;
+    path_ = path;
+    stamp_ = stamp;
+    std::ifstream file(path);
+    std::stringstream text;
+    text << file.rdbuf();
+    if (!file) {
+      fail_load(XPUML_ERROR_UNKNOWN, std::string("cannot read ") + path);
+      return;
+    }
+    auto parsed = parse_scenario(text.str());
+    if (!parsed) {
+      fail_load(XPUML_ERROR_UNKNOWN, std::string(path) + ": " + parsed.error());
+      return;
+    }
+    scenario_ = std::move(*parsed);
+    load_error_.reset();
+  }
+
+  void fail_load(xpumlReturn_t code, std::string message) {
+    if (load_error_ != message) std::fprintf(stderr, "fake libxpuml: %s\n", message.c_str());
+    load_error_ = std::move(message);
+    load_error_code_ = code;
+  }
+
+  std::mutex mutex_;
+  Scenario scenario_;
+  std::optional<std::string> load_error_;
+  xpumlReturn_t load_error_code_ = XPUML_SUCCESS;
+  std::string path_;
+  std::optional<ScriptStamp> stamp_;
+  int init_count_ = 0;
+  std::map<std::string, unsigned, std::less<>> calls_;
+  // Handles point into this array: the offset is the device index.
+  std::array<char, kMaxDevices> handle_slots_{};
+};
+
+FakeLibrary& fake() {
+  return FakeLibrary::instance();
+}
+
+xpumlReturn_t copy_text(const std::string& text, char* buffer, unsigned length) {
+  if (buffer == nullptr) return XPUML_ERROR_INVALID_ARGUMENT;
+  if (text.size() + 1 > length) return XPUML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(buffer, text.c_str(), text.size() + 1);
+  return XPUML_SUCCESS;
+}
+
+template <typename T>
+xpumlReturn_t store(T* out, T value) {
+  if (out == nullptr) return XPUML_ERROR_INVALID_ARGUMENT;
+  *out = value;
+  return XPUML_SUCCESS;
+}
+
+}  // namespace
+}  // namespace xpuml_fake
+
+using xpuml_fake::fake;
+using xpuml_fake::FakeDevice;
+using xpuml_fake::Scenario;
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+xpumlReturn_t xpumlInit(void) {
+  return fake().init();
+}
+
+xpumlReturn_t xpumlShutdown(void) {
+  return fake().shutdown();
+}
+
+xpumlReturn_t xpumlSystemGetDriverVersion(char* version, unsigned length) {
+  return fake().system_call(__func__, [&](const Scenario& s) -> xpumlReturn_t {
+    return xpuml_fake::copy_text(s.driver_version, version, length);
+  });
+}
+
+xpumlReturn_t xpumlSystemGetXPUMLVersion(char* version, unsigned length) {
+  return fake().system_call(__func__, [&](const Scenario& s) -> xpumlReturn_t {
+    return xpuml_fake::copy_text(s.xpuml_version, version, length);
+  });
+}
+
+xpumlReturn_t xpumlDeviceGetCount(unsigned* count) {
+  return fake().system_call(__func__, [&](const Scenario& s) -> xpumlReturn_t {
+    return xpuml_fake::store(count, static_cast<unsigned>(s.devices.size()));
+  });
+}
+
+xpumlReturn_t xpumlDeviceGetHandleByIndex(unsigned index, xpumlDevice_t* device) {
+  return fake().handle_by_index(index, device);
+}
+
+xpumlReturn_t xpumlDeviceGetSerial(xpumlDevice_t device, char* serial, unsigned length) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    return xpuml_fake::copy_text(d.serial, serial, length);
+  });
+}
+
+xpumlReturn_t xpumlDeviceGetPciInfo(xpumlDevice_t device, xpumlPciInfo_t* pci) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    if (pci == nullptr) return XPUML_ERROR_INVALID_ARGUMENT;
+    *pci = xpumlPciInfo_t{};
+    // Fields follow the string when it parses; a deliberately malformed bus_id leaves them 0.
+    unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+    if (std::sscanf(d.bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &fn) == 4) {
+      pci->domain = domain;
+      pci->bus = bus;
+      pci->device = dev;
+      pci->function = fn;
+    }
+    pci->pciDeviceId = d.pci_device_id;
+    pci->pciSubSystemId = d.pci_subsystem_id;
+    // Like a C library writing a fixed-size field: truncated, NUL-terminated when it fits.
+    std::strncpy(pci->busId, d.bus_id.c_str(), sizeof pci->busId);
+    return XPUML_SUCCESS;
+  });
+}
+
+xpumlReturn_t xpumlDeviceGetAttributes(xpumlDevice_t device, xpumlDeviceAttributes_t* attributes) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    if (attributes == nullptr) return XPUML_ERROR_INVALID_ARGUMENT;
+    *attributes = xpumlDeviceAttributes_t{};
+    attributes->archId = d.arch;
+    attributes->boardId = d.board;
+    attributes->clusterCount = 8;
+    attributes->sdnnCount = 8;
+    attributes->maxVFCount = 3;
+    attributes->globalMemorySizeMB = d.memory_total >> 20;
+    attributes->l3MemorySizeMB = d.l3_total >> 20;
+    attributes->sn[0] = d.sn[0];
+    attributes->sn[1] = d.sn[1];
+    return XPUML_SUCCESS;
+  });
+}
+
+#ifndef XPUML_FAKE_WITHOUT_MEMORY_INFO
+xpumlReturn_t xpumlDeviceGetMemoryInfo(xpumlDevice_t device, xpumlMemory_t* memory) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    if (memory == nullptr) return XPUML_ERROR_INVALID_ARGUMENT;
+    *memory = xpumlMemory_t{};
+    memory->pageSizeGlobal = 4096;
+    memory->totalGlobal = d.memory_total;
+    memory->usedGlobal = d.memory_used;
+    memory->freeGlobal = d.memory_total > d.memory_used ? d.memory_total - d.memory_used : 0;
+    memory->pageSizeL3 = 4096;
+    memory->totalL3 = d.l3_total;
+    memory->usedL3 = d.l3_used;
+    memory->freeL3 = d.l3_total > d.l3_used ? d.l3_total - d.l3_used : 0;
+    return XPUML_SUCCESS;
+  });
+}
+#endif
+
+xpumlReturn_t xpumlDeviceGetUtilizationRates(xpumlDevice_t device,
+                                             xpumlUtilization_t* utilization) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    if (utilization == nullptr) return XPUML_ERROR_INVALID_ARGUMENT;
+    *utilization = xpumlUtilization_t{};
+    utilization->xpu = d.utilization;
+    utilization->memory = d.memory_utilization;
+    return XPUML_SUCCESS;
+  });
+}
+
+xpumlReturn_t xpumlDeviceGetTemperature(xpumlDevice_t device, int sensor, unsigned* celsius) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    if (sensor != XPUML_TEMPERATURE_SENSOR_DIE) return XPUML_ERROR_NOT_SUPPORTED;
+    return xpuml_fake::store(celsius, d.temperature);
+  });
+}
+
+xpumlReturn_t xpumlDeviceGetPowerUsage(xpumlDevice_t device, unsigned* milliwatts) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    return xpuml_fake::store(milliwatts, d.power_mw);
+  });
+}
+
+xpumlReturn_t xpumlDeviceGetClockInfo(xpumlDevice_t device, int type, unsigned* mhz) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    if (type != XPUML_CLOCK_XPU) return XPUML_ERROR_NOT_SUPPORTED;
+    return xpuml_fake::store(mhz, d.clock_mhz);
+  });
+}
+
+xpumlReturn_t xpumlDeviceGetState(xpumlDevice_t device, int* state) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    return xpuml_fake::store(state, d.state);
+  });
+}
+
+// NVML-style sizing: with room for fewer entries than there are processes, the call reports
+// the number needed and INSUFFICIENT_SIZE.
+xpumlReturn_t xpumlDeviceGetComputeRunningProcesses(xpumlDevice_t device, unsigned* count,
+                                                    xpumlProcessInfo_t* infos) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    if (count == nullptr) return XPUML_ERROR_INVALID_ARGUMENT;
+    if (*count < d.processes) {
+      *count = d.processes;
+      return XPUML_ERROR_INSUFFICIENT_SIZE;
+    }
+    if (infos == nullptr && d.processes > 0) return XPUML_ERROR_INVALID_ARGUMENT;
+    for (unsigned i = 0; i < d.processes; ++i)
+      infos[i] = xpumlProcessInfo_t{1000 + i, std::uint64_t{1} << 30, 0, 1000 + i};
+    *count = d.processes;
+    return XPUML_SUCCESS;
+  });
+}
+
+xpumlReturn_t xpumlDeviceGetBoardId(xpumlDevice_t device, unsigned* board_id) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    return xpuml_fake::store(board_id, static_cast<unsigned>(d.board));
+  });
+}
+
+xpumlReturn_t xpumlDeviceGetArchitecture(xpumlDevice_t device, int* arch) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    return xpuml_fake::store(arch, d.arch);
+  });
+}
+
+xpumlReturn_t xpumlDeviceGetHostVxpuMode(xpumlDevice_t device, int* mode) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    return xpuml_fake::store(mode, d.vxpu_mode);
+  });
+}
+
+xpumlReturn_t xpumlDeviceSetSriovVfNum(xpumlDevice_t device, int vf_num) {
+  return fake().device_call(__func__, device, [&](const FakeDevice&) -> xpumlReturn_t {
+    return vf_num < 0 ? XPUML_ERROR_INVALID_ARGUMENT : XPUML_ERROR_NO_PERMISSION;
+  });
+}
+
+#ifndef XPUML_FAKE_OLD
+xpumlReturn_t xpumlDeviceGetName(xpumlDevice_t device, char* name, unsigned length) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    return xpuml_fake::copy_text(d.name, name, length);
+  });
+}
+
+xpumlReturn_t xpumlDeviceGetMinorNumber(xpumlDevice_t device, unsigned* minor) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    return xpuml_fake::store(minor, d.minor);
+  });
+}
+
+xpumlReturn_t xpumlDeviceGetUUID(xpumlDevice_t device, char* uuid, unsigned length) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    return xpuml_fake::copy_text(d.uuid, uuid, length);
+  });
+}
+
+// Worded differently from xpud's own descriptions, so tests can tell which one they got.
+const char* xpumlErrorString(xpumlReturn_t result) {
+  fake().count_call(__func__);
+  switch (result) {
+    case XPUML_SUCCESS:
+      return "fake libxpuml: success";
+    case XPUML_ERROR_XPU_IS_LOST:
+      return "fake libxpuml: the XPU is lost";
+    case XPUML_ERROR_DRIVER_NOT_LOADED:
+      return "fake libxpuml: driver not loaded";
+    case XPUML_ERROR_NOT_SUPPORTED:
+      return "fake libxpuml: not supported";
+    default:
+      return "fake libxpuml: error";
+  }
+}
+#endif
+
+// Test hook, not part of the vendor ABI: how often `function` was called since the library was
+// loaded (every call counts, whatever its outcome).
+unsigned xpumlFakeCallCount(const char* function) {
+  if (function == nullptr) return 0;
+  return fake().call_count(function);
+}
+
+}  // extern "C"
+#pragma GCC visibility pop

@@ -1,0 +1,335 @@
+// discover(): the identity of each scripted card as xpud will publish it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/xpud/backends/xpuml/captured_log.h"
+#include "tests/xpud/backends/xpuml/fake_xpuml_host.h"
+#include "xpud/backends/xpuml/derived_uuid.h"
+#include "xpud/backends/xpuml/xpuml_backend.h"
+
+namespace xpud {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class XpumlDiscoverTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Backend> load(const std::filesystem::path& library = test::fake_xpuml_library()) {
+    auto backend = make_xpuml_backend(library, host.sysfs_root());
+    if (!backend.ok()) ADD_FAILURE() << backend.error();
+    return backend.ok() ? std::move(*backend) : nullptr;
+  }
+
+  std::vector<DeviceIdentity> discover(Backend& backend) {
+    auto devices = backend.discover();
+    if (!devices.ok()) ADD_FAILURE() << devices.error();
+    return devices.ok() ? *devices : std::vector<DeviceIdentity>{};
+  }
+
+  static std::vector<unsigned> indices(const std::vector<DeviceIdentity>& devices) {
+    std::vector<unsigned> out;
+    for (const auto& d : devices) out.push_back(d.index);
+    return out;
+  }
+
+  test::FakeXpumlHost host;
+};
+
+TEST_F(XpumlDiscoverTest, ScriptedCardsWithFullIdentity) {
+  host.write_scenario(R"(
+devices 2
+device 1
+serial 02K00XYZ0042
+uuid 4f1c2b3a-1111-4222-8333-444455556666
+bus_id 0000AF12:AF:1F.7
+board 101
+memory_total 16GiB
+)");
+  host.write_numa_node("0000:3b:00.0", "0\n");
+  host.write_numa_node("af12:af:1f.7", "1\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 2u);
+
+  DeviceIdentity first;
+  first.index = 0;
+  first.uuid = "fa4e0000-0000-4000-8000-000000000000";
+  first.serial = "02K00FAKE0000";
+  first.model = "R200";
+  first.pci_bus_id = "0000:3b:00.0";
+  first.numa_node = 0;
+  first.memory_total_bytes = std::uint64_t{32} << 30;
+  first.device_nodes = {"/dev/xpu0", "/dev/xpuctrl"};
+  EXPECT_EQ(devices[0], first);
+
+  DeviceIdentity second;
+  second.index = 1;
+  second.uuid = "4f1c2b3a-1111-4222-8333-444455556666";
+  second.serial = "02K00XYZ0042";
+  second.model = "R300";
+  second.pci_bus_id = "af12:af:1f.7";
+  second.numa_node = 1;
+  second.memory_total_bytes = std::uint64_t{16} << 30;
+  second.device_nodes = {"/dev/xpu1", "/dev/xpuctrl"};
+  EXPECT_EQ(devices[1], second);
+  // The library exposes no interconnect, so no links are claimed.
+  EXPECT_TRUE(devices[1].linked_devices.empty());
+}
+
+TEST_F(XpumlDiscoverTest, IdentityIsTheSameOnEveryDiscovery) {
+  host.write_scenario("devices 4\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto first = discover(*backend);
+  EXPECT_EQ(first.size(), 4u);
+  EXPECT_EQ(discover(*backend), first);
+}
+
+TEST_F(XpumlDiscoverTest, ModelFromBoardIdThenPciIdsThenName) {
+  host.write_scenario(R"(
+devices 4
+device 0
+board 2
+device 1
+board 7777
+pci_subsystem_id 0x00060002
+device 2
+board 7777
+pci_subsystem_id 0x00630002
+name R999
+device 3
+board -1
+pci_device_id 0x00000000
+name ""
+)");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 4u);
+  EXPECT_EQ(devices[0].model, "K200");
+  EXPECT_EQ(devices[1].model, "R420");
+  EXPECT_EQ(devices[2].model, "R999");
+  EXPECT_EQ(devices[3].model, "unknown");
+}
+
+TEST_F(XpumlDiscoverTest, VirtualFunctionsByPciIdOrHostVxpuMode) {
+  host.write_scenario(R"(
+devices 4
+device 0
+pci_device_id 0x36851d22
+device 1
+pci_device_id 0
+vxpu_mode 2
+device 2
+pci_device_id 0
+vxpu_mode 1
+device 3
+vxpu_mode 2
+)");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 4u);
+  EXPECT_TRUE(devices[0].is_virtual_function);
+  EXPECT_EQ(devices[0].model, "KL2-VF");
+  EXPECT_TRUE(devices[1].is_virtual_function);
+  EXPECT_FALSE(devices[2].is_virtual_function);
+  // A physical R200 (PCI id 0x3684) whose host has SR-IOV on is still the physical card.
+  EXPECT_FALSE(devices[3].is_virtual_function);
+  EXPECT_EQ(devices[3].model, "R200");
+}
+
+TEST_F(XpumlDiscoverTest, MinorNumberIsTheIndexAndCardsAreOrderedByIt) {
+  host.write_scenario(R"(
+devices 3
+device 0
+minor 5
+device 1
+minor 1
+device 2
+minor 3
+)");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  EXPECT_THAT(indices(devices), ElementsAre(1, 3, 5));
+  ASSERT_EQ(devices.size(), 3u);
+  EXPECT_EQ(devices[2].device_nodes, (std::vector<std::string>{"/dev/xpu5", "/dev/xpuctrl"}));
+  EXPECT_EQ(devices[2].pci_bus_id, "0000:3b:00.0");
+}
+
+TEST_F(XpumlDiscoverTest, SecondCardClaimingTheSameIndexIsSkipped) {
+  host.write_scenario("devices 2\ndevice 1\nminor 0\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].pci_bus_id, "0000:3b:00.0");
+}
+
+TEST_F(XpumlDiscoverTest, MinorNumberFailureFallsBackToLibraryIndex) {
+  host.write_scenario(
+      "devices 2\ndevice 1\nminor 9\nfail xpumlDeviceGetMinorNumber NOT_SUPPORTED\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  EXPECT_THAT(indices(discover(*backend)), ElementsAre(0, 1));
+}
+
+TEST_F(XpumlDiscoverTest, OldLibraryUsesLibraryIndexAndDerivesStableUuids) {
+  host.write_scenario(R"(
+devices 4
+device 1
+minor 7
+device 2
+fail xpumlDeviceGetSerial NOT_SUPPORTED
+sn 0x1122 0x3344
+device 3
+fail xpumlDeviceGetSerial NOT_SUPPORTED
+sn 0 0
+)");
+  std::vector<DeviceIdentity> devices;
+  {
+    auto backend = load(test::fake_xpuml_old_library());
+    ASSERT_TRUE(backend);
+    devices = discover(*backend);
+  }
+  EXPECT_THAT(indices(devices), ElementsAre(0, 1, 2, 3));
+  ASSERT_EQ(devices.size(), 4u);
+  EXPECT_EQ(devices[0].uuid, xpuml::derive_uuid("serial:02K00FAKE0000"));
+  EXPECT_EQ(devices[1].uuid, xpuml::derive_uuid("serial:02K00FAKE0001"));
+  EXPECT_EQ(devices[2].serial, "");
+  EXPECT_EQ(devices[2].uuid, xpuml::derive_uuid("sn:4386:13124"));
+  EXPECT_EQ(devices[3].uuid, xpuml::derive_uuid("pci:0000:3e:00.0"));
+  // Model comes from the board id; no xpumlDeviceGetName needed.
+  EXPECT_EQ(devices[0].model, "R200");
+
+  // A restarted daemon sees the same IDs.
+  auto again = load(test::fake_xpuml_old_library());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(discover(*again), devices);
+}
+
+TEST_F(XpumlDiscoverTest, DuplicateSerialsFallBackToThePciAddress) {
+  host.write_scenario("devices 2\ndevice 0\nserial SAME\ndevice 1\nserial SAME\n");
+  auto backend = load(test::fake_xpuml_old_library());
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].uuid, xpuml::derive_uuid("serial:SAME"));
+  EXPECT_EQ(devices[1].uuid, xpuml::derive_uuid("pci:0000:3c:00.0"));
+}
+
+TEST_F(XpumlDiscoverTest, UnusableLibraryUuidIsReplacedByADerivedOne) {
+  host.write_scenario(R"(
+devices 3
+device 0
+uuid has spaces in it
+device 1
+uuid ""
+device 2
+uuid aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+)");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 3u);
+  EXPECT_EQ(devices[0].uuid, xpuml::derive_uuid("serial:02K00FAKE0000"));
+  EXPECT_EQ(devices[1].uuid, xpuml::derive_uuid("serial:02K00FAKE0001"));
+  EXPECT_EQ(devices[2].uuid, xpuml::derive_uuid("serial:02K00FAKE0002"));
+}
+
+TEST_F(XpumlDiscoverTest, CardsWhoseIdentityCannotBeReadAreSkippedOthersStay) {
+  host.write_scenario(R"(
+devices 6
+device 1
+fail xpumlDeviceGetPciInfo NOT_SUPPORTED
+device 2
+bus_id not-a-bus-id
+device 3
+lost
+device 4
+fail xpumlDeviceGetHandleByIndex UNKNOWN
+)");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].pci_bus_id, "0000:3b:00.0");
+  EXPECT_EQ(devices[1].pci_bus_id, "0000:40:00.0");
+}
+
+TEST_F(XpumlDiscoverTest, CardLostDuringIdentityIsSkipped) {
+  host.write_scenario("devices 2\ndevice 0\nfail xpumlDeviceGetAttributes XPU_IS_LOST\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].index, 1u);
+}
+
+TEST_F(XpumlDiscoverTest, DeviceCountFailureFailsDiscovery) {
+  host.write_scenario("devices 2\nfail xpumlDeviceGetCount DRIVER_NOT_LOADED after 0\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto devices = backend->discover();
+  ASSERT_FALSE(devices.ok());
+  EXPECT_EQ(devices.error(),
+            "xpumlDeviceGetCount(system): DRIVER_NOT_LOADED (9): fake libxpuml: driver not loaded");
+}
+
+TEST_F(XpumlDiscoverTest, MalformedOrMissingNumaNodeIsUnknownButTheCardStays) {
+  host.write_scenario("devices 3\n");
+  host.write_numa_node("0000:3b:00.0", "garbage\n");
+  host.write_numa_node("0000:3c:00.0", "4096\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 3u);
+  for (const auto& d : devices) EXPECT_EQ(d.numa_node, -1) << d.pci_bus_id;
+
+  host.write_numa_node("0000:3b:00.0", "1\n");
+  EXPECT_EQ(discover(*backend)[0].numa_node, 1);
+}
+
+TEST_F(XpumlDiscoverTest, LastingProblemsAreWarnedAboutOncePerAppearance) {
+  host.write_scenario("devices 2\ndevice 1\nfail xpumlDeviceGetPciInfo NOT_SUPPORTED\n");
+  host.write_numa_node("0000:3b:00.0", "garbage\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  test::CapturedLog log;
+  for (int pass = 0; pass < 3; ++pass) EXPECT_EQ(discover(*backend).size(), 1u);
+  EXPECT_EQ(log.count("warning", "numa_node"), 1);
+  EXPECT_EQ(log.count("debug", "numa_node"), 2);
+  EXPECT_EQ(log.count("warning", "skipping device: xpumlDeviceGetPciInfo(index 1)"), 1);
+
+  host.write_numa_node("0000:3b:00.0", "0\n");
+  EXPECT_EQ(discover(*backend).at(0).numa_node, 0);
+  host.write_numa_node("0000:3b:00.0", "garbage\n");
+  EXPECT_EQ(discover(*backend).at(0).numa_node, -1);
+  EXPECT_EQ(log.count("warning", "numa_node"), 2);
+}
+
+TEST_F(XpumlDiscoverTest, MemoryTotalFallsBackToTheAttributes) {
+  host.write_scenario(
+      "devices 1\ndevice 0\nmemory_total 24GiB\nfail xpumlDeviceGetMemoryInfo NOT_SUPPORTED\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].memory_total_bytes, std::uint64_t{24} << 30);
+}
+
+TEST_F(XpumlDiscoverTest, NoticesCardsAddedWhileRunning) {
+  host.write_scenario("devices 1\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  EXPECT_EQ(discover(*backend).size(), 1u);
+  host.write_scenario("devices 3\n");
+  EXPECT_THAT(indices(discover(*backend)), ElementsAre(0, 1, 2));
+}
+
+}  // namespace
+}  // namespace xpud

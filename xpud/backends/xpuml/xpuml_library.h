@@ -1,0 +1,138 @@
+// libxpuml.so.1 loaded with dlopen: the handle, the resolved symbol table, xpumlInit on open and
+// xpumlShutdown on destruction, and error messages for every return code.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "xpud/backends/xpuml/xpuml_api.h"
+
+namespace xpud::xpuml {
+
+// Owns a dlopen handle.
+class DlHandle {
+ public:
+  DlHandle() = default;
+  explicit DlHandle(void* handle) : handle_(handle) {}
+  ~DlHandle() { reset(); }
+  DlHandle(DlHandle&& other) noexcept;
+  DlHandle& operator=(DlHandle&& other) noexcept;
+  DlHandle(const DlHandle&) = delete;
+  DlHandle& operator=(const DlHandle&) = delete;
+
+  void* get() const { return handle_; }
+  // Gives up ownership without dlclose (the library stays mapped).
+  void* release();
+  void reset(void* handle = nullptr);
+
+ private:
+  void* handle_ = nullptr;
+};
+
+// One library function: its address (null when an optional symbol is absent) and its name,
+// which every error message about it carries.
+template <typename Fn>
+struct Function {
+  Fn fn = nullptr;
+  std::string_view name;
+  bool available() const { return fn != nullptr; }
+};
+
+struct Symbols {
+  // Required: a library without any of these is too old (or not libxpuml).
+  Function<decltype(&::xpumlInit)> init{nullptr, "xpumlInit"};
+  Function<decltype(&::xpumlShutdown)> shutdown{nullptr, "xpumlShutdown"};
+  Function<decltype(&::xpumlSystemGetDriverVersion)> system_get_driver_version{
+      nullptr, "xpumlSystemGetDriverVersion"};
+  Function<decltype(&::xpumlDeviceGetCount)> device_get_count{nullptr, "xpumlDeviceGetCount"};
+  Function<decltype(&::xpumlDeviceGetHandleByIndex)> device_get_handle_by_index{
+      nullptr, "xpumlDeviceGetHandleByIndex"};
+  Function<decltype(&::xpumlDeviceGetSerial)> device_get_serial{nullptr, "xpumlDeviceGetSerial"};
+  Function<decltype(&::xpumlDeviceGetPciInfo)> device_get_pci_info{nullptr,
+                                                                   "xpumlDeviceGetPciInfo"};
+  Function<decltype(&::xpumlDeviceGetAttributes)> device_get_attributes{nullptr,
+                                                                        "xpumlDeviceGetAttributes"};
+  Function<decltype(&::xpumlDeviceGetMemoryInfo)> device_get_memory_info{
+      nullptr, "xpumlDeviceGetMemoryInfo"};
+  Function<decltype(&::xpumlDeviceGetUtilizationRates)> device_get_utilization_rates{
+      nullptr, "xpumlDeviceGetUtilizationRates"};
+  Function<decltype(&::xpumlDeviceGetTemperature)> device_get_temperature{
+      nullptr, "xpumlDeviceGetTemperature"};
+  Function<decltype(&::xpumlDeviceGetPowerUsage)> device_get_power_usage{
+      nullptr, "xpumlDeviceGetPowerUsage"};
+  Function<decltype(&::xpumlDeviceGetClockInfo)> device_get_clock_info{nullptr,
+                                                                       "xpumlDeviceGetClockInfo"};
+  Function<decltype(&::xpumlDeviceGetState)> device_get_state{nullptr, "xpumlDeviceGetState"};
+  Function<decltype(&::xpumlDeviceGetComputeRunningProcesses)> device_get_compute_running_processes{
+      nullptr, "xpumlDeviceGetComputeRunningProcesses"};
+  Function<decltype(&::xpumlDeviceGetHostVxpuMode)> device_get_host_vxpu_mode{
+      nullptr, "xpumlDeviceGetHostVxpuMode"};
+
+  // Optional: only newer libraries export these.
+  Function<decltype(&::xpumlDeviceGetName)> device_get_name{nullptr, "xpumlDeviceGetName"};
+  Function<decltype(&::xpumlDeviceGetMinorNumber)> device_get_minor_number{
+      nullptr, "xpumlDeviceGetMinorNumber"};
+  Function<decltype(&::xpumlDeviceGetUUID)> device_get_uuid{nullptr, "xpumlDeviceGetUUID"};
+  Function<decltype(&::xpumlErrorString)> error_string{nullptr, "xpumlErrorString"};
+};
+
+class Library {
+ public:
+  // Loads the library, resolves its symbols and calls xpumlInit. The error names the file and
+  // what is wrong with it: not found, not loadable, too old (missing symbols), init failed.
+  static xpu::Result<std::unique_ptr<Library>> open(const std::filesystem::path& path);
+
+  // xpumlShutdown, then dlclose; unless a call is still running on a thread the caller gave up
+  // on, in which case the library is left loaded so that thread can return safely.
+  ~Library();
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+
+  const Symbols& symbols() const { return symbols_; }
+  const std::filesystem::path& path() const { return path_; }
+
+  // Calls one library function. Calls go through here so destruction can tell whether one is
+  // still in progress.
+  template <typename Fn, typename... Args>
+  auto call(const Function<Fn>& function, Args... args) {
+    InFlight guard(in_flight_);
+    return function.fn(args...);
+  }
+
+  // "xpumlDeviceGetMemoryInfo(xpu2): XPU_IS_LOST (15): <what it means>", using the library's
+  // xpumlErrorString when it has one.
+  std::string error_message(std::string_view function, std::string_view subject,
+                            xpumlReturn_t code);
+
+ private:
+  Library(std::filesystem::path path, DlHandle handle, Symbols symbols);
+
+  class InFlight {
+   public:
+    explicit InFlight(std::atomic<int>& counter) : counter_(counter) { ++counter_; }
+    ~InFlight() { --counter_; }
+    InFlight(const InFlight&) = delete;
+    InFlight& operator=(const InFlight&) = delete;
+
+   private:
+    std::atomic<int>& counter_;
+  };
+
+  std::filesystem::path path_;
+  DlHandle handle_;
+  Symbols symbols_;
+  std::atomic<int> in_flight_{0};
+};
+
+// Text the library wrote into a buffer of `capacity` bytes: stops at the first NUL or at the
+// end of the buffer (the library may not terminate it), trims surrounding blanks. nullopt when
+// empty or when it holds anything but printable ASCII.
+std::optional<std::string> text_from_library(const char* buffer, std::size_t capacity);
+
+}  // namespace xpud::xpuml
