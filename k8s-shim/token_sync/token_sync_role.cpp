@@ -1,4 +1,6 @@
 // The token-sync role: command line, then the sync loop.
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <system_error>
 

@@ -141,6 +141,7 @@ class TokenSyncProcessTest : public ::testing::Test {
 
 TEST_F(TokenSyncProcessTest, RotationsNeverShowTheRuntimeAMissingOrPartialFile) {
   constexpr unsigned kRotations = 200;
+  constexpr unsigned kCheckpointEvery = 50;
   std::string record = framed_record(0, random_);
   publish(record);
   // A long interval: every update below has to come from inotify.
@@ -150,6 +151,7 @@ TEST_F(TokenSyncProcessTest, RotationsNeverShowTheRuntimeAMissingOrPartialFile) 
   const auto kubeconfig = read_file(dest_ / "kubeconfig");
 
   std::atomic<bool> stop_reading{false};
+  std::atomic<unsigned> latest_seen{0};
   std::vector<std::string> problems;
   std::set<unsigned> generations_seen;
   std::size_t reads = 0;
@@ -163,7 +165,10 @@ TEST_F(TokenSyncProcessTest, RotationsNeverShowTheRuntimeAMissingOrPartialFile) 
         if (!read->problem.empty()) problems.push_back(read->problem);
       auto generation = check_record(token.content);
       if (!generation) problems.push_back("partial or corrupt token of " + std::to_string(token.content.size()) + " bytes");
-      else generations_seen.insert(*generation);
+      else {
+        generations_seen.insert(*generation);
+        latest_seen = *generation;
+      }
       if (!check_ca(ca.content)) problems.push_back("partial or corrupt ca.crt of " + std::to_string(ca.content.size()) + " bytes");
       if (config.content != kubeconfig) problems.push_back("kubeconfig changed or partial");
       if (ns.content != "kube-system") problems.push_back("namespace is '" + ns.content + "'");
@@ -171,11 +176,27 @@ TEST_F(TokenSyncProcessTest, RotationsNeverShowTheRuntimeAMissingOrPartialFile) 
     }
   });
 
+  // An ASSERT below returns early; the reader must still be stopped before it goes away.
+  struct StopReader {
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~StopReader() {
+      stop = true;
+      if (thread.joinable()) thread.join();
+    }
+  } stop_reader{stop_reading, reader};
+
   for (unsigned generation = 1; generation <= kRotations; ++generation) {
     record = framed_record(generation, random_);
     publish(record);
     // Vary the pace so the syncer is caught both idle and mid-sync.
     if (generation % 3 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(generation % 7));
+    // Now and then let the runtime catch up, so it provably reads across several updates
+    // however loaded the machine is.
+    if (generation % kCheckpointEvery == 0) {
+      ASSERT_TRUE(wait_until(kDeadline, [&] { return latest_seen.load() >= generation; }))
+          << "rotation " << generation << " never reached the reader\n" << log_text(log_);
+    }
   }
   const bool converged = wait_until(kDeadline, [&] {
     return read_file(dest_ / "token") == record && read_file(dest_ / "ca.crt") == ca_for(record);
@@ -188,7 +209,8 @@ TEST_F(TokenSyncProcessTest, RotationsNeverShowTheRuntimeAMissingOrPartialFile) 
   RecordProperty("reads", static_cast<int>(reads));
   RecordProperty("generations_seen", static_cast<int>(generations_seen.size()));
   EXPECT_GT(reads, 0u);
-  EXPECT_GE(generations_seen.size(), 3u) << "the reader saw too few versions for the test to mean anything";
+  EXPECT_GE(generations_seen.size(), kRotations / kCheckpointEvery)
+      << "the reader saw too few versions for the test to mean anything";
   // Credentials never reach the log: no token payload, in whole or in part.
   const std::string log = log_text(log_);
   EXPECT_THAT(log, Not(HasSubstr(record.substr(record.rfind('.') + 1, 16))));
