@@ -1,0 +1,132 @@
+#!/bin/bash
+# End to end on a real systemd: boots a Debian 12 root with systemd-nspawn, installs xpud the way
+# the packages lay it out (unit, D-Bus policy, config, binaries), and checks what an operator
+# sees: systemctl status, the system bus, the policy, the journal's structured fields, reload,
+# watchdog and a clean stop.
+#
+# Usage: nspawn_boot_test.sh BUILD_DIR
+# The debootstrap root is cached in BUILD_DIR/e2e-root-cache (about 2.5 minutes to make).
+set -euo pipefail
+
+build=$(realpath "$1")
+cache="$build/e2e-root-cache"
+work=$(mktemp -d /var/tmp/xpu-e2e.XXXXXX)
+nspawn_pid=""
+leader=""
+
+log() { printf '[e2e] %s\n' "$*"; }
+fail() { printf '[e2e] FAIL: %s\n' "$*"; dump; exit 1; }
+dump() {
+  [ -n "$leader" ] || return 0
+  echo "--- journal of xpud in the container"
+  in_container journalctl -u xpud --no-pager -n 60 || true
+}
+cleanup() {
+  if [ -n "$nspawn_pid" ] && kill -0 "$nspawn_pid" 2>/dev/null; then
+    kill -TERM "$nspawn_pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$nspawn_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+in_container() { nsenter --target "$leader" --all -- "$@"; }
+# wait_for DESCRIPTION SECONDS COMMAND...: retries the command until it succeeds or time runs out.
+wait_for() {
+  local what=$1 seconds=$2
+  shift 2
+  local deadline=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "timed out after ${seconds}s waiting for $what"
+    sleep 0.2
+  done
+}
+expect_eq() { [ "$2" = "$3" ] || fail "$1: expected '$3', got '$2'"; log "ok: $1 = '$2'"; }
+expect_contains() { case "$2" in *"$3"*) log "ok: $1" ;; *) fail "$1: '$3' not in: $2" ;; esac; }
+
+for tool in systemd-nspawn debootstrap nsenter; do
+  command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install systemd-container debootstrap)"; exit 1; }
+done
+
+# procps provides the kill(1) of ExecReload (a dependency of the xpud package).
+packages=systemd,systemd-sysv,dbus,procps,libsdbus-c++1,libinih1,libspdlog1.10,libfmt9,passwd
+if [ ! -f "$cache/stamp" ] || [ "$(cat "$cache/stamp")" != "$packages" ]; then
+  log "creating the Debian 12 root (debootstrap, cached in $cache)"
+  rm -rf "$cache"
+  mkdir -p "$cache"
+  debootstrap --variant=minbase --include="$packages" bookworm "$cache/root" http://deb.debian.org/debian \
+    >"$cache/debootstrap.log" 2>&1 || { tail -20 "$cache/debootstrap.log"; exit 1; }
+  echo "$packages" >"$cache/stamp"
+fi
+root="$work/root"
+cp -a "$cache/root" "$root"
+
+log "installing xpud into the root as the packages do"
+DESTDIR="$root" cmake --install "$build" --prefix /usr >"$work/install.log"
+mkdir -p "$root/etc/xpud/xpud.conf.d"
+printf '[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 500\n' >"$root/etc/xpud/xpud.conf.d/50-e2e.conf"
+chroot "$root" useradd --create-home viewer
+chroot "$root" systemctl enable xpud.service >/dev/null 2>&1
+echo e2e >"$root/etc/hostname"
+
+log "booting"
+# This sandbox's cgroup v1 tree is incomplete; the unified hierarchy works.
+SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn -D "$root" -b --register=no --keep-unit \
+  --console=pipe -q >"$work/boot.log" 2>&1 &
+nspawn_pid=$!
+deadline=$((SECONDS + 30))
+until leader=$(pgrep -P "$nspawn_pid" | head -1) && [ -n "$leader" ]; do
+  [ "$SECONDS" -lt "$deadline" ] || { cat "$work/boot.log"; fail "container did not start"; }
+  sleep 0.1
+done
+wait_for "systemd in the container to finish booting" 90 \
+  sh -c "nsenter --target $leader --all -- systemctl is-system-running --wait | grep -Eq 'running|degraded'"
+wait_for "xpud to be active" 30 in_container systemctl is-active --quiet xpud
+
+expect_eq "xpud status line" "$(in_container systemctl show -P StatusText xpud)" "8 devices, 8 healthy, backend sim"
+expect_eq "unit type" "$(in_container systemctl show -P Type xpud)" "notify"
+expect_eq "bus name owned by the unit's process" \
+  "$(in_container busctl status com.kunlunxin.xpud1 | sed -n 's/^PID=//p')" \
+  "$(in_container systemctl show -P MainPID xpud)"
+expect_contains "Manager interface on the system bus" \
+  "$(in_container busctl introspect com.kunlunxin.xpud1 /com/kunlunxin/xpud1)" "com.kunlunxin.xpud1.Manager"
+
+log "an unprivileged user reads, but cannot inject"
+expect_contains "xpuctl list as an unprivileged user" "$(in_container runuser -u viewer -- xpuctl list)" "8 devices, 8 healthy"
+expect_contains "GetMetrics as an unprivileged user" \
+  "$(in_container runuser -u viewer -- busctl call com.kunlunxin.xpud1 /com/kunlunxin/xpud1 com.kunlunxin.xpud1.Manager GetMetrics)" \
+  "memory_used_bytes"
+denied=$(in_container runuser -u viewer -- busctl call com.kunlunxin.xpud1 /com/kunlunxin/xpud1 \
+  com.kunlunxin.xpud1.Simulator SetHealth uss 3 Unhealthy nope 2>&1 || true)
+expect_contains "SetHealth as an unprivileged user is refused" "$denied" "Access denied"
+
+log "a health transition reaches the journal with the device as a field"
+in_container busctl call com.kunlunxin.xpud1 /com/kunlunxin/xpud1 com.kunlunxin.xpud1.Simulator \
+  SetHealth uss 3 Unhealthy "e2e fault" >/dev/null
+wait_for "the journal entry for xpu3" 10 \
+  sh -c "nsenter --target $leader --all -- journalctl XPU_DEVICE=xpu3 -o cat | grep -q 'health: Unhealthy: e2e fault'"
+log "ok: journalctl XPU_DEVICE=xpu3 shows the transition"
+wait_for "STATUS to count 7 healthy" 10 \
+  sh -c "nsenter --target $leader --all -- systemctl show -P StatusText xpud | grep -qx '8 devices, 7 healthy, backend sim'"
+log "ok: status line follows health"
+
+log "the watchdog is fed"
+expect_eq "WatchdogSec" "$(in_container systemctl show -P WatchdogUSec xpud)" "30s"
+wait_for "a watchdog ping" 20 \
+  sh -c "[ \"\$(nsenter --target $leader --all -- systemctl show -P WatchdogTimestampMonotonic xpud)\" != 0 ]"
+log "ok: systemd recorded a watchdog ping"
+
+log "reload"
+printf '[daemon]\nbackend = sim\nlog_level = debug\n[sampling]\ninterval_ms = 700\n' \
+  >"$root/etc/xpud/xpud.conf.d/50-e2e.conf"
+in_container systemctl reload xpud || fail "systemctl reload xpud failed"
+wait_for "the reload to be logged" 10 \
+  sh -c "nsenter --target $leader --all -- journalctl -u xpud -o cat | grep -q 'configuration reloaded (interval 700 ms'"
+expect_eq "still active after reload" "$(in_container systemctl is-active xpud)" "active"
+
+log "stop"
+in_container systemctl stop xpud
+expect_eq "stop result" "$(in_container systemctl show -P Result xpud)" "success"
+expect_eq "exit status" "$(in_container systemctl show -P ExecMainStatus xpud)" "0"
+log "PASS"
