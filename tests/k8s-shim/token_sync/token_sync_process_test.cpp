@@ -292,6 +292,20 @@ TEST_F(TokenSyncProcessTest, MissingServiceHostIsReported) {
   expect_clean_stop(*child);
 }
 
+TEST_F(TokenSyncProcessTest, TheIntervalSyncRepairsATamperedDestination) {
+  const std::string record = framed_record(0, random_);
+  publish(record);
+  // The source never changes here, so only the interval can bring the files back.
+  auto child = start({"--interval", "1"});
+  ASSERT_TRUE(wait_until(kDeadline, [&] { return read_file(dest_ / "token") == record; })) << log_text(log_);
+  fs::remove(dest_ / "token");
+  testing::write_file(dest_ / "ca.crt", "tampered");
+  EXPECT_TRUE(wait_until(kDeadline, [&] {
+    return read_file(dest_ / "token") == record && read_file(dest_ / "ca.crt") == ca_for(record);
+  })) << log_text(log_);
+  expect_clean_stop(*child);
+}
+
 TEST_F(TokenSyncProcessTest, ASourceThatAppearsLaterIsPickedUp) {
   fs::remove_all(source_);
   auto child = start({"--interval", "3600"});
