@@ -6,7 +6,8 @@ namespace shim::exporter {
 
 PodOwnersCache::Owners PodOwnersCache::get(Clock::time_point now) {
   std::lock_guard lock(mutex_);
-  if (fetched_at_ && now >= *fetched_at_ && now - *fetched_at_ < max_age_) return owners_;
+  // A caller that started before the last List (it waited for it on the mutex) takes its answer.
+  if (fetched_at_ && now < *fetched_at_ + max_age_) return owners_;
 
   auto reply = lister_();
   const bool was_up = owners_.up || !fetched_at_;

@@ -24,8 +24,9 @@ class PodOwnersCache {
   PodOwnersCache(Lister lister, std::chrono::milliseconds max_age)
       : lister_(std::move(lister)), max_age_(max_age) {}
 
-  // Thread-safe. Calls the lister when the last answer (or failure) is older than max_age;
-  // concurrent callers wait for that one call instead of issuing their own.
+  // Thread-safe. Calls the lister when the last answer (or failure) is max_age older than `now`
+  // (when the caller's scrape started); concurrent callers wait for that one call instead of
+  // issuing their own.
   Owners get(Clock::time_point now);
 
  private:

@@ -9,7 +9,7 @@ namespace shim::exporter {
 std::string Scraper::scrape() {
   const auto started = std::chrono::steady_clock::now();
   ScrapeInputs inputs;
-  auto metrics = xpud_.get_metrics();
+  auto metrics = get_metrics_.run();
   if (metrics) {
     inputs.metrics = std::move(*metrics);
   } else {

@@ -5,19 +5,23 @@
 
 #include "common/xpud_client.h"
 #include "k8s-shim/exporter/pod_owners_cache.h"
+#include "k8s-shim/exporter/single_flight.h"
 
 namespace shim::exporter {
 
 class Scraper {
  public:
-  Scraper(xpu::XpudClient& xpud, PodOwnersCache& pods) : xpud_(xpud), pods_(pods) {}
+  Scraper(xpu::XpudClient& xpud, PodOwnersCache& pods)
+      : xpud_(xpud), pods_(pods), get_metrics_([&xpud] { return xpud.get_metrics(); }) {}
 
-  // Thread-safe; bounded by the xpud call timeout plus the pod-resources deadline.
+  // Thread-safe; bounded by the xpud call timeout plus the pod-resources deadline, however many
+  // scrapes run at once (they share one GetMetrics and one List).
   std::string scrape();
 
  private:
   xpu::XpudClient& xpud_;
   PodOwnersCache& pods_;
+  SingleFlight<xpu::Result<xpu::MetricsSnapshot>> get_metrics_;
 };
 
 }  // namespace shim::exporter

@@ -370,6 +370,29 @@ func TestExporterWithPrometheus(t *testing.T) {
 			return strings.Contains(body, "\nxpu_exporter_xpud_up 0\n") && len(samples(body, "xpu_info")) == 0 &&
 				scrapeDuration(body) >= 400*time.Millisecond
 		})
+		// Scrapes at the same moment (two Prometheus replicas, an operator's curl) share one
+		// GetMetrics: none waits for another's timeout before starting its own.
+		results := make(chan error, 4)
+		for i := 0; i < 4; i++ {
+			go func() {
+				result, err := scrape(port)
+				switch {
+				case err != nil:
+					results <- err
+				case result.took > scrapeBound:
+					results <- fmt.Errorf("concurrent scrape took %v (bound %v)", result.took, scrapeBound)
+				case !strings.Contains(result.body, "\nxpu_exporter_xpud_up 0\n"):
+					results <- fmt.Errorf("concurrent scrape without xpud_up 0:\n%s", result.body)
+				default:
+					results <- nil
+				}
+			}()
+		}
+		for i := 0; i < 4; i++ {
+			if err := <-results; err != nil {
+				t.Error(err)
+			}
+		}
 		syscall.Kill(xpud.Pid(), syscall.SIGCONT)
 		waitScrape(t, port, 10*time.Second, "xpud_up 1 once xpud runs again", func(body string) bool {
 			return strings.Contains(body, "\nxpu_exporter_xpud_up 1\n") && len(samples(body, "xpu_info")) == simCards
