@@ -51,11 +51,14 @@ class XpumlBackend final : public Backend {
 
  private:
   struct Discovered {
+    xpumlDevice_t handle{};
     DeviceIdentity identity;
     bool uuid_from_library = false;
     std::string fallback_uuid;  // from the PCI address, unique per host by construction
   };
 
+  // The card at `library_index`: its handle and identity.
+  xpu::Result<Discovered> identify(unsigned library_index);
   xpu::Result<Discovered> read_identity(unsigned library_index, xpumlDevice_t handle);
   std::optional<std::string> read_text(
       const xpuml::Function<xpumlReturn_t (*)(xpumlDevice_t, char*, unsigned)>& function,
@@ -63,8 +66,10 @@ class XpumlBackend final : public Backend {
 
   std::unique_ptr<Library> library_;
   const std::filesystem::path sysfs_root_;
-  // Written by discover(), read by read(); both run on the sampler's driver thread only.
-  std::map<unsigned, Card> cards_;
+  // Owned by the sampler's driver thread, the only caller of discover() and read().
+  std::map<unsigned, Card> cards_;                  // by host index, from the last discover()
+  std::map<unsigned, Discovered> last_discovered_;  // by library index
+  unsigned last_count_ = 0;
   xpuml::DiscoveryWarnings warnings_;
 };
 
@@ -100,11 +105,22 @@ std::optional<std::string> XpumlBackend::read_text(
   return text;
 }
 
+xpu::Result<XpumlBackend::Discovered> XpumlBackend::identify(unsigned library_index) {
+  const auto& function = library_->symbols().device_get_handle_by_index;
+  xpumlDevice_t handle{};
+  xpumlReturn_t rc = library_->call(function, library_index, &handle);
+  if (rc != XPUML_SUCCESS)
+    return xpu::Error{
+        library_->error_message(function.name, "index " + std::to_string(library_index), rc)};
+  return read_identity(library_index, handle);
+}
+
 xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned library_index,
                                                                   xpumlDevice_t handle) {
   const auto& sym = library_->symbols();
   const std::string subject = "index " + std::to_string(library_index);
   Discovered found;
+  found.handle = handle;
   DeviceIdentity& id = found.identity;
 
   // The PCI address is what ties the card to sysfs, the exporter's labels and the operator's
@@ -247,23 +263,26 @@ xpu::Result<std::vector<DeviceIdentity>> XpumlBackend::discover() {
     return xpu::Error{std::string(sym.device_get_count.name) + " reports " + std::to_string(count) +
                       " devices; more than " + std::to_string(kMaxDevices) + " is not a real host"};
 
-  std::map<unsigned, Card> cards;
-  std::map<unsigned, DeviceIdentity> by_index;
+  std::map<unsigned, Discovered> by_library_index;
+  std::map<unsigned, const Discovered*> by_index;
   std::set<std::string> uuids;
   std::set<std::string> bus_ids;
   for (unsigned i = 0; i < count; ++i) {
-    xpumlDevice_t handle{};
-    rc = library_->call(sym.device_get_handle_by_index, i, &handle);
-    if (rc != XPUML_SUCCESS) {
-      warnings_.warn("skipping device: {}",
-                     library_->error_message(sym.device_get_handle_by_index.name,
-                                             "index " + std::to_string(i), rc));
-      continue;
-    }
-    auto found = read_identity(i, handle);
+    auto found = identify(i);
     if (!found) {
-      warnings_.warn("skipping device: {}", found.error());
-      continue;
+      // A card already published keeps its last identity, so that read() reports it as lost
+      // or failing (Unhealthy) rather than the card silently vanishing; a card leaves only
+      // when the library stops counting it. Library indices are only comparable while the
+      // count stays the same.
+      auto last = last_discovered_.find(i);
+      if (count != last_count_ || last == last_discovered_.end()) {
+        warnings_.warn("skipping device: {}", found.error());
+        continue;
+      }
+      warnings_.warn("{} ({}): {}; keeping its last known identity",
+                     xpu::names::device_name(last->second.identity.index),
+                     last->second.identity.pci_bus_id, found.error());
+      found = last->second;
     }
     DeviceIdentity& id = found->identity;
     if (bus_ids.contains(id.pci_bus_id)) {
@@ -273,7 +292,7 @@ xpu::Result<std::vector<DeviceIdentity>> XpumlBackend::discover() {
     }
     if (by_index.contains(id.index)) {
       warnings_.warn("skipping device {} at library index {}: xpu{} is already {}", id.pci_bus_id,
-                     i, id.index, by_index[id.index].pci_bus_id);
+                     i, id.index, by_index[id.index]->identity.pci_bus_id);
       continue;
     }
     if (uuids.contains(id.uuid)) {
@@ -289,15 +308,20 @@ xpu::Result<std::vector<DeviceIdentity>> XpumlBackend::discover() {
     }
     bus_ids.insert(id.pci_bus_id);
     uuids.insert(id.uuid);
-    cards[id.index] = Card{handle, id.uuid};
-    by_index[id.index] = std::move(id);
+    by_index[id.index] = &(by_library_index[i] = std::move(*found));
   }
-
   warnings_.end_pass();
-  cards_ = std::move(cards);
+
+  std::map<unsigned, Card> cards;
   std::vector<DeviceIdentity> devices;
   devices.reserve(by_index.size());
-  for (auto& [index, id] : by_index) devices.push_back(std::move(id));
+  for (const auto& [index, found] : by_index) {
+    cards[index] = Card{found->handle, found->identity.uuid};
+    devices.push_back(found->identity);
+  }
+  cards_ = std::move(cards);
+  last_discovered_ = std::move(by_library_index);
+  last_count_ = count;
   return devices;
 }
 

@@ -45,10 +45,6 @@ DlHandle& DlHandle::operator=(DlHandle&& other) noexcept {
   return *this;
 }
 
-void* DlHandle::release() {
-  return std::exchange(handle_, nullptr);
-}
-
 void DlHandle::reset(void* handle) {
   if (handle_ != nullptr) dlclose(handle_);
   handle_ = handle;
@@ -122,12 +118,6 @@ Library::Library(std::filesystem::path path, DlHandle handle, Symbols symbols)
     : path_(std::move(path)), handle_(std::move(handle)), symbols_(symbols) {}
 
 Library::~Library() {
-  if (in_flight_.load() != 0) {
-    spdlog::warn("libxpuml {}: a call is still running; leaving the library loaded",
-                 path_.string());
-    handle_.release();
-    return;
-  }
   if (!symbols_.shutdown.available()) return;
   xpumlReturn_t rc = call(symbols_.shutdown);
   if (rc != XPUML_SUCCESS)

@@ -2,7 +2,6 @@
 // xpumlShutdown on destruction, and error messages for every return code.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <filesystem>
 #include <memory>
@@ -27,8 +26,6 @@ class DlHandle {
   DlHandle& operator=(const DlHandle&) = delete;
 
   void* get() const { return handle_; }
-  // Gives up ownership without dlclose (the library stays mapped).
-  void* release();
   void reset(void* handle = nullptr);
 
  private:
@@ -88,8 +85,8 @@ class Library {
   // what is wrong with it: not found, not loadable, too old (missing symbols), init failed.
   static xpu::Result<std::unique_ptr<Library>> open(const std::filesystem::path& path);
 
-  // xpumlShutdown, then dlclose; unless a call is still running on a thread the caller gave up
-  // on, in which case the library is left loaded so that thread can return safely.
+  // xpumlShutdown, then dlclose. The owner must not destroy the library while a call is running
+  // (xpud's sampler holds the backend in every call it has started, even one it gave up on).
   ~Library();
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;
@@ -97,11 +94,9 @@ class Library {
   const Symbols& symbols() const { return symbols_; }
   const std::filesystem::path& path() const { return path_; }
 
-  // Calls one library function. Calls go through here so destruction can tell whether one is
-  // still in progress.
+  // Calls one library function (resolved, or checked with available() when optional).
   template <typename Fn, typename... Args>
-  auto call(const Function<Fn>& function, Args... args) {
-    InFlight guard(in_flight_);
+  auto call(const Function<Fn>& function, Args... args) const {
     return function.fn(args...);
   }
 
@@ -113,21 +108,9 @@ class Library {
  private:
   Library(std::filesystem::path path, DlHandle handle, Symbols symbols);
 
-  class InFlight {
-   public:
-    explicit InFlight(std::atomic<int>& counter) : counter_(counter) { ++counter_; }
-    ~InFlight() { --counter_; }
-    InFlight(const InFlight&) = delete;
-    InFlight& operator=(const InFlight&) = delete;
-
-   private:
-    std::atomic<int>& counter_;
-  };
-
   std::filesystem::path path_;
   DlHandle handle_;
   Symbols symbols_;
-  std::atomic<int> in_flight_{0};
 };
 
 // Text the library wrote into a buffer of `capacity` bytes: stops at the first NUL or at the

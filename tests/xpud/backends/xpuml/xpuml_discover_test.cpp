@@ -270,6 +270,35 @@ TEST_F(XpumlDiscoverTest, CardLostDuringIdentityIsSkipped) {
   EXPECT_EQ(devices[0].index, 1u);
 }
 
+TEST_F(XpumlDiscoverTest, KnownCardKeepsItsIdentityWhenItCannotBeReadAgain) {
+  host.write_scenario("devices 3\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto before = discover(*backend);
+  ASSERT_EQ(before.size(), 3u);
+  host.write_scenario(R"(
+devices 3
+device 1
+lost
+device 2
+fail xpumlDeviceGetPciInfo TIMEOUT
+)");
+  EXPECT_EQ(discover(*backend), before);
+  EXPECT_EQ(discover(*backend), before);
+}
+
+TEST_F(XpumlDiscoverTest, CardsLeaveWhenTheLibraryStopsCountingThem) {
+  host.write_scenario("devices 3\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  EXPECT_EQ(discover(*backend).size(), 3u);
+  host.write_scenario("devices 2\n");
+  EXPECT_THAT(indices(discover(*backend)), ElementsAre(0, 1));
+  // With a new count, library indices may name other cards: nothing is carried over.
+  host.write_scenario("devices 3\ndevice 1\nlost\n");
+  EXPECT_THAT(indices(discover(*backend)), ElementsAre(0, 2));
+}
+
 TEST_F(XpumlDiscoverTest, DeviceCountFailureFailsDiscovery) {
   host.write_scenario("devices 2\nfail xpumlDeviceGetCount DRIVER_NOT_LOADED after 0\n");
   auto backend = load();

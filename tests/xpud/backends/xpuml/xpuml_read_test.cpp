@@ -131,6 +131,16 @@ TEST_F(XpumlReadTest, CardLostAfterDiscoveryIsAFault) {
   EXPECT_FALSE(read(0).fault);
 }
 
+TEST_F(XpumlReadTest, LostCardStaysThroughRediscoveryAndReadsAsLost) {
+  ASSERT_NO_FATAL_FAILURE(start("devices 2\n"));
+  host.write_scenario("devices 2\ndevice 0\nlost\n");
+  auto again = backend->discover();
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(*again, devices);
+  EXPECT_EQ(backend->read(again->at(0)).fault, "device lost");
+  EXPECT_FALSE(backend->read(again->at(1)).fault);
+}
+
 TEST_F(XpumlReadTest, LostFromAnyCallIsAFault) {
   ASSERT_NO_FATAL_FAILURE(
       start("devices 1\ndevice 0\nfail xpumlDeviceGetPowerUsage XPU_IS_LOST after 0\n"));
