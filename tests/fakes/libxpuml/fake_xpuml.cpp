@@ -49,11 +49,14 @@ struct ScriptStamp {
 
 class FakeLibrary {
  public:
-  // One per loaded copy of the library: the vendor library keeps its state globally as well, and
-  // callers only reach it through the C functions below.
+  // One per process: the vendor library keeps its state globally as well, and callers only
+  // reach it through the C functions below. Never destroyed (and the library is linked
+  // -z nodelete, so the pointer stays reachable): a call sleeping in an injected delay on a thread
+  // its caller gave up on may wake up while the process is exiting, and must not find the state
+  // torn down by static destructors.
   static FakeLibrary& instance() {
-    static FakeLibrary library;
-    return library;
+    static FakeLibrary* library = new FakeLibrary;
+    return *library;
   }
 
   xpumlReturn_t init() {
