@@ -8,10 +8,8 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <thread>
-#include <cstring>
 #include <string_view>
-#include <vector>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -35,7 +33,9 @@ struct Response {
   bool allow_header = false;  // 405 says which methods are allowed
 };
 
-Response plain(int status, std::string body) { return Response{status, "text/plain; charset=utf-8", std::move(body)}; }
+Response plain(int status, std::string body) {
+  return Response{status, "text/plain; charset=utf-8", std::move(body)};
+}
 
 void send(mg_connection* connection, const Response& response, bool head_only) {
   mg_response_header_start(connection, response.status);
@@ -46,13 +46,15 @@ void send(mg_connection* connection, const Response& response, bool head_only) {
   mg_response_header_add(connection, "Cache-Control", "no-store", -1);
   if (response.allow_header) mg_response_header_add(connection, "Allow", "GET, HEAD", -1);
   mg_response_header_send(connection);
-  if (!head_only && !response.body.empty()) mg_write(connection, response.body.data(), response.body.size());
+  if (!head_only && !response.body.empty())
+    mg_write(connection, response.body.data(), response.body.size());
 }
 
 // Opens and closes a connection without waiting on it.
 void knock(const ListenAddress& address, std::uint16_t port) {
   const bool v6 = address.family == ListenAddress::Family::IPv6;
-  xpu::UniqueFd fd(::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  xpu::UniqueFd fd(
+      ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return;
   if (v6) {
     sockaddr_in6 peer{};
@@ -65,7 +67,8 @@ void knock(const ListenAddress& address, std::uint16_t port) {
     sockaddr_in peer{};
     peer.sin_family = AF_INET;
     peer.sin_port = htons(port);
-    if (address.family == ListenAddress::Family::Any || inet_pton(AF_INET, address.host.c_str(), &peer.sin_addr) != 1 ||
+    if (address.family == ListenAddress::Family::Any ||
+        inet_pton(AF_INET, address.host.c_str(), &peer.sin_addr) != 1 ||
         peer.sin_addr.s_addr == htonl(INADDR_ANY))
       peer.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ::connect(fd.get(), reinterpret_cast<sockaddr*>(&peer), sizeof peer);
@@ -80,7 +83,9 @@ int log_civetweb_message(const mg_connection*, const char* message) {
 
 }  // namespace
 
-void ExporterHttpServer::ContextStopper::operator()(mg_context* context) const { mg_stop(context); }
+void ExporterHttpServer::ContextStopper::operator()(mg_context* context) const {
+  mg_stop(context);
+}
 
 ExporterHttpServer::~ExporterHttpServer() {
   if (!context_) return;
@@ -105,9 +110,8 @@ xpu::Status ExporterHttpServer::can_listen_on(const ListenAddress& listen) {
   return xpu::ok_status();
 }
 
-xpu::Result<std::unique_ptr<ExporterHttpServer>> ExporterHttpServer::start(const ListenAddress& listen,
-                                                                          MetricsSource metrics,
-                                                                          Limits limits) {
+xpu::Result<std::unique_ptr<ExporterHttpServer>> ExporterHttpServer::start(
+    const ListenAddress& listen, MetricsSource metrics, Limits limits) {
   if (auto supported = can_listen_on(listen); !supported) return xpu::Error{supported.error()};
 
   std::unique_ptr<ExporterHttpServer> server(new ExporterHttpServer(std::move(metrics)));
@@ -118,13 +122,27 @@ xpu::Result<std::unique_ptr<ExporterHttpServer>> ExporterHttpServer::start(const
   const std::string timeout = std::to_string(limits.request_timeout_ms);
   const std::string queue = std::to_string(limits.worker_threads * 4);
   // No document_root: civetweb serves no files; every request goes to handle_request.
-  std::array<const char*, 21> options = {
-      "listening_ports", ports.c_str(),     "num_threads",     threads.c_str(),
-      "max_request_size", head_bytes.c_str(), "request_timeout_ms", timeout.c_str(),
-      "connection_queue", queue.c_str(),    "enable_keep_alive", "yes",
-      "keep_alive_timeout_ms", "1000",      "tcp_nodelay",     "1",
-      "access_control_allow_origin", "",    "decode_url", "no",
-      nullptr};
+  std::array<const char*, 21> options = {"listening_ports",
+                                         ports.c_str(),
+                                         "num_threads",
+                                         threads.c_str(),
+                                         "max_request_size",
+                                         head_bytes.c_str(),
+                                         "request_timeout_ms",
+                                         timeout.c_str(),
+                                         "connection_queue",
+                                         queue.c_str(),
+                                         "enable_keep_alive",
+                                         "yes",
+                                         "keep_alive_timeout_ms",
+                                         "1000",
+                                         "tcp_nodelay",
+                                         "1",
+                                         "access_control_allow_origin",
+                                         "",
+                                         "decode_url",
+                                         "no",
+                                         nullptr};
 
   mg_callbacks callbacks{};
   callbacks.log_message = log_civetweb_message;
@@ -137,10 +155,12 @@ xpu::Result<std::unique_ptr<ExporterHttpServer>> ExporterHttpServer::start(const
     std::string cause = error_text[0] ? error_text.data() : "unknown error";
     return xpu::Error{"cannot listen on " + listen.to_string() + ": " + cause};
   }
-  mg_set_request_handler(server->context_.get(), "/", &ExporterHttpServer::handle_request, server.get());
+  mg_set_request_handler(server->context_.get(), "/", &ExporterHttpServer::handle_request,
+                         server.get());
 
   std::array<mg_server_port, 4> bound{};
-  int count = mg_get_server_ports(server->context_.get(), static_cast<int>(bound.size()), bound.data());
+  int count =
+      mg_get_server_ports(server->context_.get(), static_cast<int>(bound.size()), bound.data());
   if (count < 1) return xpu::Error{"cannot listen on " + listen.to_string() + ": no port bound"};
   server->port_ = static_cast<std::uint16_t>(bound[0].port);
   return server;

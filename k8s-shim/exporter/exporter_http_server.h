@@ -22,9 +22,9 @@ class ExporterHttpServer {
   using MetricsSource = std::function<std::string()>;
 
   struct Limits {
-    int worker_threads = 8;                  // concurrent requests; more wait in the queue
-    int max_request_head_bytes = 8192;       // request line + headers
-    int request_timeout_ms = 3000;           // a slow client loses its connection after this
+    int worker_threads = 8;             // concurrent requests; more wait in the queue
+    int max_request_head_bytes = 8192;  // request line + headers
+    int request_timeout_ms = 3000;      // a slow client loses its connection after this
   };
 
   // Whether this build can listen there at all (civetweb may be built without IPv6).

@@ -30,22 +30,25 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
   auto listen = exporter::parse_listen_address(exporter::kDefaultListen);
   std::string podresources_socket(exporter::kDefaultPodResourcesSocket);
   xpu::CommandLine cli("xpu-k8s-shim exporter", "[OPTIONS]");
-  cli.add_option("listen", "HOST:PORT", "address to serve /metrics on: HOST:PORT, [IPV6]:PORT or :PORT (default :9507)",
+  cli.add_option("listen", "HOST:PORT",
+                 "address to serve /metrics on: HOST:PORT, [IPV6]:PORT or :PORT (default :9507)",
                  [&listen](std::string_view value) -> xpu::Status {
                    auto parsed = exporter::parse_listen_address(value);
                    if (!parsed) return xpu::Error{parsed.error()};
-                   if (auto supported = exporter::ExporterHttpServer::can_listen_on(*parsed); !supported)
+                   if (auto supported = exporter::ExporterHttpServer::can_listen_on(*parsed);
+                       !supported)
                      return supported;
                    listen = std::move(parsed);
                    return xpu::ok_status();
                  });
-  cli.add_option("podresources-socket", "PATH",
-                 "the kubelet's pod-resources socket (default /var/lib/kubelet/pod-resources/kubelet.sock)",
-                 [&podresources_socket](std::string_view value) -> xpu::Status {
-                   if (value.empty()) return xpu::Error{"must not be empty"};
-                   podresources_socket = std::string(value);
-                   return xpu::ok_status();
-                 });
+  cli.add_option(
+      "podresources-socket", "PATH",
+      "the kubelet's pod-resources socket (default /var/lib/kubelet/pod-resources/kubelet.sock)",
+      [&podresources_socket](std::string_view value) -> xpu::Status {
+        if (value.empty()) return xpu::Error{"must not be empty"};
+        podresources_socket = std::string(value);
+        return xpu::ok_status();
+      });
   parse_role_command_line(cli, options, args, "exporter");
 
   try {
@@ -54,8 +57,8 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
       if (last_present == view.xpud_present) return;
       last_present = view.xpud_present;
       if (view.xpud_present)
-        spdlog::info("xpud {} ({} backend) is up with {} devices", view.manager.version, view.manager.backend,
-                     view.devices.size());
+        spdlog::info("xpud {} ({} backend) is up with {} devices", view.manager.version,
+                     view.manager.backend, view.devices.size());
       else
         spdlog::warn("xpud is not on the bus; scrapes report xpu_exporter_xpud_up 0");
     });
@@ -65,7 +68,8 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
     exporter::Scraper scraper(xpud, owners);
 
     // Declared last, so it stops (and finishes requests in flight) before what it uses goes.
-    auto server = exporter::ExporterHttpServer::start(*listen, [&scraper] { return scraper.scrape(); });
+    auto server =
+        exporter::ExporterHttpServer::start(*listen, [&scraper] { return scraper.scrape(); });
     if (!server) {
       spdlog::error("{}", server.error());
       return 1;

@@ -17,9 +17,12 @@ xpu::Error bad(std::string_view text, std::string_view why) {
 
 std::string ListenAddress::civetweb_port_spec() const {
   switch (family) {
-    case Family::Any: return std::to_string(port);
-    case Family::IPv4: return host + ":" + std::to_string(port);
-    case Family::IPv6: return "[" + host + "]:" + std::to_string(port);
+    case Family::Any:
+      return std::to_string(port);
+    case Family::IPv4:
+      return host + ":" + std::to_string(port);
+    case Family::IPv6:
+      return "[" + host + "]:" + std::to_string(port);
   }
   return std::to_string(port);
 }
@@ -54,7 +57,8 @@ xpu::Result<ListenAddress> parse_listen_address(std::string_view text) {
       address.host = std::string(host);
       in_addr parsed{};
       if (inet_pton(AF_INET, address.host.c_str(), &parsed) != 1)
-        return bad(text, "'" + address.host + "' is not an IPv4 address (host names are not resolved)");
+        return bad(text,
+                   "'" + address.host + "' is not an IPv4 address (host names are not resolved)");
       address.family = ListenAddress::Family::IPv4;
     }
     port_text = text.substr(colon + 1);

@@ -23,11 +23,15 @@ struct DeviceFamily {
 };
 
 constexpr std::array<DeviceFamily, 10> kDeviceFamilies = {{
-    {key::kUtilization, "xpu_utilization_ratio", "Share of time the XPU's compute units were busy (0 to 1)."},
-    {key::kMemoryUtilization, "xpu_memory_utilization_ratio", "Share of time the XPU's global memory was being read or written (0 to 1)."},
-    {key::kMemoryUsed, "xpu_memory_used_bytes", "Global (HBM/GDDR) memory in use on the XPU, in bytes."},
+    {key::kUtilization, "xpu_utilization_ratio",
+     "Share of time the XPU's compute units were busy (0 to 1)."},
+    {key::kMemoryUtilization, "xpu_memory_utilization_ratio",
+     "Share of time the XPU's global memory was being read or written (0 to 1)."},
+    {key::kMemoryUsed, "xpu_memory_used_bytes",
+     "Global (HBM/GDDR) memory in use on the XPU, in bytes."},
     {key::kMemoryTotal, "xpu_memory_total_bytes", "Global (HBM/GDDR) memory on the XPU, in bytes."},
-    {key::kL3MemoryUsed, "xpu_l3_memory_used_bytes", "On-chip L3 memory in use on the XPU, in bytes."},
+    {key::kL3MemoryUsed, "xpu_l3_memory_used_bytes",
+     "On-chip L3 memory in use on the XPU, in bytes."},
     {key::kL3MemoryTotal, "xpu_l3_memory_total_bytes", "On-chip L3 memory on the XPU, in bytes."},
     {key::kTemperature, "xpu_temperature_celsius", "XPU die temperature, in degrees Celsius."},
     {key::kPower, "xpu_power_watts", "XPU board power draw, in watts."},
@@ -68,9 +72,11 @@ std::vector<MetricFamily> build_families(const ScrapeInputs& inputs) {
     for (const auto& device : inputs.view.devices) identity.emplace(device.index, &device);
 
     MetricFamily info = gauge_family("xpu_info", "Identity of each XPU; the value is always 1.");
-    MetricFamily healthy = gauge_family("xpu_healthy", "1 when xpud reports the XPU Healthy, 0 when Unhealthy.");
+    MetricFamily healthy =
+        gauge_family("xpu_healthy", "1 when xpud reports the XPU Healthy, 0 when Unhealthy.");
     std::vector<MetricFamily> values;
-    for (const auto& family : kDeviceFamilies) values.push_back(gauge_family(family.name, family.help));
+    for (const auto& family : kDeviceFamilies)
+      values.push_back(gauge_family(family.name, family.help));
 
     // Sorted and de-duplicated by index: a repeated series would make Prometheus drop the scrape.
     std::map<unsigned, const xpu::DeviceMetrics*> by_index;
@@ -89,7 +95,8 @@ std::vector<MetricFamily> build_families(const ScrapeInputs& inputs) {
 
       for (size_t i = 0; i < kDeviceFamilies.size(); ++i) {
         auto value = device_metrics->values.find(std::string(kDeviceFamilies[i].key));
-        if (value != device_metrics->values.end()) values[i].metric.push_back(gauge(labels, value->second));
+        if (value != device_metrics->values.end())
+          values[i].metric.push_back(gauge(labels, value->second));
       }
     }
     families.push_back(std::move(info));
@@ -98,13 +105,16 @@ std::vector<MetricFamily> build_families(const ScrapeInputs& inputs) {
     std::erase_if(families, [](const MetricFamily& family) { return family.metric.empty(); });
   }
 
-  MetricFamily xpud_up = gauge_family("xpu_exporter_xpud_up", "1 when xpud answered this scrape's GetMetrics call, else 0.");
+  MetricFamily xpud_up = gauge_family(
+      "xpu_exporter_xpud_up", "1 when xpud answered this scrape's GetMetrics call, else 0.");
   xpud_up.metric.push_back(gauge({}, inputs.metrics ? 1 : 0));
-  MetricFamily podresources_up = gauge_family(
-      "xpu_exporter_podresources_up", "1 when the kubelet pod-resources List answered (cached up to 2 s), else 0.");
+  MetricFamily podresources_up =
+      gauge_family("xpu_exporter_podresources_up",
+                   "1 when the kubelet pod-resources List answered (cached up to 2 s), else 0.");
   podresources_up.metric.push_back(gauge({}, inputs.podresources_up ? 1 : 0));
-  MetricFamily duration = gauge_family("xpu_exporter_scrape_duration_seconds",
-                                       "Time this scrape spent collecting from xpud and the kubelet, in seconds.");
+  MetricFamily duration =
+      gauge_family("xpu_exporter_scrape_duration_seconds",
+                   "Time this scrape spent collecting from xpud and the kubelet, in seconds.");
   duration.metric.push_back(gauge({}, inputs.scrape_duration_seconds));
   families.push_back(std::move(xpud_up));
   families.push_back(std::move(podresources_up));

@@ -13,7 +13,8 @@ PodResourcesClient::PodResourcesClient(std::string socket_path, std::chrono::mil
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  auto channel = grpc::CreateCustomChannel("unix://" + socket_path_, grpc::InsecureChannelCredentials(), args);
+  auto channel =
+      grpc::CreateCustomChannel("unix://" + socket_path_, grpc::InsecureChannelCredentials(), args);
   stub_ = v1::PodResourcesLister::NewStub(channel);
 }
 
@@ -24,8 +25,9 @@ xpu::Result<v1::ListPodResourcesResponse> PodResourcesClient::list() {
   v1::ListPodResourcesResponse response;
   grpc::Status status = stub_->List(&context, request, &response);
   if (!status.ok())
-    return xpu::Error{"pod-resources List on " + socket_path_ + " failed: " + status.error_message() +
-                      " (gRPC code " + std::to_string(static_cast<int>(status.error_code())) + ")"};
+    return xpu::Error{"pod-resources List on " + socket_path_ +
+                      " failed: " + status.error_message() + " (gRPC code " +
+                      std::to_string(static_cast<int>(status.error_code())) + ")"};
   return response;
 }
 

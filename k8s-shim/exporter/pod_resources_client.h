@@ -10,7 +10,8 @@
 
 namespace shim::exporter {
 
-inline constexpr std::string_view kDefaultPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+inline constexpr std::string_view kDefaultPodResourcesSocket =
+    "/var/lib/kubelet/pod-resources/kubelet.sock";
 
 class PodResourcesClient {
  public:

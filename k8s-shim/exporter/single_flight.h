@@ -58,7 +58,7 @@ class SingleFlight {
   std::function<T()> call_;
   mutable std::mutex mutex_;
   std::optional<std::shared_future<T>> in_flight_;  // guarded by mutex_
-  std::size_t joined_ = 0;                           // guarded by mutex_
+  std::size_t joined_ = 0;                          // guarded by mutex_
 };
 
 }  // namespace shim::exporter

@@ -16,11 +16,12 @@ namespace shim::exporter {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::send_request;
 using testing::http_request;
+using testing::send_request;
 
 const ListenAddress kLoopbackAnyPort = *parse_listen_address("127.0.0.1:0");
-constexpr const char* kBody = "# HELP xpu_exporter_xpud_up x\n# TYPE xpu_exporter_xpud_up gauge\nxpu_exporter_xpud_up 1\n";
+constexpr const char* kBody =
+    "# HELP xpu_exporter_xpud_up x\n# TYPE xpu_exporter_xpud_up gauge\nxpu_exporter_xpud_up 1\n";
 
 class ExporterHttpServerTest : public ::testing::Test {
  protected:
@@ -72,8 +73,8 @@ TEST_F(ExporterHttpServerTest, HealthzSaysOk) {
 }
 
 TEST_F(ExporterHttpServerTest, UnknownPathsAre404) {
-  for (const char* path : {"/nope", "/metrics/", "/metrics/x", "/healthz/x", "/index.html", "/../etc/passwd",
-                           "/%00", "//metrics"}) {
+  for (const char* path : {"/nope", "/metrics/", "/metrics/x", "/healthz/x", "/index.html",
+                           "/../etc/passwd", "/%00", "//metrics"}) {
     auto reply = http_request(server_->port(), "GET", path);
     ASSERT_TRUE(reply) << path;
     EXPECT_EQ(reply->status, 404) << path;
@@ -92,8 +93,9 @@ TEST_F(ExporterHttpServerTest, MethodsOtherThanGetAndHeadAre405) {
     EXPECT_EQ(reply->status, 405) << method;
     EXPECT_EQ(reply->headers["allow"], "GET, HEAD") << method;
   }
-  auto with_body = send_request(server_->port(),
-                            "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+  auto with_body = send_request(
+      server_->port(),
+      "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
   ASSERT_TRUE(with_body);
   EXPECT_EQ(with_body->status, 405);
   EXPECT_EQ(scrapes_, 0);
@@ -119,17 +121,19 @@ TEST_F(ExporterHttpServerTest, FailingScrapeIs500AndTheServerCarriesOn) {
 }
 
 TEST_F(ExporterHttpServerTest, HostileRequestsGetAnErrorOrAClosedConnectionNeverACrash) {
-  const std::string huge_header = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(64 * 1024, 'a') + "\r\n\r\n";
+  const std::string huge_header =
+      "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(64 * 1024, 'a') + "\r\n\r\n";
   auto reply = send_request(server_->port(), huge_header);
   if (reply) {
     EXPECT_GE(reply->status, 400);
   }
 
-  for (const std::string& junk : {std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11),
-                                  std::string("GARBAGE\r\n\r\n"), std::string("GET\r\n\r\n"),
-                                  std::string("GET /metrics HTTP/9.9\r\n\r\n"),
-                                  std::string("GET /metrics HTTP/1.1\r\nContent-Length: -5\r\n\r\n"),
-                                  std::string(100 * 1024, '\n')}) {
+  for (const std::string& junk :
+       {std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11),
+        std::string("GARBAGE\r\n\r\n"), std::string("GET\r\n\r\n"),
+        std::string("GET /metrics HTTP/9.9\r\n\r\n"),
+        std::string("GET /metrics HTTP/1.1\r\nContent-Length: -5\r\n\r\n"),
+        std::string(100 * 1024, '\n')}) {
     auto junk_reply = send_request(server_->port(), junk, std::chrono::seconds(5));
     if (junk_reply) {
       EXPECT_GE(junk_reply->status, 400) << junk_reply->raw.substr(0, 200);
@@ -161,10 +165,12 @@ TEST(ExporterHttpServer, SilentClientsAreDroppedAfterTheRequestTimeout) {
   ExporterHttpServer::Limits limits;
   limits.worker_threads = 2;
   limits.request_timeout_ms = 300;
-  auto server = ExporterHttpServer::start(kLoopbackAnyPort, [] { return std::string(kBody); }, limits);
+  auto server = ExporterHttpServer::start(
+      kLoopbackAnyPort, [] { return std::string(kBody); }, limits);
   ASSERT_TRUE(server) << server.error();
   std::vector<xpu::UniqueFd> silent;
-  for (int i = 0; i < 4; ++i) silent.push_back(testing::connect_local((*server)->port(), std::chrono::seconds(1)));
+  for (int i = 0; i < 4; ++i)
+    silent.push_back(testing::connect_local((*server)->port(), std::chrono::seconds(1)));
   auto started = std::chrono::steady_clock::now();
   auto reply = http_request((*server)->port(), "GET", "/metrics");
   ASSERT_TRUE(reply);

@@ -26,7 +26,8 @@ struct HttpReply {
 
 inline xpu::UniqueFd connect_local(std::uint16_t port, std::chrono::milliseconds timeout) {
   xpu::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
+  timeval tv{static_cast<time_t>(timeout.count() / 1000),
+             static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
   ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   sockaddr_in address{};
@@ -83,16 +84,19 @@ inline std::optional<HttpReply> parse_reply(const std::string& raw) {
 }
 
 // Sends `request` as is and parses whatever comes back (nullopt: no HTTP reply at all).
-inline std::optional<HttpReply> send_request(std::uint16_t port, const std::string& request,
-                                         std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+inline std::optional<HttpReply> send_request(
+    std::uint16_t port, const std::string& request,
+    std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
   auto fd = connect_local(port, timeout);
   if (!fd.valid()) return std::nullopt;
   if (!send_all(fd.get(), request)) return std::nullopt;
   return parse_reply(read_all(fd.get()));
 }
 
-inline std::optional<HttpReply> http_request(std::uint16_t port, const std::string& method, const std::string& path) {
-  return send_request(port, method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+inline std::optional<HttpReply> http_request(std::uint16_t port, const std::string& method,
+                                             const std::string& path) {
+  return send_request(
+      port, method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
 }
 
 }  // namespace shim::exporter::testing

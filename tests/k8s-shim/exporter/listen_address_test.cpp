@@ -46,9 +46,10 @@ TEST(ListenAddress, PortZeroAsksTheKernelForAFreePort) {
 }
 
 TEST(ListenAddress, RejectsMalformedValuesNamingTheValue) {
-  for (const char* text : {"", "9507", ":", "127.0.0.1", "127.0.0.1:", ":65536", ":-1", ":95x7",
-                           ": 9507", "localhost:9507", "256.0.0.1:80", "::1:9507", "[::1]", "[::1]9507",
-                           "[::1:9507", "[]:9507", "[127.0.0.1]:80", "[::1]:99999", "1.2.3.4:80:90"}) {
+  for (const char* text :
+       {"", "9507", ":", "127.0.0.1", "127.0.0.1:", ":65536", ":-1", ":95x7", ": 9507",
+        "localhost:9507", "256.0.0.1:80", "::1:9507", "[::1]", "[::1]9507", "[::1:9507", "[]:9507",
+        "[127.0.0.1]:80", "[::1]:99999", "1.2.3.4:80:90"}) {
     auto address = parse_listen_address(text);
     EXPECT_FALSE(address) << "accepted '" << text << "'";
     if (!address) {

@@ -36,16 +36,17 @@ ScrapeInputs two_cards() {
   inputs.view.devices = {card(0, "uuid-0"), card(1, "uuid-1", false)};
   xpu::MetricsSnapshot snapshot;
   snapshot.timestamp_usec = 1'700'000'000'000'000;
-  snapshot.devices.push_back({0, {{"utilization_ratio", 0.5},
-                                  {"memory_utilization_ratio", 0.25},
-                                  {"memory_used_bytes", 1024},
-                                  {"memory_total_bytes", 34359738368.0},
-                                  {"l3_memory_used_bytes", 2048},
-                                  {"l3_memory_total_bytes", 67108864},
-                                  {"temperature_celsius", 45},
-                                  {"power_watts", 81.5},
-                                  {"clock_hertz", 1.2e9},
-                                  {"process_count", 2}}});
+  snapshot.devices.push_back({0,
+                              {{"utilization_ratio", 0.5},
+                               {"memory_utilization_ratio", 0.25},
+                               {"memory_used_bytes", 1024},
+                               {"memory_total_bytes", 34359738368.0},
+                               {"l3_memory_used_bytes", 2048},
+                               {"l3_memory_total_bytes", 67108864},
+                               {"temperature_celsius", 45},
+                               {"power_watts", 81.5},
+                               {"clock_hertz", 1.2e9},
+                               {"process_count", 2}}});
   // Card 1's backend cannot read power or temperature.
   snapshot.devices.push_back({1, {{"utilization_ratio", 0}, {"memory_used_bytes", 4096}}});
   inputs.metrics = snapshot;
@@ -76,9 +77,11 @@ constexpr const char* kCard1 =
 TEST(MetricsRenderer, EveryFamilyWithIdentityLabelsAndValuesInBaseUnits) {
   std::string text = render_text(build_families(two_cards()));
 
-  EXPECT_THAT(samples_of(text, "xpu_info"),
-              ::testing::ElementsAre(std::string("xpu_info{") + kCard0 + R"(,serial="SN00",driver_version="4.0.25"} 1)",
-                                     std::string("xpu_info{") + kCard1 + R"(,serial="SN01",driver_version="4.0.25"} 1)"));
+  EXPECT_THAT(
+      samples_of(text, "xpu_info"),
+      ::testing::ElementsAre(
+          std::string("xpu_info{") + kCard0 + R"(,serial="SN00",driver_version="4.0.25"} 1)",
+          std::string("xpu_info{") + kCard1 + R"(,serial="SN01",driver_version="4.0.25"} 1)"));
   EXPECT_THAT(samples_of(text, "xpu_healthy"),
               ::testing::ElementsAre(std::string("xpu_healthy{") + kCard0 + "} 1",
                                      std::string("xpu_healthy{") + kCard1 + "} 0"));
@@ -86,32 +89,41 @@ TEST(MetricsRenderer, EveryFamilyWithIdentityLabelsAndValuesInBaseUnits) {
               ::testing::ElementsAre(std::string("xpu_memory_used_bytes{") + kCard0 + "} 1024",
                                      std::string("xpu_memory_used_bytes{") + kCard1 + "} 4096"));
   const std::string card0 = std::string("{") + kCard0 + "} ";
-  EXPECT_THAT(samples_of(text, "xpu_utilization_ratio"), Contains("xpu_utilization_ratio" + card0 + "0.5"));
+  EXPECT_THAT(samples_of(text, "xpu_utilization_ratio"),
+              Contains("xpu_utilization_ratio" + card0 + "0.5"));
   EXPECT_THAT(samples_of(text, "xpu_memory_utilization_ratio"),
               ::testing::ElementsAre("xpu_memory_utilization_ratio" + card0 + "0.25"));
   EXPECT_THAT(samples_of(text, "xpu_memory_total_bytes"),
               ::testing::ElementsAre("xpu_memory_total_bytes" + card0 + "34359738368"));
-  EXPECT_THAT(samples_of(text, "xpu_l3_memory_used_bytes"), ::testing::ElementsAre("xpu_l3_memory_used_bytes" + card0 + "2048"));
+  EXPECT_THAT(samples_of(text, "xpu_l3_memory_used_bytes"),
+              ::testing::ElementsAre("xpu_l3_memory_used_bytes" + card0 + "2048"));
   EXPECT_THAT(samples_of(text, "xpu_l3_memory_total_bytes"),
               ::testing::ElementsAre("xpu_l3_memory_total_bytes" + card0 + "67108864"));
-  EXPECT_THAT(samples_of(text, "xpu_temperature_celsius"), ::testing::ElementsAre("xpu_temperature_celsius" + card0 + "45"));
-  EXPECT_THAT(samples_of(text, "xpu_power_watts"), ::testing::ElementsAre("xpu_power_watts" + card0 + "81.5"));
-  EXPECT_THAT(samples_of(text, "xpu_clock_hertz"), ::testing::ElementsAre("xpu_clock_hertz" + card0 + "1200000000"));
-  EXPECT_THAT(samples_of(text, "xpu_processes"), ::testing::ElementsAre("xpu_processes" + card0 + "2"));
+  EXPECT_THAT(samples_of(text, "xpu_temperature_celsius"),
+              ::testing::ElementsAre("xpu_temperature_celsius" + card0 + "45"));
+  EXPECT_THAT(samples_of(text, "xpu_power_watts"),
+              ::testing::ElementsAre("xpu_power_watts" + card0 + "81.5"));
+  EXPECT_THAT(samples_of(text, "xpu_clock_hertz"),
+              ::testing::ElementsAre("xpu_clock_hertz" + card0 + "1200000000"));
+  EXPECT_THAT(samples_of(text, "xpu_processes"),
+              ::testing::ElementsAre("xpu_processes" + card0 + "2"));
 
-  EXPECT_THAT(samples_of(text, "xpu_exporter_xpud_up"), ::testing::ElementsAre("xpu_exporter_xpud_up 1"));
-  EXPECT_THAT(samples_of(text, "xpu_exporter_podresources_up"), ::testing::ElementsAre("xpu_exporter_podresources_up 1"));
+  EXPECT_THAT(samples_of(text, "xpu_exporter_xpud_up"),
+              ::testing::ElementsAre("xpu_exporter_xpud_up 1"));
+  EXPECT_THAT(samples_of(text, "xpu_exporter_podresources_up"),
+              ::testing::ElementsAre("xpu_exporter_podresources_up 1"));
   EXPECT_THAT(samples_of(text, "xpu_exporter_scrape_duration_seconds"),
               ::testing::ElementsAre("xpu_exporter_scrape_duration_seconds 0.25"));
 }
 
 TEST(MetricsRenderer, EveryFamilyHasHelpAndGaugeType) {
   std::string text = render_text(build_families(two_cards()));
-  for (const char* family : {"xpu_info", "xpu_healthy", "xpu_utilization_ratio", "xpu_memory_utilization_ratio",
-                             "xpu_memory_used_bytes", "xpu_memory_total_bytes", "xpu_l3_memory_used_bytes",
-                             "xpu_l3_memory_total_bytes", "xpu_temperature_celsius", "xpu_power_watts",
-                             "xpu_clock_hertz", "xpu_processes", "xpu_exporter_xpud_up",
-                             "xpu_exporter_podresources_up", "xpu_exporter_scrape_duration_seconds"}) {
+  for (const char* family :
+       {"xpu_info", "xpu_healthy", "xpu_utilization_ratio", "xpu_memory_utilization_ratio",
+        "xpu_memory_used_bytes", "xpu_memory_total_bytes", "xpu_l3_memory_used_bytes",
+        "xpu_l3_memory_total_bytes", "xpu_temperature_celsius", "xpu_power_watts",
+        "xpu_clock_hertz", "xpu_processes", "xpu_exporter_xpud_up", "xpu_exporter_podresources_up",
+        "xpu_exporter_scrape_duration_seconds"}) {
     EXPECT_THAT(text, HasSubstr(std::string("# HELP ") + family + " ")) << family;
     EXPECT_THAT(text, HasSubstr(std::string("# TYPE ") + family + " gauge\n")) << family;
   }
@@ -120,7 +132,8 @@ TEST(MetricsRenderer, EveryFamilyHasHelpAndGaugeType) {
 TEST(MetricsRenderer, MetricXpudLeftOutIsLeftOut) {
   std::string text = render_text(build_families(two_cards()));
   // Card 1 reported no power: no series for it, and no zero.
-  for (const auto& line : samples_of(text, "xpu_power_watts")) EXPECT_THAT(line, Not(HasSubstr(R"(xpu="1")")));
+  for (const auto& line : samples_of(text, "xpu_power_watts"))
+    EXPECT_THAT(line, Not(HasSubstr(R"(xpu="1")")));
 
   auto inputs = two_cards();
   inputs.metrics->devices[0].values.erase("power_watts");
@@ -141,14 +154,16 @@ TEST(MetricsRenderer, UnallocatedCardHasNoPodLabels) {
   inputs.pods.clear();
   text = render_text(build_families(inputs));
   EXPECT_THAT(text, Not(HasSubstr("pod=")));
-  EXPECT_THAT(samples_of(text, "xpu_exporter_podresources_up"), ::testing::ElementsAre("xpu_exporter_podresources_up 0"));
+  EXPECT_THAT(samples_of(text, "xpu_exporter_podresources_up"),
+              ::testing::ElementsAre("xpu_exporter_podresources_up 0"));
 }
 
 TEST(MetricsRenderer, XpudDownLeavesOnlyTheExporterFamilies) {
   auto inputs = two_cards();
   inputs.metrics.reset();
   std::string text = render_text(build_families(inputs));
-  EXPECT_THAT(samples_of(text, "xpu_exporter_xpud_up"), ::testing::ElementsAre("xpu_exporter_xpud_up 0"));
+  EXPECT_THAT(samples_of(text, "xpu_exporter_xpud_up"),
+              ::testing::ElementsAre("xpu_exporter_xpud_up 0"));
   for (const auto& line : lines(text)) {
     if (line.starts_with("#")) continue;
     EXPECT_TRUE(line.starts_with("xpu_exporter_")) << line;
@@ -185,8 +200,10 @@ TEST(MetricsRenderer, LabelValuesAreEscaped) {
 // The rendered text passes Prometheus' own linter (promtool ships with the prometheus package).
 TEST(MetricsRenderer, PassesPromtoolCheckMetrics) {
   const char* promtool = "/usr/bin/promtool";
-  ASSERT_TRUE(std::filesystem::exists(promtool)) << "promtool is required (Debian package prometheus)";
-  auto path = std::filesystem::temp_directory_path() / ("xpu-render-" + std::to_string(::getpid()) + ".prom");
+  ASSERT_TRUE(std::filesystem::exists(promtool))
+      << "promtool is required (Debian package prometheus)";
+  auto path = std::filesystem::temp_directory_path() /
+              ("xpu-render-" + std::to_string(::getpid()) + ".prom");
   {
     std::ofstream out(path);
     out << render_text(build_families(two_cards()));

@@ -10,8 +10,9 @@ struct Claim {
   std::vector<std::string> ids;
 };
 
-void add_container(v1::ListPodResourcesResponse& reply, const std::string& ns, const std::string& pod,
-                   const std::string& container, const std::vector<Claim>& claims) {
+void add_container(v1::ListPodResourcesResponse& reply, const std::string& ns,
+                   const std::string& pod, const std::string& container,
+                   const std::vector<Claim>& claims) {
   v1::PodResources* entry = nullptr;
   for (auto& existing : *reply.mutable_pod_resources())
     if (existing.namespace_() == ns && existing.name() == pod) entry = &existing;
@@ -46,7 +47,8 @@ TEST(PodMap, MapsEveryXpuUuidToItsContainer) {
 TEST(PodMap, IgnoresResourcesThatAreNotXpus) {
   v1::ListPodResourcesResponse reply;
   add_container(reply, "default", "mixed", "main",
-                {{"nvidia.com/gpu", {"GPU-1"}}, {"example.com/kunlunxin.com/xpu", {"uuid-x"}},
+                {{"nvidia.com/gpu", {"GPU-1"}},
+                 {"example.com/kunlunxin.com/xpu", {"uuid-x"}},
                  {"kunlunxin.com/xpu", {"uuid-a"}}});
   add_container(reply, "default", "cpu-only", "main", {});
   reply.mutable_pod_resources(0)->mutable_containers(0)->add_cpu_ids(3);

@@ -47,7 +47,8 @@ TEST(PodOwnersCache, AsksTheKubeletAtMostOncePerMaxAge) {
 }
 
 TEST(PodOwnersCache, FailedListMeansDownWithoutPodLabelsAndIsRetriedAfterMaxAge) {
-  ScriptedKubelet kubelet{{one_pod("demo", "uuid-a"), xpu::Error{"connection refused"}, one_pod("demo", "uuid-a")}};
+  ScriptedKubelet kubelet{
+      {one_pod("demo", "uuid-a"), xpu::Error{"connection refused"}, one_pod("demo", "uuid-a")}};
   PodOwnersCache cache([&kubelet] { return kubelet(); }, 2000ms);
   const auto t0 = PodOwnersCache::Clock::time_point{} + 1h;
 
@@ -55,7 +56,8 @@ TEST(PodOwnersCache, FailedListMeansDownWithoutPodLabelsAndIsRetriedAfterMaxAge)
   auto down = cache.get(t0 + 2s);
   EXPECT_FALSE(down.up);
   EXPECT_TRUE(down.pods.empty());
-  EXPECT_FALSE(cache.get(t0 + 3s).up);  // failure cached too: a hung kubelet costs one deadline per max_age
+  EXPECT_FALSE(
+      cache.get(t0 + 3s).up);  // failure cached too: a hung kubelet costs one deadline per max_age
   EXPECT_EQ(kubelet.calls, 2u);
 
   auto back = cache.get(t0 + 4s);

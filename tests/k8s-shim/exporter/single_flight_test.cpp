@@ -49,7 +49,8 @@ TEST(SingleFlight, ConcurrentCallersShareTheCallInFlight) {
   for (int i = 1; i < 4; ++i)
     followers.emplace_back([&, i] { results[static_cast<size_t>(i)] = flight.run(); });
   auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (flight.joined() < 3 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  while (flight.joined() < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
   EXPECT_EQ(flight.joined(), 3u);
   gate.release();
   leader.join();
