@@ -4,7 +4,8 @@ Renders the chart with `helm template` (defaults, then each reserved option of t
 replaces) and checks the parsed objects: names, kinds, namespaces, the absence of any host
 privilege, the flags each value turns on, and RBAC rules equal to the seed's.
 
-Environment: XPU_SOURCE_DIR (the tree), XPU_HELM (the helm binary).
+Environment: XPU_SOURCE_DIR (the tree), XPU_HELM (the helm binary), XPU_SHIM (the
+xpu-k8s-shim binary, when it is built: the rendered arguments are then fed to it).
 """
 
 import os
@@ -16,6 +17,7 @@ import yaml
 SOURCE_DIR = os.environ.get("XPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 CHART = os.path.join(SOURCE_DIR, "charts", "xpu-k8s-shim")
 HELM = os.environ.get("XPU_HELM", "helm")
+SHIM = os.environ.get("XPU_SHIM")
 NAMESPACE = "xpu-test-ns"
 BUS_SOCKET = "/run/dbus/system_bus_socket"
 
@@ -304,11 +306,12 @@ class ReservedOptions(unittest.TestCase):
             for flag in ("--enable-sriov", "--enable-xpu-share", "--resource-per-model"):
                 self.assertNotIn(flag, args, name)
 
-    def test_both_resource_naming_options_are_refused(self):
-        result = render_failure("devicePlugin.useDetailResName=true",
-                                "devicePlugin.customizedResourceName=example.com/vxpu")
-        self.assertNotEqual(result.returncode, 0)
-        self.assertIn("exclude each other", result.stderr)
+    def test_custom_domain_per_model(self):
+        # The plugin takes the domain of --resource-name for its per-model resources.
+        args = args_of(render("devicePlugin.useDetailResName=true",
+                              "devicePlugin.customizedResourceName=example.com/xpu"), DEVICE_PLUGIN)
+        self.assertIn("--resource-per-model", args)
+        self.assertEqual(option_value(args, "--resource-name"), "example.com/xpu")
 
     def test_invalid_values_are_refused_with_their_key(self):
         for bad, key in (("config.memoryUnit=TB", "memoryUnit"),
@@ -390,6 +393,36 @@ class ReservedOptions(unittest.TestCase):
 
     def test_exporter_service_can_be_turned_off(self):
         self.assertNotIn(("Service", "xpu-exporter"), render("exporter.service.enabled=false"))
+
+
+@unittest.skipUnless(SHIM, "xpu-k8s-shim is not built (XPU_BUILD_SHIM=OFF)")
+class ArgumentsMeetTheShim(unittest.TestCase):
+    """The real binary accepts what the chart renders: it validates every argument before it
+    acts on --help, so a flag or value it does not know fails with status 2."""
+
+    def assert_accepted(self, objects):
+        for name in DAEMONSETS:
+            args = args_of(objects, name)
+            result = subprocess.run([SHIM, *args, "--help"], capture_output=True, text=True, timeout=30)
+            self.assertEqual(result.returncode, 0, f"{name}: {args}: {result.stderr}")
+
+    def test_defaults(self):
+        self.assert_accepted(render())
+
+    def test_options(self):
+        self.assert_accepted(render("config.logLevel=", "config.logVerbose=3", "config.memoryUnit=GiB",
+                                    "config.exporterPort=9600", "devicePlugin.useDetailResName=true",
+                                    "devicePlugin.customizedResourceName=example.com/xpu"))
+
+    def test_vxpu_options(self):
+        flags = ("--enable-sriov", "--sriov-num-vfs", "--reconfig-vxpu", "--enable-xpu-share")
+        usage = subprocess.run([SHIM, "device-plugin", "--help"], capture_output=True, text=True,
+                               timeout=30).stdout
+        missing = [flag for flag in flags if flag not in usage]
+        if missing:
+            self.skipTest(f"the device plugin does not implement {', '.join(missing)} yet")
+        self.assert_accepted(render("devicePlugin.enableSriov=true", "devicePlugin.sriovNumVfs=4",
+                                    "devicePlugin.reconfigVxpu=true", "devicePlugin.enableXpuShare=true"))
 
 
 class SeedValues(unittest.TestCase):
