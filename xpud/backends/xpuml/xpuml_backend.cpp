@@ -52,9 +52,8 @@ class XpumlBackend final : public Backend {
  private:
   struct Discovered {
     xpumlDevice_t handle{};
-    DeviceIdentity identity;
+    DeviceIdentity identity;  // uuid empty when neither the library nor a serial gives one
     bool uuid_from_library = false;
-    std::string fallback_uuid;  // from the PCI address, unique per host by construction
   };
 
   // The card at `library_index`: its handle and identity.
@@ -211,8 +210,8 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned libra
            attributes.globalMemorySizeMB <= (xpuml::kMaxMemoryBytes >> 20))
     id.memory_total_bytes = attributes.globalMemorySizeMB << 20;
 
-  // UUID: the library's when it has one; else derived from the most stable thing we know.
-  found.fallback_uuid = xpuml::derive_uuid("pci:" + id.pci_bus_id);
+  // UUID: the library's when it has one; else derived from the card's serial. Without either,
+  // discover() derives one from the PCI address.
   if (sym.device_get_uuid.available()) {
     std::array<char, kTextBufferSize> buffer{};
     rc = library_->call(sym.device_get_uuid, handle, buffer.data(),
@@ -236,8 +235,6 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned libra
     else if (have_attributes && (attributes.sn[0] != 0 || attributes.sn[1] != 0))
       id.uuid = xpuml::derive_uuid("sn:" + std::to_string(attributes.sn[0]) + ":" +
                                    std::to_string(attributes.sn[1]));
-    else
-      id.uuid = found.fallback_uuid;
   }
 
   auto numa = xpuml::read_numa_node(sysfs_root_, id.pci_bus_id);
@@ -266,7 +263,7 @@ xpu::Result<std::vector<DeviceIdentity>> XpumlBackend::discover() {
   std::map<unsigned, Discovered> by_library_index;
   std::map<unsigned, const Discovered*> by_index;
   std::set<std::string> uuids;
-  std::set<std::string> bus_ids;
+  std::map<std::string, unsigned> chips_at_address;
   for (unsigned i = 0; i < count; ++i) {
     auto found = identify(i);
     if (!found) {
@@ -285,28 +282,28 @@ xpu::Result<std::vector<DeviceIdentity>> XpumlBackend::discover() {
       found = last->second;
     }
     DeviceIdentity& id = found->identity;
-    if (bus_ids.contains(id.pci_bus_id)) {
-      warnings_.warn("skipping device at library index {}: PCI address {} reported twice", i,
-                     id.pci_bus_id);
-      continue;
-    }
     if (by_index.contains(id.index)) {
       warnings_.warn("skipping device {} at library index {}: xpu{} is already {}", id.pci_bus_id,
                      i, id.index, by_index[id.index]->identity.pci_bus_id);
       continue;
     }
+    // The PCI address is shared by the two chips of a K200, so the chip's place among the
+    // cards at that address completes it.
+    const std::string from_pci_address = xpuml::derive_uuid(
+        "pci:" + id.pci_bus_id + "/" + std::to_string(chips_at_address[id.pci_bus_id]));
+    if (id.uuid.empty()) id.uuid = from_pci_address;
     if (uuids.contains(id.uuid)) {
-      if (found->uuid_from_library || uuids.contains(found->fallback_uuid)) {
+      if (found->uuid_from_library || uuids.contains(from_pci_address)) {
         warnings_.warn("skipping device {}: UUID {} reported twice", id.pci_bus_id, id.uuid);
         continue;
       }
-      // Two cards with the same serial (placeholder serials on early boards): the PCI address
-      // keeps them apart.
+      // Two cards with the same serial (a K200's chips, placeholder serials on early boards):
+      // the PCI address keeps them apart.
       warnings_.warn("device {}: serial {} is not unique; deriving its UUID from the PCI address",
                      id.pci_bus_id, id.serial);
-      id.uuid = found->fallback_uuid;
+      id.uuid = from_pci_address;
     }
-    bus_ids.insert(id.pci_bus_id);
+    ++chips_at_address[id.pci_bus_id];
     uuids.insert(id.uuid);
     by_index[id.index] = &(by_library_index[i] = std::move(*found));
   }

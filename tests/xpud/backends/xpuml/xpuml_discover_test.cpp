@@ -202,7 +202,7 @@ sn 0 0
   EXPECT_EQ(devices[1].uuid, xpuml::derive_uuid("serial:02K00FAKE0001"));
   EXPECT_EQ(devices[2].serial, "");
   EXPECT_EQ(devices[2].uuid, xpuml::derive_uuid("sn:4386:13124"));
-  EXPECT_EQ(devices[3].uuid, xpuml::derive_uuid("pci:0000:3e:00.0"));
+  EXPECT_EQ(devices[3].uuid, xpuml::derive_uuid("pci:0000:3e:00.0/0"));
   // Model comes from the board id; no xpumlDeviceGetName needed.
   EXPECT_EQ(devices[0].model, "R200");
 
@@ -219,7 +219,44 @@ TEST_F(XpumlDiscoverTest, DuplicateSerialsFallBackToThePciAddress) {
   auto devices = discover(*backend);
   ASSERT_EQ(devices.size(), 2u);
   EXPECT_EQ(devices[0].uuid, xpuml::derive_uuid("serial:SAME"));
-  EXPECT_EQ(devices[1].uuid, xpuml::derive_uuid("pci:0000:3c:00.0"));
+  EXPECT_EQ(devices[1].uuid, xpuml::derive_uuid("pci:0000:3c:00.0/0"));
+}
+
+TEST_F(XpumlDiscoverTest, BothChipsOfAK200ShareOnePciAddress) {
+  const char* k200 = R"(
+devices 2
+device 0
+board 2
+serial K200SERIAL
+device 1
+board 2
+serial K200SERIAL
+bus_id 00000000:3B:00.0
+)";
+  host.write_scenario(k200);
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].pci_bus_id, devices[1].pci_bus_id);
+  EXPECT_EQ(devices[1].model, "K200");
+
+  // Without library UUIDs the shared serial cannot tell the chips apart; the address can.
+  auto old = load(test::fake_xpuml_old_library());
+  ASSERT_TRUE(old);
+  devices = discover(*old);
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].uuid, xpuml::derive_uuid("serial:K200SERIAL"));
+  EXPECT_EQ(devices[1].uuid, xpuml::derive_uuid("pci:0000:3b:00.0/1"));
+
+  host.write_scenario(std::string(k200) + "device 0\nfail xpumlDeviceGetSerial NOT_SUPPORTED\n" +
+                      "sn 0 0\ndevice 1\nfail xpumlDeviceGetSerial NOT_SUPPORTED\nsn 0 0\n");
+  auto fresh = load(test::fake_xpuml_old_library());
+  ASSERT_TRUE(fresh);
+  devices = discover(*fresh);
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].uuid, xpuml::derive_uuid("pci:0000:3b:00.0/0"));
+  EXPECT_EQ(devices[1].uuid, xpuml::derive_uuid("pci:0000:3b:00.0/1"));
 }
 
 TEST_F(XpumlDiscoverTest, UnusableLibraryUuidIsReplacedByADerivedOne) {
