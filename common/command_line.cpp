@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "common/logging.h"
+
 namespace xpu {
 
 CommandLine::CommandLine(std::string program, std::string synopsis)
@@ -96,6 +98,26 @@ std::vector<std::string> to_args(int argc, char** argv) {
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
   return args;
+}
+
+void add_bus_address_option(CommandLine& cli, std::optional<std::string>& target,
+                            std::string help) {
+  cli.add_option("bus-address", "ADDR", std::move(help), [&target](std::string_view value) -> Status {
+    if (value.empty()) return Error{"must not be empty"};
+    target = std::string(value);
+    return ok_status();
+  });
+}
+
+void add_log_level_option(CommandLine& cli, std::optional<spdlog::level::level_enum>& target,
+                          std::string help) {
+  cli.add_option("log-level", "LEVEL", std::move(help), [&target](std::string_view value) -> Status {
+    auto level = parse_log_level(value);
+    if (!level)
+      return Error{"'" + std::string(value) + "' is not one of error, warn, info, debug, trace"};
+    target = *level;
+    return ok_status();
+  });
 }
 
 void exit_usage_error(std::string_view program, std::string_view message) {

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include <spdlog/common.h>
+
 #include "common/result.h"
 
 namespace xpu {
@@ -53,6 +55,14 @@ class CommandLine {
 };
 
 std::vector<std::string> to_args(int argc, char** argv);  // argv[1..]
+
+// Options that several binaries share, spelled and validated once.
+// --bus-address ADDR: a D-Bus address instead of the system bus.
+void add_bus_address_option(CommandLine& cli, std::optional<std::string>& target,
+                            std::string help);
+// --log-level LEVEL: error|warn|info|debug|trace.
+void add_log_level_option(CommandLine& cli, std::optional<spdlog::level::level_enum>& target,
+                          std::string help);
 
 // Prints "program: message" and a pointer to --help on stderr and exits with status 2.
 [[noreturn]] void exit_usage_error(std::string_view program, std::string_view message);

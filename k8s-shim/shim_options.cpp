@@ -32,19 +32,9 @@ std::string format_memory(std::uint64_t bytes, MemoryUnit unit) {
 }
 
 void add_common_options(xpu::CommandLine& cli, ShimOptions& options) {
-  cli.add_option("bus-address", "ADDR", "D-Bus address of the bus xpud serves on (default: system bus)",
-                 [&options](std::string_view value) -> xpu::Status {
-                   if (value.empty()) return xpu::Error{"must not be empty"};
-                   options.bus_address = std::string(value);
-                   return xpu::ok_status();
-                 });
-  cli.add_option("log-level", "LEVEL", "error|warn|info|debug|trace (wins over --v)",
-                 [&options](std::string_view value) -> xpu::Status {
-                   auto level = xpu::parse_log_level(value);
-                   if (!level) return xpu::Error{"'" + std::string(value) + "' is not one of error, warn, info, debug, trace"};
-                   options.log_level = *level;
-                   return xpu::ok_status();
-                 });
+  xpu::add_bus_address_option(cli, options.bus_address,
+                              "D-Bus address of the bus xpud serves on (default: system bus)");
+  xpu::add_log_level_option(cli, options.log_level, "error|warn|info|debug|trace (wins over --v)");
   cli.add_option("v", "N", "klog-style verbosity: 0-1 warn, 2-3 info, 4 debug, 5+ trace",
                  [&options](std::string_view value) -> xpu::Status {
                    auto n = xpu::parse_int(value, 0, 100);

@@ -195,12 +195,7 @@ int run(const std::vector<std::string>& args) {
   xpu::ClientOptions options;
   bool help = false, version = false, json_output = false;
   xpu::CommandLine cli(kProgram, "[--bus-address ADDR] list | show INDEX | metrics [--json]");
-  cli.add_option("bus-address", "ADDR", "talk to xpud on the bus at ADDR instead of the system bus",
-                 [&](std::string_view value) -> xpu::Status {
-                   if (value.empty()) return xpu::Error{"must not be empty"};
-                   options.bus_address = std::string(value);
-                   return xpu::ok_status();
-                 });
+  xpu::add_bus_address_option(cli, options.bus_address, "talk to xpud on the bus at ADDR instead of the system bus");
   cli.add_flag("json", &json_output, "print JSON instead of a table");
   cli.add_flag("version", &version, "print the version and exit");
   cli.add_flag("help", &help, "show this help and exit");

@@ -21,12 +21,7 @@ int run(const std::vector<std::string>& args) {
                    options.config_path_given = true;
                    return xpu::ok_status();
                  });
-  cli.add_option("bus-address", "ADDR", "serve on the bus at ADDR instead of the system bus",
-                 [&](std::string_view value) -> xpu::Status {
-                   if (value.empty()) return xpu::Error{"must not be empty"};
-                   options.bus_address = std::string(value);
-                   return xpu::ok_status();
-                 });
+  xpu::add_bus_address_option(cli, options.bus_address, "serve on the bus at ADDR instead of the system bus");
   cli.add_flag("session", &options.session_bus, "serve on the session bus (demos)");
   cli.add_option("backend", "NAME", "auto|xpuml|sysfs|sim (overrides the config file)",
                  [&](std::string_view value) -> xpu::Status {
@@ -35,13 +30,7 @@ int run(const std::vector<std::string>& args) {
                    options.backend = std::string(value);
                    return xpu::ok_status();
                  });
-  cli.add_option("log-level", "LEVEL", "error|warn|info|debug|trace (overrides the config file)",
-                 [&](std::string_view value) -> xpu::Status {
-                   auto level = xpu::parse_log_level(value);
-                   if (!level) return xpu::Error{"'" + std::string(value) + "' is not one of error, warn, info, debug, trace"};
-                   options.log_level = *level;
-                   return xpu::ok_status();
-                 });
+  xpu::add_log_level_option(cli, options.log_level, "error|warn|info|debug|trace (overrides the config file)");
   cli.add_flag("check-config", &check_config, "validate the configuration and exit");
   cli.add_flag("version", &version, "print the version and exit");
   cli.add_flag("help", &help, "show this help and exit");
