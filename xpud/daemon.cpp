@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <sdbus-c++/sdbus-c++.h>
 #include <spdlog/spdlog.h>
@@ -105,6 +106,14 @@ class Daemon {
     }
     service_.reset();
     sampler_->stop();
+    if (sampler_->driver_stuck()) {
+      // A driver call is still running on an abandoned thread and may return at any moment into
+      // code whose globals (the logger, the library's own state) exit() would be tearing down.
+      // Everything this process owns is already released; leave without running destructors.
+      spdlog::warn("a driver call never returned; exiting without waiting for it");
+      spdlog::default_logger()->flush();
+      std::_Exit(status);
+    }
     return status;
   }
 

@@ -68,6 +68,8 @@ class Sampler {
   std::string driver_version() const;
   // When the sampler last completed a cycle; the watchdog is only fed while this is recent.
   std::chrono::steady_clock::time_point last_cycle() const;
+  // True while a driver call that timed out has still not returned.
+  bool driver_stuck() const { return executor_.stuck(); }
 
  private:
   void run();
