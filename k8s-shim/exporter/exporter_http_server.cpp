@@ -167,7 +167,12 @@ xpu::Result<std::unique_ptr<ExporterHttpServer>> ExporterHttpServer::start(
 }
 
 int ExporterHttpServer::handle_request(mg_connection* connection, void* self) {
-  return static_cast<ExporterHttpServer*>(self)->handle(connection);
+  try {
+    return static_cast<ExporterHttpServer*>(self)->handle(connection);
+  } catch (...) {  // nothing may unwind into civetweb's C code (bad_alloc while building a reply)
+    mg_send_http_error(connection, 500, "%s", "internal error");
+    return 500;
+  }
 }
 
 int ExporterHttpServer::handle(mg_connection* connection) {
@@ -189,6 +194,9 @@ int ExporterHttpServer::handle(mg_connection* connection) {
     } catch (const std::exception& e) {
       // A scrape fails; the server keeps going.
       spdlog::error("scrape failed: {}", e.what());
+      response = plain(500, "scrape failed\n");
+    } catch (...) {
+      spdlog::error("scrape failed: unknown exception");
       response = plain(500, "scrape failed\n");
     }
   } else if (path == "/healthz") {
