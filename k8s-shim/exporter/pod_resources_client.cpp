@@ -13,8 +13,10 @@ PodResourcesClient::PodResourcesClient(std::string socket_path, std::chrono::mil
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  auto channel =
-      grpc::CreateCustomChannel("unix://" + socket_path_, grpc::InsecureChannelCredentials(), args);
+  // gRPC spells absolute socket paths unix:///path and relative ones unix:path.
+  const std::string target =
+      socket_path_.starts_with('/') ? "unix://" + socket_path_ : "unix:" + socket_path_;
+  auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
   stub_ = v1::PodResourcesLister::NewStub(channel);
 }
 
