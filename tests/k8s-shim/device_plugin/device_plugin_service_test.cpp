@@ -111,6 +111,49 @@ TEST_F(DevicePluginServiceTest, ListAndWatchSendsTheFullListThenEveryChange) {
   EXPECT_LE(messages, 50);
 }
 
+TEST_F(DevicePluginServiceTest, AStreamThatDoesNotReadHoldsUpNobody) {
+  // Big messages, so the stalled stream's flow-control window fills up quickly.
+  auto big = eight_cards();
+  for (unsigned i = 8; i < 400; ++i) {
+    PluginDevice d = big.devices[0];
+    d.id = "padding-device-with-a-rather-long-identifier-" + std::to_string(i);
+    d.index = i;
+    big.devices.push_back(d);
+  }
+  grpc::ClientContext stalled_context;
+  stalled_context.set_deadline(in(30000ms));
+  auto stalled = stub_->ListAndWatch(&stalled_context, v1beta1::Empty{});
+  v1beta1::ListAndWatchResponse message;
+  ASSERT_TRUE(stalled->Read(&message));  // then never reads again
+
+  grpc::ClientContext context;
+  context.set_deadline(in(30000ms));
+  auto reader = stub_->ListAndWatch(&context, v1beta1::Empty{});
+  ASSERT_TRUE(reader->Read(&message));
+
+  const auto started = std::chrono::steady_clock::now();
+  for (unsigned round = 0; round < 300; ++round) {
+    big.devices[round % 8].healthy = !big.devices[round % 8].healthy;
+    feed_->publish(big);
+  }
+  // Blocked publishing would last until the stalled stream's 30 s deadline; the margin is for
+  // sanitizer builds on a loaded machine.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 15s) << "publishing waited for a stream";
+  const bool last_first_healthy = big.devices[0].healthy;
+  big.devices[1].unhealthy_reason = "final";  // invisible on the wire; health of card 1 is the marker
+  big.devices[1].healthy = !big.devices[1].healthy;
+  feed_->publish(big);
+  const bool last_second_healthy = big.devices[1].healthy;
+  bool reached = false;
+  while (!reached && reader->Read(&message)) {
+    reached = message.devices_size() == 400 &&
+              (message.devices(0).health() == "Healthy") == last_first_healthy &&
+              (message.devices(1).health() == "Healthy") == last_second_healthy;
+  }
+  EXPECT_TRUE(reached) << "the reading stream never got the last state";
+  stalled_context.TryCancel();
+}
+
 TEST_F(DevicePluginServiceTest, StoppingTheServerEndsStreamsAndRemovesTheSocket) {
   grpc::ClientContext context;
   context.set_deadline(in(20000ms));
