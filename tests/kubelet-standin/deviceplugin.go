@@ -25,7 +25,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
@@ -71,14 +73,28 @@ type DevicePluginKubelet struct {
 	server        *grpc.Server
 	epoch         int
 	registrations []Registration
+	attempts      []time.Time // every Register call, accepted or not
+	rejectLeft    int
 	plugins       map[string]*PluginConn // by resource name, current epoch only
 	onEvent       func(kind string, payload any)
 }
 
+// KubeletOption adjusts a DevicePluginKubelet before it starts serving.
+type KubeletOption func(*DevicePluginKubelet)
+
+// RejectFirstRegistrations makes the first n Register calls fail (UNAVAILABLE), like a kubelet
+// that is still starting.
+func RejectFirstRegistrations(n int) KubeletOption {
+	return func(k *DevicePluginKubelet) { k.rejectLeft = n }
+}
+
 // NewDevicePluginKubelet serves Registration on PluginDir/kubelet.sock (creating the directory).
-func NewDevicePluginKubelet(pluginDir string) (*DevicePluginKubelet, error) {
+func NewDevicePluginKubelet(pluginDir string, options ...KubeletOption) (*DevicePluginKubelet, error) {
 	k := &DevicePluginKubelet{PluginDir: pluginDir, plugins: map[string]*PluginConn{}}
 	k.changed = sync.NewCond(&k.mu)
+	for _, option := range options {
+		option(k)
+	}
 	if err := os.MkdirAll(pluginDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -163,6 +179,13 @@ func (k *DevicePluginKubelet) Epoch() int {
 	return k.epoch
 }
 
+// Attempts returns the time of every Register call so far, accepted or rejected.
+func (k *DevicePluginKubelet) Attempts() []time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]time.Time(nil), k.attempts...)
+}
+
 // Registrations returns every Register call accepted so far.
 func (k *DevicePluginKubelet) Registrations() []Registration {
 	k.mu.Lock()
@@ -199,6 +222,16 @@ type registrationService struct {
 // Register checks what the kubelet checks, then dials the plugin back like the kubelet does
 // (the plugin must already be serving).
 func (s *registrationService) Register(ctx context.Context, req *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
+	s.kubelet.mu.Lock()
+	s.kubelet.attempts = append(s.kubelet.attempts, time.Now())
+	reject := s.kubelet.rejectLeft > 0
+	if reject {
+		s.kubelet.rejectLeft--
+	}
+	s.kubelet.mu.Unlock()
+	if reject {
+		return nil, status.Error(codes.Unavailable, "kubelet-standin: rejecting this registration on purpose")
+	}
 	if req.Version != pluginapi.Version {
 		return nil, fmt.Errorf("unsupported API version %q", req.Version)
 	}

@@ -127,9 +127,9 @@ func startDevicePluginEnv(t *testing.T, shimArgs ...string) *devicePluginEnv {
 	return e
 }
 
-func (e *devicePluginEnv) startKubelet(t *testing.T) {
+func (e *devicePluginEnv) startKubelet(t *testing.T, options ...KubeletOption) {
 	t.Helper()
-	k, err := NewDevicePluginKubelet(e.pluginDir)
+	k, err := NewDevicePluginKubelet(e.pluginDir, options...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,6 +381,62 @@ func TestDevicePluginPerModel(t *testing.T) {
 	}
 	if code, err := e.shim.Stop(10 * time.Second); err != nil || code != 0 {
 		t.Fatalf("shim stop: status %d, %v", code, err)
+	}
+}
+
+func TestDevicePluginRegisterBackOff(t *testing.T) {
+	const rejected = 4
+	e := startDevicePluginEnv(t)
+	e.startKubelet(t, RejectFirstRegistrations(rejected))
+	if _, err := e.kubelet.WaitPlugin(defaultResource, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	attempts := e.kubelet.Attempts()
+	if len(attempts) != rejected+1 {
+		t.Fatalf("%d Register calls, want %d rejected then 1 accepted", len(attempts), rejected)
+	}
+	// Back-off: every retry waits at least as long as the one before (250 ms, doubling).
+	previous := time.Duration(0)
+	for i := 1; i < len(attempts); i++ {
+		gap := attempts[i].Sub(attempts[i-1])
+		t.Logf("retry %d after %v", i, gap)
+		if gap < 200*time.Millisecond || gap < previous*3/4 {
+			t.Errorf("retry %d came %v after the previous attempt (before that: %v): no back-off", i, gap, previous)
+		}
+		previous = gap
+	}
+	if n := len(e.kubelet.Registrations()); n != 1 {
+		t.Errorf("%d accepted registrations, want 1", n)
+	}
+}
+
+// xpud starting after the plugin: the plugin registers with no devices, then advertises them.
+func TestDevicePluginXpudLate(t *testing.T) {
+	xpudBin := BinaryFromEnv(t, "XPUD_BIN")
+	shimBin := BinaryFromEnv(t, "XPU_K8S_SHIM_BIN")
+	dir := ShortTempDir(t)
+	pluginDir := filepath.Join(dir, "device-plugins")
+	if err := os.Mkdir(pluginDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bus := StartPrivateBus(t, dir)
+	StartShim(t, dir, shimBin, bus, "device-plugin", "--plugin-dir", pluginDir)
+	k, err := NewDevicePluginKubelet(pluginDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Stop)
+	plugin, err := k.WaitPlugin(defaultResource, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(plugin.Update(0).Devices); n != 0 {
+		t.Errorf("first message lists %d devices before xpud runs, want 0", n)
+	}
+	StartXpud(t, dir, xpudBin, bus)
+	uuids := deviceUUIDs(t, bus)
+	if _, err := plugin.WaitUpdate(1, allHealth(uuids, pluginapi.Healthy), 10*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 
