@@ -55,7 +55,6 @@ void KubeletConnector::ensure_watch() {
 void KubeletConnector::register_again_now(const char* why, const std::optional<FileId>& unless_registered_with) {
   bool any = false;
   for (auto& [name, endpoint] : endpoints_) {
-    // Events arrive after the fact: the registration may already be with this very kubelet.sock.
     if (unless_registered_with && endpoint.registered && endpoint.registered_with == unless_registered_with)
       continue;
     any = any || endpoint.registered;
@@ -86,10 +85,11 @@ void KubeletConnector::handle_directory_events() {
           register_again_now("the plugin directory was removed");
         }
       } else if (name == kKubeletSocketName) {
-        if (event->mask & (IN_CREATE | IN_MOVED_TO))
-          register_again_now("kubelet.sock was created (kubelet restart)", file_id(kubelet_socket_));
-        else
-          register_again_now("kubelet.sock was removed (kubelet stopped)");
+        // Either way the registration is gone, unless it was already made with the kubelet.sock
+        // that exists now (events are read after the fact).
+        register_again_now((event->mask & (IN_CREATE | IN_MOVED_TO)) ? "kubelet.sock was created (kubelet restart)"
+                                                                     : "kubelet.sock was removed (kubelet stopped)",
+                           file_id(kubelet_socket_));
       }
       // Our own sockets disappearing is noticed by reconcile(), which checks every socket.
     }
