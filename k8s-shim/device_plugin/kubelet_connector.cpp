@@ -35,7 +35,7 @@ KubeletConnector::~KubeletConnector() { stop(); }
 std::optional<KubeletConnector::FileId> KubeletConnector::file_id(const std::filesystem::path& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-  return FileId{st.st_dev, st.st_ino};
+  return FileId{st.st_dev, st.st_ino, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
 }
 
 void KubeletConnector::ensure_watch() {

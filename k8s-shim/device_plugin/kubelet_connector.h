@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -54,9 +55,13 @@ class KubeletConnector {
   void stop();
 
  private:
+  // Which file a path names. The change time is part of it because a new kubelet.sock can get
+  // the inode number of the one just deleted.
   struct FileId {
     dev_t device = 0;
     ino_t inode = 0;
+    std::int64_t change_sec = 0;
+    std::int64_t change_nsec = 0;
     bool operator==(const FileId&) const = default;
   };
   struct Endpoint {

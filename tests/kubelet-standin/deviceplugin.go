@@ -172,7 +172,17 @@ func (k *DevicePluginKubelet) Restart() error {
 	return k.serve()
 }
 
-// Epoch is the number of Restart calls so far.
+// RecreateSocket stops and serves kubelet.sock anew without touching plugin sockets (a new
+// epoch too): checks that a plugin watches kubelet.sock itself, not only its own socket.
+func (k *DevicePluginKubelet) RecreateSocket() error {
+	k.Stop()
+	k.mu.Lock()
+	k.epoch++
+	k.mu.Unlock()
+	return k.serve()
+}
+
+// Epoch is the number of Restart and RecreateSocket calls so far.
 func (k *DevicePluginKubelet) Epoch() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -320,6 +320,31 @@ func TestDevicePluginEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("kubelet.sock recreated", func(t *testing.T) {
+		if _, err := os.Stat(filepath.Join(e.pluginDir, defaultSocket)); err != nil {
+			t.Fatal(err)
+		}
+		recreated := time.Now()
+		if err := e.kubelet.RecreateSocket(); err != nil {
+			t.Fatal(err)
+		}
+		if err := WaitFor(5*time.Second, func() (bool, string) {
+			for _, r := range e.kubelet.Registrations() {
+				if r.Epoch == 2 {
+					t.Logf("re-registered %v after kubelet.sock was recreated", r.At.Sub(recreated))
+					return r.At.Sub(recreated) <= 2*time.Second, "re-registered later than 2 s"
+				}
+			}
+			return false, "no registration after kubelet.sock was recreated"
+		}); err != nil {
+			t.Fatal(err)
+		}
+		plugin, err = e.kubelet.WaitPlugin(defaultResource, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("xpud restart", func(t *testing.T) {
 		from := len(plugin.Updates())
 		stopped := time.Now()
@@ -347,8 +372,8 @@ func TestDevicePluginEndToEnd(t *testing.T) {
 	})
 
 	t.Run("clean stop", func(t *testing.T) {
-		if n := len(e.kubelet.Registrations()); n != 2 {
-			t.Errorf("%d registrations in total, want 2 (start and one kubelet restart)", n)
+		if n := len(e.kubelet.Registrations()); n != 3 {
+			t.Errorf("%d registrations in total, want 3 (start, kubelet restart, kubelet.sock recreated)", n)
 		}
 		code, err := e.shim.Stop(10 * time.Second)
 		if err != nil || code != 0 {
