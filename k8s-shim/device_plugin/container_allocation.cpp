@@ -23,23 +23,43 @@ xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
                         it->unhealthy_reason};
     allocation.granted.push_back(*it);
   }
+  // Replicas of a shared card map back to the card: each card (and node) once.
   std::sort(allocation.granted.begin(), allocation.granted.end(),
-            [](const PluginDevice& a, const PluginDevice& b) { return a.index < b.index; });
+            [](const PluginDevice& a, const PluginDevice& b) {
+              return a.index != b.index ? a.index < b.index : a.replica < b.replica;
+            });
+  allocation.granted.erase(std::unique(allocation.granted.begin(), allocation.granted.end(),
+                                       [](const PluginDevice& a, const PluginDevice& b) {
+                                         return a.index == b.index;
+                                       }),
+                           allocation.granted.end());
 
   std::string indices;
   std::string uuids;
+  std::set<std::string> nodes_given;
+  bool control_needed = false;
+  auto add_node = [&](const std::string& node) {
+    if (nodes_given.insert(node).second) allocation.device_nodes.push_back(DeviceNode{node, node, "rw"});
+  };
   for (const auto& device : allocation.granted) {
-    const std::string node = xpu::names::device_node(device.index);
-    allocation.device_nodes.push_back(DeviceNode{node, node, "rw"});
+    if (device.virtual_function) {
+      // A virtual function gets exactly the nodes xpud lists for it (checked when planned).
+      for (const auto& node : device.device_nodes)
+        if (node != xpu::names::kControlNode) add_node(node);
+        else control_needed = true;
+    } else {
+      add_node(xpu::names::device_node(device.index));
+      control_needed = true;
+    }
     if (!indices.empty()) {
       indices += ',';
       uuids += ',';
     }
     indices += std::to_string(device.index);
-    uuids += device.id;
+    uuids += device.card_id.empty() ? device.id : device.card_id;
   }
   const std::string control(xpu::names::kControlNode);
-  allocation.device_nodes.push_back(DeviceNode{control, control, "rw"});
+  if (control_needed) add_node(control);
   allocation.envs.emplace(kVisibleDevicesEnv, indices);
   allocation.envs.emplace(kUuidsEnv, uuids);
   return allocation;

@@ -5,6 +5,9 @@
 // the container path equal to the host path. XPU_VISIBLE_DEVICES lists the host indices in
 // ascending order; KUNLUNXIN_XPU_UUIDS the UUIDs in the same order. Any unknown, unhealthy or
 // repeated ID, or an empty request, fails the whole container request with a message naming it.
+// An SR-IOV virtual function gets the nodes xpud lists for it (its index in XPU_VISIBLE_DEVICES,
+// like a card). Replicas of a shared card map back to the card: its node, index and UUID appear
+// once however many of its replicas the container holds.
 #pragma once
 
 #include <map>
@@ -30,7 +33,7 @@ struct DeviceNode {
 struct ContainerAllocation {
   std::vector<DeviceNode> device_nodes;
   std::map<std::string, std::string> envs;
-  std::vector<PluginDevice> granted;  // ascending index, for the log
+  std::vector<PluginDevice> granted;  // one per card, ascending index, for the log
 };
 
 xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,

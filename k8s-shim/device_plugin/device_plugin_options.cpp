@@ -31,6 +31,57 @@ void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& optio
                    options.xpud_grace_period = std::chrono::seconds(*seconds);
                    return xpu::ok_status();
                  });
+  cli.add_flag("enable-sriov", &options.enable_sriov,
+               "advertise SR-IOV virtual functions as <domain>/vxpu (otherwise they are left out)");
+  cli.add_option("sriov-num-vfs", "N",
+                 "virtual functions expected per card with --enable-sriov (0-64, 0: no check); "
+                 "another count is logged as a warning",
+                 [&options](std::string_view value) -> xpu::Status {
+                   auto count = xpu::parse_uint(value, 0, kMaxSriovNumVfs);
+                   if (!count) return xpu::Error{count.error()};
+                   options.sriov_num_vfs = static_cast<unsigned>(*count);
+                   return xpu::ok_status();
+                 });
+  cli.add_flag("reconfig-vxpu", &options.reconfig_vxpu,
+               "accepted for compatibility, needs --enable-sriov: the shim does not change the "
+               "virtual-function count itself, it warns how to change it on the host");
+  cli.add_flag("enable-xpu-share", &options.enable_xpu_share,
+               "shared mode: advertise each card --xpu-share-replicas times as <domain>/xpu-shared "
+               "instead of whole cards");
+  cli.add_option("xpu-share-replicas", "N", "replicas per card in shared mode (1-64, default 4)",
+                 [&options](std::string_view value) -> xpu::Status {
+                   auto count = xpu::parse_uint(value, 1, kMaxShareReplicas);
+                   if (!count) return xpu::Error{count.error()};
+                   options.xpu_share_replicas = static_cast<unsigned>(*count);
+                   return xpu::ok_status();
+                 });
+}
+
+xpu::Status check_device_plugin_options(const DevicePluginOptions& options) {
+  if (options.reconfig_vxpu && !options.enable_sriov)
+    return xpu::Error{"--reconfig-vxpu needs --enable-sriov"};
+  return xpu::ok_status();
+}
+
+DevicePluginOptions parse_device_plugin_command_line(ShimOptions& options,
+                                                     std::span<const std::string> args) {
+  DevicePluginOptions plugin;
+  xpu::CommandLine cli("xpu-k8s-shim device-plugin", "[OPTIONS]");
+  add_device_plugin_options(cli, plugin);
+  parse_role_command_line(cli, options, args, "device-plugin");
+  if (auto status = check_device_plugin_options(plugin); !status)
+    xpu::exit_usage_error(cli.program(), status.error());
+  return plugin;
+}
+
+ResourceConfig resource_config(const DevicePluginOptions& options) {
+  ResourceConfig config;
+  config.resource_name = options.resource_name;
+  config.per_model = options.resource_per_model;
+  config.enable_sriov = options.enable_sriov;
+  config.sriov_num_vfs = options.enable_sriov ? options.sriov_num_vfs : 0;
+  config.share_replicas = options.enable_xpu_share ? options.xpu_share_replicas : 0;
+  return config;
 }
 
 }  // namespace shim

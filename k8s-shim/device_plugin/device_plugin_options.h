@@ -2,10 +2,13 @@
 #pragma once
 
 #include <chrono>
+#include <span>
 #include <string>
 
 #include "common/command_line.h"
+#include "k8s-shim/device_plugin/resource_manager.h"
 #include "k8s-shim/device_plugin/resource_name.h"
+#include "k8s-shim/shim_options.h"
 
 namespace shim {
 
@@ -17,10 +20,30 @@ struct DevicePluginOptions {
   std::string resource_name{kDefaultResourceName};
   bool resource_per_model = false;
   std::chrono::seconds xpud_grace_period{10};
+  bool enable_sriov = false;
+  unsigned sriov_num_vfs = 0;
+  // The shim cannot change the VF count (xpud owns the driver): this only makes a count other
+  // than --sriov-num-vfs say how to change it on the host.
+  bool reconfig_vxpu = false;
+  bool enable_xpu_share = false;
+  unsigned xpu_share_replicas = 4;
 };
 
+inline constexpr unsigned kMaxSriovNumVfs = 64;
+inline constexpr unsigned kMaxShareReplicas = 64;
+
 // --plugin-dir DIR, --resource-name NAME (validated), --resource-per-model,
-// --xpud-grace-period SECONDS (0..86400).
+// --xpud-grace-period SECONDS (0..86400), --enable-sriov, --sriov-num-vfs N (0..64),
+// --reconfig-vxpu, --enable-xpu-share, --xpu-share-replicas N (1..64).
 void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& options);
+
+// Combinations the flags alone cannot check: --reconfig-vxpu needs --enable-sriov.
+xpu::Status check_device_plugin_options(const DevicePluginOptions& options);
+
+// The role's whole command line: bad flags, values or combinations print one line and exit 2.
+DevicePluginOptions parse_device_plugin_command_line(ShimOptions& options,
+                                                     std::span<const std::string> args);
+
+ResourceConfig resource_config(const DevicePluginOptions& options);
 
 }  // namespace shim

@@ -37,17 +37,25 @@ int poll_timeout_ms(Clock::time_point deadline) {
 }  // namespace
 
 int run_device_plugin(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop) {
-  DevicePluginOptions plugin;
-  xpu::CommandLine cli("xpu-k8s-shim device-plugin", "[OPTIONS]");
-  add_device_plugin_options(cli, plugin);
-  parse_role_command_line(cli, options, args, "device-plugin");
+  const DevicePluginOptions plugin = parse_device_plugin_command_line(options, args);
 
   const std::filesystem::path plugin_dir = std::filesystem::absolute(plugin.plugin_dir);
   spdlog::info("starting: resource {}{}, plugin directory {}, xpud grace period {} s",
                plugin.resource_name, plugin.resource_per_model ? " (per model)" : "",
                plugin_dir.string(), plugin.xpud_grace_period.count());
+  if (plugin.enable_sriov)
+    spdlog::info("SR-IOV: virtual functions advertised on their own resource{}", plugin.sriov_num_vfs > 0
+                     ? fmt::format(", {} expected per card", plugin.sriov_num_vfs) : std::string());
+  if (plugin.reconfig_vxpu)
+    spdlog::info("--reconfig-vxpu: the device plugin cannot change the virtual-function count (xpud "
+                 "owns the driver); a count other than --sriov-num-vfs is logged with how to change it");
+  if (!plugin.enable_sriov && plugin.sriov_num_vfs > 0)
+    spdlog::warn("--sriov-num-vfs {} is ignored without --enable-sriov", plugin.sriov_num_vfs);
+  if (plugin.enable_xpu_share)
+    spdlog::info("shared mode: each card advertised {} times; whole cards are not advertised",
+                 plugin.xpu_share_replicas);
 
-  ResourceTracker tracker(ResourceConfig{plugin.resource_name, plugin.resource_per_model},
+  ResourceTracker tracker(resource_config(plugin),
                           plugin.xpud_grace_period, Clock::now());
   WakeEvent wake;
   KubeletConnector connector(KubeletConnector::Options{.plugin_dir = plugin_dir,

@@ -4,6 +4,7 @@
 
 #include "k8s-shim/device_plugin/container_allocation.h"
 #include "k8s-shim/device_plugin/kubelet_messages.h"
+#include "k8s-shim/device_plugin/shared_allocation.h"
 
 namespace shim {
 namespace {
@@ -59,7 +60,8 @@ grpc::Status DevicePluginService::GetPreferredAllocation(
   auto state = feed_->latest().state;
   const TopologyAllocator allocator = to_topology(*state);
   for (int i = 0; i < request->container_requests_size(); ++i) {
-    auto chosen = allocator.preferred(to_allocation_request(request->container_requests(i)));
+    const AllocationRequest wanted = to_allocation_request(request->container_requests(i));
+    auto chosen = state->shared ? preferred_shared_allocation(*state, wanted) : allocator.preferred(wanted);
     if (!chosen) {
       spdlog::warn("{}: GetPreferredAllocation rejected: container request {}: {}",
                    feed_->resource_name(), i, chosen.error());

@@ -17,17 +17,28 @@ bool is_alnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
-// The part after '/' in a per-model resource name.
-std::string model_resource_part(std::string_view model) {
+// The part after '/' in a per-model resource name, short enough for `suffix` to follow.
+std::string model_resource_part(std::string_view model, std::string_view suffix = {}) {
   std::string part;
   for (char c : model) part += (is_alnum(c) || c == '-' || c == '_' || c == '.') ? c : '-';
   auto first = std::find_if(part.begin(), part.end(), is_alnum);
   auto last = std::find_if(part.rbegin(), part.rend(), is_alnum).base();
   part = first < last ? std::string(first, last) : std::string();
-  if (part.size() > kMaxModelNameLength) part.resize(kMaxModelNameLength);
+  if (part.size() > kMaxModelNameLength - suffix.size()) part.resize(kMaxModelNameLength - suffix.size());
   while (!part.empty() && !is_alnum(part.back())) part.pop_back();
-  return part.empty() ? "unknown" : part;
+  return (part.empty() ? "unknown" : part) + std::string(suffix);
 }
+
+std::string model_socket_name(std::string_view prefix, std::string_view model) {
+  std::string name(prefix);
+  for (char c : model_resource_part(model)) {
+    char lower = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    name += (is_alnum(lower) || lower == '-' || lower == '.') ? lower : '-';
+  }
+  return name + ".sock";
+}
+
+std::size_t decimal_digits(unsigned value) { return std::to_string(value).size(); }
 
 std::string fnv1a_hex(std::string_view text) {
   std::uint32_t hash = 2166136261u;
@@ -48,12 +59,40 @@ std::string with_suffix(std::string_view socket, std::string_view suffix) {
 }  // namespace
 
 std::string socket_name_for_model(std::string_view model) {
-  std::string name = "kunlunxin-xpu-";
-  for (char c : model_resource_part(model)) {
-    char lower = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    name += (is_alnum(lower) || lower == '-' || lower == '.') ? lower : '-';
+  return model_socket_name("kunlunxin-xpu-", model);
+}
+
+xpu::Status validate_device_node(std::string_view path) {
+  if (!path.starts_with("/dev/") || path.size() == 5)
+    return xpu::Error{"device node '" + std::string(path) + "' is not a path under /dev/"};
+  for (std::size_t start = 1; start <= path.size();) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view part = path.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..")
+      return xpu::Error{"device node '" + std::string(path) + "' has an empty, '.' or '..' component"};
+    start = end + 1;
   }
-  return name + ".sock";
+  for (char c : path)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == ',' || c == ':')
+      return xpu::Error{"device node '" + std::string(path) +
+                        "' contains a control character, ',' or ':'"};
+  return xpu::ok_status();
+}
+
+std::string sriov_count_mismatch(const ResourceConfig& config, const xpu::DeviceView& view) {
+  if (!config.enable_sriov || config.sriov_num_vfs == 0 || !view.xpud_present) return {};
+  std::size_t virtual_functions = 0;
+  std::size_t physical = 0;
+  for (const auto& device : view.devices) ++(device.is_virtual_function ? virtual_functions : physical);
+  const std::size_t expected = std::size_t{config.sriov_num_vfs} * physical;
+  if (virtual_functions == expected) return {};
+  return "xpud reports " + std::to_string(virtual_functions) + " SR-IOV virtual functions, but " +
+         "--sriov-num-vfs " + std::to_string(config.sriov_num_vfs) + " x " + std::to_string(physical) +
+         " physical cards expects " + std::to_string(expected) +
+         "; the device plugin does not change it: on the host, write 0 and then the wanted count to "
+         "/sys/bus/pci/devices/<card BDF>/sriov_numvfs (at most sriov_totalvfs) while no process "
+         "uses the card";
 }
 
 xpu::Status validate_device_id(std::string_view id) {
@@ -75,7 +114,7 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
   std::map<std::string, ResourceState> by_name;
   std::set<std::string> sockets_taken;
   for (const auto& [resource, socket] : known_sockets) {
-    by_name.emplace(resource, ResourceState{resource, socket, {}});
+    by_name.emplace(resource, ResourceState{resource, socket, {}, false});
     sockets_taken.insert(socket);
   }
   auto resource_for = [&](const std::string& resource, std::string socket) -> ResourceState& {
@@ -83,20 +122,35 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
     if (it != by_name.end()) return it->second;
     if (sockets_taken.contains(socket)) socket = with_suffix(socket, fnv1a_hex(resource));
     sockets_taken.insert(socket);
-    return by_name.emplace(resource, ResourceState{resource, socket, {}}).first->second;
+    return by_name.emplace(resource, ResourceState{resource, socket, {}, false}).first->second;
   };
-  if (!config.per_model) resource_for(config.resource_name, std::string(kDefaultSocketName));
+  const std::string domain(resource_domain(config.resource_name));
+  const bool shared = config.share_replicas > 0;
+  const std::string vf_resource = domain + "/" + std::string(kVirtualFunctionResource);
+  const std::string shared_resource = domain + "/" + std::string(kSharedResource);
+  if (!config.per_model) {
+    resource_for(shared ? shared_resource : config.resource_name,
+                 std::string(shared ? kSharedSocketName : kDefaultSocketName)).shared = shared;
+    if (config.enable_sriov) resource_for(vf_resource, std::string(kVirtualFunctionSocketName));
+  }
+  if (auto mismatch = sriov_count_mismatch(config, view); !mismatch.empty())
+    plan.problems.push_back(std::move(mismatch));
 
   // xpud is outside input: keep only devices that can be advertised without ambiguity.
   std::vector<const xpu::DeviceInfo*> accepted;
   std::set<std::string> ids;
   std::map<unsigned, std::string> id_of_index;
   std::vector<const xpu::DeviceInfo*> ordered;
+  std::string skipped_functions;
   for (const auto& device : view.devices) ordered.push_back(&device);
   std::stable_sort(ordered.begin(), ordered.end(),
                    [](const auto* a, const auto* b) { return a->index < b->index; });
   for (const auto* device : ordered) {
     const std::string where = "device xpu" + std::to_string(device->index);
+    if (device->is_virtual_function && !config.enable_sriov) {
+      skipped_functions += (skipped_functions.empty() ? "" : ", ") + where.substr(7);
+      continue;
+    }
     if (auto status = validate_device_id(device->uuid); !status) {
       plan.problems.push_back(where + " is not advertised: " + status.error());
       continue;
@@ -111,15 +165,40 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
       continue;
     }
     id_of_index.emplace(device->index, device->uuid);
+    if (device->is_virtual_function) {
+      xpu::Status nodes_ok = device->device_nodes.empty()
+                                 ? xpu::Status{xpu::Error{"xpud lists no device node for it"}}
+                                 : xpu::ok_status();
+      for (const auto& node : device->device_nodes)
+        if (nodes_ok) nodes_ok = validate_device_node(node);
+      if (!nodes_ok) {
+        plan.problems.push_back(where + " (SR-IOV virtual function) is not advertised: " + nodes_ok.error());
+        continue;
+      }
+    } else if (shared) {
+      const std::size_t id_length = device->uuid.size() + kReplicaSeparator.size() +
+                                    decimal_digits(config.share_replicas - 1);
+      if (id_length > kMaxDeviceIdLength) {
+        plan.problems.push_back(where + " is not shared: UUID '" + device->uuid +
+                                "' plus the replica suffix would be longer than " +
+                                std::to_string(kMaxDeviceIdLength) + " characters");
+        continue;
+      }
+    }
     accepted.push_back(device);
   }
+  if (!skipped_functions.empty())
+    plan.notices.push_back("SR-IOV virtual functions " + skipped_functions +
+                           " are not advertised: --enable-sriov is not set");
 
-  const std::string domain(resource_domain(config.resource_name));
   for (const auto* device : accepted) {
     PluginDevice out;
     out.id = device->uuid;
+    out.card_id = device->uuid;
     out.index = device->index;
     out.model = device->model;
+    out.virtual_function = device->is_virtual_function;
+    if (out.virtual_function) out.device_nodes = device->device_nodes;
     out.numa_node = device->numa_node < 0 ? -1 : device->numa_node;
     out.memory_total_bytes = device->memory_total_bytes;
     for (unsigned peer : device->linked_devices) {
@@ -136,17 +215,44 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
       out.unhealthy_reason = device->health_reason.empty() ? "reported Unhealthy by xpud"
                                                            : device->health_reason;
 
+    const bool share_this = shared && !out.virtual_function;
+    std::string resource;
+    std::string socket;
     if (!config.per_model) {
-      resource_for(config.resource_name, std::string(kDefaultSocketName)).devices.push_back(out);
-      continue;
+      resource = out.virtual_function ? vf_resource : share_this ? shared_resource : config.resource_name;
+      socket = out.virtual_function ? kVirtualFunctionSocketName
+               : share_this         ? kSharedSocketName
+                                    : kDefaultSocketName;
+    } else if (out.virtual_function) {
+      resource = domain + "/" + model_resource_part(device->model, "-vxpu");
+      socket = model_socket_name("kunlunxin-vxpu-", device->model);
+    } else if (share_this) {
+      resource = domain + "/" + model_resource_part(device->model, "-shared");
+      socket = model_socket_name("kunlunxin-xpu-shared-", device->model);
+    } else {
+      resource = domain + "/" + model_resource_part(device->model);
+      socket = socket_name_for_model(device->model);
     }
-    std::string resource = domain + "/" + model_resource_part(device->model);
     if (auto status = validate_extended_resource_name(resource); !status) {
       plan.problems.push_back("device xpu" + std::to_string(device->index) +
                               " is not advertised: " + status.error());
       continue;
     }
-    resource_for(resource, socket_name_for_model(device->model)).devices.push_back(out);
+    auto& state = resource_for(resource, socket);
+    if (!share_this) {
+      state.devices.push_back(std::move(out));
+      continue;
+    }
+    // Replicas carry no links: they would tie replicas of one card to each other, which means
+    // nothing for sharing; GetPreferredAllocation of a shared resource spreads instead.
+    out.linked_ids.clear();
+    state.shared = true;
+    for (unsigned replica = 0; replica < config.share_replicas; ++replica) {
+      PluginDevice copy = out;
+      copy.id = out.card_id + std::string(kReplicaSeparator) + std::to_string(replica);
+      copy.replica = replica;
+      state.devices.push_back(std::move(copy));
+    }
   }
 
   for (auto& [name, state] : by_name) plan.resources.push_back(std::move(state));

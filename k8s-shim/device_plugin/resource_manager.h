@@ -9,6 +9,14 @@
 //    seen later gets `-<8 hex digits of a hash of its resource name>` appended; a resource keeps
 //    its socket for the life of the process, and keeps being served (with no devices) when its
 //    cards disappear, so the kubelet sees 0 rather than a vanished plugin.
+// SR-IOV (--enable-sriov): virtual functions (xpud's IsVirtualFunction) are their own resource,
+// `<domain>/vxpu` on `kunlunxin-vxpu.sock` (per model: `<domain>/<Model>-vxpu` on
+// `kunlunxin-vxpu-<model>.sock`); without the flag they are left out (a notice, not a warning).
+// A virtual function needs the device nodes xpud lists for it; it is left out without them.
+// Shared mode (share_replicas > 0): each physical card is advertised share_replicas times as
+// `<domain>/xpu-shared` on `kunlunxin-xpu-shared.sock` (per model: `<domain>/<Model>-shared` on
+// `kunlunxin-xpu-shared-<model>.sock`), device IDs `<uuid>::<replica>`, and the whole-card
+// resource is not advertised at all: a card is either shared or exclusive.
 // Devices: ID = UUID, health from xpud, topology = NUMA node (none when unknown). Once xpud has
 // been gone for the grace period every device is Unhealthy; it is Healthy again as soon as xpud
 // reports it so.
@@ -24,14 +32,29 @@
 namespace shim {
 
 inline constexpr std::string_view kDefaultSocketName = "kunlunxin-xpu.sock";
+inline constexpr std::string_view kVirtualFunctionSocketName = "kunlunxin-vxpu.sock";
+inline constexpr std::string_view kSharedSocketName = "kunlunxin-xpu-shared.sock";
+inline constexpr std::string_view kVirtualFunctionResource = "vxpu";   // after "<domain>/"
+inline constexpr std::string_view kSharedResource = "xpu-shared";      // after "<domain>/"
+inline constexpr std::string_view kReplicaSeparator = "::";
 
 struct ResourceConfig {
   std::string resource_name{"kunlunxin.com/xpu"};  // validated
   bool per_model = false;
+  bool enable_sriov = false;
+  // Expected virtual functions per physical card (0: no expectation); only with enable_sriov.
+  unsigned sriov_num_vfs = 0;
+  // Shared mode: each physical card advertised this many times; 0 = exclusive cards.
+  unsigned share_replicas = 0;
 };
 
 struct PluginDevice {
-  std::string id;  // UUID
+  std::string id;  // UUID, or "<UUID>::<replica>" in shared mode
+  std::string card_id;  // the card's UUID (== id except in shared mode)
+  unsigned replica = 0;  // shared mode only
+  bool virtual_function = false;
+  // Virtual functions only: the nodes xpud lists for it (checked: absolute paths under /dev/).
+  std::vector<std::string> device_nodes;
   unsigned index = 0;
   std::string model;
   int numa_node = -1;  // -1: unknown (no topology advertised)
@@ -46,15 +69,19 @@ struct PluginDevice {
 struct ResourceState {
   std::string resource_name;
   std::string socket_name;
-  std::vector<PluginDevice> devices;  // ascending index
+  std::vector<PluginDevice> devices;  // ascending index (then replica)
+  bool shared = false;  // devices are replicas of shared cards
 
   bool operator==(const ResourceState&) const = default;
 };
 
 struct ResourcePlan {
   std::vector<ResourceState> resources;  // ascending resource name
-  // Devices xpud reported that cannot be advertised, each with the reason (for the log).
+  // Devices xpud reported that cannot be advertised, each with the reason, and an SR-IOV count
+  // that differs from --sriov-num-vfs (warnings for the log).
   std::vector<std::string> problems;
+  // Devices left out on purpose (virtual functions without --enable-sriov): info for the log.
+  std::vector<std::string> notices;
 };
 
 // `known_sockets` (resource name -> socket name) are the resources already served: they keep
@@ -66,6 +93,12 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
 
 // Socket name a per-model resource would like (before collisions are resolved).
 std::string socket_name_for_model(std::string_view model);
+
+// The warning for a virtual-function count other than sriov_num_vfs x physical cards, or empty.
+std::string sriov_count_mismatch(const ResourceConfig& config, const xpu::DeviceView& view);
+
+// Why a device node path from xpud cannot be handed to a container, or ok.
+xpu::Status validate_device_node(std::string_view path);
 
 // Why a UUID cannot serve as a Kubernetes device ID, or ok.
 xpu::Status validate_device_id(std::string_view id);

@@ -96,6 +96,10 @@ void ResourceTracker::replan(Clock::time_point now) {
     for (const auto& problem : plan.problems) spdlog::warn("{}", problem);
     last_problems_ = plan.problems;
   }
+  if (plan.notices != last_notices_) {
+    for (const auto& notice : plan.notices) spdlog::info("{}", notice);
+    last_notices_ = plan.notices;
+  }
   for (auto& state : plan.resources) {
     auto it = feeds_.find(state.resource_name);
     if (it == feeds_.end()) {

@@ -44,6 +44,7 @@ class ResourceTracker {
   bool lost_ = false;
   std::map<std::string, std::shared_ptr<ResourceFeed>> feeds_;  // by resource name
   std::vector<std::string> last_problems_;
+  std::vector<std::string> last_notices_;
 };
 
 }  // namespace shim

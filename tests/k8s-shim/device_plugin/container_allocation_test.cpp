@@ -52,5 +52,71 @@ TEST(ContainerAllocation, FailsAsAWholeNamingTheDevice) {
   EXPECT_EQ(error_of({}), "no device IDs requested");
 }
 
+
+TEST(ContainerAllocation, VirtualFunctionGetsItsOwnNodes) {
+  ResourceState state{"kunlunxin.com/vxpu", "kunlunxin-vxpu.sock", {}};
+  for (unsigned i : {8u, 9u}) {
+    PluginDevice d;
+    d.id = "vf-" + std::to_string(i);
+    d.card_id = d.id;
+    d.index = i;
+    d.healthy = true;
+    d.virtual_function = true;
+    d.device_nodes = {"/dev/xpuctrl", "/dev/xpu" + std::to_string(i)};
+    state.devices.push_back(d);
+  }
+  auto allocation = allocate_container(state, {"vf-9", "vf-8"});
+  ASSERT_TRUE(allocation.ok()) << allocation.error();
+  const std::vector<DeviceNode> nodes = {
+      {"/dev/xpu8", "/dev/xpu8", "rw"}, {"/dev/xpu9", "/dev/xpu9", "rw"}, {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
+  EXPECT_EQ(allocation->device_nodes, nodes);
+  EXPECT_EQ(allocation->envs.at("XPU_VISIBLE_DEVICES"), "8,9");
+  EXPECT_EQ(allocation->envs.at("KUNLUNXIN_XPU_UUIDS"), "vf-8,vf-9");
+}
+
+ResourceState shared_cards() {
+  ResourceState state{"kunlunxin.com/xpu-shared", "kunlunxin-xpu-shared.sock", {}, true};
+  for (unsigned i : {0u, 2u, 5u})
+    for (unsigned r = 0; r < 4; ++r) {
+      PluginDevice d;
+      d.card_id = "uuid-" + std::to_string(i);
+      d.id = d.card_id + "::" + std::to_string(r);
+      d.index = i;
+      d.replica = r;
+      d.healthy = i != 5;
+      if (!d.healthy) d.unhealthy_reason = "test fault";
+      state.devices.push_back(d);
+    }
+  return state;
+}
+
+TEST(ContainerAllocation, SharedReplicasMapBackToTheirCardOnce) {
+  auto allocation = allocate_container(shared_cards(), {"uuid-0::3", "uuid-0::1"});
+  ASSERT_TRUE(allocation.ok()) << allocation.error();
+  const std::vector<DeviceNode> nodes = {{"/dev/xpu0", "/dev/xpu0", "rw"}, {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
+  EXPECT_EQ(allocation->device_nodes, nodes);
+  EXPECT_EQ(allocation->envs.at("XPU_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(allocation->envs.at("KUNLUNXIN_XPU_UUIDS"), "uuid-0");
+  ASSERT_EQ(allocation->granted.size(), 1u);
+
+  auto two_cards = allocate_container(shared_cards(), {"uuid-2::0", "uuid-0::2", "uuid-2::3"});
+  ASSERT_TRUE(two_cards.ok()) << two_cards.error();
+  const std::vector<DeviceNode> both = {
+      {"/dev/xpu0", "/dev/xpu0", "rw"}, {"/dev/xpu2", "/dev/xpu2", "rw"}, {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
+  EXPECT_EQ(two_cards->device_nodes, both);
+  EXPECT_EQ(two_cards->envs.at("XPU_VISIBLE_DEVICES"), "0,2");
+  EXPECT_EQ(two_cards->envs.at("KUNLUNXIN_XPU_UUIDS"), "uuid-0,uuid-2");
+
+  auto sick = allocate_container(shared_cards(), {"uuid-0::0", "uuid-5::1"});
+  ASSERT_FALSE(sick.ok());
+  EXPECT_EQ(sick.error(), "device 'uuid-5::1' (xpu5) is Unhealthy: test fault");
+  auto twice = allocate_container(shared_cards(), {"uuid-0::0", "uuid-0::0"});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error(), "device 'uuid-0::0' is requested twice");
+  auto whole_card = allocate_container(shared_cards(), {"uuid-0"});
+  ASSERT_FALSE(whole_card.ok());
+  EXPECT_EQ(whole_card.error(), "device 'uuid-0' is not a kunlunxin.com/xpu-shared device of this node");
+}
+
 }  // namespace
 }  // namespace shim

@@ -167,5 +167,172 @@ TEST(ResourceManager, ModelSocketNames) {
   EXPECT_EQ(socket_name_for_model("  "), "kunlunxin-xpu-unknown.sock");
 }
 
+
+xpu::DeviceInfo virtual_function(unsigned index, std::string model = "R200") {
+  auto d = card(index, std::move(model));
+  d.uuid = "vf-uuid-" + std::to_string(index);
+  d.is_virtual_function = true;
+  d.device_nodes = {"/dev/xpu" + std::to_string(index), "/dev/xpuctrl"};
+  return d;
+}
+
+const ResourceState* find_resource(const ResourcePlan& plan, std::string_view name) {
+  for (const auto& r : plan.resources)
+    if (r.resource_name == name) return &r;
+  return nullptr;
+}
+
+TEST(ResourceManager, VirtualFunctionsAreLeftOutWithoutSriov) {
+  auto plan = plan_resources({}, present({card(0), virtual_function(1), virtual_function(2)}), false, {});
+  ASSERT_EQ(plan.resources.size(), 1u);
+  ASSERT_EQ(plan.resources[0].devices.size(), 1u);
+  EXPECT_EQ(plan.resources[0].devices[0].id, "uuid-0");
+  EXPECT_TRUE(plan.problems.empty());
+  EXPECT_EQ(plan.notices, std::vector<std::string>{
+                              "SR-IOV virtual functions xpu1, xpu2 are not advertised: --enable-sriov is not set"});
+}
+
+TEST(ResourceManager, SriovAdvertisesVirtualFunctionsOnTheirOwnResource) {
+  ResourceConfig config;
+  config.enable_sriov = true;
+  auto plan = plan_resources(config, present({virtual_function(2), card(0), virtual_function(1)}), false, {});
+  ASSERT_EQ(plan.resources.size(), 2u);
+  const auto* cards = find_resource(plan, "kunlunxin.com/xpu");
+  const auto* vfs = find_resource(plan, "kunlunxin.com/vxpu");
+  ASSERT_NE(cards, nullptr);
+  ASSERT_NE(vfs, nullptr);
+  EXPECT_EQ(cards->socket_name, "kunlunxin-xpu.sock");
+  ASSERT_EQ(cards->devices.size(), 1u);
+  EXPECT_FALSE(cards->devices[0].virtual_function);
+  EXPECT_EQ(vfs->socket_name, "kunlunxin-vxpu.sock");
+  ASSERT_EQ(vfs->devices.size(), 2u);
+  EXPECT_EQ(vfs->devices[0].id, "vf-uuid-1");
+  EXPECT_EQ(vfs->devices[1].index, 2u);
+  EXPECT_TRUE(vfs->devices[1].virtual_function);
+  EXPECT_EQ(vfs->devices[1].device_nodes, (std::vector<std::string>{"/dev/xpu2", "/dev/xpuctrl"}));
+  EXPECT_TRUE(plan.problems.empty());
+  EXPECT_TRUE(plan.notices.empty());
+
+  // The resource exists (empty) before xpud answers, under --resource-name's domain.
+  config.resource_name = "example.com/accel";
+  auto empty = plan_resources(config, xpu::DeviceView{}, false, {});
+  ASSERT_EQ(empty.resources.size(), 2u);
+  EXPECT_EQ(empty.resources[0].resource_name, "example.com/accel");
+  EXPECT_EQ(empty.resources[1].resource_name, "example.com/vxpu");
+}
+
+TEST(ResourceManager, SriovPerModelNamesAndBadDeviceNodes) {
+  ResourceConfig config;
+  config.per_model = true;
+  config.enable_sriov = true;
+  auto no_nodes = virtual_function(3);
+  no_nodes.device_nodes.clear();
+  auto escaping = virtual_function(4);
+  escaping.device_nodes = {"/dev/../etc/shadow"};
+  auto plan = plan_resources(config, present({card(0), virtual_function(1), no_nodes, escaping}), false, {});
+  ASSERT_EQ(plan.resources.size(), 2u);
+  EXPECT_EQ(plan.resources[0].resource_name, "kunlunxin.com/R200");
+  EXPECT_EQ(plan.resources[0].socket_name, "kunlunxin-xpu-r200.sock");
+  EXPECT_EQ(plan.resources[1].resource_name, "kunlunxin.com/R200-vxpu");
+  EXPECT_EQ(plan.resources[1].socket_name, "kunlunxin-vxpu-r200.sock");
+  ASSERT_EQ(plan.resources[1].devices.size(), 1u);
+  EXPECT_EQ(plan.problems,
+            (std::vector<std::string>{
+                "device xpu3 (SR-IOV virtual function) is not advertised: xpud lists no device node for it",
+                "device xpu4 (SR-IOV virtual function) is not advertised: device node "
+                "'/dev/../etc/shadow' has an empty, '.' or '..' component"}));
+}
+
+TEST(ResourceManager, DeviceNodeValidation) {
+  EXPECT_TRUE(validate_device_node("/dev/xpu0").ok());
+  EXPECT_TRUE(validate_device_node("/dev/dri/card1").ok());
+  EXPECT_FALSE(validate_device_node("/dev/").ok());
+  EXPECT_FALSE(validate_device_node("/etc/passwd").ok());
+  EXPECT_FALSE(validate_device_node("dev/xpu0").ok());
+  EXPECT_FALSE(validate_device_node("/dev//xpu0").ok());
+  EXPECT_FALSE(validate_device_node("/dev/xpu0/").ok());
+  EXPECT_FALSE(validate_device_node(std::string("/dev/xpu\n0")).ok());
+}
+
+TEST(ResourceManager, SriovCountOtherThanExpectedIsAWarning) {
+  ResourceConfig config;
+  config.enable_sriov = true;
+  config.sriov_num_vfs = 2;
+  // Two physical cards, three virtual functions: 2 x 2 = 4 expected.
+  auto plan = plan_resources(config, present({card(0), card(1), virtual_function(2), virtual_function(3),
+                                              virtual_function(4)}),
+                             false, {});
+  ASSERT_EQ(plan.problems.size(), 1u);
+  EXPECT_EQ(plan.problems[0],
+            "xpud reports 3 SR-IOV virtual functions, but --sriov-num-vfs 2 x 2 physical cards expects 4; "
+            "the device plugin does not change it: on the host, write 0 and then the wanted count to "
+            "/sys/bus/pci/devices/<card BDF>/sriov_numvfs (at most sriov_totalvfs) while no process uses the card");
+  EXPECT_EQ(find_resource(plan, "kunlunxin.com/vxpu")->devices.size(), 3u);  // still advertised
+
+  auto matching = plan_resources(config, present({card(0), virtual_function(1), virtual_function(2)}), false, {});
+  EXPECT_TRUE(matching.problems.empty());
+  config.sriov_num_vfs = 0;  // no expectation
+  EXPECT_EQ(sriov_count_mismatch(config, present({card(0), virtual_function(1)})), "");
+  config.sriov_num_vfs = 2;
+  config.enable_sriov = false;  // the count only matters with SR-IOV
+  EXPECT_EQ(sriov_count_mismatch(config, present({card(0)})), "");
+}
+
+TEST(ResourceManager, SharedModeAdvertisesReplicasInsteadOfCards) {
+  ResourceConfig config;
+  config.share_replicas = 3;
+  auto sick = card(1);
+  sick.healthy = false;
+  sick.health_reason = "ECC storm";
+  auto plan = plan_resources(config, present({sick, card(0), virtual_function(2)}), false, {});
+  ASSERT_EQ(plan.resources.size(), 1u);  // whole cards are not advertised at all
+  const auto& r = plan.resources[0];
+  EXPECT_EQ(r.resource_name, "kunlunxin.com/xpu-shared");
+  EXPECT_EQ(r.socket_name, "kunlunxin-xpu-shared.sock");
+  EXPECT_TRUE(r.shared);
+  std::vector<std::string> ids;
+  for (const auto& d : r.devices) ids.push_back(d.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"uuid-0::0", "uuid-0::1", "uuid-0::2", "uuid-1::0", "uuid-1::1",
+                                           "uuid-1::2"}));
+  EXPECT_EQ(r.devices[4].card_id, "uuid-1");
+  EXPECT_EQ(r.devices[4].replica, 1u);
+  EXPECT_FALSE(r.devices[4].healthy);  // health follows the card
+  EXPECT_EQ(r.devices[4].unhealthy_reason, "ECC storm");
+  EXPECT_TRUE(r.devices[0].healthy);
+  EXPECT_EQ(plan.notices.size(), 1u);  // the virtual function, without --enable-sriov
+
+  auto lost = plan_resources(config, present({card(0)}), true, {});
+  EXPECT_FALSE(lost.resources[0].devices[2].healthy);
+}
+
+TEST(ResourceManager, SharedModeLeavesOutCardsWhoseReplicaIdsWouldBeTooLong) {
+  ResourceConfig config;
+  config.share_replicas = 10;  // suffix "::9": 3 characters
+  auto fits = card(0);
+  fits.uuid = std::string(60, 'a');
+  auto too_long = card(1);
+  too_long.uuid = std::string(61, 'b');
+  auto plan = plan_resources(config, present({fits, too_long}), false, {});
+  ASSERT_EQ(plan.resources[0].devices.size(), 10u);
+  EXPECT_EQ(plan.resources[0].devices[9].id, std::string(60, 'a') + "::9");
+  EXPECT_EQ(plan.problems, std::vector<std::string>{"device xpu1 is not shared: UUID '" + std::string(61, 'b') +
+                                                    "' plus the replica suffix would be longer than 63 characters"});
+}
+
+TEST(ResourceManager, SharedModePerModelWithSriov) {
+  ResourceConfig config;
+  config.share_replicas = 2;
+  config.per_model = true;
+  config.enable_sriov = true;
+  auto plan = plan_resources(config, present({card(0, "P800"), virtual_function(1, "P800")}), false, {});
+  ASSERT_EQ(plan.resources.size(), 2u);
+  EXPECT_EQ(plan.resources[0].resource_name, "kunlunxin.com/P800-shared");
+  EXPECT_EQ(plan.resources[0].socket_name, "kunlunxin-xpu-shared-p800.sock");
+  EXPECT_EQ(plan.resources[0].devices.size(), 2u);
+  EXPECT_EQ(plan.resources[1].resource_name, "kunlunxin.com/P800-vxpu");
+  ASSERT_EQ(plan.resources[1].devices.size(), 1u);  // virtual functions are never replicated
+  EXPECT_EQ(plan.resources[1].devices[0].id, "vf-uuid-1");
+}
+
 }  // namespace
 }  // namespace shim

@@ -1,0 +1,73 @@
+// The device-plugin role's flags as a user types them: accepted values, and the one-line exit 2
+// for the rest.
+#include "k8s-shim/device_plugin/device_plugin_options.h"
+
+#include <gtest/gtest.h>
+
+namespace shim {
+namespace {
+
+DevicePluginOptions parse(std::vector<std::string> args) {
+  ShimOptions shim;
+  return parse_device_plugin_command_line(shim, args);
+}
+
+TEST(DevicePluginOptions, DefaultsAdvertiseWholeCardsOnly) {
+  auto options = parse({});
+  EXPECT_FALSE(options.enable_sriov);
+  EXPECT_FALSE(options.enable_xpu_share);
+  EXPECT_EQ(options.xpu_share_replicas, 4u);
+  auto config = resource_config(options);
+  EXPECT_EQ(config.resource_name, "kunlunxin.com/xpu");
+  EXPECT_FALSE(config.enable_sriov);
+  EXPECT_EQ(config.sriov_num_vfs, 0u);
+  EXPECT_EQ(config.share_replicas, 0u);
+}
+
+TEST(DevicePluginOptions, TheChartsReservedFlagsAreAccepted) {
+  // The argument list charts/xpu-k8s-shim renders with every reserved option on.
+  auto options = parse({"--resource-per-model", "--resource-name", "example.com/xpu", "--enable-sriov",
+                        "--sriov-num-vfs", "4", "--reconfig-vxpu", "--enable-xpu-share"});
+  EXPECT_TRUE(options.enable_sriov);
+  EXPECT_EQ(options.sriov_num_vfs, 4u);
+  EXPECT_TRUE(options.reconfig_vxpu);
+  EXPECT_TRUE(options.enable_xpu_share);
+  auto config = resource_config(options);
+  EXPECT_TRUE(config.per_model);
+  EXPECT_TRUE(config.enable_sriov);
+  EXPECT_EQ(config.sriov_num_vfs, 4u);
+  EXPECT_EQ(config.share_replicas, 4u);
+
+  auto zero = parse({"--enable-sriov", "--sriov-num-vfs", "0", "--enable-xpu-share", "--xpu-share-replicas=64"});
+  EXPECT_EQ(zero.sriov_num_vfs, 0u);
+  EXPECT_EQ(resource_config(zero).share_replicas, 64u);
+}
+
+TEST(DevicePluginOptions, CountsWithoutTheirModeDoNothing) {
+  auto options = parse({"--sriov-num-vfs", "8", "--xpu-share-replicas", "2"});
+  auto config = resource_config(options);
+  EXPECT_EQ(config.sriov_num_vfs, 0u);
+  EXPECT_EQ(config.share_replicas, 0u);
+}
+
+TEST(DevicePluginOptions, ReconfigWithoutSriovIsAUsageError) {
+  EXPECT_FALSE(check_device_plugin_options(DevicePluginOptions{.reconfig_vxpu = true}).ok());
+  EXPECT_EXIT(parse({"--reconfig-vxpu"}), ::testing::ExitedWithCode(2),
+              "xpu-k8s-shim device-plugin: --reconfig-vxpu needs --enable-sriov");
+}
+
+TEST(DevicePluginOptions, OutOfRangeCountsAreUsageErrors) {
+  EXPECT_EXIT(parse({"--enable-sriov", "--sriov-num-vfs", "65"}), ::testing::ExitedWithCode(2),
+              "--sriov-num-vfs: '65' is out of range \\[0, 64\\]");
+  EXPECT_EXIT(parse({"--enable-sriov", "--sriov-num-vfs", "-1"}), ::testing::ExitedWithCode(2),
+              "--sriov-num-vfs: '-1' is not a non-negative integer");
+  EXPECT_EXIT(parse({"--enable-xpu-share", "--xpu-share-replicas", "0"}), ::testing::ExitedWithCode(2),
+              "--xpu-share-replicas: '0' is out of range \\[1, 64\\]");
+  EXPECT_EXIT(parse({"--enable-xpu-share", "--xpu-share-replicas", "65"}), ::testing::ExitedWithCode(2),
+              "--xpu-share-replicas: '65' is out of range \\[1, 64\\]");
+  EXPECT_EXIT(parse({"--enable-sriov=yes"}), ::testing::ExitedWithCode(2),
+              "option '--enable-sriov' takes no value");
+}
+
+}  // namespace
+}  // namespace shim
