@@ -263,6 +263,49 @@ TEST_F(DevicePluginServiceTest, PreferredAllocationUsesTheTopology) {
   EXPECT_EQ(bad.error_message(), "container request 0: allocation size 9 exceeds the 7 available devices");
 }
 
+TEST_F(DevicePluginServiceTest, SharedResourceSpreadsAndAllocatesCards) {
+  ResourceState shared{"kunlunxin.com/xpu-shared", "kunlunxin-xpu-shared.sock", {}, true};
+  for (unsigned i = 0; i < 2; ++i)
+    for (unsigned r = 0; r < 4; ++r) {
+      PluginDevice d;
+      d.card_id = "uuid-" + std::to_string(i);
+      d.id = d.card_id + "::" + std::to_string(r);
+      d.index = i;
+      d.replica = r;
+      d.healthy = true;
+      shared.devices.push_back(d);
+    }
+  ASSERT_TRUE(feed_->publish(shared));
+
+  v1beta1::PreferredAllocationRequest request;
+  auto* c = request.add_container_requests();
+  for (const auto& d : shared.devices) c->add_available_deviceids(d.id);
+  c->set_allocation_size(2);
+  grpc::ClientContext context;
+  context.set_deadline(in(5000ms));
+  v1beta1::PreferredAllocationResponse response;
+  auto status = stub_->GetPreferredAllocation(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const auto& ids = response.container_responses(0).deviceids();
+  EXPECT_EQ(std::vector<std::string>(ids.begin(), ids.end()), (std::vector<std::string>{"uuid-0::0", "uuid-1::0"}));
+
+  v1beta1::AllocateRequest allocate;
+  auto* a = allocate.add_container_requests();
+  a->add_devices_ids("uuid-1::2");
+  a->add_devices_ids("uuid-1::0");
+  grpc::ClientContext again;
+  again.set_deadline(in(5000ms));
+  v1beta1::AllocateResponse granted;
+  auto ok = stub_->Allocate(&again, allocate, &granted);
+  ASSERT_TRUE(ok.ok()) << ok.error_message();
+  const auto& container = granted.container_responses(0);
+  EXPECT_EQ(container.envs().at("XPU_VISIBLE_DEVICES"), "1");
+  EXPECT_EQ(container.envs().at("KUNLUNXIN_XPU_UUIDS"), "uuid-1");
+  ASSERT_EQ(container.devices_size(), 2);
+  EXPECT_EQ(container.devices(0).host_path(), "/dev/xpu1");
+  EXPECT_EQ(container.devices(1).host_path(), "/dev/xpuctrl");
+}
+
 TEST(PluginServer, ReplacesAStaleSocketButNothingElse) {
   xpu::test::TempDir dir;
   auto feed = std::make_shared<ResourceFeed>(eight_cards());
