@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/fakes/sysfs/fake_sysfs_tree.h"
-#include "tests/xpud/backends/sysfs/captured_log.h"
+#include "tests/xpud/backends/captured_log.h"
 
 namespace xpud::sysfs {
 namespace {
@@ -47,7 +47,7 @@ TEST_F(SysfsDriverVersionFile, ModuleVersionWhenProcIsMissing) {
 }
 
 TEST_F(SysfsDriverVersionFile, ModuleVersionWhenProcIsGarbageAndTheGarbageIsLogged) {
-  xpud::sysfs::testing::CapturedLog log;
+  xpud::test::CapturedLog log;
   tree_.set_proc_driver_version("kunlun driver, built today\n");
   tree_.set_module_version("4.0.11\n");
   EXPECT_EQ(read_driver_version(tree_.root()), "4.0.11");

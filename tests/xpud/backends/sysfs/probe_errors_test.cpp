@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/fakes/sysfs/fake_sysfs_tree.h"
-#include "tests/xpud/backends/sysfs/captured_log.h"
+#include "tests/xpud/backends/captured_log.h"
 
 namespace xpud::sysfs {
 namespace {
@@ -38,7 +38,7 @@ TEST(SysfsProbeErrors, ReasonWithoutErrorText) {
 }
 
 TEST(SysfsProbeErrors, SkipsMalformedLinesAndNamesThem) {
-  xpud::sysfs::testing::CapturedLog log;
+  xpud::test::CapturedLog log;
   auto failures = parse_probe_errors(
       "not a bdf sn 0 xpu0 19 No such device\n"
       "0000:3b:00.0 sn zero xpu0 19 No such device\n"
@@ -63,7 +63,7 @@ TEST(SysfsProbeErrors, ReadsTheFileAndIgnoresAnOversizedOne) {
   tree.set_probe_errors("0000:3b:00.0 sn 0 xpu0 19 No such device\n");
   EXPECT_THAT(read_probe_errors(path), ElementsAre(Key("0000:3b:00.0")));
 
-  xpud::sysfs::testing::CapturedLog log;
+  xpud::test::CapturedLog log;
   std::string huge;
   while (huge.size() <= kMaxProbeErrorBytes) huge += "0000:3b:00.0 sn 0 xpu0 19 No such device\n";
   tree.set_probe_errors(huge);

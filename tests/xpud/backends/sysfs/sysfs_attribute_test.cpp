@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/fakes/sysfs/fake_sysfs_tree.h"
-#include "tests/xpud/backends/sysfs/captured_log.h"
+#include "tests/xpud/backends/captured_log.h"
 
 namespace xpud::sysfs {
 namespace {
@@ -73,7 +73,7 @@ TEST_F(SysfsAttributeFile, RejectsAFifoWithoutBlocking) {
 }
 
 TEST_F(SysfsAttributeFile, ReadAttributeLogsTheFileItIgnores) {
-  testing::CapturedLog log;
+  test::CapturedLog log;
   fs::path path = write("numa_node", "banana\n");
   EXPECT_EQ(read_attribute(path, parse_numa_node), std::nullopt);
   EXPECT_THAT(log.text(), HasSubstr("debug sysfs: ignoring " + path.string() + ": malformed"));
@@ -85,7 +85,7 @@ TEST_F(SysfsAttributeFile, ReadAttributeLogsTheFileItIgnores) {
 }
 
 TEST_F(SysfsAttributeFile, ReadAttributeIsQuietAboutMissingFiles) {
-  testing::CapturedLog log;
+  test::CapturedLog log;
   EXPECT_EQ(read_attribute(tree_.root() / "sriov_numvfs", parse_vf_count), std::nullopt);
   EXPECT_EQ(log.text(), "");
 }

@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/fakes/sysfs/fake_sysfs_tree.h"
-#include "tests/xpud/backends/sysfs/captured_log.h"
+#include "tests/xpud/backends/captured_log.h"
 
 namespace xpud {
 namespace {
@@ -30,7 +30,7 @@ using xpu::fakes::kunlunxin_p800;
 using xpu::fakes::kunlunxin_r_series;
 using xpu::fakes::kunlunxin_vf;
 using xpu::fakes::other_pci_function;
-using CapturedLog = xpud::sysfs::testing::CapturedLog;
+using CapturedLog = xpud::test::CapturedLog;
 namespace fs = std::filesystem;
 
 constexpr std::uint16_t kR200 = 1, kR100 = 2, kR300 = 3, kR200_8F = 4, kR420 = 6, kRG800 = 7;

@@ -2,7 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tests/xpud/backends/xpuml/captured_log.h"
+#include "tests/xpud/backends/captured_log.h"
 #include "tests/xpud/backends/xpuml/fake_xpuml_host.h"
 #include "xpud/backends/xpuml/derived_uuid.h"
 #include "xpud/backends/xpuml/xpuml_backend.h"

@@ -1,5 +1,6 @@
 // Captures what the code under test logs through spdlog's default logger, one "level message"
-// line per event, and restores the previous logger afterwards.
+// line per event (every level), for as long as the object lives; the previous default logger
+// comes back afterwards.
 #pragma once
 
 #include <memory>
@@ -15,15 +16,18 @@ namespace xpud::test {
 class CapturedLog {
  public:
   CapturedLog() : previous_(spdlog::default_logger()) {
-    auto logger = std::make_shared<spdlog::logger>(
-        "captured", std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_));
-    logger->set_pattern("%l %v");
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_);
+    sink->set_pattern("%l %v");
+    auto logger = std::make_shared<spdlog::logger>("captured", std::move(sink));
     logger->set_level(spdlog::level::trace);
     spdlog::set_default_logger(std::move(logger));
   }
   ~CapturedLog() { spdlog::set_default_logger(previous_); }
   CapturedLog(const CapturedLog&) = delete;
   CapturedLog& operator=(const CapturedLog&) = delete;
+
+  std::string text() const { return stream_.str(); }
+  void clear() { stream_.str({}); }
 
   // Lines logged at `level` ("warning", "debug", ...) that contain `text`.
   int count(std::string_view level, std::string_view text) const {
