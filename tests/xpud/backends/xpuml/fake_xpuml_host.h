@@ -1,17 +1,17 @@
 // A host as the xpuml backend sees it, for tests: the fake libxpuml's scenario file (named by
-// $XPUML_FAKE_SCRIPT) and a sysfs tree with numa_node files, both in a scratch directory.
+// $XPUML_FAKE_SCRIPT) beside a fake sysfs tree (tests/fakes/sysfs), whose root is what the
+// backend gets as its sysfs root, and scratch space for the test.
 #pragma once
 
 #include <dlfcn.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
+#include "tests/fakes/sysfs/fake_sysfs_tree.h"
 #include "xpud/backends/xpuml/xpuml_library.h"
 
 namespace xpud::test {
@@ -29,48 +29,33 @@ inline std::filesystem::path fake_xpuml_incomplete_library() {
 
 class FakeXpumlHost {
  public:
-  FakeXpumlHost() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "xpuml-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    dir_ = pattern;
-    std::filesystem::create_directories(sysfs_root() / "sys/bus/pci/devices");
-    ::setenv("XPUML_FAKE_SCRIPT", script_path().c_str(), 1);
-  }
-  ~FakeXpumlHost() {
-    ::unsetenv("XPUML_FAKE_SCRIPT");
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  FakeXpumlHost() { ::setenv("XPUML_FAKE_SCRIPT", script_path().c_str(), 1); }
+  ~FakeXpumlHost() { ::unsetenv("XPUML_FAKE_SCRIPT"); }
   FakeXpumlHost(const FakeXpumlHost&) = delete;
   FakeXpumlHost& operator=(const FakeXpumlHost&) = delete;
 
-  std::filesystem::path script_path() const { return dir_ / "scenario.txt"; }
-  std::filesystem::path sysfs_root() const { return dir_ / "root"; }
-  const std::filesystem::path& dir() const { return dir_; }
+  // The host's sysfs: PCI functions the sysfs backend would find, numa_node files.
+  xpu::fakes::FakeSysfsTree& tree() { return tree_; }
+  const std::filesystem::path& sysfs_root() const { return tree_.root(); }
+  // Scratch space, removed with the host.
+  const std::filesystem::path& dir() const { return tree_.root(); }
+  std::filesystem::path script_path() const { return tree_.root() / kScript; }
 
   // Replaces the scenario atomically (write, then rename), as a running library would need.
-  void write_scenario(std::string_view text) const {
-    auto temp = dir_ / "scenario.txt.new";
-    write_file(temp, text);
-    std::filesystem::rename(temp, script_path());
+  void write_scenario(std::string_view text) {
+    const std::string temp = std::string(kScript) + ".new";
+    tree_.write_file(temp, text);
+    std::filesystem::rename(tree_.root() / temp, script_path());
   }
 
   // <root>/sys/bus/pci/devices/<bus_id>/numa_node with exactly `contents`.
-  void write_numa_node(const std::string& bus_id, std::string_view contents) const {
-    auto device = sysfs_root() / "sys/bus/pci/devices" / bus_id;
-    std::filesystem::create_directories(device);
-    write_file(device / "numa_node", contents);
-  }
-
-  static void write_file(const std::filesystem::path& path, std::string_view text) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
-    if (!out) throw std::runtime_error("cannot write " + path.string());
+  void write_numa_node(const std::string& bus_id, std::string_view contents) {
+    tree_.write_file(std::filesystem::path("sys/bus/pci/devices") / bus_id / "numa_node", contents);
   }
 
  private:
-  std::filesystem::path dir_;
+  static constexpr std::string_view kScript = "xpuml-scenario.txt";
+  xpu::fakes::FakeSysfsTree tree_;
 };
 
 // The fake's test hook, xpumlFakeCallCount, through a handle of our own, which also keeps the

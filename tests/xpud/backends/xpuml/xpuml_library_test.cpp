@@ -29,7 +29,7 @@ TEST_F(XpumlLibraryTest, MissingFileSaysWhereItLooked) {
 
 TEST_F(XpumlLibraryTest, FileThatIsNotALibraryCannotBeLoaded) {
   auto path = host.dir() / "libxpuml.so.1";
-  test::FakeXpumlHost::write_file(path, "this is not an ELF file\n");
+  host.tree().write_file("libxpuml.so.1", "this is not an ELF file\n");
   auto backend = make_xpuml_backend(path, host.sysfs_root());
   ASSERT_FALSE(backend.ok());
   EXPECT_THAT(backend.error(), AllOf(HasSubstr("cannot load libxpuml"), HasSubstr(path.string())));
