@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "xpud/backends/sysfs/sysfs_attribute.h"
+#include "xpud/backends/sysfs_attribute.h"
 
 namespace xpud::sysfs {
 

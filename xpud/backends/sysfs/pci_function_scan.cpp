@@ -12,7 +12,7 @@
 #include <tuple>
 
 #include "common/unique_fd.h"
-#include "xpud/backends/sysfs/sysfs_attribute.h"
+#include "xpud/backends/sysfs_attribute.h"
 
 namespace xpud::sysfs {
 namespace {

@@ -6,7 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "xpud/backends/pci_ids.h"
-#include "xpud/backends/sysfs/sysfs_attribute.h"
+#include "xpud/backends/sysfs_attribute.h"
 
 namespace xpud::sysfs {
 namespace {

@@ -11,9 +11,9 @@
 
 #include "common/names.h"
 #include "xpud/backends/pci_ids.h"
+#include "xpud/backends/sysfs_attribute.h"
 #include "xpud/backends/xpuml/derived_uuid.h"
 #include "xpud/backends/xpuml/discovery_warnings.h"
-#include "xpud/backends/xpuml/numa_node_file.h"
 #include "xpud/backends/xpuml/xpuml_library.h"
 #include "xpud/backends/xpuml/xpuml_metrics.h"
 
@@ -237,9 +237,11 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned libra
                                    std::to_string(attributes.sn[1]));
   }
 
-  auto numa = xpuml::read_numa_node(sysfs_root_, id.pci_bus_id);
+  // bus_id is normalised, so it cannot lead out of the devices directory.
+  auto numa = sysfs::parse_attribute(
+      sysfs_root_ / "sys/bus/pci/devices" / id.pci_bus_id / "numa_node", sysfs::parse_numa_node);
   if (numa) {
-    id.numa_node = *numa;
+    id.numa_node = numa->value_or(-1);
   } else {
     warnings_.warn("{}: {}; NUMA node unknown", id.pci_bus_id, numa.error());
     id.numa_node = -1;

@@ -1,62 +1,16 @@
-// The backend's pure parts: NUMA node files, derived UUIDs, library text, device states.
+// The backend's pure parts: derived UUIDs, library text, device states. (NUMA node files are
+// read with the reader the sysfs backend uses; its tests are in tests/xpud/backends/.)
 #include <regex>
 #include <set>
 
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tests/xpud/backends/xpuml/fake_xpuml_host.h"
 #include "xpud/backends/xpuml/derived_uuid.h"
-#include "xpud/backends/xpuml/numa_node_file.h"
 #include "xpud/backends/xpuml/xpuml_library.h"
 #include "xpud/backends/xpuml/xpuml_metrics.h"
 
 namespace xpud::xpuml {
 namespace {
-
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-
-constexpr const char* kBus = "0000:3b:00.0";
-
-class NumaNodeFileTest : public ::testing::Test {
- protected:
-  test::FakeXpumlHost host;
-};
-
-TEST_F(NumaNodeFileTest, ReadsTheNode) {
-  host.write_numa_node(kBus, "1\n");
-  EXPECT_EQ(read_numa_node(host.sysfs_root(), kBus).value(), 1);
-  host.write_numa_node(kBus, "0");
-  EXPECT_EQ(read_numa_node(host.sysfs_root(), kBus).value(), 0);
-  host.write_numa_node(kBus, "-1\n");
-  EXPECT_EQ(read_numa_node(host.sysfs_root(), kBus).value(), -1);
-}
-
-TEST_F(NumaNodeFileTest, AbsentFileMeansUnknown) {
-  EXPECT_EQ(read_numa_node(host.sysfs_root(), kBus).value(), -1);
-}
-
-TEST_F(NumaNodeFileTest, MalformedContentsAreErrorsNamingTheFile) {
-  const std::string file =
-      (host.sysfs_root() / "sys/bus/pci/devices" / kBus / "numa_node").string();
-  for (std::string_view contents :
-       {"", "\n", "abc\n", "1x\n", "1 2\n", "-2\n", "1024\n", "99999999999999\n", "0x1\n",
-        "\x01\x02\n", "1\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n"}) {
-    host.write_numa_node(kBus, contents);
-    auto node = read_numa_node(host.sysfs_root(), kBus);
-    ASSERT_FALSE(node.ok()) << "contents: " << contents;
-    EXPECT_THAT(node.error(), HasSubstr(file));
-  }
-}
-
-TEST_F(NumaNodeFileTest, DirectoryInPlaceOfTheFileIsAnError) {
-  std::filesystem::create_directories(host.sysfs_root() / "sys/bus/pci/devices" / kBus /
-                                      "numa_node");
-  auto node = read_numa_node(host.sysfs_root(), kBus);
-  ASSERT_FALSE(node.ok());
-  EXPECT_THAT(node.error(), HasSubstr("not a regular file"));
-}
 
 TEST(DerivedUuid, IsStableUuidFormattedAndDistinct) {
   const std::regex format("^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$");

@@ -1,4 +1,4 @@
-#include "xpud/backends/sysfs/sysfs_attribute.h"
+#include "xpud/backends/sysfs_attribute.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -109,7 +109,9 @@ std::optional<std::string> symlink_target_name(const std::filesystem::path& path
 }
 
 void log_ignored_file(const std::filesystem::path& path, std::string_view why) {
-  spdlog::debug("sysfs: ignoring {}: {}", path.string(), why);
+  log_ignored_problem(path.string() + ": " + std::string(why));
 }
+
+void log_ignored_problem(std::string_view problem) { spdlog::debug("sysfs: ignoring {}", problem); }
 
 }  // namespace xpud::sysfs

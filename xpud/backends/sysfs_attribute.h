@@ -1,6 +1,7 @@
 // Bounded, non-blocking reads of sysfs/procfs text files and strict parsers for the values they
-// hold. File contents come from outside the daemon: anything unexpected is reported as such and
-// never trusted.
+// hold: the one way both hardware backends read the kernel's small files (the sysfs backend its
+// whole view of the cards, the xpuml backend NUMA nodes). File contents come from outside the
+// daemon: anything unexpected is reported as such and never trusted.
 #pragma once
 
 #include <fcntl.h>
@@ -49,23 +50,42 @@ std::optional<std::string> symlink_target_name(const std::filesystem::path& path
 
 // Logs (debug) that a file's content was ignored, naming the file and why.
 void log_ignored_file(const std::filesystem::path& path, std::string_view why);
+// The same for a problem that already names the file ("<file>: <why>").
+void log_ignored_problem(std::string_view problem);
 
-// Reads `relative` in the open directory dir_fd and parses it; absent (nullopt) when the file
-// is missing, unusable or malformed. Unusable and malformed files get a debug log line naming
-// the file as dir_name / relative.
+// Reads `relative` in the open directory dir_fd and parses it: the value; nullopt when the file
+// does not exist; an error "<dir_name / relative>: <why>" when the file is unusable (see
+// read_text_file) or the parser rejects its content ("malformed content").
+template <typename Parser>
+auto parse_attribute_at(int dir_fd, const std::filesystem::path& dir_name,
+                        const std::filesystem::path& relative, Parser parse)
+    -> xpu::Result<decltype(parse(std::string_view{}))> {
+  auto text = read_text_file_at(dir_fd, relative);
+  if (!text.ok()) return xpu::Error{(dir_name / relative).string() + ": " + text.error()};
+  if (!text->has_value()) return decltype(parse(std::string_view{})){};
+  auto value = parse(**text);
+  if (!value) return xpu::Error{(dir_name / relative).string() + ": malformed content"};
+  return value;
+}
+
+// The same for a path relative to the working directory, or absolute.
+template <typename Parser>
+auto parse_attribute(const std::filesystem::path& path, Parser parse)
+    -> xpu::Result<decltype(parse(std::string_view{}))> {
+  return parse_attribute_at(AT_FDCWD, {}, path, parse);
+}
+
+// For attributes that are simply absent when unusable: parse_attribute_at's value, or nullopt
+// when the file is missing, unusable or malformed; the last two get a debug log line naming the
+// file (log_ignored_file).
 template <typename Parser>
 auto read_attribute_at(int dir_fd, const std::filesystem::path& dir_name,
                        const std::filesystem::path& relative, Parser parse)
     -> decltype(parse(std::string_view{})) {
-  auto text = read_text_file_at(dir_fd, relative);
-  if (!text.ok()) {
-    log_ignored_file(dir_name / relative, text.error());
-    return std::nullopt;
-  }
-  if (!text->has_value()) return std::nullopt;
-  auto value = parse(**text);
-  if (!value) log_ignored_file(dir_name / relative, "malformed content");
-  return value;
+  auto value = parse_attribute_at(dir_fd, dir_name, relative, parse);
+  if (value.ok()) return *value;
+  log_ignored_problem(value.error());
+  return std::nullopt;
 }
 
 // The same for a path relative to the working directory, or absolute.

@@ -1,5 +1,7 @@
-#include "xpud/backends/sysfs/sysfs_attribute.h"
+// The attribute reader both hardware backends use: bounded, non-blocking reads and strict parsers.
+#include "xpud/backends/sysfs_attribute.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -8,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/unique_fd.h"
 #include "tests/fakes/sysfs/fake_sysfs_tree.h"
 #include "tests/xpud/backends/captured_log.h"
 
@@ -88,6 +91,49 @@ TEST_F(SysfsAttributeFile, ReadAttributeIsQuietAboutMissingFiles) {
   test::CapturedLog log;
   EXPECT_EQ(read_attribute(tree_.root() / "sriov_numvfs", parse_vf_count), std::nullopt);
   EXPECT_EQ(log.text(), "");
+}
+
+TEST_F(SysfsAttributeFile, ParseAttributeGivesTheValueOrNothingForAMissingFile) {
+  auto node = parse_attribute(write("numa_node", "1\n"), parse_numa_node);
+  ASSERT_TRUE(node.ok()) << node.error();
+  EXPECT_EQ(*node, 1);
+  auto missing = parse_attribute(tree_.root() / "no/numa_node", parse_numa_node);
+  ASSERT_TRUE(missing.ok()) << missing.error();
+  EXPECT_EQ(*missing, std::nullopt);
+}
+
+TEST_F(SysfsAttributeFile, ParseAttributeErrorsNameTheFileAndTheProblem) {
+  for (std::string contents : {"", "\n", "abc\n", "1x\n", "1 2\n", "-2\n", "1024\n",
+                               "99999999999999\n", "0x1\n", "\x01\x02\n"}) {
+    fs::path path = write("numa_node", contents);
+    auto node = parse_attribute(path, parse_numa_node);
+    ASSERT_FALSE(node.ok()) << "contents: " << contents;
+    EXPECT_EQ(node.error(), path.string() + ": malformed content");
+  }
+  fs::path huge = write("numa_node", std::string(kMaxAttributeBytes + 1, '1'));
+  auto node = parse_attribute(huge, parse_numa_node);
+  ASSERT_FALSE(node.ok());
+  EXPECT_EQ(node.error(), huge.string() + ": larger than 4096 bytes");
+
+  fs::path directory = tree_.root() / "devices/0000:3b:00.0/numa_node";
+  fs::create_directories(directory);
+  node = parse_attribute(directory, parse_numa_node);
+  ASSERT_FALSE(node.ok());
+  EXPECT_EQ(node.error(), directory.string() + ": not a regular file");
+}
+
+TEST_F(SysfsAttributeFile, ParseAttributeAtReadsRelativeToTheDirectoryAndNamesTheFile) {
+  write("devices/0000:3b:00.0/vendor", "0x1d22\n");
+  write("devices/0000:3c:00.0/vendor", "0x1d2\x7f\n");
+  const fs::path devices = tree_.root() / "devices";
+  xpu::UniqueFd dir(::open(devices.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dir.valid());
+  auto vendor = parse_attribute_at(dir.get(), devices, "0000:3b:00.0/vendor", parse_pci_id);
+  ASSERT_TRUE(vendor.ok()) << vendor.error();
+  EXPECT_EQ(*vendor, 0x1d22);
+  auto garbled = parse_attribute_at(dir.get(), devices, "0000:3c:00.0/vendor", parse_pci_id);
+  ASSERT_FALSE(garbled.ok());
+  EXPECT_EQ(garbled.error(), (devices / "0000:3c:00.0/vendor").string() + ": malformed content");
 }
 
 TEST_F(SysfsAttributeFile, SymlinkTargetNameIsTheLastComponent) {
