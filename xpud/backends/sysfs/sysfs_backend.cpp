@@ -12,7 +12,7 @@
 #include "common/names.h"
 #include "xpud/backends/sysfs/device_numbering.h"
 #include "xpud/backends/sysfs/driver_version.h"
-#include "xpud/backends/sysfs/name_based_uuid.h"
+#include "xpud/backends/device_uuid.h"
 #include "xpud/backends/sysfs/pci_function_scan.h"
 #include "xpud/backends/sysfs/probe_errors.h"
 
@@ -75,7 +75,7 @@ class SysfsBackend final : public Backend {
       const auto& function = served[slot.function];
       DeviceIdentity device;
       device.index = slot.index;
-      device.uuid = sysfs::sysfs_device_uuid(function.pci_bus_id, function.model.model, slot.chip);
+      device.uuid = derived_device_uuid(function.pci_bus_id, function.model.model, slot.chip);
       device.model = function.model.model;
       device.pci_bus_id = function.pci_bus_id;
       device.numa_node = function.numa_node;

@@ -10,9 +10,9 @@
 #include <spdlog/spdlog.h>
 
 #include "common/names.h"
+#include "xpud/backends/device_uuid.h"
 #include "xpud/backends/pci_ids.h"
 #include "xpud/backends/sysfs_attribute.h"
-#include "xpud/backends/xpuml/derived_uuid.h"
 #include "xpud/backends/xpuml/discovery_warnings.h"
 #include "xpud/backends/xpuml/xpuml_library.h"
 #include "xpud/backends/xpuml/xpuml_metrics.h"
@@ -28,6 +28,8 @@ constexpr unsigned kMaxDevices = 4096;
 constexpr unsigned kMaxMinor = 65535;
 // Buffers for strings the library writes (serial, name, UUID, versions).
 constexpr std::size_t kTextBufferSize = 128;
+// Serials travel where device ids do (D-Bus, exporter labels): the same limit.
+constexpr std::size_t kMaxSerialLength = kMaxDeviceUuidLength;
 // Process entries offered per query; a card with more reports the total as INSUFFICIENT_SIZE.
 constexpr unsigned kProcessSlots = 64;
 
@@ -51,9 +53,10 @@ class XpumlBackend final : public Backend {
 
  private:
   struct Discovered {
+    unsigned library_index = 0;
     xpumlDevice_t handle{};
-    DeviceIdentity identity;  // uuid empty when neither the library nor a serial gives one
-    bool uuid_from_library = false;
+    DeviceIdentity identity;  // uuid empty until discover() derives it, unless the library gave one
+    std::string pci_model;    // the board name the PCI ids give, which derived ids use
   };
 
   // The card at `library_index`: its handle and identity.
@@ -119,6 +122,7 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned libra
   const auto& sym = library_->symbols();
   const std::string subject = "index " + std::to_string(library_index);
   Discovered found;
+  found.library_index = library_index;
   found.handle = handle;
   DeviceIdentity& id = found.identity;
 
@@ -173,11 +177,11 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned libra
     spdlog::debug("{}", library_->error_message(sym.device_get_attributes.name, subject, rc));
 
   if (auto serial = read_text(sym.device_get_serial, handle, subject)) {
-    if (serial->size() <= xpuml::kMaxUuidLength)
+    if (serial->size() <= kMaxSerialLength)
       id.serial = *serial;
     else
       warnings_.warn("{}({}): serial longer than {} characters; ignoring it",
-                     sym.device_get_serial.name, subject, xpuml::kMaxUuidLength);
+                     sym.device_get_serial.name, subject, kMaxSerialLength);
   }
 
   // Model: the board id names the exact board. A virtual function is not the whole board, so
@@ -190,6 +194,10 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned libra
   if (!model && sym.device_get_name.available())
     model = read_text(sym.device_get_name, handle, subject);
   id.model = model ? *model : pci::kUnknownModel;
+  // The sysfs backend sees only the PCI ids (a K100 is a "K200" there): derived ids use that
+  // name, so the card keeps its id under either backend. Without Kunlunxin PCI ids from the
+  // library there is nothing better than our own name.
+  found.pci_model = pci_model ? pci_model->model : id.model;
 
   if (pci_model) {
     id.is_virtual_function = pci_model->is_virtual_function;
@@ -210,8 +218,7 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned libra
            attributes.globalMemorySizeMB <= (xpuml::kMaxMemoryBytes >> 20))
     id.memory_total_bytes = attributes.globalMemorySizeMB << 20;
 
-  // UUID: the library's when it has one; else derived from the card's serial. Without either,
-  // discover() derives one from the PCI address.
+  // UUID: the library's when it gives a usable one; discover() derives the others.
   if (sym.device_get_uuid.available()) {
     std::array<char, kTextBufferSize> buffer{};
     rc = library_->call(sym.device_get_uuid, handle, buffer.data(),
@@ -219,22 +226,13 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned libra
     if (auto e = lost(rc, sym.device_get_uuid.name)) return *e;
     auto uuid =
         rc == XPUML_SUCCESS ? xpuml::text_from_library(buffer.data(), buffer.size()) : std::nullopt;
-    if (uuid && xpuml::is_usable_uuid(*uuid)) {
+    if (uuid && is_usable_device_uuid(*uuid))
       id.uuid = *uuid;
-      found.uuid_from_library = true;
-    } else if (rc == XPUML_SUCCESS) {
+    else if (rc == XPUML_SUCCESS)
       warnings_.warn("{}({}): unusable UUID; deriving one", sym.device_get_uuid.name, subject);
-    } else {
+    else
       warnings_.warn("{}; deriving a UUID",
                      library_->error_message(sym.device_get_uuid.name, subject, rc));
-    }
-  }
-  if (id.uuid.empty()) {
-    if (!id.serial.empty())
-      id.uuid = xpuml::derive_uuid("serial:" + id.serial);
-    else if (have_attributes && (attributes.sn[0] != 0 || attributes.sn[1] != 0))
-      id.uuid = xpuml::derive_uuid("sn:" + std::to_string(attributes.sn[0]) + ":" +
-                                   std::to_string(attributes.sn[1]));
   }
 
   // bus_id is normalised, so it cannot lead out of the devices directory.
@@ -262,10 +260,7 @@ xpu::Result<std::vector<DeviceIdentity>> XpumlBackend::discover() {
     return xpu::Error{std::string(sym.device_get_count.name) + " reports " + std::to_string(count) +
                       " devices; more than " + std::to_string(kMaxDevices) + " is not a real host"};
 
-  std::map<unsigned, Discovered> by_library_index;
-  std::map<unsigned, const Discovered*> by_index;
-  std::set<std::string> uuids;
-  std::map<std::string, unsigned> chips_at_address;
+  std::map<unsigned, Discovered> by_index;
   for (unsigned i = 0; i < count; ++i) {
     auto found = identify(i);
     if (!found) {
@@ -283,41 +278,37 @@ xpu::Result<std::vector<DeviceIdentity>> XpumlBackend::discover() {
                      last->second.identity.pci_bus_id, found.error());
       found = last->second;
     }
-    DeviceIdentity& id = found->identity;
-    if (by_index.contains(id.index)) {
-      warnings_.warn("skipping device {} at library index {}: xpu{} is already {}", id.pci_bus_id,
-                     i, id.index, by_index[id.index]->identity.pci_bus_id);
+    const unsigned index = found->identity.index;
+    if (auto taken = by_index.find(index); taken != by_index.end()) {
+      warnings_.warn("skipping device {} at library index {}: xpu{} is already {}",
+                     found->identity.pci_bus_id, i, index, taken->second.identity.pci_bus_id);
       continue;
     }
-    // The PCI address is shared by the two chips of a K200, so the chip's place among the
-    // cards at that address completes it.
-    const std::string from_pci_address = xpuml::derive_uuid(
-        "pci:" + id.pci_bus_id + "/" + std::to_string(chips_at_address[id.pci_bus_id]));
-    if (id.uuid.empty()) id.uuid = from_pci_address;
-    if (uuids.contains(id.uuid)) {
-      if (found->uuid_from_library || uuids.contains(from_pci_address)) {
-        warnings_.warn("skipping device {}: UUID {} reported twice", id.pci_bus_id, id.uuid);
-        continue;
-      }
-      // Two cards with the same serial (a K200's chips, placeholder serials on early boards):
-      // the PCI address keeps them apart.
-      warnings_.warn("device {}: serial {} is not unique; deriving its UUID from the PCI address",
-                     id.pci_bus_id, id.serial);
-      id.uuid = from_pci_address;
-    }
-    ++chips_at_address[id.pci_bus_id];
-    uuids.insert(id.uuid);
-    by_index[id.index] = &(by_library_index[i] = std::move(*found));
+    by_index.emplace(index, std::move(*found));
   }
-  warnings_.end_pass();
 
+  // The two chips of a K200 share one PCI address, so derived ids count the chip: in index
+  // order, as the sysfs backend counts them (the first chip backs the lower /dev/xpuN).
+  std::map<std::string, unsigned> chips_at_address;
+  std::set<std::string> uuids;
+  std::map<unsigned, Discovered> by_library_index;
   std::map<unsigned, Card> cards;
   std::vector<DeviceIdentity> devices;
   devices.reserve(by_index.size());
-  for (const auto& [index, found] : by_index) {
-    cards[index] = Card{found->handle, found->identity.uuid};
-    devices.push_back(found->identity);
+  for (auto& [index, found] : by_index) {
+    DeviceIdentity& id = found.identity;
+    const unsigned chip = chips_at_address[id.pci_bus_id]++;
+    if (id.uuid.empty()) id.uuid = derived_device_uuid(id.pci_bus_id, found.pci_model, chip);
+    if (!uuids.insert(id.uuid).second) {
+      warnings_.warn("skipping device {}: UUID {} reported twice", id.pci_bus_id, id.uuid);
+      continue;
+    }
+    cards[index] = Card{found.handle, id.uuid};
+    devices.push_back(id);
+    by_library_index.emplace(found.library_index, std::move(found));
   }
+  warnings_.end_pass();
+
   cards_ = std::move(cards);
   last_discovered_ = std::move(by_library_index);
   last_count_ = count;

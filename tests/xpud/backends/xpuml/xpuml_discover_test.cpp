@@ -4,7 +4,7 @@
 
 #include "tests/xpud/backends/captured_log.h"
 #include "tests/xpud/backends/xpuml/fake_xpuml_host.h"
-#include "xpud/backends/xpuml/derived_uuid.h"
+#include "xpud/backends/device_uuid.h"
 #include "xpud/backends/xpuml/xpuml_backend.h"
 
 namespace xpud {
@@ -198,11 +198,12 @@ sn 0 0
   }
   EXPECT_THAT(indices(devices), ElementsAre(0, 1, 2, 3));
   ASSERT_EQ(devices.size(), 4u);
-  EXPECT_EQ(devices[0].uuid, xpuml::derive_uuid("serial:02K00FAKE0000"));
-  EXPECT_EQ(devices[1].uuid, xpuml::derive_uuid("serial:02K00FAKE0001"));
+  // The ids the sysfs backend gives these cards; serials, present or not, do not enter them.
+  EXPECT_EQ(devices[0].uuid, "8476b011-3489-568c-b45e-bbf7ea54fcab");  // 0000:3b:00.0/R200/0
+  EXPECT_EQ(devices[1].uuid, derived_device_uuid("0000:3c:00.0", "R200", 0));
   EXPECT_EQ(devices[2].serial, "");
-  EXPECT_EQ(devices[2].uuid, xpuml::derive_uuid("sn:4386:13124"));
-  EXPECT_EQ(devices[3].uuid, xpuml::derive_uuid("pci:0000:3e:00.0/0"));
+  EXPECT_EQ(devices[2].uuid, derived_device_uuid("0000:3d:00.0", "R200", 0));
+  EXPECT_EQ(devices[3].uuid, derived_device_uuid("0000:3e:00.0", "R200", 0));
   // Model comes from the board id; no xpumlDeviceGetName needed.
   EXPECT_EQ(devices[0].model, "R200");
 
@@ -212,14 +213,46 @@ sn 0 0
   EXPECT_EQ(discover(*again), devices);
 }
 
-TEST_F(XpumlDiscoverTest, DuplicateSerialsFallBackToThePciAddress) {
+TEST_F(XpumlDiscoverTest, DerivedUuidsDoNotDependOnSerials) {
   host.write_scenario("devices 2\ndevice 0\nserial SAME\ndevice 1\nserial SAME\n");
   auto backend = load(test::fake_xpuml_old_library());
   ASSERT_TRUE(backend);
   auto devices = discover(*backend);
   ASSERT_EQ(devices.size(), 2u);
-  EXPECT_EQ(devices[0].uuid, xpuml::derive_uuid("serial:SAME"));
-  EXPECT_EQ(devices[1].uuid, xpuml::derive_uuid("pci:0000:3c:00.0/0"));
+  EXPECT_EQ(devices[0].uuid, derived_device_uuid("0000:3b:00.0", "R200", 0));
+  EXPECT_EQ(devices[1].uuid, derived_device_uuid("0000:3c:00.0", "R200", 0));
+
+  // A serial the driver reports differently after an update renames nothing.
+  host.write_scenario("devices 2\ndevice 0\nserial OTHER\n");
+  auto updated = load(test::fake_xpuml_old_library());
+  ASSERT_TRUE(updated);
+  auto again = discover(*updated);
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[0].serial, "OTHER");
+  EXPECT_EQ(again[0].uuid, devices[0].uuid);
+  EXPECT_EQ(again[1].uuid, devices[1].uuid);
+}
+
+TEST_F(XpumlDiscoverTest, DerivedUuidsNameTheBoardAsThePciIdsDo) {
+  // A K100 has a K200's PCI ids (subsystem 0/0); the sysfs backend cannot tell them apart, so
+  // the id names the K200 while the model says K100. A board id the PCI ids contradict does
+  // not enter the id either.
+  host.write_scenario(R"(
+devices 2
+device 0
+board 1
+pci_subsystem_id 0
+device 1
+board 101
+)");
+  auto backend = load(test::fake_xpuml_old_library());
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].model, "K100");
+  EXPECT_EQ(devices[0].uuid, derived_device_uuid("0000:3b:00.0", "K200", 0));
+  EXPECT_EQ(devices[1].model, "R300");
+  EXPECT_EQ(devices[1].uuid, derived_device_uuid("0000:3c:00.0", "R200", 0));
 }
 
 TEST_F(XpumlDiscoverTest, BothChipsOfAK200ShareOnePciAddress) {
@@ -227,9 +260,11 @@ TEST_F(XpumlDiscoverTest, BothChipsOfAK200ShareOnePciAddress) {
 devices 2
 device 0
 board 2
+pci_subsystem_id 0
 serial K200SERIAL
 device 1
 board 2
+pci_subsystem_id 0
 serial K200SERIAL
 bus_id 00000000:3B:00.0
 )";
@@ -241,22 +276,45 @@ bus_id 00000000:3B:00.0
   EXPECT_EQ(devices[0].pci_bus_id, devices[1].pci_bus_id);
   EXPECT_EQ(devices[1].model, "K200");
 
-  // Without library UUIDs the shared serial cannot tell the chips apart; the address can.
+  // Without library UUIDs the address alone cannot tell the chips apart; the chip number can.
   auto old = load(test::fake_xpuml_old_library());
   ASSERT_TRUE(old);
   devices = discover(*old);
   ASSERT_EQ(devices.size(), 2u);
-  EXPECT_EQ(devices[0].uuid, xpuml::derive_uuid("serial:K200SERIAL"));
-  EXPECT_EQ(devices[1].uuid, xpuml::derive_uuid("pci:0000:3b:00.0/1"));
+  EXPECT_EQ(devices[0].uuid, "59629bb3-fa20-5476-a2c0-a2b5165b9f38");  // 0000:3b:00.0/K200/0
+  EXPECT_EQ(devices[1].uuid, "e79a38c5-bbb0-52a6-b5a0-166010adb483");  // 0000:3b:00.0/K200/1
 
-  host.write_scenario(std::string(k200) + "device 0\nfail xpumlDeviceGetSerial NOT_SUPPORTED\n" +
-                      "sn 0 0\ndevice 1\nfail xpumlDeviceGetSerial NOT_SUPPORTED\nsn 0 0\n");
-  auto fresh = load(test::fake_xpuml_old_library());
-  ASSERT_TRUE(fresh);
-  devices = discover(*fresh);
+  // A chip that cannot be read keeps its id, and its sibling keeps its own.
+  host.write_scenario(std::string(k200) + "device 0\nlost\n");
+  EXPECT_EQ(discover(*old), devices);
+}
+
+TEST_F(XpumlDiscoverTest, K200ChipsAreCountedInDeviceNodeOrder) {
+  // The library lists the chip behind /dev/xpu1 first; the sysfs backend counts the chip behind
+  // the lower node as chip 0, and so does this one.
+  host.write_scenario(R"(
+devices 2
+device 0
+board 2
+pci_subsystem_id 0
+minor 1
+uuid ""
+device 1
+board 2
+pci_subsystem_id 0
+minor 0
+bus_id 00000000:3B:00.0
+uuid ""
+)");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
   ASSERT_EQ(devices.size(), 2u);
-  EXPECT_EQ(devices[0].uuid, xpuml::derive_uuid("pci:0000:3b:00.0/0"));
-  EXPECT_EQ(devices[1].uuid, xpuml::derive_uuid("pci:0000:3b:00.0/1"));
+  EXPECT_EQ(devices[0].index, 0u);
+  EXPECT_EQ(devices[0].serial, "02K00FAKE0001");  // the library's second card
+  EXPECT_EQ(devices[0].uuid, derived_device_uuid("0000:3b:00.0", "K200", 0));
+  EXPECT_EQ(devices[1].index, 1u);
+  EXPECT_EQ(devices[1].uuid, derived_device_uuid("0000:3b:00.0", "K200", 1));
 }
 
 TEST_F(XpumlDiscoverTest, UnusableLibraryUuidIsReplacedByADerivedOne) {
@@ -273,9 +331,27 @@ uuid aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
   ASSERT_TRUE(backend);
   auto devices = discover(*backend);
   ASSERT_EQ(devices.size(), 3u);
-  EXPECT_EQ(devices[0].uuid, xpuml::derive_uuid("serial:02K00FAKE0000"));
-  EXPECT_EQ(devices[1].uuid, xpuml::derive_uuid("serial:02K00FAKE0001"));
-  EXPECT_EQ(devices[2].uuid, xpuml::derive_uuid("serial:02K00FAKE0002"));
+  EXPECT_EQ(devices[0].uuid, derived_device_uuid("0000:3b:00.0", "R200", 0));
+  EXPECT_EQ(devices[1].uuid, derived_device_uuid("0000:3c:00.0", "R200", 0));
+  EXPECT_EQ(devices[2].uuid, derived_device_uuid("0000:3d:00.0", "R200", 0));
+}
+
+TEST_F(XpumlDiscoverTest, LibraryUuidReportedTwiceKeepsOnlyTheFirstCard) {
+  host.write_scenario(R"(
+devices 3
+device 0
+uuid 4f1c2b3a-1111-4222-8333-444455556666
+device 2
+uuid 4f1c2b3a-1111-4222-8333-444455556666
+)");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  test::CapturedLog log;
+  auto devices = discover(*backend);
+  EXPECT_THAT(indices(devices), ElementsAre(0, 1));
+  EXPECT_EQ(log.count("warning", "skipping device 0000:3d:00.0: UUID "
+                                 "4f1c2b3a-1111-4222-8333-444455556666 reported twice"),
+            1);
 }
 
 TEST_F(XpumlDiscoverTest, CardsWhoseIdentityCannotBeReadAreSkippedOthersStay) {

@@ -1,11 +1,11 @@
-#include "xpud/backends/sysfs/name_based_uuid.h"
+#include "xpud/backends/device_uuid.h"
 
 #include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <vector>
 
-namespace xpud::sysfs {
+namespace xpud {
 namespace {
 
 std::uint32_t load_big_endian(const std::uint8_t* bytes) {
@@ -88,13 +88,24 @@ std::string uuid_v5(const UuidBytes& name_space, std::string_view name) {
   return text;
 }
 
-std::string sysfs_device_uuid(std::string_view pci_bus_id, std::string_view model, unsigned chip) {
+std::string derived_device_uuid(std::string_view pci_bus_id, std::string_view pci_model,
+                                unsigned chip) {
   std::string name(pci_bus_id);
   name += '/';
-  name += model;
+  name += pci_model;
   name += '/';
   name += std::to_string(chip);
-  return uuid_v5(kSysfsDeviceNamespace, name);
+  return uuid_v5(kDeviceUuidNamespace, name);
 }
 
-}  // namespace xpud::sysfs
+bool is_usable_device_uuid(std::string_view uuid) {
+  if (uuid.empty() || uuid.size() > kMaxDeviceUuidLength) return false;
+  for (char c : uuid) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace xpud
