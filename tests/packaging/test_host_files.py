@@ -169,5 +169,25 @@ class ShippedConfig(unittest.TestCase):
             self.assertIn("backend auto, interval 1000 ms", result.stdout)
 
 
+class ReleaseVersions(unittest.TestCase):
+    """One version everywhere a release states it."""
+
+    def read(self, *parts):
+        with open(os.path.join(SOURCE_DIR, *parts), encoding="utf-8") as f:
+            return f.read()
+
+    def test_packaging_states_the_cmake_project_version(self):
+        project = re.search(r"project\(\s*xpud\s+VERSION\s+([0-9.]+)", self.read("CMakeLists.txt")).group(1)
+        debian = re.match(r"xpud \(([^)]+)\)", self.read("debian", "changelog")).group(1)
+        spec = self.read("rpm", "xpud.spec")
+        rpm_version = re.search(r"(?m)^Version:\s*(\S+)$", spec).group(1)
+        rpm_changelog = re.search(r"(?m)^\* .* - (\S+)-\d+$", spec).group(1)
+        chart = re.search(r'(?m)^appVersion:\s*"?([^"\s]+)"?$', self.read("charts", "xpu-k8s-shim", "Chart.yaml")).group(1)
+        self.assertEqual({"debian/changelog": debian, "rpm Version": rpm_version,
+                          "rpm %changelog": rpm_changelog, "chart appVersion": chart},
+                         dict.fromkeys(("debian/changelog", "rpm Version", "rpm %changelog",
+                                        "chart appVersion"), project))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,0 +1,42 @@
+"""What each binary package must install, the same for .deb and .rpm except for where the
+distribution keeps systemd units."""
+
+DEB_UNIT_DIR = "/lib/systemd/system"
+RPM_UNIT_DIR = "/usr/lib/systemd/system"
+
+
+def expected_files(unit_dir):
+    return {
+        "xpud": {
+            "/usr/sbin/xpud",
+            "/usr/bin/xpuctl",
+            f"{unit_dir}/xpud.service",
+            "/usr/share/dbus-1/system.d/com.kunlunxin.xpud1.conf",
+            "/usr/share/dbus-1/interfaces/com.kunlunxin.xpud1.Manager.xml",
+            "/usr/share/dbus-1/interfaces/com.kunlunxin.xpud1.Device.xml",
+            "/usr/share/dbus-1/interfaces/com.kunlunxin.xpud1.Simulator.xml",
+            "/etc/xpud",
+            "/etc/xpud/xpud.conf",
+            "/etc/xpud/xpud.conf.d",
+        },
+        "xpu-k8s-shim": {
+            "/usr/bin/xpu-k8s-shim",
+        },
+    }
+
+
+
+def verbatim_files(unit_dir):
+    """Installed files of the xpud package that must be byte for byte the tree's."""
+    return {
+        f"{unit_dir}/xpud.service": "systemd/xpud.service",
+        "/usr/share/dbus-1/system.d/com.kunlunxin.xpud1.conf": "dbus/com.kunlunxin.xpud1.conf",
+        "/etc/xpud/xpud.conf": "systemd/xpud.conf",
+    }
+
+
+CONFFILES = {"/etc/xpud/xpud.conf"}
+
+# Where each distribution keeps licences and documentation, and rpm's build-id links: not
+# compared between the formats.
+DISTRIBUTION_SPECIFIC = ("/usr/share/doc/", "/usr/share/licenses/", "/usr/lib/.build-id")

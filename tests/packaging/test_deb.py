@@ -1,0 +1,110 @@
+"""debian/: builds the binary packages with dpkg-buildpackage from a copy of the tree, runs
+lintian on the result and checks what the packages install.
+
+Slow (a full release build): ctest LABEL packaging. Environment: XPU_SOURCE_DIR, XPU_BINARY_DIR.
+"""
+
+import filecmp
+import glob
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import package_contents
+from source_tree import copy_tree, project_version
+
+SOURCE_DIR = os.path.abspath(os.environ.get("XPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")))
+BINARY_DIR = os.environ.get("XPU_BINARY_DIR")
+
+
+def run(command, **kwargs):
+    return subprocess.run(command, capture_output=True, text=True, **kwargs)
+
+
+class DebianPackages(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.version = project_version(SOURCE_DIR)
+        cls.workdir = tempfile.mkdtemp(prefix="xpud-deb-", dir=BINARY_DIR)
+        cls.addClassCleanup(shutil.rmtree, cls.workdir, True)
+        tree = os.path.join(cls.workdir, f"xpud-{cls.version}")
+        copy_tree(SOURCE_DIR, tree)
+        log_path = os.path.join(cls.workdir, "dpkg-buildpackage.log")
+        with open(log_path, "w") as log:
+            build = subprocess.run(["dpkg-buildpackage", "-us", "-uc", "-b", "-j2"], cwd=tree,
+                                   stdout=log, stderr=subprocess.STDOUT, timeout=2700)
+        if build.returncode != 0:
+            with open(log_path, encoding="utf-8", errors="replace") as log:
+                tail = log.read()[-6000:]
+            raise AssertionError(f"dpkg-buildpackage failed ({build.returncode}):\n{tail}")
+        cls.changes = glob.glob(os.path.join(cls.workdir, "xpud_*.changes"))
+        cls.debs = {os.path.basename(p).split("_")[0]: p for p in glob.glob(os.path.join(cls.workdir, "*.deb"))}
+        cls.extracted = {}
+        for package, deb in cls.debs.items():
+            target = os.path.join(cls.workdir, "root-" + package)
+            subprocess.run(["dpkg-deb", "-x", deb, target], check=True)
+            cls.extracted[package] = target
+
+    def control_file(self, package, name):
+        result = run(["dpkg-deb", "-I", self.debs[package], name])
+        self.assertEqual(result.returncode, 0, f"{package} has no {name}: {result.stderr}")
+        return result.stdout
+
+    def test_binary_packages(self):
+        self.assertEqual(len(self.changes), 1)
+        self.assertEqual(set(self.debs), {"xpud", "xpu-k8s-shim"} | {p for p in self.debs if p.endswith("-dbgsym")})
+        for package in ("xpud", "xpu-k8s-shim"):
+            version = run(["dpkg-deb", "-f", self.debs[package], "Version"]).stdout.strip()
+            self.assertEqual(version, self.version, package)
+
+    def test_lintian_finds_no_errors(self):
+        result = run(["lintian", "--tag-display-limit", "0", "--display-info", self.changes[0]], timeout=900)
+        print(result.stdout)
+        errors = [line for line in result.stdout.splitlines() if line.startswith("E:")]
+        self.assertEqual(errors, [], result.stdout + result.stderr)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+
+    def test_file_lists(self):
+        for package, expected in package_contents.expected_files(package_contents.DEB_UNIT_DIR).items():
+            listing = run(["dpkg-deb", "-c", self.debs[package]]).stdout
+            files = {re.split(r"\s+", line, maxsplit=5)[5].split(" -> ")[0].lstrip(".").rstrip("/")
+                     for line in listing.splitlines()}
+            missing = expected - files
+            self.assertEqual(missing, set(), f"{package} lacks {missing}")
+
+    def test_installed_files_are_the_trees(self):
+        root = self.extracted["xpud"]
+        for installed, source in package_contents.verbatim_files(package_contents.DEB_UNIT_DIR).items():
+            self.assertTrue(filecmp.cmp(root + installed, os.path.join(SOURCE_DIR, source), shallow=False),
+                            installed)
+
+    def test_config_is_a_conffile(self):
+        conffiles = set(self.control_file("xpud", "conffiles").split())
+        self.assertEqual(conffiles, package_contents.CONFFILES)
+
+    def test_unit_is_enabled_and_started_on_install(self):
+        postinst = self.control_file("xpud", "postinst")
+        self.assertIn("deb-systemd-helper enable 'xpud.service'", postinst)
+        self.assertIn("_dh_action=start", postinst)
+        self.assertIn("deb-systemd-invoke $_dh_action 'xpud.service'", postinst)
+        self.assertIn("xpud.service", self.control_file("xpud", "prerm"))
+
+    def test_daemon_depends_on_a_system_bus_and_kill(self):
+        depends = run(["dpkg-deb", "-f", self.debs["xpud"], "Depends"]).stdout
+        self.assertIn("dbus-system-bus", depends)
+        self.assertRegex(depends, r"\bprocps\b", "the unit's ExecReload runs kill(1)")
+        self.assertRegex(depends, r"libsdbus-c\+\+\d")
+
+    def test_packaged_binaries_run_and_report_the_version(self):
+        for package, binary in (("xpud", "usr/sbin/xpud"), ("xpud", "usr/bin/xpuctl"),
+                                ("xpu-k8s-shim", "usr/bin/xpu-k8s-shim")):
+            result = run([os.path.join(self.extracted[package], binary), "--version"], timeout=30)
+            self.assertEqual(result.returncode, 0, f"{binary}: {result.stderr}")
+            self.assertIn(self.version, result.stdout, binary)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
