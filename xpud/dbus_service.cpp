@@ -67,7 +67,13 @@ class DeviceObject final
     emitInterfacesAddedSignal({std::string(names::kDeviceInterface)});
   }
   ~DeviceObject() {
-    emitInterfacesRemovedSignal({std::string(names::kDeviceInterface)});
+    try {
+      emitInterfacesRemovedSignal({std::string(names::kDeviceInterface)});
+    } catch (const sdbus::Error& e) {
+      // The bus may be gone (this runs on shutdown after losing it); there is no one to tell.
+      spdlog::debug("InterfacesRemoved for {} not sent: {}", names::device_name(identity_.index),
+                    e.getMessage());
+    }
     unregisterAdaptor();
   }
 

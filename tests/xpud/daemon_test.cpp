@@ -216,6 +216,33 @@ TEST_F(XpudTest, WatcherSeesInjectedFaultsAndXpudComingAndGoing) {
   ASSERT_TRUE(wait_until([&] { return last().xpud_present && last().devices.size() == 8 && last().devices[6].healthy; }, 10s));
 }
 
+TEST_F(XpudTest, WatcherReconnectsWhenTheBusRestarts) {
+  start();
+  std::mutex mutex;
+  std::vector<xpu::DeviceView> views;
+  auto watcher = client();
+  watcher.watch([&](const xpu::DeviceView& view) {
+    std::lock_guard lock(mutex);
+    views.push_back(view);
+  });
+  auto last = [&] {
+    std::lock_guard lock(mutex);
+    return views.empty() ? xpu::DeviceView{} : views.back();
+  };
+  ASSERT_TRUE(wait_until([&] { return last().xpud_present; }));
+
+  // The bus goes away: xpud loses its connection and exits non-zero for systemd to restart it;
+  // the watcher reports xpud absent and keeps retrying.
+  bus_.stop();
+  EXPECT_EQ(xpud_->wait(10s), 1);
+  EXPECT_NE(xpud_->output().find("lost the bus connection"), std::string::npos) << xpud_->output();
+  ASSERT_TRUE(wait_until([&] { return !last().xpud_present; }, 5s));
+
+  bus_.restart();
+  start();
+  ASSERT_TRUE(wait_until([&] { return last().xpud_present && last().devices.size() == 8; }, 15s));
+}
+
 TEST_F(XpudTest, SimulatorErrorsAreNamedDbusErrors) {
   start();
   EXPECT_EQ(call_error("SetHealth", [](auto& m) { m.withArguments(99u, std::string("Unhealthy"), std::string("x")); }),
