@@ -100,6 +100,17 @@ std::vector<std::string> to_args(int argc, char** argv) {
   return args;
 }
 
+int run_main(std::string_view program, int argc, char** argv,
+             const std::function<int(const std::vector<std::string>&)>& body) {
+  try {
+    return body(to_args(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%.*s: fatal: %s\n", static_cast<int>(program.size()), program.data(),
+                 e.what());
+    return 1;
+  }
+}
+
 void add_bus_address_option(CommandLine& cli, std::optional<std::string>& target,
                             std::string help) {
   cli.add_option("bus-address", "ADDR", std::move(help), [&target](std::string_view value) -> Status {

@@ -56,6 +56,11 @@ class CommandLine {
 
 std::vector<std::string> to_args(int argc, char** argv);  // argv[1..]
 
+// A program's main(): runs `body` with argv[1..]; an exception that escapes it is reported as
+// "program: fatal: what" with exit status 1 instead of an abort.
+int run_main(std::string_view program, int argc, char** argv,
+             const std::function<int(const std::vector<std::string>&)>& body);
+
 // Options that several binaries share, spelled and validated once.
 // --bus-address ADDR: a D-Bus address instead of the system bus.
 void add_bus_address_option(CommandLine& cli, std::optional<std::string>& target,

@@ -48,11 +48,4 @@ int run(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(xpu::to_args(argc, argv));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: fatal: %s\n", kProgram, e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return xpu::run_main(kProgram, argc, argv, run); }

@@ -27,17 +27,7 @@ xpu::Result<std::vector<std::string>> preferred_shared_allocation(const Resource
                                                                   const AllocationRequest& request) {
   const std::set<std::string> available(request.available.begin(), request.available.end());
   const std::set<std::string> must(request.must_include.begin(), request.must_include.end());
-  if (request.size < 1)
-    return xpu::Error{"allocation size " + std::to_string(request.size) + " is not positive"};
-  if (static_cast<std::uint64_t>(request.size) > available.size())
-    return xpu::Error{"allocation size " + std::to_string(request.size) + " exceeds the " +
-                      std::to_string(available.size()) + " available devices"};
-  for (const auto& id : must)
-    if (!available.contains(id))
-      return xpu::Error{"must-include device '" + id + "' is not among the available devices"};
-  if (must.size() > static_cast<std::uint64_t>(request.size))
-    return xpu::Error{"must-include lists " + std::to_string(must.size()) +
-                      " devices, more than the allocation size " + std::to_string(request.size)};
+  if (xpu::Status valid = check_allocation_request(request); !valid) return xpu::Error{valid.error()};
 
   std::map<std::string, const PluginDevice*> by_id;
   for (const auto& device : state.devices) by_id.emplace(device.id, &device);

@@ -58,11 +58,9 @@ TopologyAllocator::TopologyAllocator(std::vector<TopologyDevice> devices)
   });
 }
 
-xpu::Result<std::vector<std::string>> TopologyAllocator::preferred(
-    const AllocationRequest& request) const {
+xpu::Status check_allocation_request(const AllocationRequest& request) {
   const std::set<std::string> available(request.available.begin(), request.available.end());
   const std::set<std::string> must(request.must_include.begin(), request.must_include.end());
-
   if (request.size < 1)
     return xpu::Error{"allocation size " + std::to_string(request.size) + " is not positive"};
   if (static_cast<std::uint64_t>(request.size) > available.size())
@@ -74,6 +72,15 @@ xpu::Result<std::vector<std::string>> TopologyAllocator::preferred(
   if (must.size() > static_cast<std::uint64_t>(request.size))
     return xpu::Error{"must-include lists " + std::to_string(must.size()) +
                       " devices, more than the allocation size " + std::to_string(request.size)};
+  return xpu::ok_status();
+}
+
+xpu::Result<std::vector<std::string>> TopologyAllocator::preferred(
+    const AllocationRequest& request) const {
+  const std::set<std::string> available(request.available.begin(), request.available.end());
+  const std::set<std::string> must(request.must_include.begin(), request.must_include.end());
+
+  if (xpu::Status valid = check_allocation_request(request); !valid) return xpu::Error{valid.error()};
 
   // Pool: the available cards in a canonical order, so the answer never depends on the order
   // the request listed them in.

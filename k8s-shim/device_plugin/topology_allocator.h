@@ -42,6 +42,11 @@ struct AllocationRequest {
   std::int64_t size = 0;
 };
 
+// The checks every allocator applies before choosing (INVALID_ARGUMENT on failure): size at least
+// 1 and at most the available count, every must-include ID available, no more of them than size.
+xpu::Status check_allocation_request(const AllocationRequest& request);
+
+
 class TopologyAllocator {
  public:
   explicit TopologyAllocator(std::vector<TopologyDevice> devices);

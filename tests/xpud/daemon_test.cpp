@@ -24,6 +24,25 @@ using xpu::test::ChildProcess;
 using xpu::test::wait_until;
 namespace names = xpu::names;
 
+// Keeps the latest view an XpudClient watcher handed out.
+class ViewRecorder {
+ public:
+  xpu::XpudClient::Listener listener() {
+    return [this](const xpu::DeviceView& view) {
+      std::lock_guard lock(mutex_);
+      last_ = view;
+    };
+  }
+  xpu::DeviceView last() const {
+    std::lock_guard lock(mutex_);
+    return last_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  xpu::DeviceView last_;
+};
+
 class XpudTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -191,17 +210,10 @@ TEST_F(XpudTest, HealthChangeIsSignalledAndRecovers) {
 
 TEST_F(XpudTest, WatcherSeesInjectedFaultsAndXpudComingAndGoing) {
   start();
-  std::mutex mutex;
-  std::vector<xpu::DeviceView> views;
+  ViewRecorder views;  // declared before the client, whose destructor stops the watcher
   auto watcher = client();
-  watcher.watch([&](const xpu::DeviceView& view) {
-    std::lock_guard lock(mutex);
-    views.push_back(view);
-  });
-  auto last = [&] {
-    std::lock_guard lock(mutex);
-    return views.empty() ? xpu::DeviceView{} : views.back();
-  };
+  watcher.watch(views.listener());
+  auto last = [&] { return views.last(); };
   ASSERT_TRUE(wait_until([&] { return last().xpud_present && last().devices.size() == 8; }));
   set_health(6, "Unhealthy", "lost");
   ASSERT_TRUE(wait_until([&] { return !last().devices[6].healthy; }, 5s));
@@ -218,17 +230,10 @@ TEST_F(XpudTest, WatcherSeesInjectedFaultsAndXpudComingAndGoing) {
 
 TEST_F(XpudTest, WatcherReconnectsWhenTheBusRestarts) {
   start();
-  std::mutex mutex;
-  std::vector<xpu::DeviceView> views;
+  ViewRecorder views;  // declared before the client, whose destructor stops the watcher
   auto watcher = client();
-  watcher.watch([&](const xpu::DeviceView& view) {
-    std::lock_guard lock(mutex);
-    views.push_back(view);
-  });
-  auto last = [&] {
-    std::lock_guard lock(mutex);
-    return views.empty() ? xpu::DeviceView{} : views.back();
-  };
+  watcher.watch(views.listener());
+  auto last = [&] { return views.last(); };
   ASSERT_TRUE(wait_until([&] { return last().xpud_present; }));
 
   // The bus goes away: xpud loses its connection and exits non-zero for systemd to restart it;
