@@ -17,7 +17,7 @@ command -v go >/dev/null 2>&1 || $SUDO apt-get install -y -qq golang-go >/dev/nu
 # Packaging and deployment tests (tests/packaging): dbus policy and unit checks, chart parsing,
 # .deb and .rpm builds.
 $SUDO apt-get install -y -qq --no-install-recommends \
-  python3 python3-yaml python3-dbus libglib2.0-bin util-linux coreutils \
+  python3 python3-yaml python3-dbus libglib2.0-bin util-linux coreutils man-db \
   debhelper dpkg-dev lintian fakeroot rpm >/dev/null
 # End-to-end boot test (tests/e2e): systemd in a container on a debootstrap root.
 $SUDO apt-get install -y -qq --no-install-recommends systemd-container debootstrap procps >/dev/null

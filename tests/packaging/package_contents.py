@@ -10,6 +10,8 @@ def expected_files(unit_dir):
         "xpud": {
             "/usr/sbin/xpud",
             "/usr/bin/xpuctl",
+            "/usr/share/man/man8/xpud.8",
+            "/usr/share/man/man1/xpuctl.1",
             f"{unit_dir}/xpud.service",
             "/usr/share/dbus-1/system.d/com.kunlunxin.xpud1.conf",
             "/usr/share/dbus-1/interfaces/com.kunlunxin.xpud1.Manager.xml",
@@ -21,9 +23,20 @@ def expected_files(unit_dir):
         },
         "xpu-k8s-shim": {
             "/usr/bin/xpu-k8s-shim",
+            "/usr/share/man/man1/xpu-k8s-shim.1",
         },
     }
 
+
+
+def without_compression(path):
+    """Manual pages are compressed on the way into a package (gzip on Debian, the
+    distribution's choice in rpm); compare them by their uncompressed names."""
+    if path.startswith("/usr/share/man/"):
+        for suffix in (".gz", ".xz", ".bz2", ".zst"):
+            if path.endswith(suffix):
+                return path[: -len(suffix)]
+    return path
 
 
 def verbatim_files(unit_dir):

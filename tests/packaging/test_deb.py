@@ -70,7 +70,8 @@ class DebianPackages(unittest.TestCase):
     def test_file_lists(self):
         for package, expected in package_contents.expected_files(package_contents.DEB_UNIT_DIR).items():
             listing = run(["dpkg-deb", "-c", self.debs[package]]).stdout
-            files = {re.split(r"\s+", line, maxsplit=5)[5].split(" -> ")[0].lstrip(".").rstrip("/")
+            files = {package_contents.without_compression(
+                         re.split(r"\s+", line, maxsplit=5)[5].split(" -> ")[0].lstrip(".").rstrip("/"))
                      for line in listing.splitlines()}
             missing = expected - files
             self.assertEqual(missing, set(), f"{package} lacks {missing}")

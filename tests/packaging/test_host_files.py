@@ -10,6 +10,7 @@ Environment: XPU_SOURCE_DIR, XPU_XPUD (the xpud binary).
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -17,6 +18,7 @@ import unittest
 SOURCE_DIR = os.environ.get("XPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 UNIT = os.path.join(SOURCE_DIR, "systemd", "xpud.service")
 CONFIG = os.path.join(SOURCE_DIR, "systemd", "xpud.conf")
+MAN_DIR = os.path.join(SOURCE_DIR, "packaging", "man")
 XPUD = os.environ.get("XPU_XPUD", "xpud")
 
 # systemd's scale: 0 (locked down) to 10 (UNSAFE); systemd's own daemons mostly score 1-3.
@@ -66,8 +68,13 @@ class Unit(unittest.TestCase):
             copy = os.path.join(directory, "xpud.service")
             with open(copy, "w", encoding="utf-8") as f:
                 f.write(text)
+            # verify also opens every Documentation=man: page; serve it the ones the packages ship.
+            for page in os.listdir(MAN_DIR):
+                section_dir = os.path.join(directory, "man", "man" + page.rsplit(".", 1)[1])
+                os.makedirs(section_dir, exist_ok=True)
+                shutil.copy(os.path.join(MAN_DIR, page), section_dir)
             result = subprocess.run(["systemd-analyze", "verify", copy], capture_output=True, text=True,
-                                    timeout=60)
+                                    timeout=60, env=dict(os.environ, MANPATH=os.path.join(directory, "man")))
             self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
             self.assertEqual(result.stderr.strip(), "", "verify warned")
 
