@@ -13,6 +13,7 @@ extern "C" unsigned xpumlFakeCallCount(const char* function);
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -332,7 +333,9 @@ xpumlReturn_t xpumlDeviceGetPciInfo(xpumlDevice_t device, xpumlPciInfo_t* pci) {
     pci->pciDeviceId = d.pci_device_id;
     pci->pciSubSystemId = d.pci_subsystem_id;
     // Like a C library writing a fixed-size field: truncated, NUL-terminated when it fits.
-    std::strncpy(pci->busId, d.bus_id.c_str(), sizeof pci->busId);
+    // (strncpy's semantics, spelled out: a 32-character id fills the field with no terminator.)
+    std::memset(pci->busId, 0, sizeof pci->busId);
+    std::memcpy(pci->busId, d.bus_id.data(), std::min(d.bus_id.size(), sizeof pci->busId));
     return XPUML_SUCCESS;
   });
 }
