@@ -31,9 +31,15 @@ dbus-daemon --session --nofork --nopidfile --address="$bus" >"$run/dbus.log" 2>&
 pids="$pids $!"
 for _ in $(seq 100); do [ -S "$run/bus" ] && break; sleep 0.05; done
 
-build/xpud/xpud --backend sim --bus-address "$bus" --config "$run/xpud.conf" 2>"$run/xpud.log" &
+printf '[daemon]\nbackend = sim\n[sim]\ndevices = 8\n' >"$run/xpud.conf"
+build/xpud/xpud --bus-address "$bus" --config "$run/xpud.conf" 2>"$run/xpud.log" &
 pids="$pids $!"
-for _ in $(seq 100); do build/xpuctl/xpuctl --bus-address "$bus" list >/dev/null 2>&1 && break; sleep 0.1; done
+up=0
+for _ in $(seq 100); do
+  build/xpuctl/xpuctl --bus-address "$bus" list >/dev/null 2>&1 && { up=1; break; }
+  sleep 0.1
+done
+[ "$up" -eq 1 ] || { echo "xpud did not come up:" >&2; cat "$run/xpud.log" >&2; exit 1; }
 
 port=${XPU_DEMO_PORT:-9507}
 build/k8s-shim/xpu-k8s-shim --bus-address "$bus" exporter --listen "127.0.0.1:$port" \
