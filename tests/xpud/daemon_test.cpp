@@ -59,6 +59,16 @@ class XpudTest : public ::testing::Test {
     ASSERT_GE(notify_.wait_for("READY=1", 10s), 0) << xpud_->output();
   }
 
+  // Rewrites the config, sends SIGHUP and expects RELOADING=1 followed by READY=1, as systemd would.
+  void reload_with(const std::string& config) {
+    xpu::test::write_file(config_, config);
+    size_t before = notify_.messages().size();
+    xpud_->signal(SIGHUP);
+    int reloading = notify_.wait_for("RELOADING=1", 5s, before);
+    ASSERT_GE(reloading, 0);
+    EXPECT_GT(notify_.wait_for("READY=1", 5s, static_cast<size_t>(reloading)), reloading);
+  }
+
   std::unique_ptr<sdbus::IProxy> manager_proxy(sdbus::IConnection& connection) {
     return sdbus::createProxy(connection, std::string(names::kBusName), std::string(names::kManagerPath));
   }
@@ -286,12 +296,7 @@ TEST_F(XpudTest, WatchdogIsFedWhileTheSamplerRuns) {
 
 TEST_F(XpudTest, SighupReloadsTheConfiguration) {
   start();
-  xpu::test::write_file(config_, "[daemon]\nbackend = sim\nlog_level = debug\n[sampling]\ninterval_ms = 300\n");
-  size_t before = notify_.messages().size();
-  xpud_->signal(SIGHUP);
-  int reloading = notify_.wait_for("RELOADING=1", 5s, before);
-  ASSERT_GE(reloading, 0);
-  EXPECT_GT(notify_.wait_for("READY=1", 5s, static_cast<size_t>(reloading)), reloading);
+  ASSERT_NO_FATAL_FAILURE(reload_with("[daemon]\nbackend = sim\nlog_level = debug\n[sampling]\ninterval_ms = 300\n"));
   EXPECT_TRUE(wait_until([&] {
     return xpud_->output().find("configuration reloaded (interval 300 ms, log level debug)") != std::string::npos;
   }, 5s)) << xpud_->output();
@@ -299,12 +304,7 @@ TEST_F(XpudTest, SighupReloadsTheConfiguration) {
 
 TEST_F(XpudTest, BadConfigOnReloadKeepsTheRunningOne) {
   start();
-  xpu::test::write_file(config_, "[daemon]\nbackend = sim\nspeed = ludicrous\n");
-  size_t before = notify_.messages().size();
-  xpud_->signal(SIGHUP);
-  int reloading = notify_.wait_for("RELOADING=1", 5s, before);
-  ASSERT_GE(reloading, 0);
-  EXPECT_GT(notify_.wait_for("READY=1", 5s, static_cast<size_t>(reloading)), reloading);
+  ASSERT_NO_FATAL_FAILURE(reload_with("[daemon]\nbackend = sim\nspeed = ludicrous\n"));
   EXPECT_TRUE(wait_until([&] {
     return xpud_->output().find("reload failed, keeping the running configuration: " + config_.string() +
                                 ":3: unknown key 'speed'") != std::string::npos;
