@@ -16,6 +16,12 @@ inline constexpr std::string_view kManagerInterface = "com.kunlunxin.xpud1.Manag
 inline constexpr std::string_view kDeviceInterface = "com.kunlunxin.xpud1.Device";
 inline constexpr std::string_view kSimulatorInterface = "com.kunlunxin.xpud1.Simulator";
 
+// Manager methods that more than one component names (the API proxy's allow-list among them).
+namespace member {
+inline constexpr std::string_view kListDevices = "ListDevices";
+inline constexpr std::string_view kGetMetrics = "GetMetrics";
+}  // namespace member
+
 inline constexpr std::string_view kErrorNoSuchDevice = "com.kunlunxin.xpud1.Error.NoSuchDevice";
 inline constexpr std::string_view kErrorNotSupported = "com.kunlunxin.xpud1.Error.NotSupported";
 inline constexpr std::string_view kErrorBackend = "com.kunlunxin.xpud1.Error.Backend";

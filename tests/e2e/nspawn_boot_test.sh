@@ -68,6 +68,9 @@ mkdir -p "$root/etc/xpud/xpud.conf.d"
 printf '[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 500\n' >"$root/etc/xpud/xpud.conf.d/50-e2e.conf"
 chroot "$root" useradd --create-home viewer
 chroot "$root" systemctl enable xpud.service >/dev/null 2>&1
+# As the packages' postinst/%pre do: the proxy's user, then its socket.
+chroot "$root" systemd-sysusers xpud-api.conf
+chroot "$root" systemctl enable xpud-api-proxy.socket >/dev/null 2>&1
 echo e2e >"$root/etc/hostname"
 
 log "booting"
@@ -110,6 +113,31 @@ log "ok: journalctl XPU_DEVICE=xpu3 shows the transition"
 wait_for "STATUS to count 7 healthy" 10 \
   sh -c "nsenter --target $leader --all -- systemctl show -P StatusText xpud | grep -qx '8 devices, 7 healthy, backend sim'"
 log "ok: status line follows health"
+
+log "the read-only API socket for containers (xpud-api-proxy)"
+api="--address=unix:path=/run/xpud-api/bus.sock"
+expect_contains "xpuctl through the proxy, as root" \
+  "$(in_container xpuctl --bus-address unix:path=/run/xpud-api/bus.sock list)" "8 devices, 7 healthy"
+expect_eq "the proxy runs as xpud-api" \
+  "$(in_container ps -o user= -p "$(in_container systemctl show -P MainPID xpud-api-proxy)")" "xpud-api"
+expect_contains "GetMetrics through the proxy" \
+  "$(in_container busctl "$api" call com.kunlunxin.xpud1 /com/kunlunxin/xpud1 com.kunlunxin.xpud1.Manager GetMetrics)" \
+  "memory_used_bytes"
+# uid 0 on the proxy's socket is not host root: everything but xpud's reads is refused.
+for call in "org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager StartTransientUnit ssa(sv)a(sa(sv)) evil.service fail 1 ExecStart a(sasb) 1 /bin/true 1 /bin/true false 0" \
+            "org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager PowerOff b false" \
+            "org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus RequestName su com.kunlunxin.xpud1 0" \
+            "com.kunlunxin.xpud1 /com/kunlunxin/xpud1 com.kunlunxin.xpud1.Simulator SetHealth uss 4 Unhealthy from-a-pod"; do
+  # shellcheck disable=SC2086
+  refused=$(in_container busctl "$api" call $call 2>&1 || true)
+  expect_contains "refused through the proxy: ${call%% *} ${call#* * * }" "$refused" "Access denied"
+done
+expect_eq "no transient unit was started" "$(in_container systemctl is-active evil.service || true)" "inactive"
+expect_contains "xpu4 still healthy" "$(in_container xpuctl show 4)" "Healthy"
+in_container systemctl restart xpud
+wait_for "the proxy to follow xpud's restart" 20 \
+  sh -c "nsenter --target $leader --all -- xpuctl --bus-address unix:path=/run/xpud-api/bus.sock list | grep -q '8 devices'"
+log "ok: the proxy serves xpud's reads only, and follows its restart"
 
 log "the watchdog is fed"
 expect_eq "WatchdogSec" "$(in_container systemctl show -P WatchdogUSec xpud)" "30s"

@@ -13,6 +13,11 @@ def expected_files(unit_dir):
             "/usr/share/man/man8/xpud.8",
             "/usr/share/man/man1/xpuctl.1",
             f"{unit_dir}/xpud.service",
+            "/usr/libexec/xpud/xpud-api-proxy",
+            "/usr/share/man/man8/xpud-api-proxy.8",
+            f"{unit_dir}/xpud-api-proxy.socket",
+            f"{unit_dir}/xpud-api-proxy.service",
+            "/usr/lib/sysusers.d/xpud-api.conf",
             "/usr/share/dbus-1/system.d/com.kunlunxin.xpud1.conf",
             "/usr/share/dbus-1/interfaces/com.kunlunxin.xpud1.Manager.xml",
             "/usr/share/dbus-1/interfaces/com.kunlunxin.xpud1.Device.xml",
@@ -43,6 +48,9 @@ def verbatim_files(unit_dir):
     """Installed files of the xpud package that must be byte for byte the tree's."""
     return {
         f"{unit_dir}/xpud.service": "systemd/xpud.service",
+        f"{unit_dir}/xpud-api-proxy.socket": "systemd/xpud-api-proxy.socket",
+        f"{unit_dir}/xpud-api-proxy.service": "systemd/xpud-api-proxy.service",
+        "/usr/lib/sysusers.d/xpud-api.conf": "systemd/xpud-api.sysusers",
         "/usr/share/dbus-1/system.d/com.kunlunxin.xpud1.conf": "dbus/com.kunlunxin.xpud1.conf",
         "/etc/xpud/xpud.conf": "systemd/xpud.conf",
     }

@@ -19,7 +19,8 @@ CHART = os.path.join(SOURCE_DIR, "charts", "xpu-k8s-shim")
 HELM = os.environ.get("XPU_HELM", "helm")
 SHIM = os.environ.get("XPU_SHIM")
 NAMESPACE = "xpu-test-ns"
-BUS_SOCKET = "/run/dbus/system_bus_socket"
+XPUD_API_DIR = "/run/xpud-api"  # xpud-api-proxy.socket's directory
+XPUD_API_ARGS = ["--bus-address", "unix:path=/run/xpud-api/bus.sock"]
 
 DEVICE_PLUGIN = "xpu-device-plugin-daemonset"
 EXPORTER = "xpu-exporter"
@@ -194,8 +195,8 @@ class DefaultRender(unittest.TestCase):
 
     def test_only_the_needed_host_paths_are_mounted(self):
         expected = {
-            DEVICE_PLUGIN: {BUS_SOCKET: "Socket", "/var/lib/kubelet/device-plugins": "Directory"},
-            EXPORTER: {BUS_SOCKET: "Socket", "/var/lib/kubelet/pod-resources": "Directory"},
+            DEVICE_PLUGIN: {XPUD_API_DIR: "Directory", "/var/lib/kubelet/device-plugins": "Directory"},
+            EXPORTER: {XPUD_API_DIR: "Directory", "/var/lib/kubelet/pod-resources": "Directory"},
             TOKEN_GEN: {"/xpu-runtime/auth": "DirectoryOrCreate"},
         }
         for name, paths in expected.items():
@@ -205,12 +206,26 @@ class DefaultRender(unittest.TestCase):
                 self.assertEqual(set(volume) - {"name"}, {"hostPath"}, f"{name}: {volume}")
             host_paths = {v["hostPath"]["path"]: v["hostPath"]["type"] for v in volumes}
             self.assertEqual(host_paths, paths, name)
-            # Mounted where the shim looks for them, the bus read-only.
+            # Mounted where the shim looks for them, xpud's API read-only.
             by_volume = {v["name"]: v["hostPath"]["path"] for v in volumes}
             for mount in spec["containers"][0]["volumeMounts"]:
                 self.assertEqual(mount["mountPath"], by_volume[mount["name"]], name)
-                if mount["mountPath"] == BUS_SOCKET:
+                if mount["mountPath"] == XPUD_API_DIR:
                     self.assertIs(mount["readOnly"], True, name)
+
+    def test_no_pod_reaches_the_host_system_bus(self):
+        # uid 0 on the host's system bus is host root: no pod may see /run/dbus in any form.
+        for name in DAEMONSETS:
+            spec = pod_spec(self.objects, name)
+            for volume in spec["volumes"]:
+                path = volume["hostPath"]["path"]
+                self.assertFalse(path == "/run" or path.startswith("/run/dbus") or path == "/var/run"
+                                 or path.startswith("/var/run/dbus"), f"{name} mounts {path}")
+            args = args_of(self.objects, name)
+            self.assertNotIn("--system-bus", args, name)
+            if name != TOKEN_GEN:
+                # The roles that talk to xpud are pointed at the proxy's socket, before the role.
+                self.assertEqual(args[:2], XPUD_API_ARGS, name)
 
     def test_one_image_with_the_seed_tags(self):
         images = {name: container(self.objects, name)["image"] for name in DAEMONSETS}
@@ -222,8 +237,8 @@ class DefaultRender(unittest.TestCase):
 
     def test_roles_and_default_arguments(self):
         common = ["--v", "5", "--log-level", "info", "--memory-unit", "MiB"]
-        self.assertEqual(args_of(self.objects, DEVICE_PLUGIN), ["device-plugin"] + common)
-        self.assertEqual(args_of(self.objects, EXPORTER), ["exporter", "--listen", ":9507"] + common)
+        self.assertEqual(args_of(self.objects, DEVICE_PLUGIN), XPUD_API_ARGS + ["device-plugin"] + common)
+        self.assertEqual(args_of(self.objects, EXPORTER), XPUD_API_ARGS + ["exporter", "--listen", ":9507"] + common)
         self.assertEqual(args_of(self.objects, TOKEN_GEN), ["token-sync"] + common)
         for name in DAEMONSETS:
             self.assertNotIn("command", container(self.objects, name), "the image's entrypoint is the shim")

@@ -93,6 +93,14 @@ class DebianPackages(unittest.TestCase):
         self.assertIn("deb-systemd-invoke $_dh_action 'xpud.service'", postinst)
         self.assertIn("xpud.service", self.control_file("xpud", "prerm"))
 
+    def test_api_proxy_socket_is_enabled_and_its_user_created_first(self):
+        postinst = self.control_file("xpud", "postinst")
+        self.assertIn("deb-systemd-helper enable 'xpud-api-proxy.socket'", postinst)
+        # The service is socket-activated: never enabled on its own.
+        self.assertNotIn("deb-systemd-helper enable 'xpud-api-proxy.service'", postinst)
+        user = postinst.index("systemd-sysusers xpud-api.conf")
+        self.assertLess(user, postinst.index("deb-systemd-helper"), "the user exists before any unit starts")
+
     def test_daemon_depends_on_a_system_bus_and_kill(self):
         depends = run(["dpkg-deb", "-f", self.debs["xpud"], "Depends"]).stdout
         self.assertIn("dbus-system-bus", depends)

@@ -1,5 +1,5 @@
-"""The files the host packages install beside the binaries: systemd/xpud.service and the
-shipped /etc/xpud/xpud.conf.
+"""The files the host packages install beside the binaries: systemd/xpud.service, the API
+proxy's socket, service and sysusers entry, and the shipped /etc/xpud/xpud.conf.
 
 The unit is checked by systemd's own tools (`systemd-analyze verify`, and `systemd-analyze
 security --offline` with a ceiling on the exposure score), the config by the real xpud.
@@ -20,6 +20,10 @@ UNIT = os.path.join(SOURCE_DIR, "systemd", "xpud.service")
 CONFIG = os.path.join(SOURCE_DIR, "systemd", "xpud.conf")
 MAN_DIR = os.path.join(SOURCE_DIR, "packaging", "man")
 XPUD = os.environ.get("XPU_XPUD", "xpud")
+API_PROXY = os.environ.get("XPU_API_PROXY", "xpud-api-proxy")
+PROXY_SERVICE = os.path.join(SOURCE_DIR, "systemd", "xpud-api-proxy.service")
+PROXY_SOCKET = os.path.join(SOURCE_DIR, "systemd", "xpud-api-proxy.socket")
+PROXY_SYSUSERS = os.path.join(SOURCE_DIR, "systemd", "xpud-api.sysusers")
 
 # systemd's scale: 0 (locked down) to 10 (UNSAFE); systemd's own daemons mostly score 1-3.
 MAX_EXPOSURE = 2.0
@@ -194,6 +198,75 @@ class ReleaseVersions(unittest.TestCase):
                           "rpm %changelog": rpm_changelog, "chart appVersion": chart},
                          dict.fromkeys(("debian/changelog", "rpm Version", "rpm %changelog",
                                         "chart appVersion"), project))
+
+
+class ProxyUnits(unittest.TestCase):
+    """xpud-api-proxy: the socket the chart mounts and the unprivileged service behind it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.service = parse_unit(PROXY_SERVICE)
+        cls.socket = parse_unit(PROXY_SOCKET)
+
+    def test_systemd_analyze_verify(self):
+        with tempfile.TemporaryDirectory() as directory:
+            with open(PROXY_SERVICE, encoding="utf-8") as f:
+                text = f.read()
+            text, count = re.subn(r"(?m)^ExecStart=/usr/libexec/xpud/xpud-api-proxy$",
+                                  f"ExecStart={os.path.abspath(API_PROXY)}", text)
+            self.assertEqual(count, 1, "ExecStart=/usr/libexec/xpud/xpud-api-proxy not found")
+            with open(os.path.join(directory, "xpud-api-proxy.service"), "w", encoding="utf-8") as f:
+                f.write(text)
+            shutil.copy(PROXY_SOCKET, directory)
+            section_dir = os.path.join(directory, "man", "man8")
+            os.makedirs(section_dir)
+            shutil.copy(os.path.join(MAN_DIR, "xpud-api-proxy.8"), section_dir)
+            result = subprocess.run(
+                ["systemd-analyze", "verify", os.path.join(directory, "xpud-api-proxy.socket"),
+                 os.path.join(directory, "xpud-api-proxy.service")],
+                capture_output=True, text=True, timeout=60,
+                env=dict(os.environ, MANPATH=os.path.join(directory, "man")))
+            self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+            # verify cannot resolve the package's own user on this machine; nothing else may warn.
+            warnings = [line for line in result.stderr.splitlines() if "xpud-api" not in line or "User" not in line]
+            self.assertEqual([w for w in warnings if w.strip()], [], result.stderr)
+
+    def test_runs_unprivileged_and_locked_down(self):
+        service = dict(self.service["Service"])
+        self.assertEqual(service["User"], "xpud-api")
+        self.assertEqual(service["Type"], "notify")
+        self.assertEqual(service["CapabilityBoundingSet"], "")
+        self.assertEqual(service["NoNewPrivileges"], "yes")
+        result = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--no-pager", PROXY_SERVICE],
+                                capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        match = re.search(r"Overall exposure level for xpud-api-proxy\.service: (\d+\.\d+) (\w+)", result.stdout)
+        self.assertIsNotNone(match, result.stdout)
+        print(f"xpud-api-proxy.service exposure {match.group(1)} {match.group(2)}")
+        self.assertLessEqual(float(match.group(1)), 1.0, result.stdout)
+
+    def test_socket_is_where_the_chart_looks(self):
+        socket = dict(self.socket["Socket"])
+        self.assertEqual(socket["ListenStream"], "/run/xpud-api/bus.sock")
+        self.assertEqual(socket["SocketMode"], "0666")
+        self.assertIn(("WantedBy", "sockets.target"), self.socket["Install"])
+        # Socket-activated only: enabling the service itself would start it without its socket.
+        self.assertNotIn("Install", self.service)
+
+    def test_sysusers_entry_creates_the_user(self):
+        with tempfile.TemporaryDirectory() as root:
+            os.makedirs(os.path.join(root, "etc"))
+            for name in ("passwd", "group", "shadow", "gshadow"):
+                open(os.path.join(root, "etc", name), "w").close()
+            result = subprocess.run(["systemd-sysusers", f"--root={root}", PROXY_SYSUSERS],
+                                    capture_output=True, text=True, timeout=60)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(os.path.join(root, "etc", "passwd"), encoding="utf-8") as f:
+                entries = [line.split(":") for line in f.read().splitlines()]
+            user = [e for e in entries if e[0] == "xpud-api"]
+            self.assertEqual(len(user), 1, entries)
+            self.assertLess(int(user[0][2]), 1000, "a system user")
+            self.assertEqual(user[0][6], "/usr/sbin/nologin")
 
 
 if __name__ == "__main__":

@@ -46,8 +46,9 @@ verbosity, log level (only when set, since it wins over --v) and memory unit.
 {{/*
 No privilege at all: the shim reaches the host only through the sockets mounted into it.
 It runs as uid 0 only because the kubelet's socket directories are root's (0755/0750) and a
-socket can be created or connected to only with write permission on it; without capabilities
-that uid can do nothing else a non-root user could not.
+socket can be created or connected to only with write permission on it. Without capabilities
+and without the host's system bus (where uid 0 is host root), that uid reaches nothing but the
+mounted sockets and directories.
 */}}
 {{- define "xpu-k8s-shim.containerSecurityContext" -}}
 runAsUser: 0
@@ -92,17 +93,27 @@ imagePullSecrets:
 {{- end }}
 
 {{/*
-The host's system bus, the only way to xpud.
+xpud's read-only API socket (the host package's xpud-api-proxy.socket), the only way to xpud.
+The directory is mounted, not the socket, so a proxy restart that recreates the socket is seen
+by running pods. The host's system bus is never mounted: uid 0 there is host root.
 */}}
-{{- define "xpu-k8s-shim.busVolume" -}}
-- name: system-bus
+{{- define "xpu-k8s-shim.xpudApiVolume" -}}
+- name: xpud-api
   hostPath:
-    path: /run/dbus/system_bus_socket
-    type: Socket
+    path: /run/xpud-api
+    type: Directory
 {{- end }}
 
-{{- define "xpu-k8s-shim.busVolumeMount" -}}
-- name: system-bus
-  mountPath: /run/dbus/system_bus_socket
+{{- define "xpu-k8s-shim.xpudApiVolumeMount" -}}
+- name: xpud-api
+  mountPath: /run/xpud-api
   readOnly: true
+{{- end }}
+
+{{/*
+Global arguments (before the role name) of the roles that talk to xpud.
+*/}}
+{{- define "xpu-k8s-shim.xpudApiArgs" -}}
+- --bus-address
+- unix:path=/run/xpud-api/bus.sock
 {{- end }}

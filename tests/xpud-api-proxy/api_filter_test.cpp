@@ -1,0 +1,75 @@
+// The proxy's allow-list, call by call: what a container may ask of the host through it.
+#include "xpud-api-proxy/api_filter.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using xpu::api_proxy::Route;
+using xpu::api_proxy::route_call;
+
+constexpr const char* kXpud = "com.kunlunxin.xpud1";
+constexpr const char* kOwner = ":1.42";
+
+TEST(ApiFilter, XpudReadsAreForwarded) {
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ListDevices", kOwner).route, Route::Forward);
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "GetMetrics", kOwner).route, Route::Forward);
+  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", kOwner).route,
+            Route::Forward);
+  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "Get", kOwner).route, Route::Forward);
+  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "GetAll", kOwner).route, Route::Forward);
+  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Introspectable", "Introspect", kOwner).route,
+            Route::Forward);
+  // xpud addressed by its unique name is still xpud.
+  EXPECT_EQ(route_call(kOwner, "com.kunlunxin.xpud1.Manager", "GetMetrics", kOwner).route, Route::Forward);
+}
+
+TEST(ApiFilter, XpudWritesAreDenied) {
+  auto set_health = route_call(kXpud, "com.kunlunxin.xpud1.Simulator", "SetHealth", kOwner);
+  EXPECT_EQ(set_health.route, Route::Deny);
+  EXPECT_EQ(set_health.reason,
+            "com.kunlunxin.xpud1.Simulator.SetHealth on com.kunlunxin.xpud1 is not part of xpud's "
+            "read-only API");
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Simulator", "SetMetric", kOwner).route, Route::Deny);
+  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "Set", kOwner).route, Route::Deny);
+  // A method added to xpud later is denied until someone lists it here on purpose.
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ConfigureVirtualFunctions", kOwner).route,
+            Route::Deny);
+  // No interface: the bus would pick one by member name; here it is simply refused.
+  EXPECT_EQ(route_call(kXpud, "", "GetMetrics", kOwner).route, Route::Deny);
+}
+
+TEST(ApiFilter, OtherServicesAreUnreachable) {
+  auto systemd = route_call("org.freedesktop.systemd1", "org.freedesktop.systemd1.Manager",
+                            "StartTransientUnit", kOwner);
+  EXPECT_EQ(systemd.route, Route::Deny);
+  EXPECT_EQ(systemd.reason,
+            "only com.kunlunxin.xpud1 is reachable on xpud's read-only API socket, not "
+            "org.freedesktop.systemd1");
+  EXPECT_EQ(route_call("org.freedesktop.login1", "org.freedesktop.login1.Manager", "PowerOff", kOwner).route,
+            Route::Deny);
+  // A reader's allowed call, sent to another service, is still refused.
+  EXPECT_EQ(route_call("org.freedesktop.login1", "org.freedesktop.DBus.Properties", "GetAll", kOwner).route,
+            Route::Deny);
+  EXPECT_EQ(route_call(":1.7", "org.freedesktop.DBus.Properties", "Get", kOwner).route, Route::Deny);
+  EXPECT_EQ(route_call("", "com.kunlunxin.xpud1.Manager", "GetMetrics", kOwner).route, Route::Deny);
+  // Before xpud owns its name, no unique name stands for it.
+  EXPECT_EQ(route_call("", "com.kunlunxin.xpud1.Manager", "GetMetrics", "").route, Route::Deny);
+}
+
+TEST(ApiFilter, BusDriverAnswersOnlyWhatClientsNeedToConnect) {
+  for (const char* member : {"Hello", "AddMatch", "RemoveMatch", "GetNameOwner", "NameHasOwner", "ListNames",
+                             "GetId"})
+    EXPECT_EQ(route_call("org.freedesktop.DBus", "org.freedesktop.DBus", member, kOwner).route, Route::BusDriver)
+        << member;
+  for (const char* member : {"RequestName", "ReleaseName", "StartServiceByName", "GetConnectionCredentials",
+                             "GetConnectionUnixUser", "UpdateActivationEnvironment", "BecomeMonitor"}) {
+    auto route = route_call("org.freedesktop.DBus", "org.freedesktop.DBus", member, kOwner);
+    EXPECT_EQ(route.route, Route::Deny) << member;
+    EXPECT_NE(route.reason.find(member), std::string::npos) << route.reason;
+  }
+  EXPECT_EQ(route_call("org.freedesktop.DBus", "org.freedesktop.DBus.Monitoring", "BecomeMonitor", kOwner).route,
+            Route::Deny);
+}
+
+}  // namespace

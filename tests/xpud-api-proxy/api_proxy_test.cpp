@@ -1,0 +1,286 @@
+// xpud-api-proxy between real clients and the real xpud (sim backend) on a private bus: the
+// read-only API works through it with sdbus-c++, busctl and libdbus clients, signals follow xpud
+// across a restart, and everything outside xpud's reads is refused.
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <atomic>
+#include <mutex>
+
+#include <gtest/gtest.h>
+#include <sdbus-c++/sdbus-c++.h>
+
+#include "common/unique_fd.h"
+#include "common/xpud_client.h"
+#include "tests/support/child_process.h"
+#include "tests/support/private_bus.h"
+#include "tests/support/wait.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using xpu::test::binary_path;
+using xpu::test::ChildProcess;
+using xpu::test::wait_until;
+
+// Every signal a client connected to the proxy receives, in order.
+class SignalRecorder {
+ public:
+  explicit SignalRecorder(const std::string& address)
+      : connection_(sdbus::createSessionBusConnectionWithAddress(address)) {
+    slot_ = connection_->addMatch("type='signal'", [this](sdbus::Message& m) {
+      std::string text = m.getMemberName();
+      if (text == "DeviceHealthChanged") {
+        sdbus::ObjectPath device;
+        std::string health, reason;
+        m >> device >> health >> reason;
+        text += " " + std::string(device) + " " + health + " " + reason;
+      }
+      std::lock_guard lock(mutex_);
+      seen_.push_back(text);
+    });
+    connection_->enterEventLoopAsync();
+  }
+  ~SignalRecorder() { connection_->leaveEventLoop(); }
+
+  bool saw(const std::string& needle) {
+    std::lock_guard lock(mutex_);
+    for (const auto& s : seen_)
+      if (s.find(needle) != std::string::npos) return true;
+    return false;
+  }
+  std::string all() {
+    std::lock_guard lock(mutex_);
+    std::string out;
+    for (const auto& s : seen_) out += s + "\n";
+    return out;
+  }
+
+ private:
+  std::unique_ptr<sdbus::IConnection> connection_;
+  sdbus::Slot slot_;
+  std::mutex mutex_;
+  std::vector<std::string> seen_;
+};
+
+class ApiProxyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    socket_path_ = (dir_.path() / "api.sock").string();
+    api_address_ = "unix:path=" + socket_path_;
+    xpu::test::write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 200\n");
+    start_xpud();
+    start_proxy({});
+  }
+
+  void start_xpud() {
+    xpud_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",
+                                 (dir_.path() / "xpud.conf").string()},
+        dir_.path() / ("xpud" + std::to_string(++runs_) + ".log"));
+  }
+
+  void start_proxy(std::vector<std::string> extra) {
+    std::vector<std::string> argv = {binary_path("xpud-api-proxy/xpud-api-proxy").string(), "--bus-address",
+                                     bus_.address(), "--listen", socket_path_, "--log-level", "debug"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    proxy_ = std::make_unique<ChildProcess>(argv, dir_.path() / "proxy.log");
+    ASSERT_TRUE(wait_until([&] { return run({"xpuctl", "list"}).first == 0; }, 15s))
+        << proxy_->output() << run({"xpuctl", "list"}).second;
+  }
+
+  // Runs a client program; "xpuctl" is ours, pointed at the proxy's socket.
+  std::pair<int, std::string> run(std::vector<std::string> argv) {
+    if (argv[0] == "xpuctl") {
+      argv[0] = binary_path("xpuctl/xpuctl").string();
+      argv.insert(argv.begin() + 1, {"--bus-address", api_address_});
+    }
+    ChildProcess process(argv, dir_.path() / ("client" + std::to_string(++runs_) + ".log"));
+    auto status = process.wait(15s);
+    return {status.value_or(-1), process.output()};
+  }
+
+  // A raw sdbus-c++ call through the proxy; returns the D-Bus error name ("" on success).
+  std::string call_error(const std::string& destination, const std::string& path, const std::string& interface,
+                         const std::string& member,
+                         const std::function<void(sdbus::MethodCall&)>& args = {}) {
+    auto connection = sdbus::createSessionBusConnectionWithAddress(api_address_);
+    auto proxy = sdbus::createProxy(*connection, destination, path);
+    try {
+      auto call = proxy->createMethodCall(interface, member);
+      if (args) args(call);
+      proxy->callMethod(call, 5'000'000);
+      return "";
+    } catch (const sdbus::Error& e) {
+      last_error_message_ = e.getMessage();
+      return e.getName();
+    }
+  }
+
+  void set_health_directly(unsigned index, const std::string& health, const std::string& reason) {
+    auto [status, output] =
+        run({"/usr/bin/busctl", "--address=" + bus_.address(), "call", "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
+             "com.kunlunxin.xpud1.Simulator", "SetHealth", "uss", std::to_string(index), health, reason});
+    ASSERT_EQ(status, 0) << output;
+  }
+
+  xpu::test::TempDir dir_;
+  xpu::test::PrivateBus bus_;
+  std::string socket_path_, api_address_, last_error_message_;
+  std::unique_ptr<ChildProcess> xpud_, proxy_;
+  int runs_ = 0;
+};
+
+TEST_F(ApiProxyTest, XpuctlReadsEverythingThroughTheProxy) {
+  auto [status, list] = run({"xpuctl", "list"});
+  ASSERT_EQ(status, 0) << list;
+  EXPECT_NE(list.find("8 devices, 8 healthy"), std::string::npos) << list;
+  auto [mstatus, metrics] = run({"xpuctl", "metrics", "--json"});
+  ASSERT_EQ(mstatus, 0) << metrics;
+  EXPECT_NE(metrics.find("\"memory_total_bytes\":34359738368"), std::string::npos) << metrics;
+}
+
+TEST_F(ApiProxyTest, BusctlAndLibdbusClientsWork) {
+  auto [status, out] = run({"/usr/bin/busctl", "--address=" + api_address_, "get-property", "com.kunlunxin.xpud1",
+                            "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Manager", "DeviceCount"});
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_EQ(out, "u 8\n");
+  auto [istatus, introspection] = run({"/usr/bin/busctl", "--address=" + api_address_, "introspect", "com.kunlunxin.xpud1",
+                                       "/com/kunlunxin/xpud1/devices/xpu2"});
+  ASSERT_EQ(istatus, 0) << introspection;
+  EXPECT_NE(introspection.find(".PciBusId"), std::string::npos) << introspection;
+  // libdbus sends its authentication and its Hello in one write; the proxy must not wait for more.
+  auto [dstatus, devices] = run({"/usr/bin/dbus-send", "--bus=" + api_address_, "--print-reply", "--dest=com.kunlunxin.xpud1",
+                                 "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Manager.ListDevices"});
+  ASSERT_EQ(dstatus, 0) << devices;
+  EXPECT_NE(devices.find("/com/kunlunxin/xpud1/devices/xpu7"), std::string::npos) << devices;
+}
+
+TEST_F(ApiProxyTest, EverythingOutsideTheReadOnlyApiIsRefused) {
+  const std::string denied = "org.freedesktop.DBus.Error.AccessDenied";
+  EXPECT_EQ(call_error("org.freedesktop.systemd1", "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+                       "StartTransientUnit",
+                       [](sdbus::MethodCall& c) {
+                         c << std::string("evil.service") << std::string("fail")
+                           << std::vector<sdbus::Struct<std::string, sdbus::Variant>>{
+                                  {"ExecStart", sdbus::Variant(std::string("/bin/true"))}}
+                           << std::vector<sdbus::Struct<std::string,
+                                                        std::vector<sdbus::Struct<std::string, sdbus::Variant>>>>{};
+                       }),
+            denied);
+  EXPECT_NE(last_error_message_.find("org.freedesktop.systemd1"), std::string::npos) << last_error_message_;
+  EXPECT_EQ(call_error("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager",
+                       "PowerOff", [](sdbus::MethodCall& c) { c << false; }),
+            denied);
+  EXPECT_EQ(call_error("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
+                       [](sdbus::MethodCall& c) { c << std::string("com.kunlunxin.xpud1") << uint32_t{0}; }),
+            denied);
+  EXPECT_EQ(call_error("com.kunlunxin.xpud1", "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Simulator", "SetHealth",
+                       [](sdbus::MethodCall& c) {
+                         c << uint32_t{3} << std::string("Unhealthy") << std::string("from a pod");
+                       }),
+            denied);
+  EXPECT_EQ(call_error("com.kunlunxin.xpud1", "/com/kunlunxin/xpud1", "org.freedesktop.DBus.Properties", "Set",
+                       [](sdbus::MethodCall& c) {
+                         c << std::string("com.kunlunxin.xpud1.Manager") << std::string("Version")
+                           << sdbus::Variant(std::string("x"));
+                       }),
+            denied);
+  EXPECT_EQ(call_error("org.example.Other", "/", "org.freedesktop.DBus.Peer", "Ping"), denied);
+  EXPECT_EQ(call_error("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                       "GetConnectionCredentials", [](sdbus::MethodCall& c) { c << std::string(":1.1"); }),
+            denied);
+  // The injected fault never reached xpud: all cards still healthy, seen on the real bus.
+  auto [status, list] = run({"xpuctl", "list"});
+  EXPECT_NE(list.find("8 devices, 8 healthy"), std::string::npos) << list;
+  // And the proxy is still serving after all the refusals.
+  EXPECT_EQ(call_error("com.kunlunxin.xpud1", "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Manager", "ListDevices"),
+            "");
+}
+
+TEST_F(ApiProxyTest, WatchFollowsHealthAndXpudRestarts) {
+  xpu::XpudClient client(xpu::ClientOptions{.bus_address = api_address_});
+  std::mutex mutex;
+  xpu::DeviceView last;
+  client.watch([&](const xpu::DeviceView& view) {
+    std::lock_guard lock(mutex);
+    last = view;
+  });
+  auto view = [&] {
+    std::lock_guard lock(mutex);
+    return last;
+  };
+  ASSERT_TRUE(wait_until([&] { return view().xpud_present && view().devices.size() == 8; }, 10s));
+  set_health_directly(3, "Unhealthy", "test fault");
+  ASSERT_TRUE(wait_until([&] { return view().devices.size() == 8 && !view().devices[3].healthy; }, 10s));
+  EXPECT_EQ(view().devices[3].health_reason, "test fault");
+
+  xpud_->signal(SIGTERM);
+  ASSERT_TRUE(xpud_->wait(10s).has_value());
+  ASSERT_TRUE(wait_until([&] { return !view().xpud_present; }, 10s));
+  start_xpud();
+  ASSERT_TRUE(wait_until([&] { return view().xpud_present && view().devices.size() == 8; }, 15s))
+      << proxy_->output();
+  // The new xpud's signals are relayed too.
+  set_health_directly(5, "Unhealthy", "after restart");
+  ASSERT_TRUE(wait_until([&] { return view().devices.size() == 8 && !view().devices[5].healthy; }, 10s))
+      << proxy_->output();
+}
+
+TEST_F(ApiProxyTest, SignalsFromAnyoneButXpudAreNotRelayed) {
+  SignalRecorder recorder(api_address_);
+  // Another client of the real bus pretends to be xpud...
+  auto [status, out] = run({"/usr/bin/busctl", "--address=" + bus_.address(), "emit", "/com/kunlunxin/xpud1",
+                            "com.kunlunxin.xpud1.Manager", "DeviceHealthChanged", "oss",
+                            "/com/kunlunxin/xpud1/devices/xpu0", "Unhealthy", "forged"});
+  ASSERT_EQ(status, 0) << out;
+  // ...then xpud reports a real change; signals arrive in order, so once the real one is here the
+  // forged one would have been too.
+  set_health_directly(1, "Unhealthy", "genuine");
+  ASSERT_TRUE(wait_until([&] { return recorder.saw("devices/xpu1 Unhealthy genuine"); }, 10s)) << recorder.all();
+  EXPECT_FALSE(recorder.saw("forged")) << recorder.all();
+  EXPECT_TRUE(recorder.saw("PropertiesChanged")) << recorder.all();
+}
+
+TEST_F(ApiProxyTest, ClientLimitKeepsConnectedClientsServed) {
+  proxy_->signal(SIGTERM);
+  ASSERT_EQ(proxy_->wait(10s), 0) << proxy_->output();
+  start_proxy({"--max-clients", "2"});
+  auto first = sdbus::createSessionBusConnectionWithAddress(api_address_);
+  auto second = sdbus::createSessionBusConnectionWithAddress(api_address_);
+  // A third connection is closed at once: sd-bus fails during Hello.
+  EXPECT_THROW(sdbus::createSessionBusConnectionWithAddress(api_address_), sdbus::Error);
+  auto proxy = sdbus::createProxy(*first, "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1");
+  std::vector<sdbus::ObjectPath> devices;
+  proxy->callMethod("ListDevices").onInterface("com.kunlunxin.xpud1.Manager").storeResultsTo(devices);
+  EXPECT_EQ(devices.size(), 8u);
+}
+
+TEST_F(ApiProxyTest, GarbageOnTheSocketDoesNotDisturbOthers) {
+  for (const std::string& junk : {std::string("\0GARBAGE\r\n", 10), std::string("AUTH EXTERNAL 30\r\nBEGIN\r\n") +
+                                                                        std::string(64, '\xff')}) {
+    xpu::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket_path_.c_str());
+    ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    ASSERT_EQ(::write(fd.get(), junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
+  }
+  auto [status, list] = run({"xpuctl", "list"});
+  EXPECT_EQ(status, 0) << list << proxy_->output();
+  EXPECT_TRUE(proxy_->running());
+}
+
+TEST_F(ApiProxyTest, StopsCleanlyAndRefusesBadFlags) {
+  auto [status, out] = run({binary_path("xpud-api-proxy/xpud-api-proxy").string(), "--listen", "relative"});
+  EXPECT_EQ(status, 2);
+  EXPECT_EQ(out, "xpud-api-proxy: --listen: must be an absolute path (try --help)\n");
+  auto [bstatus, bout] = run({binary_path("xpud-api-proxy/xpud-api-proxy").string(), "--listen",
+                              (dir_.path() / "xpud.conf").string(), "--bus-address", bus_.address()});
+  EXPECT_EQ(bstatus, 1);
+  EXPECT_NE(bout.find("exists and is not a socket"), std::string::npos) << bout;
+  proxy_->signal(SIGTERM);
+  EXPECT_EQ(proxy_->wait(10s), 0) << proxy_->output();
+}
+
+}  // namespace

@@ -1,0 +1,77 @@
+#include "xpud-api-proxy/api_filter.h"
+
+#include <array>
+#include <utility>
+
+#include "common/names.h"
+
+namespace xpu::api_proxy {
+namespace {
+
+using Call = std::pair<std::string_view, std::string_view>;  // interface, member
+
+// xpud's read-only API: properties, the object tree, the two Manager reads, introspection.
+// Properties.Set and every Simulator method stay out; so does anything added to xpud later
+// until it is listed here on purpose.
+constexpr std::array kXpudReads = {
+    Call{"org.freedesktop.DBus.Properties", "Get"},
+    Call{"org.freedesktop.DBus.Properties", "GetAll"},
+    Call{"org.freedesktop.DBus.ObjectManager", "GetManagedObjects"},
+    Call{"org.freedesktop.DBus.Introspectable", "Introspect"},
+    Call{"org.freedesktop.DBus.Peer", "Ping"},
+    Call{names::kManagerInterface, names::member::kListDevices},
+    Call{names::kManagerInterface, names::member::kGetMetrics},
+};
+
+// What sd-bus, libdbus and busctl clients need from a bus to connect and follow a name.
+constexpr std::array kDriverAnswers = {
+    Call{"org.freedesktop.DBus", "Hello"},
+    Call{"org.freedesktop.DBus", "AddMatch"},
+    Call{"org.freedesktop.DBus", "RemoveMatch"},
+    Call{"org.freedesktop.DBus", "GetNameOwner"},
+    Call{"org.freedesktop.DBus", "NameHasOwner"},
+    Call{"org.freedesktop.DBus", "ListNames"},
+    Call{"org.freedesktop.DBus", "ListActivatableNames"},
+    Call{"org.freedesktop.DBus", "GetId"},
+    Call{"org.freedesktop.DBus.Peer", "Ping"},
+};
+
+template <std::size_t N>
+bool listed(const std::array<Call, N>& list, std::string_view interface, std::string_view member) {
+  for (const auto& [i, m] : list)
+    if (i == interface && m == member) return true;
+  return false;
+}
+
+std::string describe(std::string_view destination, std::string_view interface,
+                     std::string_view member) {
+  return std::string(interface.empty() ? "(no interface)" : interface) + "." +
+         std::string(member) + " on " +
+         std::string(destination.empty() ? "(no destination)" : destination);
+}
+
+}  // namespace
+
+bool is_answered_driver_method(std::string_view interface, std::string_view member) {
+  return listed(kDriverAnswers, interface, member);
+}
+
+CallRoute route_call(std::string_view destination, std::string_view interface,
+                     std::string_view member, std::string_view xpud_owner) {
+  if (destination == kDriverName) {
+    if (is_answered_driver_method(interface, member)) return {Route::BusDriver, {}};
+    return {Route::Deny, describe(destination, interface, member) +
+                             " is not available on xpud's read-only API socket"};
+  }
+  const bool to_xpud = destination == names::kBusName ||
+                       (!xpud_owner.empty() && destination == xpud_owner);
+  if (!to_xpud)
+    return {Route::Deny, "only " + std::string(names::kBusName) +
+                             " is reachable on xpud's read-only API socket, not " +
+                             std::string(destination.empty() ? "(no destination)" : destination)};
+  if (listed(kXpudReads, interface, member)) return {Route::Forward, {}};
+  return {Route::Deny, describe(destination, interface, member) +
+                           " is not part of xpud's read-only API"};
+}
+
+}  // namespace xpu::api_proxy

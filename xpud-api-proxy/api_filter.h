@@ -1,0 +1,37 @@
+// What a client of the read-only API socket may ask for. Pure: no bus, no state beyond the
+// arguments, so the whole allow-list is unit-tested line by line.
+//
+// The proxy connects to the system bus as an unprivileged user, so xpud's bus policy refuses it
+// every root-only method anyway; this list is the first of two locks, and the one that keeps
+// every other service on the host (systemd, logind, ...) out of reach.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace xpu::api_proxy {
+
+enum class Route {
+  BusDriver,  // org.freedesktop.DBus itself: answered by the proxy (Hello, AddMatch, ...)
+  Forward,    // a read of xpud's API: forwarded to xpud on the system bus
+  Deny,       // everything else: AccessDenied
+};
+
+struct CallRoute {
+  Route route = Route::Deny;
+  std::string reason;  // for Deny: the text of the AccessDenied error
+};
+
+inline constexpr std::string_view kDriverName = "org.freedesktop.DBus";
+inline constexpr std::string_view kDriverPath = "/org/freedesktop/DBus";
+
+// `xpud_owner` is the unique name currently owning xpud's bus name ("" when none): a client may
+// address xpud by either name.
+CallRoute route_call(std::string_view destination, std::string_view interface,
+                     std::string_view member, std::string_view xpud_owner);
+
+// The bus-driver methods the proxy answers itself; everything else on org.freedesktop.DBus
+// (RequestName, GetConnectionCredentials, BecomeMonitor, ...) is denied.
+bool is_answered_driver_method(std::string_view interface, std::string_view member);
+
+}  // namespace xpu::api_proxy
