@@ -42,12 +42,13 @@ ClientSession::ClientSession(ProxyServer& server, std::uint64_t id, UniqueFd soc
   sd_id128_from_string(server_.bus_id().c_str(), &bus_id);
   // The client authenticates with its own uid (EXTERNAL) or anonymously; who may connect at all
   // is decided by the socket's place in the file system, what a client may do by the filter.
-  if ((r = sd_bus_set_fd(raw, socket.get(), socket.get())) < 0 ||
-      (r = sd_bus_set_server(raw, 1, bus_id)) < 0 || (r = sd_bus_set_anonymous(raw, 1)) < 0 ||
+  if ((r = sd_bus_set_fd(raw, socket.get(), socket.get())) < 0)
+    throw std::runtime_error(std::string("sd_bus_set_fd: ") + std::strerror(-r));
+  socket.release();  // the bus owns it now
+  if ((r = sd_bus_set_server(raw, 1, bus_id)) < 0 || (r = sd_bus_set_anonymous(raw, 1)) < 0 ||
       (r = sd_bus_negotiate_fds(raw, 0)) < 0)
     throw std::runtime_error(std::string("setting up the client connection: ") +
                              std::strerror(-r));
-  socket.release();  // the bus owns it now
   sd_bus_slot* slot = nullptr;
   if ((r = sd_bus_add_filter(raw, &slot, &ClientSession::on_message, this)) < 0)
     throw std::runtime_error(std::string("sd_bus_add_filter: ") + std::strerror(-r));
