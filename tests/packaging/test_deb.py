@@ -90,7 +90,11 @@ class DebianPackages(unittest.TestCase):
         postinst = self.control_file("xpud", "postinst")
         self.assertIn("deb-systemd-helper enable 'xpud.service'", postinst)
         self.assertIn("_dh_action=start", postinst)
-        self.assertIn("deb-systemd-invoke $_dh_action 'xpud.service'", postinst)
+        # One start line for all the package's units: xpud and the API proxy's socket among them.
+        start = re.search(r"deb-systemd-invoke \$_dh_action (.*) >/dev/null", postinst)
+        self.assertIsNotNone(start, postinst)
+        self.assertIn("'xpud.service'", start.group(1))
+        self.assertIn("'xpud-api-proxy.socket'", start.group(1))
         self.assertIn("xpud.service", self.control_file("xpud", "prerm"))
 
     def test_api_proxy_socket_is_enabled_and_its_user_created_first(self):
