@@ -7,7 +7,7 @@
 
 #include "common/command_line.h"
 #include "k8s-shim/device_plugin/resource_manager.h"
-#include "k8s-shim/device_plugin/resource_name.h"
+#include "k8s-shim/resource_name.h"
 #include "k8s-shim/shim_options.h"
 
 namespace shim {

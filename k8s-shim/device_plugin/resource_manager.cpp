@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <set>
 
-#include "k8s-shim/device_plugin/resource_name.h"
+#include "k8s-shim/resource_name.h"
 
 namespace shim {
 namespace {

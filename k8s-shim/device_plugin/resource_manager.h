@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/xpud_client.h"
+#include "k8s-shim/resource_name.h"  // kReplicaSeparator
 
 namespace shim {
 
@@ -36,7 +37,6 @@ inline constexpr std::string_view kVirtualFunctionSocketName = "kunlunxin-vxpu.s
 inline constexpr std::string_view kSharedSocketName = "kunlunxin-xpu-shared.sock";
 inline constexpr std::string_view kVirtualFunctionResource = "vxpu";   // after "<domain>/"
 inline constexpr std::string_view kSharedResource = "xpu-shared";      // after "<domain>/"
-inline constexpr std::string_view kReplicaSeparator = "::";
 
 struct ResourceConfig {
   std::string resource_name{"kunlunxin.com/xpu"};  // validated

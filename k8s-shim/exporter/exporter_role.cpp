@@ -11,6 +11,7 @@
 #include "k8s-shim/exporter/pod_owners_cache.h"
 #include "k8s-shim/exporter/pod_resources_client.h"
 #include "k8s-shim/exporter/scraper.h"
+#include "k8s-shim/resource_name.h"
 #include "k8s-shim/roles.h"
 
 namespace shim {
@@ -29,6 +30,8 @@ constexpr auto kPodMapMaxAge = 2000ms;
 int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop) {
   auto listen = exporter::parse_listen_address(exporter::kDefaultListen);
   std::string podresources_socket(exporter::kDefaultPodResourcesSocket);
+  std::string resource_name(kDefaultResourceName);
+  bool resource_per_model = false;
   xpu::CommandLine cli("xpu-k8s-shim exporter", "[OPTIONS]");
   cli.add_option("listen", "HOST:PORT",
                  "address to serve /metrics on: HOST:PORT, [IPV6]:PORT or :PORT (default :9507)",
@@ -49,7 +52,23 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
         podresources_socket = std::string(value);
         return xpu::ok_status();
       });
+  // The device plugin's flags, so a deployment passes both roles the same ones: every resource the
+  // plugin advertises is in the domain of its --resource-name, and that domain is what the
+  // exporter reads, per-model or not.
+  cli.add_option("resource-name", "NAME",
+                 "the device plugin's --resource-name (default " +
+                     std::string(kDefaultResourceName) +
+                     "): pod-resources entries in its domain are read as XPUs",
+                 [&resource_name](std::string_view value) -> xpu::Status {
+                   if (auto status = validate_extended_resource_name(value); !status) return status;
+                   resource_name = std::string(value);
+                   return xpu::ok_status();
+                 });
+  cli.add_flag("resource-per-model", &resource_per_model,
+               "the device plugin's --resource-per-model; accepted for symmetry (per-model names "
+               "are in the same domain)");
   parse_role_command_line(cli, options, args, "exporter");
+  const std::string_view resource_domain = shim::resource_domain(resource_name);
 
   try {
     xpu::XpudClient xpud(xpu::ClientOptions{options.bus_address, kXpudCallTimeout});
@@ -64,7 +83,8 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
     });
 
     exporter::PodResourcesClient kubelet(podresources_socket, kListDeadline);
-    exporter::PodOwnersCache owners([&kubelet] { return kubelet.list(); }, kPodMapMaxAge);
+    exporter::PodOwnersCache owners([&kubelet] { return kubelet.list(); }, kPodMapMaxAge,
+                                    exporter::PodMapBuilder(resource_domain));
     exporter::Scraper scraper(xpud, owners);
 
     // Declared last, so it stops (and finishes requests in flight) before what it uses goes.
@@ -74,8 +94,8 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
       spdlog::error("{}", server.error());
       return 1;
     }
-    spdlog::info("serving /metrics on {} (port {}); pod-resources from {}", listen->to_string(),
-                 (*server)->port(), podresources_socket);
+    spdlog::info("serving /metrics on {} (port {}); pod-resources from {}, resources {}/*",
+                 listen->to_string(), (*server)->port(), podresources_socket, resource_domain);
 
     while (!stop.wait_for_stop(std::chrono::hours(1))) {
     }

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "k8s-shim/resource_name.h"
+
 namespace shim::exporter {
 
 PodMap PodMapBuilder::update(const v1::ListPodResourcesResponse& response) {
@@ -15,10 +17,10 @@ PodMap PodMapBuilder::update(const v1::ListPodResourcesResponse& response) {
         continue;
       }
       for (const auto& devices : container.devices()) {
-        if (!std::string_view(devices.resource_name()).starts_with(kXpuResourcePrefix)) continue;
-        for (const auto& uuid : devices.device_ids()) {
-          if (uuid.empty()) continue;
-          Claim claim{uuid, holder};
+        if (!std::string_view(devices.resource_name()).starts_with(resource_prefix_)) continue;
+        for (const auto& id : devices.device_ids()) {
+          if (id.empty()) continue;
+          Claim claim{std::string(card_uuid_of_device_id(id)), holder};
           auto known = first_seen_.find(claim);
           seen.emplace(claim, known == first_seen_.end() ? reply : known->second);
         }

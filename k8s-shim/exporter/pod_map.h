@@ -11,8 +11,9 @@
 
 namespace shim::exporter {
 
-// Resources whose device IDs are XPU UUIDs (kunlunxin.com/xpu, kunlunxin.com/R200, ...).
-inline constexpr std::string_view kXpuResourcePrefix = "kunlunxin.com/";
+// The domain of the default resource name: its resources' device IDs are XPU UUIDs
+// (kunlunxin.com/xpu, kunlunxin.com/R200, kunlunxin.com/xpu-shared, kunlunxin.com/vxpu).
+inline constexpr std::string_view kDefaultXpuResourceDomain = "kunlunxin.com";
 
 struct ContainerRef {
   std::string pod_namespace;
@@ -26,6 +27,11 @@ using PodMap = std::map<std::string, ContainerRef>;  // device UUID -> the conta
 
 // Turns successive List replies into a PodMap with one owner per UUID.
 //
+// Read are the resources of one domain, the device plugin's (`<domain>/<anything>`): every name
+// the plugin advertises (the resource name, per-model names, `xpu-shared`, `vxpu`) is in the
+// domain of its --resource-name. Shared-mode IDs `<uuid>::<n>` count for the card `<uuid>`; a
+// container holding several replicas of one card holds that card once.
+//
 // Pod-resources has no pod phase, and the kubelet keeps a finished pod's devices assigned until
 // it reuses them, so an exclusive card can show up in two containers: the finished one and the
 // one that got the card after it. The claim seen most recently (in the latest reply, not before)
@@ -33,10 +39,14 @@ using PodMap = std::map<std::string, ContainerRef>;  // device UUID -> the conta
 // choice never flaps between scrapes.
 class PodMapBuilder {
  public:
+  explicit PodMapBuilder(std::string_view resource_domain = kDefaultXpuResourceDomain)
+      : resource_prefix_(std::string(resource_domain) + "/") {}
+
   PodMap update(const v1::ListPodResourcesResponse& response);
 
  private:
   using Claim = std::tuple<std::string, ContainerRef>;  // uuid, holder
+  std::string resource_prefix_;                         // "<domain>/"
   std::map<Claim, std::uint64_t> first_seen_;           // reply number a claim first appeared in
   std::uint64_t replies_ = 0;
 };

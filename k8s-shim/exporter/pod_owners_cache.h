@@ -21,8 +21,8 @@ class PodOwnersCache {
     PodMap pods;
   };
 
-  PodOwnersCache(Lister lister, std::chrono::milliseconds max_age)
-      : lister_(std::move(lister)), max_age_(max_age) {}
+  PodOwnersCache(Lister lister, std::chrono::milliseconds max_age, PodMapBuilder builder = PodMapBuilder())
+      : lister_(std::move(lister)), max_age_(max_age), builder_(std::move(builder)) {}
 
   // Thread-safe. Calls the lister when the last answer (or failure) is max_age older than `now`
   // (when the caller's scrape started); concurrent callers wait for that one call instead of

@@ -421,11 +421,95 @@ func TestExporterWithPrometheus(t *testing.T) {
 	})
 }
 
+// podOf returns the "namespace/pod/container" an exporter's xpu_info series gives card uuid, or ""
+// when the series carries no pod labels.
+func podOf(body, uuid string) string {
+	labels := regexp.MustCompile(`namespace="([^"]*)",pod="([^"]*)",container="([^"]*)"`)
+	for _, line := range samples(body, "xpu_info") {
+		if strings.Contains(line, `uuid="`+uuid+`"`) {
+			if m := labels.FindStringSubmatch(line); m != nil {
+				return m[1] + "/" + m[2] + "/" + m[3]
+			}
+		}
+	}
+	return ""
+}
+
+// Shared mode (device IDs `<uuid>::<n>`) and a customised resource name: the kubelet lists the
+// cards under names other than kunlunxin.com/xpu, and the pods must keep their labels.
+func TestExporterResourceNames(t *testing.T) {
+	xpudBin := BinaryFromEnv(t, "XPUD_BIN")
+	shimBin := BinaryFromEnv(t, "XPU_K8S_SHIM_BIN")
+	dir := ShortTempDir(t)
+	bus := StartPrivateBus(t, dir)
+	StartXpud(t, dir, xpudBin, bus)
+	uuids := make([]string, 4)
+	for i := range uuids {
+		uuids[i] = exporterCardUUID(t, bus, i)
+	}
+
+	podsFile := filepath.Join(dir, "pods.json")
+	socket := filepath.Join(dir, "kubelet.sock")
+	writePods(t, podsFile, []podEntry{
+		{Namespace: "ml", Name: "shared", Containers: []containerEntry{
+			xpuContainer("main", "kunlunxin.com/xpu-shared", uuids[0]+"::0", uuids[0]+"::3")}},
+		{Namespace: "ml", Name: "shared-per-model", Containers: []containerEntry{
+			xpuContainer("main", "kunlunxin.com/R200-shared", uuids[1]+"::1")}},
+		{Namespace: "ml", Name: "custom", Containers: []containerEntry{
+			xpuContainer("main", "example.com/accel", uuids[2])}},
+		{Namespace: "ml", Name: "custom-shared", Containers: []containerEntry{
+			xpuContainer("main", "example.com/xpu-shared", uuids[3]+"::2")}},
+	})
+	servePodResources(t, socket, podsFile, 0)
+
+	for _, c := range []struct {
+		name  string
+		flags []string
+		want  []string // pod per card 0..3
+	}{
+		{"defaults", nil, []string{"ml/shared/main", "ml/shared-per-model/main", "", ""}},
+		{"customised name", []string{"--resource-name", "example.com/accel"},
+			[]string{"", "", "ml/custom/main", "ml/custom-shared/main"}},
+		{"customised name per model", []string{"--resource-per-model", "--resource-name", "example.com/xpu"},
+			[]string{"", "", "ml/custom/main", "ml/custom-shared/main"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			argv := append([]string{shimBin, "--bus-address", bus.Address, "exporter", "--listen", "127.0.0.1:0",
+				"--podresources-socket", socket}, c.flags...)
+			// A log of its own: each run looks for the port it logged.
+			proc := StartProcess(t, dir, "exporter-"+strings.ReplaceAll(c.name, " ", "-"), argv)
+			servingOn := regexp.MustCompile(`serving /metrics on \S+ \(port (\d+)\)`)
+			port := 0
+			if err := WaitFor(15*time.Second, func() (bool, string) {
+				if m := servingOn.FindStringSubmatch(proc.Output()); m != nil {
+					port, _ = strconv.Atoi(m[1])
+					return true, ""
+				}
+				return false, "exporter has not logged its port: " + proc.Output()
+			}); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			waitScrape(t, port, 15*time.Second, fmt.Sprintf("pods %q", c.want), func(body string) bool {
+				got = got[:0]
+				for _, uuid := range uuids {
+					got = append(got, podOf(body, uuid))
+				}
+				return strings.Join(got, ",") == strings.Join(c.want, ",")
+			})
+			if status, err := proc.Stop(5 * time.Second); err != nil || status != 0 {
+				t.Fatalf("exporter exit status %d, %v\n%s", status, err, proc.Output())
+			}
+		})
+	}
+}
+
 func TestExporterBadFlags(t *testing.T) {
 	shimBin := BinaryFromEnv(t, "XPU_K8S_SHIM_BIN")
 	for _, args := range [][]string{
 		{"--listen", "9507"}, {"--listen", "localhost:9507"}, {"--listen", "::1:9507"}, {"--listen", ":99999"},
 		{"--podresources-socket", ""}, {"--no-such-flag"}, {"extra-argument"},
+		{"--resource-name", "xpu"}, {"--resource-name", "kubernetes.io/xpu"},
 	} {
 		cmd := exec.Command(shimBin, append([]string{"exporter"}, args...)...)
 		out, err := cmd.CombinedOutput()

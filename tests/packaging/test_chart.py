@@ -318,8 +318,23 @@ class ReservedOptions(unittest.TestCase):
                          "devicePlugin.enableXpuShare=true", "devicePlugin.useDetailResName=true")
         for name in (EXPORTER, TOKEN_GEN):
             args = args_of(objects, name)
-            for flag in ("--enable-sriov", "--enable-xpu-share", "--resource-per-model"):
+            for flag in ("--enable-sriov", "--enable-xpu-share"):
                 self.assertNotIn(flag, args, name)
+        self.assertNotIn("--resource-per-model", args_of(objects, TOKEN_GEN))
+
+    def test_exporter_gets_the_device_plugins_resource_name(self):
+        # The exporter reads pod-resources entries in the domain the plugin advertises in; without
+        # the same name, pods holding cards of a customised resource lose their labels.
+        for values in (("devicePlugin.customizedResourceName=example.com/accel",),
+                       ("devicePlugin.useDetailResName=true",
+                        "devicePlugin.customizedResourceName=example.com/xpu")):
+            objects = render(*values)
+            plugin, exporter = args_of(objects, DEVICE_PLUGIN), args_of(objects, EXPORTER)
+            for flag in ("--resource-name", "--resource-per-model"):
+                self.assertEqual(flag in exporter, flag in plugin, (values, flag))
+            self.assertEqual(option_value(exporter, "--resource-name"),
+                             option_value(plugin, "--resource-name"), values)
+            self.assertNotIn("--resource-name", args_of(objects, TOKEN_GEN))
 
     def test_custom_domain_per_model(self):
         # The plugin takes the domain of --resource-name for its per-model resources.

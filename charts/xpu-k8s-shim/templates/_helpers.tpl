@@ -44,6 +44,21 @@ verbosity, log level (only when set, since it wins over --v) and memory unit.
 {{- end }}
 
 {{/*
+The resource name flags, passed alike to the device plugin (what it advertises) and the exporter
+(which pod-resources entries are XPUs), so pods keep their labels under a customised name.
+*/}}
+{{- define "xpu-k8s-shim.resourceNameArgs" -}}
+{{- $dp := .Values.devicePlugin -}}
+{{- if $dp.useDetailResName }}
+- --resource-per-model
+{{- end }}
+{{- with $dp.customizedResourceName }}
+- --resource-name
+- {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
 No privilege at all: the shim reaches the host only through the sockets mounted into it.
 It runs as uid 0 only because the kubelet's socket directories are root's (0755/0750) and a
 socket can be created or connected to only with write permission on it. Without capabilities

@@ -58,6 +58,32 @@ TEST(PodMap, IgnoresResourcesThatAreNotXpus) {
   EXPECT_EQ(pods, (PodMap{{"uuid-a", {"default", "mixed", "main"}}}));
 }
 
+TEST(PodMap, SharedReplicasLabelTheCardTheyAreOf) {
+  // --enable-xpu-share: the kubelet lists replicas `<uuid>::<n>`, the renderer looks up UUIDs.
+  v1::ListPodResourcesResponse reply;
+  add_container(reply, "ml", "infer-0", "main",
+                {{"kunlunxin.com/xpu-shared", {"uuid-a::0", "uuid-a::1"}}});
+  add_container(reply, "ml", "infer-1", "main", {{"kunlunxin.com/R200-shared", {"uuid-b::3"}}});
+
+  EXPECT_EQ(PodMapBuilder().update(reply), (PodMap{{"uuid-a", {"ml", "infer-0", "main"}},
+                                                   {"uuid-b", {"ml", "infer-1", "main"}}}));
+}
+
+TEST(PodMap, ReadsTheResourcesOfTheConfiguredDomainOnly) {
+  // --resource-name example.com/accel (the chart's customizedResourceName), per model or shared.
+  v1::ListPodResourcesResponse reply;
+  add_container(reply, "ml", "train-0", "main",
+                {{"example.com/accel", {"uuid-a"}}, {"kunlunxin.com/xpu", {"uuid-x"}}});
+  add_container(reply, "ml", "train-1", "main", {{"example.com/R200", {"uuid-b"}}});
+  add_container(reply, "ml", "infer-0", "main", {{"example.com/xpu-shared", {"uuid-c::1"}}});
+  add_container(reply, "ml", "other", "main", {{"example.company/accel", {"uuid-y"}}});
+
+  EXPECT_EQ(PodMapBuilder("example.com").update(reply),
+            (PodMap{{"uuid-a", {"ml", "train-0", "main"}},
+                    {"uuid-b", {"ml", "train-1", "main"}},
+                    {"uuid-c", {"ml", "infer-0", "main"}}}));
+}
+
 TEST(PodMap, EmptyReplyOrPodsWithoutDevicesGiveNoOwners) {
   PodMapBuilder builder;
   EXPECT_TRUE(builder.update(v1::ListPodResourcesResponse()).empty());

@@ -20,4 +20,11 @@ xpu::Status validate_extended_resource_name(std::string_view name);
 // "kunlunxin.com" of "kunlunxin.com/xpu"; call only on a validated name.
 std::string_view resource_domain(std::string_view name);
 
+// Shared mode advertises each card several times, as device IDs `<card UUID>::<replica>`
+// (device_plugin/resource_manager.h); the exporter reads them back from pod-resources.
+inline constexpr std::string_view kReplicaSeparator = "::";
+
+// The card a device ID names: the UUID before a `::<replica number>` suffix, else the whole ID.
+std::string_view card_uuid_of_device_id(std::string_view device_id);
+
 }  // namespace shim

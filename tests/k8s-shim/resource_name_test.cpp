@@ -1,4 +1,4 @@
-#include "k8s-shim/device_plugin/resource_name.h"
+#include "k8s-shim/resource_name.h"
 
 #include <gtest/gtest.h>
 
@@ -47,6 +47,26 @@ TEST(ResourceName, RejectsWhatTheKubeletRejectsAndSaysWhy) {
 
 TEST(ResourceName, DomainIsThePartBeforeTheSlash) {
   EXPECT_EQ(resource_domain("baidu.com/xpu"), "baidu.com");
+}
+
+TEST(ResourceName, SharedDeviceIdNamesItsCard) {
+  const std::string uuid = "5a1c0d3e-7f55-5b9e-8d1a-0c2f4e6b8a90";
+  struct Case {
+    std::string id;
+    std::string card;
+  };
+  const std::vector<Case> cases = {
+      {uuid + "::0", uuid},
+      {uuid + "::63", uuid},
+      {uuid, uuid},
+      // Only a replica number after the last "::" is a suffix; anything else stays whole.
+      {uuid + "::", uuid + "::"},
+      {uuid + "::x", uuid + "::x"},
+      {uuid + "::1a", uuid + "::1a"},
+      {"::3", "::3"},
+      {"a::b::2", "a::b"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(card_uuid_of_device_id(c.id), c.card) << c.id;
 }
 
 }  // namespace

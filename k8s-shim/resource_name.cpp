@@ -1,4 +1,4 @@
-#include "k8s-shim/device_plugin/resource_name.h"
+#include "k8s-shim/resource_name.h"
 
 namespace shim {
 namespace {
@@ -74,5 +74,15 @@ xpu::Status validate_extended_resource_name(std::string_view name) {
 }
 
 std::string_view resource_domain(std::string_view name) { return name.substr(0, name.find('/')); }
+
+std::string_view card_uuid_of_device_id(std::string_view device_id) {
+  const std::size_t separator = device_id.rfind(kReplicaSeparator);
+  if (separator == std::string_view::npos || separator == 0) return device_id;
+  std::string_view replica = device_id.substr(separator + kReplicaSeparator.size());
+  if (replica.empty()) return device_id;
+  for (char c : replica)
+    if (c < '0' || c > '9') return device_id;
+  return device_id.substr(0, separator);
+}
 
 }  // namespace shim
