@@ -119,6 +119,17 @@ class Unit(unittest.TestCase):
         self.assertEqual(self.value("ConfigurationDirectory"), "xpud")
         self.assertIn(("WantedBy", "multi-user.target"), self.unit["Install"])
 
+    def test_orders_after_udev_not_module_loading(self):
+        # udev loads the kunlun module and creates /dev/xpu*; modules-load.d plays no part, and
+        # udev-settle is deprecated.
+        after = " ".join(v for k, v in self.unit["Unit"] if k == "After").split()
+        for unit in ("dbus.socket", "systemd-udevd.service", "systemd-udev-trigger.service"):
+            self.assertIn(unit, after)
+        for unit in ("systemd-modules-load.service", "systemd-udev-settle.service"):
+            self.assertNotIn(unit, after)
+        wanted = " ".join(v for k, v in self.unit["Unit"] if k in ("Wants", "Requires")).split()
+        self.assertNotIn("systemd-udev-settle.service", wanted)
+
     def test_devices_are_closed_but_the_xpu_nodes(self):
         self.assertEqual(self.value("DevicePolicy"), "closed")
         allowed = self.values("DeviceAllow")

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <mutex>
 #include <sdbus-c++/sdbus-c++.h>
+#include <sstream>
 #include <set>
 #include <tuple>
 
@@ -351,6 +353,35 @@ TEST_F(XpudTest, CheckConfigValidatesAndExits) {
                    dir_.path() / "bad.log");
   EXPECT_EQ(bad.wait(10s), 1);
   EXPECT_NE(bad.output().find("bad.conf:2: bad value for sim.devices"), std::string::npos) << bad.output();
+}
+
+// The README's configuration example, as a reader copies it: the ```ini block under
+// "### Configuration".
+std::string readme_configuration_example() {
+  std::ifstream file(std::filesystem::path(XPU_SOURCE_DIR) / "README.md");
+  std::stringstream text;
+  text << file.rdbuf();
+  const std::string readme = text.str();
+  const std::size_t section = readme.find("\n### Configuration\n");
+  if (section == std::string::npos) return {};
+  const std::string fence = "\n```ini\n";
+  const std::size_t start = readme.find(fence, section);
+  if (start == std::string::npos) return {};
+  const std::size_t end = readme.find("\n```", start + fence.size());
+  if (end == std::string::npos) return {};
+  return readme.substr(start + fence.size(), end + 1 - start - fence.size());
+}
+
+TEST_F(XpudTest, ReadmeConfigurationExampleChecksAsWritten) {
+  const std::string example = readme_configuration_example();
+  ASSERT_NE(example.find("[daemon]"), std::string::npos) << "no ```ini block under ### Configuration";
+  xpu::test::write_file(dir_.path() / "readme.conf", example);
+  ChildProcess check({binary_path("xpud/xpud").string(), "--check-config", "--config",
+                      (dir_.path() / "readme.conf").string()},
+                     dir_.path() / "readme.log");
+  EXPECT_EQ(check.wait(10s), 0) << check.output() << "\n" << example;
+  EXPECT_NE(check.output().find("configuration OK (backend auto, interval 1000 ms)"), std::string::npos)
+      << check.output();
 }
 
 TEST_F(XpudTest, BadFlagsExitTwoWithOneLine) {
