@@ -4,18 +4,28 @@
 //  - a failed read is noise until `failure_threshold` of them in a row, then Unhealthy;
 //  - one clean reading (no fault, no error) makes the card Healthy again, whatever came before:
 //    a card that recovers must never stay stuck Unhealthy.
+// The reason names the cause and changes only when the cause changes in kind: no failure count,
+// and a duration in the cause ("has not returned after 1200 ms") does not make it new. Every
+// change of reason is a PropertiesChanged, a DeviceHealthChanged and a journal line on every
+// node client, so a card that keeps failing must not produce one per sampling cycle; counts and
+// timings are in the sampler's debug log.
 #pragma once
 
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "xpud/device.h"
 
 namespace xpud {
 
+// What decides whether two reasons are the same cause: the text without its durations
+// ("<digits> ms").
+std::string reason_kind(std::string_view reason);
+
 struct HealthState {
   bool healthy = true;
-  std::string reason;  // empty while healthy
+  std::string reason;  // empty while healthy; the cause's text as first seen in this kind
   unsigned consecutive_failures = 0;
 };
 

@@ -29,7 +29,35 @@ TEST(HealthMonitor, ReadFailuresCountUntilTheThreshold) {
   EXPECT_TRUE(monitor.update("u0", failed("timeout")).healthy);
   const auto& state = monitor.update("u0", failed("XPU_IS_LOST"));
   EXPECT_FALSE(state.healthy);
-  EXPECT_EQ(state.reason, "3 consecutive failed reads, last: XPU_IS_LOST");
+  EXPECT_EQ(state.reason, "reads keep failing: XPU_IS_LOST");
+}
+
+TEST(HealthMonitor, PersistentFailureKeepsItsReason) {
+  HealthMonitor monitor(2);
+  monitor.update("u0", failed("driver busy: 'read xpu0' has not returned after 300 ms"));
+  const std::string first = monitor.update("u0", failed("driver busy: 'read xpu0' has not returned after 400 ms")).reason;
+  EXPECT_EQ(first, "reads keep failing: driver busy: 'read xpu0' has not returned after 400 ms");
+  // More failures of the same kind, longer durations: the reason a client saw stays.
+  for (int ms = 500; ms < 5000; ms += 100)
+    EXPECT_EQ(monitor.update("u0", failed("driver busy: 'read xpu0' has not returned after " +
+                                          std::to_string(ms) + " ms")).reason, first);
+  // Another cause is a new reason.
+  EXPECT_EQ(monitor.update("u0", failed("xpumlDeviceGetState(xpu0): UNKNOWN (999)")).reason,
+            "reads keep failing: xpumlDeviceGetState(xpu0): UNKNOWN (999)");
+  EXPECT_EQ(monitor.update("u0", fault("driver reports state ERROR (207)")).reason,
+            "driver reports state ERROR (207)");
+  EXPECT_EQ(monitor.update("u0", fault("driver reports state ERROR (207)")).reason,
+            "driver reports state ERROR (207)");
+  EXPECT_EQ(monitor.update("u0", fault("driver reports state IN_RESET (206)")).reason,
+            "driver reports state IN_RESET (206)");
+}
+
+TEST(HealthMonitor, ReasonKindIgnoresDurationsOnly) {
+  EXPECT_EQ(reason_kind("'read xpu3' timed out after 2000 ms"), "'read xpu3' timed out after N ms");
+  EXPECT_EQ(reason_kind("busy for 12 ms, then 7 ms"), "busy for N ms, then N ms");
+  EXPECT_EQ(reason_kind("UNKNOWN (999)"), "UNKNOWN (999)");
+  EXPECT_EQ(reason_kind("12msec 3 s"), "12msec 3 s");
+  EXPECT_EQ(reason_kind(""), "");
 }
 
 TEST(HealthMonitor, ASuccessResetsTheFailureCount) {

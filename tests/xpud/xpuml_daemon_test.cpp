@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <mutex>
+#include <sdbus-c++/sdbus-c++.h>
+#include <set>
+
+#include "common/names.h"
 #include "common/xpud_client.h"
 #include "tests/support/child_process.h"
 #include "tests/support/notify_socket.h"
@@ -81,7 +86,7 @@ TEST_F(XpumlDaemonTest, HungDriverMarksCardsUnhealthyButNeverStallsTheBusOrShutd
     return devices && !(*devices)[0].healthy && !(*devices)[1].healthy;
   }, 10s)) << xpud_->output();
   auto devices = client.list_devices();
-  EXPECT_NE((*devices)[0].health_reason.find("consecutive failed reads"), std::string::npos)
+  EXPECT_NE((*devices)[0].health_reason.find("reads keep failing: "), std::string::npos)
       << (*devices)[0].health_reason;
 
   // The bus answers from the last snapshot at once.
@@ -90,6 +95,130 @@ TEST_F(XpumlDaemonTest, HungDriverMarksCardsUnhealthyButNeverStallsTheBusOrShutd
   ASSERT_TRUE(metrics) << metrics.error();
   EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
 
+  xpud_->signal(SIGTERM);
+  EXPECT_EQ(xpud_->wait(5s), 0) << xpud_->output();
+}
+
+// Counts what a client on the bus sees of the cards' health: DeviceHealthChanged per device and
+// Health/HealthReason PropertiesChanged per device.
+class HealthSignalCounter {
+ public:
+  HealthSignalCounter(const std::string& address, unsigned devices)
+      : connection_(sdbus::createSessionBusConnectionWithAddress(address)) {
+    namespace names = xpu::names;
+    manager_ = sdbus::createProxy(*connection_, std::string(names::kBusName), std::string(names::kManagerPath));
+    manager_->uponSignal("DeviceHealthChanged")
+        .onInterface(std::string(names::kManagerInterface))
+        .call([this](const sdbus::ObjectPath& device, const std::string&, const std::string& reason) {
+          std::lock_guard lock(mutex_);
+          ++health_changed_[device];
+          reasons_[device].insert(reason);
+        });
+    manager_->finishRegistration();
+    for (unsigned index = 0; index < devices; ++index) {
+      auto proxy = sdbus::createProxy(*connection_, std::string(names::kBusName), names::device_path(index));
+      proxy->uponSignal("PropertiesChanged")
+          .onInterface("org.freedesktop.DBus.Properties")
+          .call([this, path = names::device_path(index)](const std::string& interface,
+                                                         const std::map<std::string, sdbus::Variant>& changed,
+                                                         const std::vector<std::string>&) {
+            if (interface != names::kDeviceInterface) return;
+            std::lock_guard lock(mutex_);
+            if (changed.count("Health") || changed.count("HealthReason")) ++properties_changed_[path];
+          });
+      proxy->finishRegistration();
+      devices_.push_back(std::move(proxy));
+    }
+    connection_->enterEventLoopAsync();
+  }
+  ~HealthSignalCounter() { connection_->leaveEventLoop(); }
+
+  unsigned health_changed(const std::string& path) {
+    std::lock_guard lock(mutex_);
+    return health_changed_[path];
+  }
+  unsigned properties_changed(const std::string& path) {
+    std::lock_guard lock(mutex_);
+    return properties_changed_[path];
+  }
+  std::set<std::string> reasons(const std::string& path) {
+    std::lock_guard lock(mutex_);
+    return reasons_[path];
+  }
+
+ private:
+  std::unique_ptr<sdbus::IConnection> connection_;
+  std::unique_ptr<sdbus::IProxy> manager_;
+  std::vector<std::unique_ptr<sdbus::IProxy>> devices_;
+  std::mutex mutex_;
+  std::map<std::string, unsigned> health_changed_;
+  std::map<std::string, unsigned> properties_changed_;
+  std::map<std::string, std::set<std::string>> reasons_;
+};
+
+// Waits until xpud has published `cycles` more samples (GetMetrics' sample time moves on once
+// per sampling cycle); false if that takes longer than `timeout`.
+bool wait_for_cycles(xpu::XpudClient& client, unsigned cycles, std::chrono::milliseconds timeout) {
+  std::set<std::uint64_t> seen;
+  return wait_until([&] {
+    auto metrics = client.get_metrics();
+    if (metrics) seen.insert(metrics->timestamp_usec);
+    return seen.size() > cycles;
+  }, timeout);
+}
+
+size_t count_lines_containing(const std::string& text, const std::string& needle) {
+  size_t count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
+  return count;
+}
+
+TEST_F(XpumlDaemonTest, PersistentlyFailingCardSignalsOnce) {
+  set_scenario("devices 2\ndriver_version 5.0.21.21\n");
+  start();
+  HealthSignalCounter counter(bus_.address(), 2);
+  xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
+  // Every read call on card 1 fails from now on; card 0 is untouched.
+  std::string failing = "devices 2\ndriver_version 5.0.21.21\ndevice 1\n";
+  for (const char* function : {"xpumlDeviceGetState", "xpumlDeviceGetMemoryInfo", "xpumlDeviceGetUtilizationRates",
+                               "xpumlDeviceGetTemperature", "xpumlDeviceGetPowerUsage", "xpumlDeviceGetClockInfo",
+                               "xpumlDeviceGetComputeRunningProcesses"})
+    failing += std::string("fail ") + function + " UNKNOWN\n";
+  set_scenario(failing);
+  const std::string card1 = xpu::names::device_path(1);
+  ASSERT_TRUE(wait_until([&] { return counter.health_changed(card1) >= 1; }, 10s)) << xpud_->output();
+
+  constexpr unsigned kCycles = 30;
+  ASSERT_TRUE(wait_for_cycles(client, kCycles, 30s)) << xpud_->output();
+  auto devices = client.list_devices();
+  ASSERT_TRUE(devices) << devices.error();
+  EXPECT_FALSE((*devices)[1].healthy);
+  EXPECT_TRUE((*devices)[0].healthy);
+  EXPECT_EQ(counter.health_changed(card1), 1u) << testing::PrintToString(counter.reasons(card1));
+  EXPECT_EQ(counter.properties_changed(card1), 1u);
+  EXPECT_EQ(counter.health_changed(xpu::names::device_path(0)), 0u);
+  EXPECT_EQ(count_lines_containing(xpud_->output(), "xpu1: health: Unhealthy"), 1u) << xpud_->output();
+}
+
+TEST_F(XpumlDaemonTest, HungDriverSignalsOncePerCardWhileItStaysHung) {
+  set_scenario("devices 2\ndriver_version 5.0.21.21\n");
+  start();
+  HealthSignalCounter counter(bus_.address(), 2);
+  xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
+  // The first temperature read hangs for a minute: every later call finds the driver busy, for
+  // longer each cycle.
+  set_scenario("devices 2\ndriver_version 5.0.21.21\ndelay xpumlDeviceGetTemperature 60000\n");
+  ASSERT_TRUE(wait_until([&] {
+    return counter.health_changed(xpu::names::device_path(0)) >= 1 &&
+           counter.health_changed(xpu::names::device_path(1)) >= 1;
+  }, 10s)) << xpud_->output();
+
+  ASSERT_TRUE(wait_for_cycles(client, 20, 30s)) << xpud_->output();
+  for (unsigned index : {0u, 1u}) {
+    const std::string path = xpu::names::device_path(index);
+    EXPECT_EQ(counter.health_changed(path), 1u) << testing::PrintToString(counter.reasons(path));
+    EXPECT_EQ(counter.properties_changed(path), 1u);
+  }
   xpud_->signal(SIGTERM);
   EXPECT_EQ(xpud_->wait(5s), 0) << xpud_->output();
 }
