@@ -11,6 +11,7 @@
 #include <sdbus-c++/sdbus-c++.h>
 #include <spdlog/spdlog.h>
 
+#include "common/bus_address.h"
 #include "common/names.h"
 #include "common/unique_fd.h"
 
@@ -30,7 +31,18 @@ std::unique_ptr<sdbus::IConnection> open_connection(const ClientOptions& options
 }
 
 std::string bus_description(const ClientOptions& options) {
-  return options.bus_address ? "the bus at " + *options.bus_address : "the system bus";
+  return describe_bus(BusTarget{BusKind::kSystem, options.bus_address});
+}
+
+// No bus at all is what an operator sees first when xpud is not installed or not started (or a
+// pod lacks the socket): name the address tried and where to look.
+std::string describe_connect_failure(const sdbus::Error& e, const ClientOptions& options) {
+  std::string hint = options.bus_address
+                         ? "is a bus running there, with xpud on it (xpud --bus-address " +
+                               *options.bus_address + ")?"
+                         : "xpud may not be running (systemctl status xpud), or it serves another "
+                           "bus (--bus-address ADDR)";
+  return "cannot connect to " + bus_description(options) + ": " + e.getMessage() + "; " + hint;
 }
 
 // Turns a D-Bus failure into a message an operator can act on.
@@ -156,7 +168,7 @@ class XpudClient::Impl {
       try {
         call_connection_ = open_connection(options_);
       } catch (const sdbus::Error& e) {
-        return Error{"cannot connect to " + bus_description(options_) + ": " + e.getMessage()};
+        return Error{describe_connect_failure(e, options_)};
       }
     }
     try {

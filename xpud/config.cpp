@@ -169,19 +169,26 @@ xpu::Result<Config> load_config(const fs::path& path, bool must_exist) {
     return xpu::Error{path.string() + ": no such file"};
   }
 
+  auto dropins = config_dropins(path);
+  if (!dropins) return xpu::Error{dropins.error()};
+  for (const auto& dropin : *dropins)
+    if (xpu::Status status = parse_file(dropin, config); !status) return xpu::Error{status.error()};
+  return config;
+}
+
+xpu::Result<std::vector<fs::path>> config_dropins(const fs::path& path) {
+  std::error_code ec;
   fs::path dropin_dir = path;
   dropin_dir += ".d";
-  if (!fs::is_directory(dropin_dir, ec)) return config;
   std::vector<fs::path> dropins;
+  if (!fs::is_directory(dropin_dir, ec)) return dropins;
   for (const auto& entry : fs::directory_iterator(dropin_dir, ec)) {
     if (entry.path().extension() == ".conf" && entry.is_regular_file(ec))
       dropins.push_back(entry.path());
   }
   if (ec) return xpu::Error{dropin_dir.string() + ": cannot list: " + ec.message()};
   std::sort(dropins.begin(), dropins.end());
-  for (const auto& dropin : dropins)
-    if (xpu::Status status = parse_file(dropin, config); !status) return xpu::Error{status.error()};
-  return config;
+  return dropins;
 }
 
 }  // namespace xpud

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <spdlog/common.h>
 
@@ -41,5 +42,9 @@ struct Config {
 // Reads `path` and then `<path>.d/*.conf` (sorted). A missing main file is not an error when
 // `must_exist` is false (the daemon runs on defaults); a missing drop-in directory never is.
 xpu::Result<Config> load_config(const std::filesystem::path& path, bool must_exist);
+
+// The drop-ins load_config reads after `path`: `<path>.d/*.conf`, regular files, sorted; none
+// when the directory does not exist.
+xpu::Result<std::vector<std::filesystem::path>> config_dropins(const std::filesystem::path& path);
 
 }  // namespace xpud

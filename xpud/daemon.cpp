@@ -9,6 +9,7 @@
 #include <sdbus-c++/sdbus-c++.h>
 #include <spdlog/spdlog.h>
 
+#include "common/bus_address.h"
 #include "common/logging.h"
 #include "common/names.h"
 #include "common/unique_fd.h"
@@ -43,6 +44,27 @@ std::unique_ptr<sdbus::IConnection> connect(const DaemonOptions& options) {
   if (options.bus_address) return sdbus::createSessionBusConnectionWithAddress(*options.bus_address);
   if (options.session_bus) return sdbus::createSessionBusConnection();
   return sdbus::createSystemBusConnection();
+}
+
+// sd-bus says only "Failed to open bus (No medium found)" when --session has no session bus:
+// name the bus, the address tried, and what to do instead.
+std::string describe_connect_failure(const DaemonOptions& options, const sdbus::Error& e) {
+  const xpu::BusTarget target{options.session_bus ? xpu::BusKind::kSession : xpu::BusKind::kSystem,
+                              options.bus_address};
+  const std::string bus = xpu::describe_bus(target);
+  if (!xpu::bus_address_used(target))
+    return "cannot connect to " + bus +
+           ": run xpud inside a session (dbus-run-session -- xpud --session) or give --bus-address ADDR";
+  std::string hint;
+  if (options.bus_address)
+    hint = "is a bus running there (dbus-daemon --session --nofork --address=" +
+           *options.bus_address + ")?";
+  else if (options.session_bus)
+    hint = "is the session bus running? (dbus-run-session -- xpud --session starts one), or give "
+           "--bus-address ADDR";
+  else
+    hint = "is D-Bus running (systemctl status dbus)? or give --bus-address ADDR";
+  return "cannot connect to " + bus + ": " + e.getMessage() + "; " + hint;
 }
 
 // Everything the main loop owns; lives on the main thread.
@@ -81,6 +103,13 @@ class Daemon {
 
     try {
       connection_ = connect(options_);
+    } catch (const sdbus::Error& e) {
+      const std::string message = describe_connect_failure(options_, e);
+      spdlog::critical("{}", message);
+      notifier_.status("Failed: " + message);
+      return 1;
+    }
+    try {
       service_ = std::make_unique<DbusService>(
           *connection_, ManagerFacts{std::string(shared_backend->name()), sampler_->driver_version()},
           shared_backend->simulator(), [this] { sampler_->request_sample(); });

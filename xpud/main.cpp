@@ -1,5 +1,6 @@
 // xpud: the host daemon that owns the XPU driver and serves devices, health and metrics on D-Bus.
 #include <cstdio>
+#include <filesystem>
 
 #include "common/command_line.h"
 #include "common/logging.h"
@@ -51,8 +52,20 @@ int run(const std::vector<std::string>& args) {
       std::fprintf(stderr, "%s: %s\n", kProgram, config.error().c_str());
       return 1;
     }
-    std::printf("%s: configuration OK (backend %s, interval %lld ms)\n",
-                options.config_path.c_str(), config->backend.c_str(),
+    // Without the main file the checked configuration is the defaults (plus drop-ins): say so,
+    // rather than vouch for a file that is not there.
+    std::error_code ec;
+    std::string origin;
+    if (!std::filesystem::exists(options.config_path, ec)) {
+      origin = "not found, defaults apply";
+      auto dropins = xpud::config_dropins(options.config_path);
+      if (dropins && !dropins->empty())
+        origin += " with " + std::to_string(dropins->size()) + " drop-in(s) from " +
+                  options.config_path.string() + ".d";
+      origin += "; ";
+    }
+    std::printf("%s: %sconfiguration OK (backend %s, interval %lld ms)\n",
+                options.config_path.c_str(), origin.c_str(), config->backend.c_str(),
                 static_cast<long long>(config->interval.count()));
     return 0;
   }

@@ -384,6 +384,45 @@ TEST_F(XpudTest, ReadmeConfigurationExampleChecksAsWritten) {
       << check.output();
 }
 
+TEST_F(XpudTest, CheckConfigWithoutTheDefaultFileSaysDefaultsApply) {
+  const std::string xpud = binary_path("xpud/xpud").string();
+  std::vector<std::string> argv = {xpud, "--check-config"};
+  if (std::filesystem::exists("/etc/xpud")) {
+    // A host with xpud installed: hide its configuration in a mount namespace of our own.
+    if (std::system("unshare --mount --map-root-user true >/dev/null 2>&1") != 0)
+      GTEST_SKIP() << "/etc/xpud exists and no mount namespace can hide it";
+    argv = {"/usr/bin/unshare", "--mount", "--map-root-user", "/bin/sh", "-c",
+            "mount -t tmpfs tmpfs /etc/xpud && exec \"$0\" --check-config", xpud};
+  }
+  ChildProcess check(argv, dir_.path() / "defaults.log");
+  EXPECT_EQ(check.wait(10s), 0) << check.output();
+  EXPECT_EQ(check.output(),
+            "/etc/xpud/xpud.conf: not found, defaults apply; configuration OK (backend auto, interval 1000 ms)\n");
+}
+
+TEST_F(XpudTest, SessionWithoutASessionBusSaysWhatToDo) {
+  // What `xpud --session` meets outside a desktop session: no bus address anywhere.
+  ChildProcess xpud({"/usr/bin/env", "-u", "DBUS_SESSION_BUS_ADDRESS", "-u", "XDG_RUNTIME_DIR",
+                     binary_path("xpud/xpud").string(), "--session", "--config", config_.string()},
+                    dir_.path() / "session.log");
+  EXPECT_EQ(xpud.wait(10s), 1);
+  EXPECT_NE(xpud.output().find("cannot connect to the session bus (neither $DBUS_SESSION_BUS_ADDRESS nor "
+                               "$XDG_RUNTIME_DIR is set): run xpud inside a session (dbus-run-session -- "
+                               "xpud --session) or give --bus-address ADDR"),
+            std::string::npos)
+      << xpud.output();
+  EXPECT_EQ(xpud.output().find("ENOMEDIUM"), std::string::npos) << xpud.output();
+
+  ChildProcess no_socket({binary_path("xpud/xpud").string(), "--session", "--config", config_.string()},
+                         dir_.path() / "session-address.log",
+                         {{"DBUS_SESSION_BUS_ADDRESS", "unix:path=" + (dir_.path() / "no-bus").string()}});
+  EXPECT_EQ(no_socket.wait(10s), 1);
+  EXPECT_NE(no_socket.output().find("cannot connect to the session bus at unix:path=" +
+                                    (dir_.path() / "no-bus").string() + ": "),
+            std::string::npos)
+      << no_socket.output();
+}
+
 TEST_F(XpudTest, BadFlagsExitTwoWithOneLine) {
   for (auto args : std::vector<std::vector<std::string>>{{"--frobnicate"}, {"--backend", "cuda"}, {"--log-level"}, {"extra"}}) {
     std::vector<std::string> argv = {binary_path("xpud/xpud").string()};

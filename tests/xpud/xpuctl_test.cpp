@@ -42,6 +42,25 @@ TEST_F(XpuctlTest, ClearErrorWhenXpudIsNotRunning) {
   EXPECT_EQ(output, "xpuctl: xpud is not running (com.kunlunxin.xpud1 has no owner on the bus at " + bus_.address() + ")\n");
 }
 
+TEST_F(XpuctlTest, NoBusNamesTheAddressTriedAndWhereToLook) {
+  // The system bus as an operator's xpuctl reaches it, at an address where nothing listens.
+  const std::string address = "unix:path=" + (dir_.path() / "no-system-bus").string();
+  ChildProcess system({binary_path("xpuctl/xpuctl").string(), "list"}, dir_.path() / "system.log",
+                      {{"DBUS_SYSTEM_BUS_ADDRESS", address}});
+  EXPECT_EQ(system.wait(10s), 1);
+  EXPECT_EQ(system.output(), "xpuctl: cannot connect to the system bus at " + address +
+                                 ": Failed to open bus (No such file or directory); xpud may not be running "
+                                 "(systemctl status xpud), or it serves another bus (--bus-address ADDR)\n");
+
+  const std::string given = "unix:path=" + (dir_.path() / "no-private-bus").string();
+  ChildProcess private_bus({binary_path("xpuctl/xpuctl").string(), "--bus-address", given, "list"},
+                           dir_.path() / "private.log");
+  EXPECT_EQ(private_bus.wait(10s), 1);
+  EXPECT_EQ(private_bus.output(), "xpuctl: cannot connect to the bus at " + given +
+                                      ": Failed to open bus (No such file or directory); is a bus running "
+                                      "there, with xpud on it (xpud --bus-address " + given + ")?\n");
+}
+
 TEST_F(XpuctlTest, ListShowsOneRowPerCard) {
   start_xpud();
   auto [status, output] = xpuctl({"list"});
