@@ -4,7 +4,8 @@ proxy's socket, service and sysusers entry, and the shipped /etc/xpud/xpud.conf.
 The unit is checked by systemd's own tools (`systemd-analyze verify`, and `systemd-analyze
 security --offline` with a ceiling on the exposure score), the config by the real xpud.
 
-Environment: XPU_SOURCE_DIR, XPU_XPUD (the xpud binary).
+Environment: XPU_SOURCE_DIR, XPU_XPUD (the xpud binary), XPU_BINARY_DIR (the build, for
+`cmake --install`), XPU_SHIM (set when the shim is built).
 """
 
 import json
@@ -24,6 +25,7 @@ API_PROXY = os.environ.get("XPU_API_PROXY", "xpud-api-proxy")
 PROXY_SERVICE = os.path.join(SOURCE_DIR, "systemd", "xpud-api-proxy.service")
 PROXY_SOCKET = os.path.join(SOURCE_DIR, "systemd", "xpud-api-proxy.socket")
 PROXY_SYSUSERS = os.path.join(SOURCE_DIR, "systemd", "xpud-api.sysusers")
+BINARY_DIR = os.environ.get("XPU_BINARY_DIR")
 
 # systemd's scale: 0 (locked down) to 10 (UNSAFE); systemd's own daemons mostly score 1-3.
 MAX_EXPOSURE = 2.0
@@ -189,6 +191,29 @@ class ShippedConfig(unittest.TestCase):
             result = self.check_config(path)
             self.assertEqual(result.returncode, 0, result.stderr)
             self.assertIn("backend auto, interval 1000 ms", result.stdout)
+
+
+@unittest.skipUnless(BINARY_DIR, "XPU_BINARY_DIR is not set (run through ctest)")
+class CmakeInstall(unittest.TestCase):
+    """What `cmake --install` puts on a host: `man xpud` works after it."""
+
+    def test_man_pages_are_installed(self):
+        pages = {"xpud": "man8/xpud.8", "xpuctl": "man1/xpuctl.1", "xpud-api-proxy": "man8/xpud-api-proxy.8"}
+        if os.environ.get("XPU_SHIM"):
+            pages["xpu-k8s-shim"] = "man1/xpu-k8s-shim.1"
+        with tempfile.TemporaryDirectory() as root:
+            result = subprocess.run(["cmake", "--install", BINARY_DIR, "--prefix", "/usr"], capture_output=True,
+                                    text=True, timeout=120, env=dict(os.environ, DESTDIR=root))
+            self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+            man_dir = os.path.join(root, "usr", "share", "man")
+            for name, page in pages.items():
+                with open(os.path.join(MAN_DIR, os.path.basename(page)), encoding="utf-8") as shipped, \
+                        open(os.path.join(man_dir, page), encoding="utf-8") as installed:
+                    self.assertEqual(installed.read(), shipped.read(), page)
+                if shutil.which("man"):
+                    found = subprocess.run(["man", "-w", name], capture_output=True, text=True, timeout=30,
+                                           env=dict(os.environ, MANPATH=man_dir))
+                    self.assertEqual(found.stdout.strip(), os.path.join(man_dir, page), found.stderr)
 
 
 class ReleaseVersions(unittest.TestCase):
