@@ -10,8 +10,9 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
   prometheus-cpp-dev libinih-dev libspdlog-dev libfmt-dev \
+  libmicrohttpd-dev libgnutls28-dev libcrypt-dev libyaml-cpp-dev \
   libgtest-dev libgmock-dev googletest libbenchmark-dev \
-  dbus dbus-daemon dbus-bin systemd prometheus >/dev/null
+  dbus dbus-daemon dbus-bin systemd prometheus openssl >/dev/null
 # The kubelet stand-in needs a current Go toolchain; Debian 12's is too old for k8s.io/kubelet.
 command -v go >/dev/null 2>&1 || $SUDO apt-get install -y -qq golang-go >/dev/null
 # Packaging and deployment tests (tests/packaging): dbus policy and unit checks, chart parsing,

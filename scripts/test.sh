@@ -3,7 +3,7 @@
 # UBSan. Installs its own dependencies on Debian 12. Usage: scripts/test.sh [--no-deps] [--fast]
 #   --no-deps  skip the apt step
 #   --fast     skip the sanitizer build
-# XPU_TEST_LABELS (a ctest -L regex) adds the labelled slow suites, e.g. XPU_TEST_LABELS='packaging|e2e'.
+# XPU_TEST_LABELS (a ctest -L regex) adds the labelled slow suites, e.g. XPU_TEST_LABELS='packaging|e2e|hostile'.
 set -eu
 cd "$(dirname "$0")/.."
 deps=1 fast=0
@@ -17,7 +17,7 @@ done
 [ "$deps" -eq 1 ] && scripts/install-deps.sh
 
 jobs=$(nproc)
-slow_labels='slow|packaging|e2e|bench'
+slow_labels='slow|packaging|e2e|bench|hostile'
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build -j"$jobs"

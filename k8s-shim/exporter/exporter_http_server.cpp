@@ -1,19 +1,19 @@
 #include "k8s-shim/exporter/exporter_http_server.h"
 
-#include <arpa/inet.h>
-#include <civetweb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+#include <microhttpd.h>
 
-#include <array>
-#include <atomic>
-#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <optional>
 #include <string_view>
-#include <thread>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
-#include "common/unique_fd.h"
+#include "k8s-shim/exporter/basic_auth.h"
 #include "k8s-shim/exporter/metrics_renderer.h"
 
 namespace shim::exporter {
@@ -25,187 +25,250 @@ constexpr std::string_view kLandingPage =
     "<body><h1>Kunlunxin XPU exporter</h1>\n"
     "<p><a href=\"/metrics\">Metrics</a> &middot; <a href=\"/healthz\">Health</a></p>\n"
     "</body></html>\n";
+constexpr std::string_view kPlainText = "text/plain; charset=utf-8";
 
 struct Response {
-  int status = 200;
-  std::string_view content_type = "text/plain; charset=utf-8";
+  unsigned status = MHD_HTTP_OK;
+  std::string_view content_type = kPlainText;
   std::string body;
-  bool allow_header = false;  // 405 says which methods are allowed
+  bool allow_header = false;      // 405 says which methods are allowed
+  bool ask_for_password = false;  // 401 names the scheme and realm
 };
 
-Response plain(int status, std::string body) {
-  return Response{status, "text/plain; charset=utf-8", std::move(body)};
+Response plain(unsigned status, std::string body) {
+  return Response{status, kPlainText, std::move(body)};
 }
 
-void send(mg_connection* connection, const Response& response, bool head_only) {
-  mg_response_header_start(connection, response.status);
-  mg_response_header_add(connection, "Content-Type", response.content_type.data(),
-                         static_cast<int>(response.content_type.size()));
-  const std::string length = std::to_string(response.body.size());
-  mg_response_header_add(connection, "Content-Length", length.c_str(), -1);
-  mg_response_header_add(connection, "Cache-Control", "no-store", -1);
-  if (response.allow_header) mg_response_header_add(connection, "Allow", "GET, HEAD", -1);
-  mg_response_header_send(connection);
-  if (!head_only && !response.body.empty())
-    mg_write(connection, response.body.data(), response.body.size());
+MHD_Result send(MHD_Connection* connection, const Response& reply) {
+  // MHD leaves the body out of a reply to HEAD by itself, keeping Content-Length.
+  MHD_Response* response = MHD_create_response_from_buffer(
+      reply.body.size(), const_cast<char*>(reply.body.data()), MHD_RESPMEM_MUST_COPY);
+  if (response == nullptr) return MHD_NO;
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE,
+                          std::string(reply.content_type).c_str());
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  if (reply.allow_header) MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+  if (reply.ask_for_password)
+    MHD_add_response_header(response, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                            "Basic realm=\"xpu-exporter\", charset=\"UTF-8\"");
+  const MHD_Result queued = MHD_queue_response(connection, reply.status, response);
+  MHD_destroy_response(response);
+  return queued;
 }
 
-// Opens and closes a connection without waiting on it.
-void knock(const ListenAddress& address, std::uint16_t port) {
-  const bool v6 = address.family == ListenAddress::Family::IPv6;
-  xpu::UniqueFd fd(
-      ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return;
-  if (v6) {
-    sockaddr_in6 peer{};
-    peer.sin6_family = AF_INET6;
-    peer.sin6_port = htons(port);
-    inet_pton(AF_INET6, address.host.c_str(), &peer.sin6_addr);
-    if (IN6_IS_ADDR_UNSPECIFIED(&peer.sin6_addr)) peer.sin6_addr = in6addr_loopback;
-    ::connect(fd.get(), reinterpret_cast<sockaddr*>(&peer), sizeof peer);
-  } else {
-    sockaddr_in peer{};
-    peer.sin_family = AF_INET;
-    peer.sin_port = htons(port);
-    if (address.family == ListenAddress::Family::Any ||
-        inet_pton(AF_INET, address.host.c_str(), &peer.sin_addr) != 1 ||
-        peer.sin_addr.s_addr == htonl(INADDR_ANY))
-      peer.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::connect(fd.get(), reinterpret_cast<sockaddr*>(&peer), sizeof peer);
-  }
+// Keeps MHD's own messages (bad requests, timeouts, TLS failures) in our log at debug level:
+// each one is a client's doing, and a hostile client must not be able to flood the journal.
+void log_mhd_message(void*, const char* format, va_list arguments) {
+  if (!spdlog::should_log(spdlog::level::debug)) return;
+  char text[512];
+  std::vsnprintf(text, sizeof text, format, arguments);
+  std::string_view message(text);
+  while (!message.empty() && message.back() == '\n') message.remove_suffix(1);
+  spdlog::debug("http: {}", message);
 }
 
-// Keeps civetweb's own messages (bad requests, timeouts) out of stderr and in our log.
-int log_civetweb_message(const mg_connection*, const char* message) {
-  spdlog::debug("http: {}", message ? message : "");
-  return 1;
+// The path exactly as sent (no percent-decoding), so that only the three exact paths match.
+size_t keep_url_escaped(void*, MHD_Connection*, char* text) { return std::strlen(text); }
+
+// Whether the client presented a certificate that chains to client_ca_file and may be used for
+// TLS client authentication.
+enum class PeerCertificate { Missing, Invalid, Valid };
+
+PeerCertificate check_peer_certificate(MHD_Connection* connection) {
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+  if (info == nullptr || info->tls_session == nullptr) return PeerCertificate::Missing;
+  auto session = static_cast<gnutls_session_t>(info->tls_session);
+  unsigned count = 0;
+  if (gnutls_certificate_get_peers(session, &count) == nullptr || count == 0)
+    return PeerCertificate::Missing;
+  gnutls_typed_vdata_st purpose{};
+  purpose.type = GNUTLS_DT_KEY_PURPOSE_OID;
+  purpose.data = reinterpret_cast<unsigned char*>(const_cast<char*>(GNUTLS_KP_TLS_WWW_CLIENT));
+  unsigned status = 0;
+  if (gnutls_certificate_verify_peers(session, &purpose, 1, &status) != GNUTLS_E_SUCCESS ||
+      status != 0)
+    return PeerCertificate::Invalid;
+  return PeerCertificate::Valid;
+}
+
+// GET and HEAD carry no body here; one announced is refused before it is read.
+bool has_body(MHD_Connection* connection) {
+  const char* length =
+      MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  if (length != nullptr && std::string_view(length) != "0") return true;
+  return MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+                                     MHD_HTTP_HEADER_TRANSFER_ENCODING) != nullptr;
 }
 
 }  // namespace
 
-void ExporterHttpServer::ContextStopper::operator()(mg_context* context) const {
-  mg_stop(context);
-}
+// One libmicrohttpd daemon with one immutable set of web settings. Reconfiguring replaces the
+// whole daemon, so a request never sees half of an old and half of a new configuration.
+class ExporterHttpServer::Daemon {
+ public:
+  Daemon(const MetricsSource& metrics, WebConfig web) : metrics_(metrics), web_(std::move(web)) {}
 
-ExporterHttpServer::~ExporterHttpServer() {
-  if (!context_) return;
-  // civetweb's listener checks its stop flag only between 2-second polls; a connection wakes it,
-  // so a SIGTERM ends the process at once rather than up to two seconds later.
-  std::atomic<bool> stopped{false};
-  std::thread waker([this, &stopped] {
-    while (!stopped) {
-      knock(wake_address_, port_);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ~Daemon() {
+    if (daemon_ == nullptr) return;
+    // Quiesced first, so MHD leaves the listening socket (ours) open when it stops.
+    MHD_quiesce_daemon(daemon_);
+    MHD_stop_daemon(daemon_);
+  }
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  xpu::Status start(int listen_fd, const Limits& limits) {
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG;
+    std::vector<MHD_OptionItem> options = {
+        {MHD_OPTION_LISTEN_SOCKET, listen_fd, nullptr},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<intptr_t>(limits.connection_memory_bytes),
+         nullptr},
+        {MHD_OPTION_CONNECTION_TIMEOUT, static_cast<intptr_t>(limits.idle_timeout.count()),
+         nullptr},
+        {MHD_OPTION_CONNECTION_LIMIT, limits.max_connections, nullptr},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, limits.max_connections_per_ip, nullptr},
+        // Options that take a function and its argument carry the function in `value`.
+        {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&log_mhd_message), nullptr},
+        {MHD_OPTION_UNESCAPE_CALLBACK, reinterpret_cast<intptr_t>(&keep_url_escaped), nullptr},
+    };
+    // MHD warns about a pool of one; one thread is simply no pool.
+    if (limits.threads > 1)
+      options.push_back({MHD_OPTION_THREAD_POOL_SIZE, limits.threads, nullptr});
+    if (web_.tls) {
+      flags |= MHD_USE_TLS;
+      options.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(web_.tls->cert_pem.c_str())});
+      options.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(web_.tls->key_pem.c_str())});
+      // With a trust list MHD asks each client for a certificate without requiring one; the
+      // check is ours, per request, so that /healthz stays open to the kubelet's probes.
+      if (!web_.tls->client_ca_pem.empty())
+        options.push_back({MHD_OPTION_HTTPS_MEM_TRUST, 0, const_cast<char*>(web_.tls->client_ca_pem.c_str())});
+      if (!web_.tls->priorities.empty())
+        options.push_back({MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(web_.tls->priorities.c_str())});
     }
-  });
-  context_.reset();
-  stopped = true;
-  waker.join();
-}
-
-xpu::Status ExporterHttpServer::can_listen_on(const ListenAddress& listen) {
-  if (listen.family == ListenAddress::Family::IPv6 && !mg_check_feature(MG_FEATURES_IPV6))
-    return xpu::Error{"cannot listen on " + listen.to_string() +
-                      ": the installed civetweb library was built without IPv6 support"};
-  return xpu::ok_status();
-}
-
-xpu::Result<std::unique_ptr<ExporterHttpServer>> ExporterHttpServer::start(
-    const ListenAddress& listen, MetricsSource metrics, Limits limits) {
-  if (auto supported = can_listen_on(listen); !supported) return xpu::Error{supported.error()};
-
-  std::unique_ptr<ExporterHttpServer> server(new ExporterHttpServer(std::move(metrics)));
-  server->wake_address_ = listen;
-  const std::string ports = listen.civetweb_port_spec();
-  const std::string threads = std::to_string(limits.worker_threads);
-  const std::string head_bytes = std::to_string(limits.max_request_head_bytes);
-  const std::string timeout = std::to_string(limits.request_timeout_ms);
-  const std::string queue = std::to_string(limits.worker_threads * 4);
-  // No document_root: civetweb serves no files; every request goes to handle_request.
-  std::array<const char*, 21> options = {"listening_ports",
-                                         ports.c_str(),
-                                         "num_threads",
-                                         threads.c_str(),
-                                         "max_request_size",
-                                         head_bytes.c_str(),
-                                         "request_timeout_ms",
-                                         timeout.c_str(),
-                                         "connection_queue",
-                                         queue.c_str(),
-                                         "enable_keep_alive",
-                                         "yes",
-                                         "keep_alive_timeout_ms",
-                                         "1000",
-                                         "tcp_nodelay",
-                                         "1",
-                                         "access_control_allow_origin",
-                                         "",
-                                         "decode_url",
-                                         "no",
-                                         nullptr};
-
-  mg_callbacks callbacks{};
-  callbacks.log_message = log_civetweb_message;
-  std::array<char, 256> error_text{};
-  unsigned error_code = 0;
-  mg_error_data error{&error_code, error_text.data(), error_text.size()};
-  mg_init_data init{&callbacks, server.get(), options.data()};
-  server->context_.reset(mg_start2(&init, &error));
-  if (!server->context_) {
-    std::string cause = error_text[0] ? error_text.data() : "unknown error";
-    return xpu::Error{"cannot listen on " + listen.to_string() + ": " + cause};
+    options.push_back({MHD_OPTION_END, 0, nullptr});
+    daemon_ = MHD_start_daemon(flags, 0, nullptr, nullptr, &Daemon::on_request, this,
+                               MHD_OPTION_ARRAY, options.data(), MHD_OPTION_END);
+    if (daemon_ == nullptr)
+      return xpu::Error{web_.tls ? "the HTTP server did not start: the TLS certificate or key "
+                                   "was refused (see the debug log)"
+                                 : "the HTTP server did not start (see the debug log)"};
+    return xpu::ok_status();
   }
-  mg_set_request_handler(server->context_.get(), "/", &ExporterHttpServer::handle_request,
-                         server.get());
 
-  std::array<mg_server_port, 4> bound{};
-  int count =
-      mg_get_server_ports(server->context_.get(), static_cast<int>(bound.size()), bound.data());
-  if (count < 1) return xpu::Error{"cannot listen on " + listen.to_string() + ": no port bound"};
-  server->port_ = static_cast<std::uint16_t>(bound[0].port);
-  return server;
-}
-
-int ExporterHttpServer::handle_request(mg_connection* connection, void* self) {
-  try {
-    return static_cast<ExporterHttpServer*>(self)->handle(connection);
-  } catch (...) {  // nothing may unwind into civetweb's C code (bad_alloc while building a reply)
-    mg_send_http_error(connection, 500, "%s", "internal error");
-    return 500;
-  }
-}
-
-int ExporterHttpServer::handle(mg_connection* connection) {
-  const mg_request_info* request = mg_get_request_info(connection);
-  const std::string_view method = request && request->request_method ? request->request_method : "";
-  // Raw (still percent-encoded, not normalised) so that only the exact paths match.
-  const std::string_view path = request && request->local_uri_raw ? request->local_uri_raw : "";
-  const bool head = method == "HEAD";
-
-  Response response;
-  if (path != "/" && path != "/metrics" && path != "/healthz") {
-    response = plain(404, "not found: try /metrics\n");
-  } else if (method != "GET" && !head) {
-    response = plain(405, "method not allowed: use GET or HEAD\n");
-    response.allow_header = true;
-  } else if (path == "/metrics") {
+ private:
+  static MHD_Result on_request(void* self, MHD_Connection* connection, const char* url,
+                               const char* method, const char*, const char*, size_t*,
+                               void** request_state) {
+    // MHD closes a connection whose reply was queued at the first call, when it cannot know
+    // yet whether a body follows. A request without one is answered at the second call, so the
+    // connection stays open for the next scrape; one with a body is refused at the first call
+    // and closed, without reading what it sends.
+    static char head_seen;
+    if (*request_state == nullptr && !has_body(connection)) {
+      *request_state = &head_seen;
+      return MHD_YES;
+    }
     try {
-      response = Response{200, kTextContentType, metrics_()};
+      return send(connection, static_cast<Daemon*>(self)->answer(connection, url, method));
+    } catch (...) {  // nothing may unwind into MHD's C code (bad_alloc while building a reply)
+      return MHD_NO;  // MHD closes the connection
+    }
+  }
+
+  // A body is never read: a request that announces one is answered (with an error) before it
+  // arrives, and MHD then closes the connection.
+  Response answer(MHD_Connection* connection, std::string_view path, std::string_view method) {
+    const bool get_or_head = method == "GET" || method == "HEAD";
+    // The liveness probe's path needs no credentials: it tells nothing but that the server runs.
+    if (path == "/healthz" && get_or_head) return plain(MHD_HTTP_OK, "ok");
+    if (auto refused = check_credentials(connection)) return std::move(*refused);
+
+    if (path != "/" && path != "/metrics" && path != "/healthz")
+      return plain(MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
+    if (!get_or_head) {
+      Response response = plain(MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: use GET or HEAD\n");
+      response.allow_header = true;
+      return response;
+    }
+    if (has_body(connection))
+      return plain(MHD_HTTP_CONTENT_TOO_LARGE, "a request body is not accepted here\n");
+    if (path == "/") return Response{MHD_HTTP_OK, "text/html; charset=utf-8", std::string(kLandingPage)};
+    try {
+      return Response{MHD_HTTP_OK, kTextContentType, metrics_()};
     } catch (const std::exception& e) {
       // A scrape fails; the server keeps going.
       spdlog::error("scrape failed: {}", e.what());
-      response = plain(500, "scrape failed\n");
     } catch (...) {
       spdlog::error("scrape failed: unknown exception");
-      response = plain(500, "scrape failed\n");
     }
-  } else if (path == "/healthz") {
-    response = plain(200, "ok");
-  } else {
-    response = Response{200, "text/html; charset=utf-8", std::string(kLandingPage)};
+    return plain(MHD_HTTP_INTERNAL_SERVER_ERROR, "scrape failed\n");
   }
-  send(connection, response, head);
-  return response.status;
+
+  std::optional<Response> check_credentials(MHD_Connection* connection) const {
+    if (web_.tls && web_.tls->client_auth != ClientAuth::None) {
+      const PeerCertificate peer = check_peer_certificate(connection);
+      if (peer == PeerCertificate::Invalid)
+        return plain(MHD_HTTP_FORBIDDEN, "client certificate not accepted\n");
+      if (peer == PeerCertificate::Missing && web_.tls->client_auth == ClientAuth::RequireAndVerify)
+        return plain(MHD_HTTP_FORBIDDEN, "client certificate required\n");
+    }
+    if (web_.basic_auth_users.empty()) return std::nullopt;
+    char* password = nullptr;
+    char* user = MHD_basic_auth_get_username_password(connection, &password);
+    const bool ok = user != nullptr && password != nullptr &&
+                    basic_auth_matches(web_.basic_auth_users, user, password);
+    if (user != nullptr) MHD_free(user);
+    if (password != nullptr) MHD_free(password);
+    if (ok) return std::nullopt;
+    Response response = plain(MHD_HTTP_UNAUTHORIZED, "unauthorized\n");
+    response.ask_for_password = true;
+    return response;
+  }
+
+  const MetricsSource& metrics_;
+  const WebConfig web_;
+  MHD_Daemon* daemon_ = nullptr;
+};
+
+ExporterHttpServer::ExporterHttpServer(ListenAddress listen, ListenSocket socket,
+                                       MetricsSource metrics, Limits limits)
+    : listen_(std::move(listen)),
+      socket_(std::move(socket)),
+      metrics_(std::move(metrics)),
+      limits_(limits) {}
+
+ExporterHttpServer::~ExporterHttpServer() = default;
+
+xpu::Result<std::unique_ptr<ExporterHttpServer::Daemon>> ExporterHttpServer::start_daemon(
+    WebConfig web) {
+  auto daemon = std::make_unique<Daemon>(metrics_, std::move(web));
+  if (auto started = daemon->start(socket_.fd.get(), limits_); !started)
+    return xpu::Error{"cannot serve on " + listen_.to_string() + ": " + started.error()};
+  return daemon;
+}
+
+xpu::Result<std::unique_ptr<ExporterHttpServer>> ExporterHttpServer::start(
+    const ListenAddress& listen, MetricsSource metrics, Limits limits, WebConfig web) {
+  auto socket = open_listen_socket(listen);
+  if (!socket) return xpu::Error{socket.error()};
+  std::unique_ptr<ExporterHttpServer> server(
+      new ExporterHttpServer(listen, std::move(*socket), std::move(metrics), limits));
+  auto daemon = server->start_daemon(std::move(web));
+  if (!daemon) return xpu::Error{daemon.error()};
+  server->daemon_ = std::move(*daemon);
+  return server;
+}
+
+xpu::Status ExporterHttpServer::reconfigure(WebConfig web) {
+  std::lock_guard lock(reconfiguring_);
+  // Both daemons poll the socket for a moment; either may take a new connection, and each
+  // finishes what it took. Then the old one stops.
+  auto fresh = start_daemon(std::move(web));
+  if (!fresh) return xpu::Error{fresh.error()};
+  std::swap(daemon_, *fresh);
+  return xpu::ok_status();
 }
 
 }  // namespace shim::exporter

@@ -1,43 +1,54 @@
-// The exporter's HTTP endpoint (civetweb underneath): GET/HEAD on /metrics, / and /healthz,
-// 404 for any other path, 405 for any other method. Small fixed worker pool, bounded request
-// size and time, no file serving.
+// The exporter's HTTP endpoint (libmicrohttpd underneath): GET/HEAD on /metrics, / and /healthz,
+// 404 for any other path, 405 for any other method; optionally TLS and basic auth from a web
+// config. A few event-loop threads hold every connection, so idle or slow clients cost a socket
+// and a small buffer each, never a thread; connections are bounded in total and per client
+// address, request heads in size, and silent connections in time.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "common/result.h"
 #include "k8s-shim/exporter/listen_address.h"
-
-struct mg_context;
-struct mg_connection;
+#include "k8s-shim/exporter/listen_socket.h"
+#include "k8s-shim/exporter/web_config.h"
 
 namespace shim::exporter {
 
+// How much the HTTP server gives each client; see the README for why these figures.
+struct HttpLimits {
+  int threads = 4;  // event-loop threads; a scrape in progress holds one of them
+  // Per-connection buffer for the request line, the headers and the reply's headers; a head
+  // that does not fit gets 431 (or 414 for the request line).
+  std::size_t connection_memory_bytes = 32 * 1024;
+  // A connection with no traffic for this long is closed: a silent client, an idle keep-alive,
+  // a stalled TLS handshake.
+  std::chrono::seconds idle_timeout{10};
+  unsigned max_connections = 2048;
+  unsigned max_connections_per_ip = 64;  // beyond this an address's new connections are closed
+};
+
 class ExporterHttpServer {
  public:
-  // Produces the /metrics body; called from the server's worker threads, several at a time.
+  // Produces the /metrics body; called from the server's threads, several at a time.
   using MetricsSource = std::function<std::string()>;
 
-  struct Limits {
-    int worker_threads = 8;             // concurrent requests; more wait in the queue
-    int max_request_head_bytes = 8192;  // request line + headers
-    int request_timeout_ms = 3000;      // a slow client loses its connection after this
-  };
-
-  // Whether this build can listen there at all (civetweb may be built without IPv6).
-  static xpu::Status can_listen_on(const ListenAddress& listen);
+  using Limits = HttpLimits;
 
   // Binds and starts serving before returning; an error names the address and the cause.
   static xpu::Result<std::unique_ptr<ExporterHttpServer>> start(const ListenAddress& listen,
                                                                 MetricsSource metrics,
-                                                                Limits limits);
-  static xpu::Result<std::unique_ptr<ExporterHttpServer>> start(const ListenAddress& listen,
-                                                                MetricsSource metrics) {
-    return start(listen, std::move(metrics), Limits{});
-  }
+                                                                Limits limits = Limits{},
+                                                                WebConfig web = WebConfig{});
+
+  // Serves from now on with `web` (new certificates, users): a new daemon takes over the same
+  // socket, and the old one finishes the requests it holds. On error the old settings stay.
+  xpu::Status reconfigure(WebConfig web);
 
   // Stops accepting and waits for the handlers in progress to return (their replies may be cut).
   ~ExporterHttpServer();
@@ -45,20 +56,20 @@ class ExporterHttpServer {
   ExporterHttpServer& operator=(const ExporterHttpServer&) = delete;
 
   // The bound port (the kernel's pick when started with port 0).
-  std::uint16_t port() const { return port_; }
+  std::uint16_t port() const { return socket_.port; }
 
  private:
-  explicit ExporterHttpServer(MetricsSource metrics) : metrics_(std::move(metrics)) {}
-  static int handle_request(mg_connection* connection, void* self);
-  int handle(mg_connection* connection);
+  class Daemon;
+  ExporterHttpServer(ListenAddress listen, ListenSocket socket, MetricsSource metrics,
+                     Limits limits);
+  xpu::Result<std::unique_ptr<Daemon>> start_daemon(WebConfig web);
 
+  const ListenAddress listen_;
+  ListenSocket socket_;  // outlives every daemon: declared before daemon_
   MetricsSource metrics_;
-  struct ContextStopper {
-    void operator()(mg_context* context) const;
-  };
-  std::unique_ptr<mg_context, ContextStopper> context_;
-  std::uint16_t port_ = 0;
-  ListenAddress wake_address_;
+  Limits limits_;
+  std::mutex reconfiguring_;
+  std::unique_ptr<Daemon> daemon_;
 };
 
 }  // namespace shim::exporter

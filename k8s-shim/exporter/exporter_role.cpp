@@ -1,5 +1,8 @@
 // The exporter role: Prometheus metrics for every XPU on :9507, labelled with the pod that holds
 // the card.
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -12,6 +15,7 @@
 #include "k8s-shim/exporter/pod_resources_client.h"
 #include "k8s-shim/exporter/scraper.h"
 #include "k8s-shim/resource_name.h"
+#include "k8s-shim/exporter/web_config.h"
 #include "k8s-shim/roles.h"
 
 namespace shim {
@@ -24,6 +28,50 @@ using namespace std::chrono_literals;
 constexpr auto kXpudCallTimeout = 500ms;
 constexpr auto kListDeadline = 400ms;
 constexpr auto kPodMapMaxAge = 2000ms;
+// How often the web config and the files it names are checked for changes (cert-manager
+// renews certificates days ahead, so seconds of delay cost nothing).
+constexpr auto kWebConfigCheckEvery = 5s;
+
+// Every connection the server may hold is a descriptor; systemd's default soft limit of 1024
+// would otherwise cap it below HttpLimits::max_connections.
+void raise_open_file_limit(rlim_t wanted) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= wanted) return;
+  limit.rlim_cur = std::min(wanted, limit.rlim_max);
+  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0)
+    spdlog::warn("cannot raise the open-file limit to {}", wanted);
+}
+
+// Reloads the web config when it or a file it names changes. A broken new version is logged
+// once and retried at each check (cheap: a few KiB) until it loads; meanwhile the server keeps
+// the last good one.
+class WebConfigReloader {
+ public:
+  WebConfigReloader(std::string path, std::vector<exporter::FileStamp> files)
+      : path_(std::move(path)), files_(std::move(files)) {}
+
+  void check(exporter::ExporterHttpServer& server) {
+    if (path_.empty() || !exporter::web_config_files_changed(files_)) return;
+    auto loaded = exporter::load_web_config(path_);
+    if (!loaded) return fail(loaded.error());
+    auto files = loaded->files;
+    if (auto applied = server.reconfigure(std::move(loaded->config)); !applied)
+      return fail(applied.error());
+    files_ = std::move(files);
+    last_error_.clear();
+    spdlog::info("reloaded web config {}", path_);
+  }
+
+ private:
+  void fail(const std::string& error) {
+    if (error != last_error_) spdlog::error("{}; keeping the previous web config", error);
+    last_error_ = error;
+  }
+
+  std::string path_;
+  std::vector<exporter::FileStamp> files_;
+  std::string last_error_;
+};
 
 }  // namespace
 
@@ -32,15 +80,13 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
   std::string podresources_socket(exporter::kDefaultPodResourcesSocket);
   std::string resource_name(kDefaultResourceName);
   bool resource_per_model = false;
+  std::string web_config_file;
   xpu::CommandLine cli("xpu-k8s-shim exporter", "[OPTIONS]");
   cli.add_option("listen", "HOST:PORT",
                  "address to serve /metrics on: HOST:PORT, [IPV6]:PORT or :PORT (default :9507)",
                  [&listen](std::string_view value) -> xpu::Status {
                    auto parsed = exporter::parse_listen_address(value);
                    if (!parsed) return xpu::Error{parsed.error()};
-                   if (auto supported = exporter::ExporterHttpServer::can_listen_on(*parsed);
-                       !supported)
-                     return supported;
                    listen = std::move(parsed);
                    return xpu::ok_status();
                  });
@@ -67,8 +113,28 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
   cli.add_flag("resource-per-model", &resource_per_model,
                "the device plugin's --resource-per-model; accepted for symmetry (per-model names "
                "are in the same domain)");
+  cli.add_option("web-config-file", "PATH",
+                 "TLS and basic auth in the exporter-toolkit format (tls_server_config, "
+                 "basic_auth_users); reloaded when it or the files it names change",
+                 [&web_config_file](std::string_view value) -> xpu::Status {
+                   if (value.empty()) return xpu::Error{"must not be empty"};
+                   web_config_file = std::string(value);
+                   return xpu::ok_status();
+                 });
   parse_role_command_line(cli, options, args, "exporter");
   const std::string_view resource_domain = shim::resource_domain(resource_name);
+
+  exporter::LoadedWebConfig web;
+  if (!web_config_file.empty()) {
+    auto loaded = exporter::load_web_config(web_config_file);
+    if (!loaded) {
+      spdlog::error("{}", loaded.error());
+      return 2;
+    }
+    web = std::move(*loaded);
+  }
+  const exporter::HttpLimits limits;
+  raise_open_file_limit(limits.max_connections + 256);
 
   try {
     xpu::XpudClient xpud(xpu::ClientOptions{options.bus_address, kXpudCallTimeout});
@@ -88,17 +154,20 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
     exporter::Scraper scraper(xpud, owners);
 
     // Declared last, so it stops (and finishes requests in flight) before what it uses goes.
-    auto server =
-        exporter::ExporterHttpServer::start(*listen, [&scraper] { return scraper.scrape(); });
+    const bool tls = web.config.tls.has_value();
+    const bool basic_auth = !web.config.basic_auth_users.empty();
+    auto server = exporter::ExporterHttpServer::start(
+        *listen, [&scraper] { return scraper.scrape(); }, limits, web.config);
     if (!server) {
       spdlog::error("{}", server.error());
       return 1;
     }
-    spdlog::info("serving /metrics on {} (port {}); pod-resources from {}, resources {}/*",
-                 listen->to_string(), (*server)->port(), podresources_socket, resource_domain);
+    spdlog::info("serving /metrics on {} (port {}) over {}{}; pod-resources from {}, resources {}/*",
+                 listen->to_string(), (*server)->port(), tls ? "https" : "http",
+                 basic_auth ? " with basic auth" : "", podresources_socket, resource_domain);
 
-    while (!stop.wait_for_stop(std::chrono::hours(1))) {
-    }
+    WebConfigReloader reloader(web_config_file, std::move(web.files));
+    while (!stop.wait_for_stop(kWebConfigCheckEvery)) reloader.check(**server);
     spdlog::info("stopping");
     server->reset();
     return 0;

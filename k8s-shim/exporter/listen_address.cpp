@@ -15,21 +15,16 @@ xpu::Error bad(std::string_view text, std::string_view why) {
 
 }  // namespace
 
-std::string ListenAddress::civetweb_port_spec() const {
+std::string ListenAddress::to_string() const {
   switch (family) {
     case Family::Any:
-      return std::to_string(port);
+      break;
     case Family::IPv4:
       return host + ":" + std::to_string(port);
     case Family::IPv6:
       return "[" + host + "]:" + std::to_string(port);
   }
-  return std::to_string(port);
-}
-
-std::string ListenAddress::to_string() const {
-  if (family == Family::Any) return ":" + std::to_string(port);
-  return civetweb_port_spec();
+  return ":" + std::to_string(port);
 }
 
 xpu::Result<ListenAddress> parse_listen_address(std::string_view text) {

@@ -11,12 +11,10 @@ namespace shim::exporter {
 
 struct ListenAddress {
   enum class Family { Any, IPv4, IPv6 };
-  Family family = Family::Any;  // Any: ":PORT", every IPv4 interface
+  Family family = Family::Any;  // Any: ":PORT", every address of both families the host has
   std::string host;             // the literal address without brackets; empty for Any
   std::uint16_t port = 0;       // 0: the kernel picks a free port
 
-  // "9507", "127.0.0.1:9507" or "[::1]:9507": the form civetweb's listening_ports takes.
-  std::string civetweb_port_spec() const;
   // How a user would write it back: ":9507", "127.0.0.1:9507", "[::1]:9507".
   std::string to_string() const;
 

@@ -24,18 +24,35 @@ struct HttpReply {
   std::string raw;
 };
 
-inline xpu::UniqueFd connect_local(std::uint16_t port, std::chrono::milliseconds timeout) {
-  xpu::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+// `host` is a literal IPv4 or IPv6 address.
+inline xpu::UniqueFd connect_to(const std::string& host, std::uint16_t port,
+                                std::chrono::milliseconds timeout) {
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&address);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    length = sizeof *v4;
+  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    length = sizeof *v6;
+  } else {
+    return {};
+  }
+  xpu::UniqueFd fd(::socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   timeval tv{static_cast<time_t>(timeout.count() / 1000),
              static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
   ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) return {};
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), length) != 0) return {};
   return fd;
+}
+
+inline xpu::UniqueFd connect_local(std::uint16_t port, std::chrono::milliseconds timeout) {
+  return connect_to("127.0.0.1", port, timeout);
 }
 
 inline bool send_all(int fd, const std::string& bytes) {
@@ -84,13 +101,19 @@ inline std::optional<HttpReply> parse_reply(const std::string& raw) {
 }
 
 // Sends `request` as is and parses whatever comes back (nullopt: no HTTP reply at all).
-inline std::optional<HttpReply> send_request(
-    std::uint16_t port, const std::string& request,
+inline std::optional<HttpReply> send_request_to(
+    const std::string& host, std::uint16_t port, const std::string& request,
     std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
-  auto fd = connect_local(port, timeout);
+  auto fd = connect_to(host, port, timeout);
   if (!fd.valid()) return std::nullopt;
   if (!send_all(fd.get(), request)) return std::nullopt;
   return parse_reply(read_all(fd.get()));
+}
+
+inline std::optional<HttpReply> send_request(
+    std::uint16_t port, const std::string& request,
+    std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  return send_request_to("127.0.0.1", port, request, timeout);
 }
 
 inline std::optional<HttpReply> http_request(std::uint16_t port, const std::string& method,

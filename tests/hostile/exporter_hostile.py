@@ -1,0 +1,403 @@
+#!/usr/bin/env python3
+"""Hostile clients against `xpu-k8s-shim exporter` (ctest label `hostile`).
+
+Starts a private dbus-daemon, xpud (sim backend, 8 cards) and the exporter on [::]:0, then, all on
+loopback and bounded in count and time:
+  - 1,000 half-sent requests held from 20 addresses while 100 scrapes and /healthz are timed;
+  - 200 half-sent requests from one address: only the per-address limit is kept;
+  - an idle keep-alive connection closed after the idle timeout;
+  - a 1 MiB header, a 100 MB body (POST and GET), garbage, HTTP/0.9 and a TLS handshake on the
+    plain port: each gets an error or a close, and the server keeps serving;
+  - [::1] and 127.0.0.1 both served on [::];
+  - 10,000 connections opened and dropped: no growth of descriptors, threads or RSS after.
+With PROMETHEUS_NODE_EXPORTER (default: prometheus-node-exporter on PATH) the slow-client figures
+are measured for node_exporter too, in the same run, for comparison.
+
+Usage: exporter_hostile.py [BUILD_DIR]; XPUD_BIN and XPU_K8S_SHIM_BIN override the binaries.
+Ends with 'N passed, M failed'; exits 1 on any failure.
+"""
+
+import http.client
+import os
+import re
+import resource
+import select
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
+XPUD = os.environ.get("XPUD_BIN", os.path.join(BUILD, "xpud/xpud"))
+SHIM = os.environ.get("XPU_K8S_SHIM_BIN", os.path.join(BUILD, "k8s-shim/xpu-k8s-shim"))
+NODE_EXPORTER = os.environ.get("PROMETHEUS_NODE_EXPORTER", shutil.which("prometheus-node-exporter") or "")
+
+IDLE_TIMEOUT_S = 10  # HttpLimits::idle_timeout
+PER_IP_LIMIT = 64  # HttpLimits::max_connections_per_ip
+SLOW_CLIENTS = 1000
+SLOW_ADDRESSES = 20  # 50 each, under the per-address limit: all of them must be held
+SCRAPES = 100
+
+results = []  # (name, ok, detail)
+figures = []  # (what, value)
+
+
+def check(name, ok, detail=""):
+    results.append((name, bool(ok), detail))
+    print(f"{'PASS' if ok else 'FAIL'}: {name}{(' - ' + detail) if detail else ''}", flush=True)
+
+
+def wait_until(condition, seconds, step=0.05):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step)
+    return condition()
+
+
+class Process:
+    def __init__(self, args, log):
+        self.log = log
+        self.proc = subprocess.Popen(args, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+
+    def output(self):
+        with open(self.log, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def proc_stats(pid):
+    """(open descriptors, threads, RSS KiB) of a process."""
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    status = open(f"/proc/{pid}/status").read()
+    threads = int(re.search(r"^Threads:\s+(\d+)", status, re.M).group(1))
+    rss = int(re.search(r"^VmRSS:\s+(\d+)", status, re.M).group(1))
+    return fds, threads, rss
+
+
+def get(host, port, path="/metrics", source="", timeout=5.0, headers=None):
+    """One GET on its own connection: (status, body, seconds); status 0 when it failed."""
+    started = time.monotonic()
+    try:
+        conn = http.client.HTTPConnection(host, port, timeout=timeout,
+                                          source_address=(source, 0) if source else None)
+        conn.request("GET", path, headers=headers or {})
+        reply = conn.getresponse()
+        body = reply.read()
+        conn.close()
+        return reply.status, body, time.monotonic() - started
+    except (OSError, http.client.HTTPException):
+        return 0, b"", time.monotonic() - started
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), int(p * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def time_scrapes(host, port, count, path="/metrics"):
+    times, failures = [], 0
+    for _ in range(count):
+        status, _, took = get(host, port, path)
+        if status != 200:
+            failures += 1
+        times.append(took)
+    return times, failures
+
+
+def connect(family, host, port, source="", timeout=5.0):
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    if source:
+        s.bind((source, 0))
+    s.connect((host, port))
+    return s
+
+
+def raw_exchange(port, data, host="127.0.0.1", read_for=5.0):
+    """Sends `data` (stopping early if the server closes) and returns (reply bytes, bytes sent)."""
+    s = connect(socket.AF_INET, host, port)
+    sent = 0
+    reply = b""
+    try:
+        view = memoryview(data)
+        s.setblocking(False)
+        deadline = time.monotonic() + read_for
+        while time.monotonic() < deadline:
+            readable, writable, _ = select.select([s], [s] if sent < len(data) else [], [], 0.5)
+            if readable:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                reply += chunk
+                continue
+            if writable:
+                sent += s.send(view[sent:sent + (1 << 20)])
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    finally:
+        s.close()
+    return reply, sent
+
+
+def status_of(reply):
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", reply)
+    return int(m.group(1)) if m else None
+
+
+def half_sent(addresses, per_address, port):
+    """Connections from each address that sent part of a request head and then nothing."""
+    sockets = []
+    for source in addresses:
+        for i in range(per_address):
+            s = connect(socket.AF_INET, "127.0.0.1", port, source)
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow-%d: " % i)
+            sockets.append(s)
+    return sockets
+
+
+def still_open(sockets):
+    """How many of `sockets` the server has neither answered nor closed."""
+    held = 0
+    for s in sockets:
+        readable, _, _ = select.select([s], [], [], 0)
+        if not readable:
+            held += 1
+    return held
+
+
+def slow_client_figures(label, host, port, pid):
+    """p50/p99 of scrapes on an idle server, then with SLOW_CLIENTS half-sent requests held."""
+    idle, idle_failures = time_scrapes(host, port, SCRAPES)
+    addresses = [f"127.0.0.{10 + i}" for i in range(SLOW_ADDRESSES)]
+    sockets = half_sent(addresses, SLOW_CLIENTS // SLOW_ADDRESSES, port)
+    try:
+        loaded, loaded_failures = time_scrapes(host, port, SCRAPES)
+        health, health_failures = time_scrapes(host, port, 20, path="/healthz" if label == "xpu exporter" else "/")
+        held = still_open(sockets)
+        stats = proc_stats(pid)
+    finally:
+        for s in sockets:
+            s.close()
+    figures.append((f"{label}: scrape p50/p99 ms, idle", f"{percentile(idle, .5)*1000:.1f} / {percentile(idle, .99)*1000:.1f}"))
+    figures.append((f"{label}: scrape p50/p99/max ms, {SLOW_CLIENTS} slow clients held",
+                    f"{percentile(loaded, .5)*1000:.1f} / {percentile(loaded, .99)*1000:.1f} / {max(loaded)*1000:.1f}"))
+    figures.append((f"{label}: slow clients still held after the scrapes", f"{held} of {SLOW_CLIENTS}"))
+    figures.append((f"{label}: fds / threads / RSS KiB with them held", "%d / %d / %d" % stats))
+    return idle, idle_failures, loaded, loaded_failures, health, health_failures, held
+
+
+def find_port(log_text):
+    m = re.search(r"serving /metrics on \S+ \(port (\d+)\)", log_text)
+    return int(m.group(1)) if m else None
+
+
+class SetupError(Exception):
+    pass
+
+
+def start_stack(run, procs, exporter_args, cards=8):
+    """A private dbus-daemon, xpud (sim backend) and the exporter (no kubelet): (exporter, port).
+    Every process started is appended to `procs` for the caller to stop."""
+    bus = f"unix:path={run}/bus"
+    procs.append(Process(["dbus-daemon", "--session", "--nofork", "--nopidfile", f"--address={bus}"],
+                         f"{run}/dbus.log"))
+    if not wait_until(lambda: os.path.exists(f"{run}/bus"), 10):
+        raise SetupError("dbus-daemon did not come up")
+    with open(f"{run}/xpud.conf", "w") as f:
+        f.write(f"[daemon]\nbackend = sim\n[sim]\ndevices = {cards}\n")
+    procs.append(Process([XPUD, "--config", f"{run}/xpud.conf", "--bus-address", bus], f"{run}/xpud.log"))
+    exporter = Process([SHIM, "--bus-address", bus, "exporter", "--podresources-socket",
+                        f"{run}/no-kubelet.sock", *exporter_args], f"{run}/exporter.log")
+    procs.append(exporter)
+    if not wait_until(lambda: find_port(exporter.output()) is not None or exporter.proc.poll() is not None, 10) \
+            or find_port(exporter.output()) is None:
+        raise SetupError("exporter did not start:\n" + exporter.output())
+    return exporter, find_port(exporter.output())
+
+
+def main():
+    for binary in (XPUD, SHIM):
+        if not os.access(binary, os.X_OK):
+            print(f"exporter_hostile.py: {binary} is not executable (build first)", file=sys.stderr)
+            return 2
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 16384), hard))
+
+    run = tempfile.mkdtemp(prefix="xpu-hostile.")
+    procs = []
+    try:
+        exporter, port = start_stack(run, procs, ["--listen", "[::]:0"])
+        pid = exporter.proc.pid
+        if not wait_until(lambda: get("127.0.0.1", port)[1].count(b"\nxpu_info{") == 8, 15):
+            raise SetupError("exporter does not show 8 cards:\n" + exporter.output())
+
+        # An idle keep-alive connection, watched in the background while the rest runs.
+        keepalive = {}
+
+        def watch_keepalive():
+            s = connect(socket.AF_INET, "127.0.0.1", port, "127.0.0.3", timeout=IDLE_TIMEOUT_S + 10)
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            first = s.recv(4096)
+            answered = time.monotonic()
+            rest = b""
+            try:
+                while True:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    rest += chunk
+            except OSError as e:
+                keepalive["error"] = str(e)
+            keepalive["first"] = first
+            keepalive["closed_after"] = time.monotonic() - answered
+            s.close()
+
+        watcher = threading.Thread(target=watch_keepalive)
+        watcher.start()
+
+        baseline = proc_stats(pid)
+        figures.append(("xpu exporter: fds / threads / RSS KiB at start", "%d / %d / %d" % baseline))
+
+        # 1. Slow clients from many addresses, all held, while scrapes stay fast.
+        idle, idle_fail, loaded, loaded_fail, health, health_fail, held = slow_client_figures(
+            "xpu exporter", "127.0.0.1", port, pid)
+        check("scrapes on an idle server all answered 200", idle_fail == 0, f"{idle_fail} failed")
+        check(f"{SCRAPES} scrapes answered 200 while {SLOW_CLIENTS} half-sent requests are held",
+              loaded_fail == 0, f"{loaded_fail} failed")
+        under = sum(1 for t in loaded if t < 0.1)
+        check(f"scrapes under 100 ms with {SLOW_CLIENTS} slow clients (at least 95 of 100, none over 1 s)",
+              under >= 95 and max(loaded) < 1.0, f"{under} under 100 ms, max {max(loaded)*1000:.0f} ms")
+        check("/healthz answered throughout", health_fail == 0 and max(health) < 1.0,
+              f"{health_fail} failed, max {max(health)*1000:.0f} ms")
+        check(f"all {SLOW_CLIENTS} slow clients held (none refused)", held == SLOW_CLIENTS, f"{held} held")
+        check("descriptors back to the start after the slow clients leave",
+              wait_until(lambda: proc_stats(pid)[0] <= baseline[0] + 2, 5), "fds %d" % proc_stats(pid)[0])
+
+        # 2. One address gets at most the per-address limit; the others still get served.
+        crowd = half_sent(["127.0.0.2"], 200, port)
+        try:
+            wait_until(lambda: still_open(crowd) <= PER_IP_LIMIT, 5)
+            kept = still_open(crowd)
+            status, _, took = get("127.0.0.1", port)
+        finally:
+            for s in crowd:
+                s.close()
+        figures.append(("xpu exporter: half-sent requests kept from one address (of 200)", str(kept)))
+        check(f"one address holds at most {PER_IP_LIMIT} connections", kept == PER_IP_LIMIT, f"{kept} kept")
+        check("another address is served meanwhile", status == 200 and took < 1.0,
+              f"status {status} in {took*1000:.0f} ms")
+
+        # 3. Oversized and malformed requests.
+        reply, _ = raw_exchange(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * (1 << 20) + b"\r\n\r\n")
+        check("1 MiB header: 431 or 400", status_of(reply) in (400, 431), f"got {reply[:40]!r}")
+        for method, expected in (("POST", 405), ("GET", 413)):
+            reply, sent = raw_exchange(
+                port, f"{method} /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 104857600\r\n\r\n".encode()
+                + b"\0" * (100 << 20), read_for=10)
+            check(f"{method} with a 100 MB body: {expected} before the body is read",
+                  status_of(reply) == expected and sent < (100 << 20),
+                  f"got {reply[:30]!r} after sending {sent >> 20} MiB")
+        reply, _ = raw_exchange(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                + b"100000\r\n" + b"\0" * 65536)
+        check("GET with a chunked body: 413", status_of(reply) == 413, f"got {reply[:30]!r}")
+        reply, _ = raw_exchange(port, b"GARBAGE /\x01 JUNK\r\n\r\n")
+        check("a request line of garbage: 400", status_of(reply) == 400, f"got {reply[:40]!r}")
+        # MHD closes a one-word request line without a reply.
+        reply, _ = raw_exchange(port, b"GARBAGE\r\n\r\n")
+        check("a one-word request line: 400 or a close", reply == b"" or status_of(reply) == 400,
+              f"got {reply[:40]!r}")
+        for name, data in (("HTTP/0.9 request", b"GET /metrics\r\n\r\n"),
+                           ("TLS handshake on the plain port",
+                            bytes.fromhex("16030100a5010000a10303") + os.urandom(32) + b"\0" * 128),
+                           ("4 KiB of binary junk", os.urandom(4096))):
+            reply, _ = raw_exchange(port, data)
+            check(f"{name}: an error or a close", reply == b"" or (status_of(reply) or 0) >= 400,
+                  f"got {reply[:40]!r}")
+        status, body, _ = get("127.0.0.1", port)
+        check("scrapes still answered after the malformed requests",
+              status == 200 and body.count(b"\nxpu_info{") == 8, f"status {status}")
+
+        # 4. Both families on [::].
+        for host in ("::1", "127.0.0.1"):
+            status, body, _ = get(host, port)
+            check(f"/metrics served to {host} on [::]", status == 200 and b"xpu_info{" in body, f"status {status}")
+
+        # 5. Churn: 10,000 connections opened and dropped, half of them mid-request.
+        before = proc_stats(pid)
+        started = time.monotonic()
+        for i in range(10000):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.settimeout(5)
+            s.connect(("127.0.0.1", port))
+            if i % 2:
+                s.send(b"GET /metrics HTTP/1.1\r\nHo")
+            s.close()
+        figures.append(("10,000 connections opened and dropped in", f"{time.monotonic() - started:.1f} s"))
+        # A connection dropped before the server read from it can stay until the idle timeout
+        # notices it; then every descriptor must be back.
+        wait_until(lambda: proc_stats(pid)[0] <= before[0] and proc_stats(pid)[1] <= before[1],
+                   IDLE_TIMEOUT_S + 3)
+        after = proc_stats(pid)
+        figures.append(("xpu exporter: fds / threads / RSS KiB before / after the churn",
+                        "%d / %d / %d" % before + "  ->  %d / %d / %d" % after))
+        check("no growth of descriptors or threads after the churn", after[0] <= before[0] and after[1] == before[1],
+              f"{before} -> {after}")
+        check("RSS grew by under 2 MiB after the churn", after[2] - before[2] < 2048, f"{before[2]} -> {after[2]} KiB")
+
+        watcher.join(IDLE_TIMEOUT_S + 15)
+        closed_after = keepalive.get("closed_after", -1)
+        figures.append(("idle keep-alive connection closed after", f"{closed_after:.1f} s"))
+        check(f"an idle keep-alive connection is closed after about {IDLE_TIMEOUT_S} s",
+              status_of(keepalive.get("first", b"")) == 200 and IDLE_TIMEOUT_S - 1 <= closed_after <= IDLE_TIMEOUT_S + 3,
+              f"closed after {closed_after:.1f} s {keepalive.get('error', '')}")
+        check("the exporter is still running", exporter.proc.poll() is None)
+
+        if NODE_EXPORTER and os.access(NODE_EXPORTER, os.X_OK):
+            probe = socket.socket()
+            probe.bind(("127.0.0.1", 0))
+            ne_port = probe.getsockname()[1]
+            probe.close()
+            node = Process([NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{ne_port}"], f"{run}/node_exporter.log")
+            procs.append(node)
+            if wait_until(lambda: get("127.0.0.1", ne_port)[0] == 200, 10):
+                slow_client_figures("node_exporter", "127.0.0.1", ne_port, node.proc.pid)
+            node.stop()
+    except SetupError as e:
+        print(f"exporter_hostile.py: {e}", file=sys.stderr)
+        return 1
+    finally:
+        for p in reversed(procs):
+            p.stop()
+        if any(not ok for _, ok, _ in results):
+            for log in sorted(os.listdir(run)):
+                if log.endswith(".log"):
+                    print(f"---- {log}\n" + open(os.path.join(run, log), errors="replace").read()[-3000:])
+        shutil.rmtree(run, ignore_errors=True)
+
+    print("\nfigures (loopback, this machine):")
+    for what, value in figures:
+        print(f"  {what:<72} {value}")
+    passed = sum(1 for _, ok, _ in results if ok)
+    failed = len(results) - passed
+    print(f"\n{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
