@@ -424,6 +424,32 @@ class ReservedOptions(unittest.TestCase):
     def test_exporter_service_can_be_turned_off(self):
         self.assertNotIn(("Service", "xpu-exporter"), render("exporter.service.enabled=false"))
 
+    def test_exporter_web_config_secret(self):
+        plain = render()
+        exporter = container(plain, EXPORTER)
+        self.assertNotIn("--web-config-file", exporter["args"])
+        self.assertEqual(exporter["livenessProbe"]["httpGet"]["scheme"], "HTTP")
+        objects = render("exporter.webConfig.secretName=xpu-exporter-web",
+                         "exporter.webConfig.tlsSecretName=xpu-exporter-tls")
+        exporter = container(objects, EXPORTER)
+        self.assertEqual(option_value(exporter["args"], "--web-config-file"),
+                         "/etc/xpu-k8s-shim/web/web-config.yml")
+        for probe in ("livenessProbe", "readinessProbe"):
+            self.assertEqual(exporter[probe]["httpGet"], {"path": "/healthz", "port": "metrics", "scheme": "HTTPS"})
+        annotations = objects[("DaemonSet", EXPORTER)]["spec"]["template"]["metadata"]["annotations"]
+        self.assertEqual(annotations["prometheus.io/scheme"], "https")
+        volumes = {v["name"]: v for v in pod_spec(objects, EXPORTER)["volumes"]}
+        self.assertEqual(volumes["web-config"]["projected"]["sources"],
+                         [{"secret": {"name": "xpu-exporter-web"}}, {"secret": {"name": "xpu-exporter-tls"}}])
+        self.assertIn({"name": "web-config", "mountPath": "/etc/xpu-k8s-shim/web", "readOnly": True},
+                      exporter["volumeMounts"])
+        # Basic auth without TLS: the probes stay on HTTP.
+        basic = container(render("exporter.webConfig.secretName=web", "exporter.webConfig.probeScheme=HTTP",
+                                 "exporter.webConfig.file=auth.yml"), EXPORTER)
+        self.assertEqual(basic["readinessProbe"]["httpGet"]["scheme"], "HTTP")
+        self.assertEqual(option_value(basic["args"], "--web-config-file"), "/etc/xpu-k8s-shim/web/auth.yml")
+        self.assertNotEqual(render_failure("exporter.webConfig.probeScheme=FTP").returncode, 0)
+
 
 @unittest.skipUnless(SHIM, "xpu-k8s-shim is not built (XPU_BUILD_SHIM=OFF)")
 class ArgumentsMeetTheShim(unittest.TestCase):
@@ -443,6 +469,9 @@ class ArgumentsMeetTheShim(unittest.TestCase):
         self.assert_accepted(render("config.logLevel=", "config.logVerbose=3", "config.memoryUnit=GiB",
                                     "config.exporterPort=9600", "devicePlugin.useDetailResName=true",
                                     "devicePlugin.customizedResourceName=example.com/xpu"))
+
+    def test_web_config(self):
+        self.assert_accepted(render("exporter.webConfig.secretName=xpu-exporter-web"))
 
     def test_vxpu_options(self):
         flags = ("--enable-sriov", "--sriov-num-vfs", "--reconfig-vxpu", "--enable-xpu-share")
