@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "k8s-shim/exporter/basic_auth.h"
+#include "k8s-shim/exporter/head_deadline.h"
 #include "k8s-shim/exporter/metrics_renderer.h"
 
 namespace shim::exporter {
@@ -107,7 +108,8 @@ bool has_body(MHD_Connection* connection) {
 // whole daemon, so a request never sees half of an old and half of a new configuration.
 class ExporterHttpServer::Daemon {
  public:
-  Daemon(const MetricsSource& metrics, WebConfig web) : metrics_(metrics), web_(std::move(web)) {}
+  Daemon(const MetricsSource& metrics, WebConfig web, std::chrono::milliseconds head_timeout)
+      : metrics_(metrics), web_(std::move(web)), head_deadline_(head_timeout) {}
 
   ~Daemon() {
     if (daemon_ == nullptr) return;
@@ -132,6 +134,8 @@ class ExporterHttpServer::Daemon {
         // Options that take a function and its argument carry the function in `value`.
         {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&log_mhd_message), nullptr},
         {MHD_OPTION_UNESCAPE_CALLBACK, reinterpret_cast<intptr_t>(&keep_url_escaped), nullptr},
+        {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&Daemon::on_connection), this},
+        {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Daemon::on_completed), this},
     };
     // MHD warns about a pool of one; one thread is simply no pool.
     if (limits.threads > 1)
@@ -166,6 +170,7 @@ class ExporterHttpServer::Daemon {
     // connection stays open for the next scrape; one with a body is refused at the first call
     // and closed, without reading what it sends.
     static char head_seen;
+    if (*request_state == nullptr) static_cast<Daemon*>(self)->head_deadline_.head_received(connection);
     if (*request_state == nullptr && !has_body(connection)) {
       *request_state = &head_seen;
       return MHD_YES;
@@ -175,6 +180,20 @@ class ExporterHttpServer::Daemon {
     } catch (...) {  // nothing may unwind into MHD's C code (bad_alloc while building a reply)
       return MHD_NO;  // MHD closes the connection
     }
+  }
+
+  static void on_connection(void* self, MHD_Connection* connection, void**,
+                            MHD_ConnectionNotificationCode code) {
+    auto& deadline = static_cast<Daemon*>(self)->head_deadline_;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) return deadline.closed(connection);
+    const MHD_ConnectionInfo* info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (info != nullptr) deadline.opened(connection, info->connect_fd);
+  }
+
+  static void on_completed(void* self, MHD_Connection* connection, void**,
+                           MHD_RequestTerminationCode) {
+    static_cast<Daemon*>(self)->head_deadline_.reply_sent(connection);
   }
 
   // A body is never read: a request that announces one is answered (with an error) before it
@@ -229,6 +248,7 @@ class ExporterHttpServer::Daemon {
 
   const MetricsSource& metrics_;
   const WebConfig web_;
+  HeadDeadline head_deadline_;  // outlives the MHD daemon, which calls into it until stopped
   MHD_Daemon* daemon_ = nullptr;
 };
 
@@ -243,7 +263,7 @@ ExporterHttpServer::~ExporterHttpServer() = default;
 
 xpu::Result<std::unique_ptr<ExporterHttpServer::Daemon>> ExporterHttpServer::start_daemon(
     WebConfig web) {
-  auto daemon = std::make_unique<Daemon>(metrics_, std::move(web));
+  auto daemon = std::make_unique<Daemon>(metrics_, std::move(web), limits_.head_timeout);
   if (auto started = daemon->start(socket_.fd.get(), limits_); !started)
     return xpu::Error{"cannot serve on " + listen_.to_string() + ": " + started.error()};
   return daemon;

@@ -29,6 +29,9 @@ struct HttpLimits {
   // A connection with no traffic for this long is closed: a silent client, an idle keep-alive,
   // a stalled TLS handshake.
   std::chrono::seconds idle_timeout{10};
+  // A request head (and, with TLS, the handshake before it) must be complete within this of the
+  // connection opening or of the previous reply, however steadily it trickles in.
+  std::chrono::milliseconds head_timeout{10'000};
   unsigned max_connections = 2048;
   unsigned max_connections_per_ip = 64;  // beyond this an address's new connections are closed
 };

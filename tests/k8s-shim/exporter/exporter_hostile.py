@@ -38,6 +38,7 @@ SHIM = os.environ.get("XPU_K8S_SHIM_BIN", os.path.join(BUILD, "k8s-shim/xpu-k8s-
 NODE_EXPORTER = os.environ.get("PROMETHEUS_NODE_EXPORTER", shutil.which("prometheus-node-exporter") or "")
 
 IDLE_TIMEOUT_S = 10  # HttpLimits::idle_timeout
+HEAD_TIMEOUT_S = 10  # HttpLimits::head_timeout
 PER_IP_LIMIT = 64  # HttpLimits::max_connections_per_ip
 SLOW_CLIENTS = 1000
 SLOW_ADDRESSES = 20  # 50 each, under the per-address limit: all of them must be held
@@ -268,8 +269,30 @@ def main():
             keepalive["closed_after"] = time.monotonic() - answered
             s.close()
 
+        # A request head trickling in at one byte a second: never idle, cut by the head deadline.
+        drip = {}
+
+        def trickle():
+            s = connect(socket.AF_INET, "127.0.0.1", port, "127.0.0.4", timeout=1)
+            started = time.monotonic()
+            head = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
+            try:
+                for byte in head:
+                    s.send(bytes([byte]))
+                    try:
+                        if s.recv(4096) == b"":
+                            break
+                    except socket.timeout:
+                        pass
+            except OSError:
+                pass
+            drip["closed_after"] = time.monotonic() - started
+            s.close()
+
         watcher = threading.Thread(target=watch_keepalive)
         watcher.start()
+        trickler = threading.Thread(target=trickle)
+        trickler.start()
 
         baseline = proc_stats(pid)
         figures.append(("xpu exporter: fds / threads / RSS KiB at start", "%d / %d / %d" % baseline))
@@ -366,6 +389,11 @@ def main():
         check(f"an idle keep-alive connection is closed after about {IDLE_TIMEOUT_S} s",
               status_of(keepalive.get("first", b"")) == 200 and IDLE_TIMEOUT_S - 1 <= closed_after <= IDLE_TIMEOUT_S + 3,
               f"closed after {closed_after:.1f} s {keepalive.get('error', '')}")
+        trickler.join(HEAD_TIMEOUT_S + 15)
+        cut_after = drip.get("closed_after", -1)
+        figures.append(("request head trickling at 1 byte/s cut after", f"{cut_after:.1f} s"))
+        check(f"a head trickling in at 1 byte/s is cut after about {HEAD_TIMEOUT_S} s",
+              HEAD_TIMEOUT_S - 1 <= cut_after <= HEAD_TIMEOUT_S + 3, f"cut after {cut_after:.1f} s")
         check("the exporter is still running", exporter.proc.poll() is None)
 
         if NODE_EXPORTER and os.access(NODE_EXPORTER, os.X_OK):

@@ -184,6 +184,47 @@ TEST(ExporterHttpServer, SilentClientsDoNotHoldUpScrapesAndAreClosedAfterTheIdle
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(4));
 }
 
+TEST(ExporterHttpServer, AHeadTricklingInIsCutAtTheHeadTimeoutThoughNeverIdle) {
+  ExporterHttpServer::Limits limits;
+  limits.idle_timeout = std::chrono::seconds(30);
+  limits.head_timeout = std::chrono::milliseconds(800);
+  auto server = ExporterHttpServer::start(
+      kLoopbackAnyPort, [] { return std::string(kBody); }, limits);
+  ASSERT_TRUE(server) << server.error();
+  auto fd = testing::connect_local((*server)->port(), std::chrono::milliseconds(100));
+  ASSERT_TRUE(fd.valid());
+  const std::string head = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: " + std::string(200, 'a');
+  const auto started = std::chrono::steady_clock::now();
+  bool cut = false;
+  // One byte every 50 ms: never idle, and the whole head would take 12 s.
+  for (char byte : head) {
+    if (::send(fd.get(), &byte, 1, MSG_NOSIGNAL) != 1) {
+      cut = true;
+      break;
+    }
+    char reply;
+    const ssize_t got = ::recv(fd.get(), &reply, 1, MSG_DONTWAIT);
+    if (got == 0) {
+      cut = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_TRUE(cut);
+  EXPECT_GE(took, std::chrono::milliseconds(750));
+  EXPECT_LT(took, std::chrono::milliseconds(2500));
+
+  // A keep-alive connection gets the same time for its next head, then is closed.
+  auto keep = testing::connect_local((*server)->port(), std::chrono::seconds(5));
+  ASSERT_TRUE(testing::send_all(keep.get(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  char buffer[512];
+  ASSERT_GT(::recv(keep.get(), buffer, sizeof buffer, 0), 0);
+  const auto answered = std::chrono::steady_clock::now();
+  EXPECT_EQ(::recv(keep.get(), buffer, sizeof buffer, 0), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - answered, std::chrono::milliseconds(2500));
+}
+
 TEST(ExporterHttpServer, IPv6LoopbackAndDualStackAny) {
   auto v6 = ExporterHttpServer::start(*parse_listen_address("[::1]:0"),
                                       [] { return std::string(kBody); });
