@@ -9,7 +9,9 @@ xpu-k8s-shim binary, when it is built: the rendered arguments are then fed to it
 """
 
 import os
+import shutil
 import subprocess
+import tempfile
 import unittest
 
 import yaml
@@ -26,6 +28,12 @@ DEVICE_PLUGIN = "xpu-device-plugin-daemonset"
 EXPORTER = "xpu-exporter"
 TOKEN_GEN = "xpu-rbac-token-gen"
 DAEMONSETS = (DEVICE_PLUGIN, EXPORTER, TOKEN_GEN)
+
+# The Prometheus Operator's kinds, as `helm template --api-versions` names them.
+PROMETHEUS_RULE_API = "monitoring.coreos.com/v1/PrometheusRule"
+SERVICE_MONITOR_API = "monitoring.coreos.com/v1/ServiceMonitor"
+POD_MONITOR_API = "monitoring.coreos.com/v1/PodMonitor"
+OPERATOR_APIS = (PROMETHEUS_RULE_API, SERVICE_MONITOR_API, POD_MONITOR_API)
 
 # The ClusterRoles of the chart this one replaces, rule by rule (apiGroups, resources, verbs).
 SEED_RULES = {
@@ -51,11 +59,14 @@ def run_helm(*args):
     return subprocess.run([HELM, *args], capture_output=True, text=True, timeout=120)
 
 
-def render(*set_args, values_yaml=None):
-    """helm template with --set arguments; returns {(kind, name): object}."""
+def render(*set_args, values_yaml=None, api_versions=()):
+    """helm template with --set arguments, as for a cluster that serves api_versions
+    ("group/version/Kind") besides the built-in ones; returns {(kind, name): object}."""
     args = ["template", "rel", CHART, "--namespace", NAMESPACE]
     for item in set_args:
         args += ["--set", item]
+    for api in api_versions:
+        args += ["--api-versions", api]
     if values_yaml is not None:
         args += ["--values", "-"]
     result = subprocess.run([HELM, *args], capture_output=True, text=True, timeout=120,
@@ -449,6 +460,47 @@ class ReservedOptions(unittest.TestCase):
         self.assertEqual(basic["readinessProbe"]["httpGet"]["scheme"], "HTTP")
         self.assertEqual(option_value(basic["args"], "--web-config-file"), "/etc/xpu-k8s-shim/web/auth.yml")
         self.assertNotEqual(render_failure("exporter.webConfig.probeScheme=FTP").returncode, 0)
+
+
+class PrometheusOperatorObjects(unittest.TestCase):
+    """The Prometheus Operator's objects: each rendered only when its value enables it and the
+    cluster serves its CRD, so that the chart installs the same on a cluster without the operator."""
+
+    def operator_kinds(self, objects):
+        return {key for key, obj in objects.items() if obj["apiVersion"].startswith("monitoring.coreos.com/")}
+
+    def test_none_by_default_even_with_the_operator(self):
+        self.assertEqual(self.operator_kinds(render(api_versions=OPERATOR_APIS)), set())
+
+    def test_none_without_the_operator_even_when_enabled(self):
+        objects = render("exporter.prometheusRule.enabled=true")
+        self.assertEqual(self.operator_kinds(objects), set())
+        self.assertEqual(set(objects), set(render()))
+
+    def test_prometheus_rule_carries_the_rules_file(self):
+        objects = render("exporter.prometheusRule.enabled=true", "exporter.prometheusRule.labels.release=kps",
+                         api_versions=(PROMETHEUS_RULE_API,))
+        self.assertEqual(self.operator_kinds(objects), {("PrometheusRule", "xpu-exporter")})
+        rule = objects[("PrometheusRule", "xpu-exporter")]
+        self.assertEqual(rule["apiVersion"], "monitoring.coreos.com/v1")
+        self.assertEqual(rule["metadata"]["namespace"], NAMESPACE)
+        self.assertEqual(rule["metadata"]["labels"]["release"], "kps")
+        self.assertEqual(rule["metadata"]["labels"]["app.kubernetes.io/component"], "exporter")
+        with open(os.path.join(CHART, "files", "xpu-alerts.rules.yaml"), encoding="utf-8") as f:
+            self.assertEqual(rule["spec"], yaml.safe_load(f))
+        alerts = {r["alert"] for group in rule["spec"]["groups"] for r in group["rules"]}
+        self.assertEqual(alerts, {"XPUUnhealthy", "XPUHealthFlapping", "XPUTemperatureHigh",
+                                  "XPUMemoryNearlyFull", "XPUXpudUnreachable",
+                                  "XPUPodResourcesUnreachable", "XPUExporterDown", "XPUExporterAbsent"})
+        promtool = shutil.which("promtool")
+        if promtool:
+            # The {{ $labels.x }} of the annotations came through Helm untouched.
+            with tempfile.NamedTemporaryFile("w", suffix=".yaml") as rules:
+                yaml.safe_dump(rule["spec"], rules)
+                rules.flush()
+                result = subprocess.run([promtool, "check", "rules", rules.name], capture_output=True,
+                                        text=True, timeout=60)
+                self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
 
 
 @unittest.skipUnless(SHIM, "xpu-k8s-shim is not built (XPU_BUILD_SHIM=OFF)")
