@@ -359,7 +359,9 @@ class ReservedOptions(unittest.TestCase):
                          ("config.logLevel=loud", "logLevel"),
                          ("config.exporterPort=70000", "exporterPort"),
                          ("devicePlugin.sriovNumVfs=-1", "sriovNumVfs"),
-                         ("devicePlugin.customizedResourceName=no-domain", "customizedResourceName")):
+                         ("devicePlugin.customizedResourceName=no-domain", "customizedResourceName"),
+                         ("exporter.serviceMonitor.interval=often", "interval"),
+                         ("exporter.podMonitor.scrapeTimeout=5", "scrapeTimeout")):
             result = render_failure(bad)
             self.assertNotEqual(result.returncode, 0, bad)
             self.assertIn(key, result.stderr, bad)
@@ -476,6 +478,75 @@ class PrometheusOperatorObjects(unittest.TestCase):
         objects = render("exporter.prometheusRule.enabled=true")
         self.assertEqual(self.operator_kinds(objects), set())
         self.assertEqual(set(objects), set(render()))
+
+    def test_none_without_the_operator_even_when_monitors_are_enabled(self):
+        for value in ("exporter.serviceMonitor.enabled=true", "exporter.podMonitor.enabled=true"):
+            objects = render(value)
+            self.assertEqual(self.operator_kinds(objects), set(), value)
+            self.assertEqual(set(objects), set(render()), value)
+
+    def assert_scrapes_the_metrics_port(self, endpoints, interval="30s"):
+        self.assertEqual(len(endpoints), 1)
+        endpoint = endpoints[0]
+        self.assertEqual(endpoint["port"], "metrics")
+        self.assertEqual(endpoint["path"], "/metrics")
+        self.assertEqual(endpoint["interval"], interval)
+        # One exporter per node: the target is named after its node.
+        self.assertIn({"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "instance",
+                       "action": "replace"}, endpoint["relabelings"])
+
+    def test_service_monitor_selects_the_exporter_service(self):
+        objects = render("exporter.serviceMonitor.enabled=true", "exporter.serviceMonitor.labels.release=kps",
+                         "exporter.serviceMonitor.interval=15s", api_versions=(SERVICE_MONITOR_API,))
+        self.assertEqual(self.operator_kinds(objects), {("ServiceMonitor", EXPORTER)})
+        monitor = objects[("ServiceMonitor", EXPORTER)]
+        self.assertEqual(monitor["apiVersion"], "monitoring.coreos.com/v1")
+        self.assertEqual(monitor["metadata"]["namespace"], NAMESPACE)
+        self.assertEqual(monitor["metadata"]["labels"]["release"], "kps")
+        self.assertEqual(monitor["spec"]["namespaceSelector"], {"matchNames": [NAMESPACE]})
+        service = objects[("Service", "xpu-exporter")]
+        selector = monitor["spec"]["selector"]["matchLabels"]
+        self.assertTrue(selector.items() <= service["metadata"]["labels"].items(), selector)
+        for (kind, name), obj in objects.items():
+            if kind == "Service" and name != "xpu-exporter":
+                self.assertFalse(selector.items() <= obj["metadata"].get("labels", {}).items(), name)
+        self.assertIn("metrics", [port["name"] for port in service["spec"]["ports"]])
+        self.assert_scrapes_the_metrics_port(monitor["spec"]["endpoints"], "15s")
+        self.assertNotIn("scrapeTimeout", monitor["spec"]["endpoints"][0])
+        objects = render("exporter.serviceMonitor.enabled=true", "exporter.serviceMonitor.scrapeTimeout=5s",
+                         api_versions=(SERVICE_MONITOR_API,))
+        self.assertEqual(objects[("ServiceMonitor", EXPORTER)]["spec"]["endpoints"][0]["scrapeTimeout"], "5s")
+
+    def test_pod_monitor_selects_the_exporter_pods_only(self):
+        objects = render("exporter.podMonitor.enabled=true", "exporter.service.enabled=false",
+                         api_versions=(POD_MONITOR_API,))
+        self.assertEqual(self.operator_kinds(objects), {("PodMonitor", EXPORTER)})
+        monitor = objects[("PodMonitor", EXPORTER)]
+        self.assertEqual(monitor["metadata"]["namespace"], NAMESPACE)
+        self.assertEqual(monitor["spec"]["namespaceSelector"], {"matchNames": [NAMESPACE]})
+        selector = monitor["spec"]["selector"]["matchLabels"]
+        for name in DAEMONSETS:
+            pod_labels = objects[("DaemonSet", name)]["spec"]["template"]["metadata"]["labels"]
+            self.assertEqual(selector.items() <= pod_labels.items(), name == EXPORTER, name)
+        self.assertIn("metrics", [port["name"] for port in container(objects, EXPORTER)["ports"]])
+        self.assert_scrapes_the_metrics_port(monitor["spec"]["podMetricsEndpoints"])
+
+    def test_monitors_render_only_their_own_kind(self):
+        # A cluster that serves ServiceMonitor but not PodMonitor gets nothing from podMonitor.
+        objects = render("exporter.podMonitor.enabled=true", api_versions=(SERVICE_MONITOR_API,))
+        self.assertEqual(self.operator_kinds(objects), set())
+
+    def test_both_monitors_are_refused(self):
+        result = render_failure("exporter.serviceMonitor.enabled=true", "exporter.podMonitor.enabled=true")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("enable one, not both", result.stderr)
+
+    def test_service_monitor_without_the_service_is_refused(self):
+        result = run_helm("template", "rel", CHART, "--namespace", NAMESPACE,
+                          "--set", "exporter.serviceMonitor.enabled=true", "--set", "exporter.service.enabled=false",
+                          "--api-versions", SERVICE_MONITOR_API)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("needs exporter.service.enabled", result.stderr)
 
     def test_prometheus_rule_carries_the_rules_file(self):
         objects = render("exporter.prometheusRule.enabled=true", "exporter.prometheusRule.labels.release=kps",

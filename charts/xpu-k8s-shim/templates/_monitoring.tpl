@@ -1,0 +1,27 @@
+{{/*
+The scrape endpoint shared by the ServiceMonitor and the PodMonitor. `instance` becomes the
+node's name: there is one exporter per node, and alerts and the dashboard then name the node
+rather than a pod IP that changes with every restart.
+*/}}
+{{- define "xpu-k8s-shim.scrapeEndpoint" -}}
+{{- $monitor := .monitor -}}
+port: metrics
+path: /metrics
+interval: {{ $monitor.interval | quote }}
+{{- with $monitor.scrapeTimeout }}
+scrapeTimeout: {{ . | quote }}
+{{- end }}
+relabelings:
+  - sourceLabels: [__meta_kubernetes_pod_node_name]
+    targetLabel: instance
+    action: replace
+{{- end }}
+
+{{/*
+One of ServiceMonitor or PodMonitor: both would scrape every exporter twice and double every sum.
+*/}}
+{{- define "xpu-k8s-shim.checkMonitors" -}}
+{{- if and .Values.exporter.serviceMonitor.enabled .Values.exporter.podMonitor.enabled -}}
+{{- fail "exporter.serviceMonitor.enabled and exporter.podMonitor.enabled: enable one, not both (each exporter would be scraped twice)" -}}
+{{- end -}}
+{{- end }}
