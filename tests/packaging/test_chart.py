@@ -8,6 +8,7 @@ Environment: XPU_SOURCE_DIR (the tree), XPU_HELM (the helm binary), XPU_SHIM (th
 xpu-k8s-shim binary, when it is built: the rendered arguments are then fed to it).
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -531,6 +532,29 @@ class PrometheusOperatorObjects(unittest.TestCase):
         self.assertIn("metrics", [port["name"] for port in container(objects, EXPORTER)["ports"]])
         self.assert_scrapes_the_metrics_port(monitor["spec"]["podMetricsEndpoints"])
 
+    def test_monitors_scrape_over_tls_when_the_exporter_serves_it(self):
+        plain = render("exporter.serviceMonitor.enabled=true", api_versions=(SERVICE_MONITOR_API,))
+        self.assertEqual(plain[("ServiceMonitor", EXPORTER)]["spec"]["endpoints"][0]["scheme"], "http")
+        for kind, key, field, api in (("ServiceMonitor", "serviceMonitor", "endpoints", SERVICE_MONITOR_API),
+                                      ("PodMonitor", "podMonitor", "podMetricsEndpoints", POD_MONITOR_API)):
+            objects = render(f"exporter.{key}.enabled=true", "exporter.webConfig.secretName=xpu-web",
+                             f"exporter.{key}.tlsConfig.serverName=xpu-exporter",
+                             f"exporter.{key}.tlsConfig.ca.secret.name=xpu-exporter-tls",
+                             f"exporter.{key}.tlsConfig.ca.secret.key=ca.crt",
+                             f"exporter.{key}.basicAuth.username.name=scrape-auth",
+                             f"exporter.{key}.basicAuth.username.key=user", api_versions=(api,))
+            endpoint = objects[(kind, EXPORTER)]["spec"][field][0]
+            self.assertEqual(endpoint["scheme"], "https", kind)
+            self.assertEqual(endpoint["tlsConfig"], {"serverName": "xpu-exporter",
+                                                     "ca": {"secret": {"name": "xpu-exporter-tls", "key": "ca.crt"}}})
+            self.assertEqual(endpoint["basicAuth"], {"username": {"name": "scrape-auth", "key": "user"}})
+            # The monitor and the exporter's own annotation agree on the scheme.
+            annotations = objects[("DaemonSet", EXPORTER)]["spec"]["template"]["metadata"]["annotations"]
+            self.assertEqual(annotations["prometheus.io/scheme"], endpoint["scheme"])
+        basic_only = render("exporter.podMonitor.enabled=true", "exporter.webConfig.secretName=xpu-web",
+                            "exporter.webConfig.probeScheme=HTTP", api_versions=(POD_MONITOR_API,))
+        self.assertEqual(basic_only[("PodMonitor", EXPORTER)]["spec"]["podMetricsEndpoints"][0]["scheme"], "http")
+
     def test_monitors_render_only_their_own_kind(self):
         # A cluster that serves ServiceMonitor but not PodMonitor gets nothing from podMonitor.
         objects = render("exporter.podMonitor.enabled=true", api_versions=(SERVICE_MONITOR_API,))
@@ -572,6 +596,26 @@ class PrometheusOperatorObjects(unittest.TestCase):
                 result = subprocess.run([promtool, "check", "rules", rules.name], capture_output=True,
                                         text=True, timeout=60)
                 self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+
+
+class GrafanaDashboard(unittest.TestCase):
+    def test_off_by_default(self):
+        self.assertNotIn(("ConfigMap", "xpu-dashboard"), render())
+
+    def test_config_map_carries_the_dashboard_for_the_sidecar(self):
+        objects = render("exporter.grafanaDashboard.enabled=true",
+                         "exporter.grafanaDashboard.annotations.grafana_folder=XPU")
+        config_map = objects[("ConfigMap", "xpu-dashboard")]
+        self.assertEqual(config_map["metadata"]["namespace"], NAMESPACE)
+        self.assertEqual(config_map["metadata"]["labels"]["grafana_dashboard"], "1")
+        self.assertEqual(config_map["metadata"]["annotations"], {"grafana_folder": "XPU"})
+        self.assertEqual(list(config_map["data"]), ["xpu-dashboard.json"])
+        with open(os.path.join(CHART, "files", "xpu-dashboard.json"), encoding="utf-8") as f:
+            self.assertEqual(json.loads(config_map["data"]["xpu-dashboard.json"]), json.load(f))
+
+    def test_namespace_for_the_sidecar(self):
+        objects = render("exporter.grafanaDashboard.enabled=true", "exporter.grafanaDashboard.namespace=monitoring")
+        self.assertEqual(objects[("ConfigMap", "xpu-dashboard")]["metadata"]["namespace"], "monitoring")
 
 
 @unittest.skipUnless(SHIM, "xpu-k8s-shim is not built (XPU_BUILD_SHIM=OFF)")

@@ -7,6 +7,15 @@ rather than a pod IP that changes with every restart.
 {{- $monitor := .monitor -}}
 port: metrics
 path: /metrics
+scheme: {{ include "xpu-k8s-shim.exporterScheme" .root | lower }}
+{{- with $monitor.tlsConfig }}
+tlsConfig:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $monitor.basicAuth }}
+basicAuth:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 interval: {{ $monitor.interval | quote }}
 {{- with $monitor.scrapeTimeout }}
 scrapeTimeout: {{ . | quote }}
@@ -15,6 +24,15 @@ relabelings:
   - sourceLabels: [__meta_kubernetes_pod_node_name]
     targetLabel: instance
     action: replace
+{{- end }}
+
+{{/*
+HTTP or HTTPS: what the exporter speaks under exporter.webConfig (probeScheme says which when a
+web config is mounted). The probes, the prometheus.io/scheme annotation and the monitors share it.
+*/}}
+{{- define "xpu-k8s-shim.exporterScheme" -}}
+{{- $web := .Values.exporter.webConfig | default dict -}}
+{{- ternary ($web.probeScheme | default "HTTPS") "HTTP" (not (empty $web.secretName)) -}}
 {{- end }}
 
 {{/*
