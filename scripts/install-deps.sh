@@ -1,24 +1,87 @@
 #!/bin/sh
-# Installs everything the build and the tests need on Debian 12 (run as root; uses sudo otherwise).
+# Installs what a caller needs on Debian 12, in tiers (run as root; uses sudo otherwise):
+#   build  compilers, the libraries, dbus-daemon and a Go of 1.21+: building and scripts/demo.sh
+#   test   build + GoogleTest, Python, and the Prometheus programs: scripts/test.sh
+#   ci     test + package builders and the boot-test tools: .ci/run's labelled suites
+# Usage: scripts/install-deps.sh [build|test|ci]   (default: test)
+#
+# No tier enables or starts a service on this machine. Prometheus and node_exporter are servers
+# whose Debian packages enable a unit; the tests only need their programs, so those are taken
+# out of the very .deb apt would install (apt-get download, dpkg-deb -x) into
+# /opt/xpu-test-tools/ and linked from /usr/local/bin. The other packages here ship no unit that
+# is enabled on install (dbus and systemd are already part of any Debian 12 with systemd).
 set -eu
+tier=${1:-test}
+case "$tier" in
+  build | test | ci) ;;
+  *) echo "usage: $0 [build|test|ci]" >&2; exit 2 ;;
+esac
+cd "$(dirname "$0")/.."
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
+
+apt_install() {
+  $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# extract_programs PACKAGE PROGRAM...: the package's files under /opt/xpu-test-tools/PACKAGE
+# (refreshed when apt's candidate version changes), its programs linked into /usr/local/bin.
+tools_dir=/opt/xpu-test-tools
+extract_programs() {
+  package=$1
+  shift
+  dir=$tools_dir/$package
+  version=$(apt-cache policy "$package" | sed -n 's/^ *Candidate: //p')
+  if [ ! -f "$dir/.version" ] || [ "$(cat "$dir/.version")" != "$version" ]; then
+    download=$(mktemp -d)
+    chmod 0777 "$download" # apt-get download drops to the _apt user when it can
+    (cd "$download" && $SUDO apt-get download -qq "$package" >/dev/null 2>&1) ||
+      { echo "install-deps: cannot download $package" >&2; exit 1; }
+    $SUDO rm -rf "$dir"
+    $SUDO mkdir -p "$dir"
+    $SUDO dpkg-deb -x "$download"/*.deb "$dir"
+    echo "$version" | $SUDO tee "$dir/.version" >/dev/null
+    rm -rf "$download"
+  fi
+  for program in "$@"; do
+    $SUDO ln -sf "$dir/usr/bin/$program" "/usr/local/bin/$program"
+  done
+}
+
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends \
+
+# build: what compiles the tree and runs the demo (xpud on a private bus, the shim, the kubelet
+# stand-in written in Go).
+apt_install \
   build-essential cmake ninja-build pkg-config git ca-certificates curl jq \
   libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
   prometheus-cpp-dev libinih-dev libspdlog-dev libfmt-dev \
   libmicrohttpd-dev libgnutls28-dev libcrypt-dev libyaml-cpp-dev \
-  libgtest-dev libgmock-dev googletest libbenchmark-dev \
-  dbus dbus-daemon dbus-bin systemd prometheus openssl >/dev/null
-# The kubelet stand-in needs a current Go toolchain; Debian 12's is too old for k8s.io/kubelet.
-command -v go >/dev/null 2>&1 || $SUDO apt-get install -y -qq golang-go >/dev/null
-# Packaging and deployment tests (tests/packaging): dbus policy and unit checks, chart parsing,
-# .deb and .rpm builds.
-$SUDO apt-get install -y -qq --no-install-recommends \
-  python3 python3-yaml python3-dbus libglib2.0-bin util-linux coreutils man-db \
-  debhelper dpkg-dev lintian fakeroot rpm >/dev/null
-# End-to-end boot test (tests/e2e): systemd in a container on a debootstrap root.
-$SUDO apt-get install -y -qq --no-install-recommends systemd-container debootstrap procps >/dev/null
+  dbus-daemon dbus-bin systemd python3
+# Go: Debian 12's own is 1.19, too old for the k8s.io modules; bookworm-backports has 1.23, which
+# fetches the toolchain go.mod names from the module proxy itself (scripts/go).
+if ! scripts/go --which >/dev/null 2>&1; then
+  backports=/etc/apt/sources.list.d/xpu-bookworm-backports.sources
+  if [ ! -f "$backports" ]; then
+    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' |
+      $SUDO tee "$backports" >/dev/null
+    $SUDO apt-get update -qq
+  fi
+  apt_install -t bookworm-backports golang-1.23-go
+  scripts/go --which >/dev/null # its one-line error if that still gave no usable Go
+fi
+[ "$tier" = build ] && exit 0
+
+# test: the unit and integration suites' peers.
+apt_install \
+  libgtest-dev libgmock-dev googletest libbenchmark-dev openssl \
+  python3 python3-yaml python3-dbus libglib2.0-bin util-linux coreutils man-db procps
+extract_programs prometheus prometheus promtool
+extract_programs prometheus-node-exporter prometheus-node-exporter
+[ "$tier" = test ] && exit 0
+
+# ci: package builds (tests/packaging) and systemd booted in a container on a debootstrap root
+# (tests/e2e).
+apt_install debhelper dpkg-dev lintian fakeroot rpm systemd-container debootstrap

@@ -14,7 +14,10 @@ for arg in "$@"; do
     *) echo "usage: $0 [--no-deps] [--fast]" >&2; exit 2 ;;
   esac
 done
-[ "$deps" -eq 1 ] && scripts/install-deps.sh
+# The labelled suites (packaging, boot) need the ci tier's tools; the default set the test tier's.
+if [ "$deps" -eq 1 ]; then
+  if [ -n "${XPU_TEST_LABELS:-}" ]; then scripts/install-deps.sh ci; else scripts/install-deps.sh test; fi
+fi
 
 jobs=$(nproc)
 slow_labels='slow|packaging|e2e|bench|hostile'

@@ -14,7 +14,7 @@ build=${1:-build}
 scrapes=${2:-300}
 xpud_bin=${XPUD_BIN:-$build/xpud/xpud}
 shim_bin=${XPU_K8S_SHIM_BIN:-$build/k8s-shim/xpu-k8s-shim}
-go_bin=$(command -v go || echo /usr/local/go/bin/go)
+go_bin=$PWD/scripts/go
 for tool in "$xpud_bin" "$shim_bin" "$go_bin"; do
   [ -x "$tool" ] || { echo "exporter_scrape.sh: $tool is not executable (build first)" >&2; exit 2; }
 done

@@ -412,11 +412,19 @@ func (p *PluginConn) Preferred(available, mustInclude []string, size int32) ([]s
 }
 
 // runDevicePlugin: `kubelet-standin deviceplugin --plugin-dir DIR` serves kubelet.sock and prints
-// every registration and ListAndWatch message as a JSON line until SIGTERM/SIGINT.
+// every registration and ListAndWatch message as a JSON line until SIGTERM/SIGINT. With
+// --allocate N it then does what the kubelet does for a pod asking for N cards of --resource:
+// GetPreferredAllocation over the healthy cards, Allocate of the answer, both printed.
 func runDevicePlugin(args []string) error {
 	flags := flag.NewFlagSet("deviceplugin", flag.ContinueOnError)
 	dir := flags.String("plugin-dir", pluginapi.DevicePluginPath, "plugin directory to serve kubelet.sock in")
+	allocate := flags.Int("allocate", 0, "allocate this many healthy cards once the plugin lists them")
+	resource := flags.String("resource", "kunlunxin.com/xpu", "resource to allocate from")
 	if err := flags.Parse(args); err != nil {
+		os.Exit(2)
+	}
+	if *allocate < 0 {
+		fmt.Fprintln(os.Stderr, "kubelet-standin: --allocate must be 0 or more")
 		os.Exit(2)
 	}
 	k, err := NewDevicePluginKubelet(*dir)
@@ -433,7 +441,56 @@ func runDevicePlugin(args []string) error {
 	fmt.Fprintf(os.Stderr, "kubelet-standin: serving %s\n", k.socketPath())
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	if *allocate > 0 {
+		go func() {
+			if err := allocateHealthy(k, *resource, *allocate, func(kind string, payload any) {
+				printMu.Lock()
+				defer printMu.Unlock()
+				_ = encoder.Encode(map[string]any{"time": time.Now().Format(time.RFC3339Nano), "event": kind, "data": payload})
+			}); err != nil {
+				fmt.Fprintf(os.Stderr, "kubelet-standin: allocate: %v\n", err)
+			}
+		}()
+	}
 	<-signals
 	k.Stop()
+	return nil
+}
+
+// allocateHealthy waits (up to a minute) for `count` healthy devices of `resource`, then asks
+// GetPreferredAllocation (when the plugin offers it) and Allocates its choice, as the kubelet does
+// when it admits a pod.
+func allocateHealthy(k *DevicePluginKubelet, resource string, count int, emit func(string, any)) error {
+	p, err := k.WaitPlugin(resource, time.Minute)
+	if err != nil {
+		return err
+	}
+	var healthy []string
+	enough := func(devices []*pluginapi.Device) bool {
+		healthy = healthy[:0]
+		for _, d := range devices {
+			if d.Health == pluginapi.Healthy {
+				healthy = append(healthy, d.ID)
+			}
+		}
+		return len(healthy) >= count
+	}
+	if _, err := p.WaitUpdate(0, enough, time.Minute); err != nil {
+		return fmt.Errorf("fewer than %d healthy devices: %w", count, err)
+	}
+	chosen := healthy[:count]
+	if p.Options != nil && p.Options.GetPreferredAllocationAvailable {
+		preferred, err := p.Preferred(healthy, nil, int32(count))
+		if err != nil {
+			return fmt.Errorf("GetPreferredAllocation: %w", err)
+		}
+		emit("preferred", preferred)
+		chosen = preferred
+	}
+	resp, err := p.Allocate(chosen)
+	if err != nil {
+		return fmt.Errorf("Allocate %v: %w", chosen, err)
+	}
+	emit("allocate", map[string]any{"devices": chosen, "response": resp.ContainerResponses})
 	return nil
 }

@@ -13,7 +13,7 @@ if(EXISTS "${HELM}" AND EXISTS "${stamp}")
 endif()
 if(NOT GO OR NOT EXISTS "${GO}")
   message(FATAL_ERROR "helm ${HELM_VERSION} is not at ${HELM} and no Go toolchain was found to build it "
-                      "(looked for go in PATH and /usr/local/go/bin)")
+                      "(scripts/go found none at configure time: see its warning)")
 endif()
 get_filename_component(bin_dir "${HELM}" DIRECTORY)
 file(MAKE_DIRECTORY "${bin_dir}")
