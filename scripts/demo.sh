@@ -6,7 +6,8 @@
 # Then a fault injected on xpud, as the exporter, the kubelet and xpuctl each see it.
 # Usage: scripts/demo.sh [--no-deps] [--once]
 #   --once  print what an operator would look at, then stop everything (otherwise runs until Ctrl-C)
-# Logs stay in the folder the last lines name. XPU_DEMO_PORT picks the exporter's port (9507).
+# Logs stay in the folder the last lines name. XPU_DEMO_PORT picks the exporter's port (9507),
+# XPU_BUILD_DIR the build directory (build).
 set -eu
 cd "$(dirname "$0")/.."
 deps=1 once=0
@@ -27,13 +28,19 @@ port=${XPU_DEMO_PORT:-9507}
 case "$port" in
   '' | *[!0-9]*) echo "demo: XPU_DEMO_PORT=$port is not a port number" >&2; exit 2 ;;
 esac
-if curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$port/"; then
+# curl exits 7 when nothing accepts the connection; anything else means something listens there.
+rc=0
+curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$port/" || rc=$?
+if [ "$rc" -ne 7 ]; then
   echo "demo: port $port is taken on 127.0.0.1 (set XPU_DEMO_PORT to another)" >&2
   exit 1
 fi
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C build xpud xpuctl xpu-k8s-shim
+build=${XPU_BUILD_DIR:-build}
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+ninja -C "$build" xpud xpuctl xpu-k8s-shim
 run=$(mktemp -d /tmp/xpu-demo.XXXXXX)
 scripts/go build -C tests/kubelet-standin -o "$run/kubelet-standin" . ||
   { echo "demo: cannot build the kubelet stand-in (tests/kubelet-standin)" >&2; exit 1; }
@@ -61,7 +68,7 @@ wait_for() {
   tail -n 20 "$log" >&2
   exit 1
 }
-xpuctl() { build/xpuctl/xpuctl --bus-address "$bus" "$@"; }
+xpuctl() { "$build"/xpuctl/xpuctl --bus-address "$bus" "$@"; }
 
 bus="unix:path=$run/bus"
 dbus-daemon --session --nofork --nopidfile --address="$bus" >"$run/dbus.log" 2>&1 &
@@ -69,11 +76,11 @@ pids="$pids $!"
 wait_for "dbus-daemon" $! "$run/dbus.log" test -S "$run/bus"
 
 printf '[daemon]\nbackend = sim\n[sim]\ndevices = 8\n' >"$run/xpud.conf"
-build/xpud/xpud --bus-address "$bus" --config "$run/xpud.conf" 2>"$run/xpud.log" &
+"$build"/xpud/xpud --bus-address "$bus" --config "$run/xpud.conf" 2>"$run/xpud.log" &
 pids="$pids $!"
 wait_for "xpud" $! "$run/xpud.log" xpuctl list
 
-build/k8s-shim/xpu-k8s-shim --bus-address "$bus" exporter --listen "127.0.0.1:$port" \
+"$build"/k8s-shim/xpu-k8s-shim --bus-address "$bus" exporter --listen "127.0.0.1:$port" \
   --podresources-socket "$run/pod-resources.sock" 2>"$run/exporter.log" &
 pids="$pids $!"
 wait_for "the exporter" $! "$run/exporter.log" curl -fs "http://127.0.0.1:$port/healthz"
@@ -82,7 +89,7 @@ mkdir -p "$run/device-plugins"
 "$run/kubelet-standin" deviceplugin --plugin-dir "$run/device-plugins" --allocate 2 \
   >"$run/kubelet.jsonl" 2>"$run/kubelet.log" &
 pids="$pids $!"
-build/k8s-shim/xpu-k8s-shim --bus-address "$bus" device-plugin --plugin-dir "$run/device-plugins" \
+"$build"/k8s-shim/xpu-k8s-shim --bus-address "$bus" device-plugin --plugin-dir "$run/device-plugins" \
   2>"$run/device-plugin.log" &
 pids="$pids $!"
 wait_for "the device plugin's allocation" $! "$run/device-plugin.log" grep -q '"event":"allocate"' "$run/kubelet.jsonl"
@@ -96,7 +103,7 @@ printf -- '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n' >"$sa
 ln -sfn ..2026_01_01 "$sa/..data"
 for f in token ca.crt namespace; do ln -sfn "..data/$f" "$sa/$f"; done
 KUBERNETES_SERVICE_HOST=10.0.0.1 KUBERNETES_SERVICE_PORT=443 \
-  build/k8s-shim/xpu-k8s-shim token-sync --source-dir "$sa" --dest-dir "$run/xpu-runtime-auth" \
+  "$build"/k8s-shim/xpu-k8s-shim token-sync --source-dir "$sa" --dest-dir "$run/xpu-runtime-auth" \
   2>"$run/token-sync.log" &
 pids="$pids $!"
 wait_for "the token sync" $! "$run/token-sync.log" test -s "$run/xpu-runtime-auth/kubeconfig"
