@@ -129,11 +129,16 @@ func TestDashboardStructure(t *testing.T) {
 	if len(panels) == 0 {
 		t.Fatal("no panels")
 	}
+	titles := map[string]bool{} // an operator finds a panel by its title; so does the query test
 	for _, p := range panels {
 		if p.ID == nil || p.Type == "" || p.Title == "" {
 			t.Errorf("panel without id, type or title: %+v", p)
 			continue
 		}
+		if titles[p.Title] {
+			t.Errorf("two panels titled %q", p.Title)
+		}
+		titles[p.Title] = true
 		if other, dup := ids[*p.ID]; dup {
 			t.Errorf("panels %q and %q share id %d", other, p.Title, *p.ID)
 		}
@@ -326,7 +331,10 @@ func TestDashboardQueries(t *testing.T) {
 			all[name] = ".*"
 		}
 	}
-	one := map[string]string{"instance": regexp.QuoteMeta(instance), "xpu": strconv.Itoa(demoCard), "namespace": "default"}
+	// Grafana escapes a single-value regex variable the way a PromQL string needs it: every regex
+	// metacharacter gets a backslash, itself written \\ inside the quoted matcher.
+	one := map[string]string{"instance": strings.ReplaceAll(regexp.QuoteMeta(instance), `\`, `\\`),
+		"xpu": strconv.Itoa(demoCard), "namespace": "default"}
 	for name := range all {
 		if _, ok := one[name]; !ok {
 			t.Fatalf("variable %s has no concrete value in this test", name)
@@ -377,14 +385,18 @@ func TestDashboardQueries(t *testing.T) {
 				for _, target := range p.Targets {
 					expr := substitute(target.Expr, pass.values)
 					var got map[string]float64
+					var queryErr error
 					err := WaitFor(20*time.Second, func() (bool, string) {
-						var err error
-						got, err = promQuery(promPort, expr, target.Instant)
-						if err != nil {
-							return false, err.Error()
+						got, queryErr = promQuery(promPort, expr, target.Instant)
+						if queryErr != nil {
+							// A query Prometheus cannot parse will not parse later either.
+							return strings.Contains(queryErr.Error(), "invalid parameter"), queryErr.Error()
 						}
 						return len(got) > 0, "no data"
 					})
+					if err == nil && queryErr != nil {
+						err = queryErr
+					}
 					if err != nil {
 						t.Errorf("panel %q, target %s: %s: %v", p.Title, target.RefID, expr, err)
 						continue
