@@ -129,8 +129,14 @@ int on_key(void* user, const char* section, const char* name, const char* value)
     return fail("unknown key '" + std::string(name) + "' in section [" + section + "]");
   if (!state->seen.emplace(section, name).second)
     return fail("duplicate key '" + std::string(name) + "' in section [" + section + "]");
-  if (xpu::Status status = key->second(*state->config, value); !status)
-    return fail("bad value for " + std::string(section) + "." + name + ": " + status.error());
+  if (xpu::Status status = key->second(*state->config, value); !status) {
+    std::string message = "bad value for " + std::string(section) + "." + name + ": " + status.error();
+    // inih takes only ';' as the inline comment prefix; '#' starts a comment only at the start of a
+    // line, so `backend = auto  # note` is the value "auto  # note".
+    if (std::string_view(value).find('#') != std::string_view::npos)
+      message += " (an inline comment starts with ';', not '#')";
+    return fail(std::move(message));
+  }
   return 1;
 }
 

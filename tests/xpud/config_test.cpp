@@ -86,6 +86,9 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, BadConfig,
     ::testing::Values(
         BadConfigCase{"[daemon]\nbackend = cuda\n", "xpud.conf:2: bad value for daemon.backend"},
+        BadConfigCase{"[daemon]\nbackend = auto   # the default\n",
+                      ":2: bad value for daemon.backend: 'auto   # the default' is not one of auto, xpuml, "
+                      "sysfs, sim (an inline comment starts with ';', not '#')"},
         BadConfigCase{"[daemon]\nbackend = sim\nflavour = mild\n", ":3: unknown key 'flavour' in section [daemon]"},
         BadConfigCase{"[gpu]\nx = 1\n", ":2: unknown section [gpu]"},
         BadConfigCase{"[sampling]\ninterval_ms = fast\n", "'fast' is not a non-negative integer"},
