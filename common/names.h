@@ -30,6 +30,13 @@ inline constexpr std::string_view kErrorInvalidArgument = "com.kunlunxin.xpud1.E
 inline constexpr std::string_view kHealthy = "Healthy";
 inline constexpr std::string_view kUnhealthy = "Unhealthy";
 
+// Device.HealthReasonKind: the cause of Unhealthy as one of a few fixed words (empty while
+// Healthy), for clients that group or label by cause; HealthReason keeps the full text.
+namespace reason_kind {
+inline constexpr std::string_view kDriverFault = "driver_fault";    // the driver reports the fault
+inline constexpr std::string_view kReadFailures = "read_failures";  // reads failed too many times
+}  // namespace reason_kind
+
 inline constexpr std::string_view kDeviceNodePrefix = "/dev/xpu";
 inline constexpr std::string_view kControlNode = "/dev/xpuctrl";
 

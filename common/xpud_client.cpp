@@ -84,6 +84,9 @@ Result<DeviceInfo> parse_device(const Properties& p) {
             get_property(p, "HealthReason", d.health_reason) &&
             get_property(p, "IsVirtualFunction", d.is_virtual_function);
   if (!ok) return Error{"missing or mistyped property"};
+  // Added later than the rest: optional, so a client keeps working with an older xpud.
+  get_property(p, "HealthReasonKind", d.health_reason_kind);
+  get_property(p, "HealthTransitions", d.health_transitions);
   if (d.uuid.empty()) return Error{"empty Uuid"};
   if (health != names::kHealthy && health != names::kUnhealthy)
     return Error{"Health is '" + health + "'"};

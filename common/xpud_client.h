@@ -35,6 +35,9 @@ struct DeviceInfo {
   std::vector<unsigned> linked_devices;
   bool healthy = false;
   std::string health_reason;
+  std::string health_reason_kind;  // xpu::names::reason_kind::*; empty while healthy or unknown
+  // Health -> how often the card became it (an older xpud without the property: empty).
+  std::map<std::string, std::uint64_t> health_transitions;
   bool is_virtual_function = false;
 
   bool operator==(const DeviceInfo&) const = default;

@@ -62,7 +62,8 @@ class DeviceObject final
       : AdaptorInterfaces(connection, names::device_path(state.identity.index)),
         identity_(state.identity),
         healthy_(state.healthy),
-        reason_(state.health_reason) {
+        reason_(state.health_reason),
+        reason_kind_(state.health_reason_kind) {
     registerAdaptor();
     emitInterfacesAddedSignal({std::string(names::kDeviceInterface)});
   }
@@ -81,11 +82,19 @@ class DeviceObject final
   bool healthy() const { return healthy_; }
 
   // Returns true when the health changed (and the signals went out).
-  bool set_health(bool healthy, const std::string& reason) {
-    if (healthy == healthy_ && reason == reason_) return false;
-    healthy_ = healthy;
-    reason_ = reason;
-    emitPropertiesChangedSignal(std::string(names::kDeviceInterface), {"Health", "HealthReason"});
+  bool set_health(const DeviceState& state) {
+    if (state.healthy == healthy_ && state.health_reason == reason_) return false;
+    std::vector<std::string> changed = {"HealthReason", "HealthReasonKind"};
+    if (state.healthy != healthy_) {
+      // Counted here, where the change becomes visible, so a client that restarts (the
+      // exporter) still sees a flap that happened while it was away.
+      ++(state.healthy ? to_healthy_ : to_unhealthy_);
+      changed.insert(changed.end(), {"Health", "HealthTransitions"});
+    }
+    healthy_ = state.healthy;
+    reason_ = state.health_reason;
+    reason_kind_ = state.health_reason_kind;
+    emitPropertiesChangedSignal(std::string(names::kDeviceInterface), changed);
     return true;
   }
 
@@ -107,10 +116,17 @@ class DeviceObject final
     return std::string(healthy_ ? names::kHealthy : names::kUnhealthy);
   }
   std::string HealthReason() override { return reason_; }
+  std::string HealthReasonKind() override { return reason_kind_; }
+  std::map<std::string, uint64_t> HealthTransitions() override {
+    return {{std::string(names::kHealthy), to_healthy_}, {std::string(names::kUnhealthy), to_unhealthy_}};
+  }
 
   DeviceIdentity identity_;
   bool healthy_;
   std::string reason_;
+  std::string reason_kind_;
+  uint64_t to_healthy_ = 0;
+  uint64_t to_unhealthy_ = 0;
 };
 
 class SimulatorObject final
@@ -224,7 +240,7 @@ void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
                                           state->health_reason);
       continue;
     }
-    if (!it->second->set_health(state->healthy, state->health_reason)) continue;
+    if (!it->second->set_health(*state)) continue;
     const std::string health(state->healthy ? names::kHealthy : names::kUnhealthy);
     manager_->emitDeviceHealthChanged(names::device_path(index), health, state->health_reason);
     if (state->healthy) {

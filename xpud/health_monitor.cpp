@@ -1,15 +1,18 @@
 #include "xpud/health_monitor.h"
 
+#include "common/names.h"
+
 namespace xpud {
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 // Unhealthy with `reason`, keeping the reason already shown when it is the same cause.
-void set_unhealthy(HealthState& state, std::string reason) {
+void set_unhealthy(HealthState& state, std::string reason, std::string_view kind) {
   if (!state.healthy && reason_kind(state.reason) == reason_kind(reason)) return;
   state.healthy = false;
   state.reason = std::move(reason);
+  state.reason_kind = kind;
 }
 
 }  // namespace
@@ -36,11 +39,12 @@ const HealthState& HealthMonitor::update(const std::string& uuid, const DeviceRe
   HealthState& state = states_[uuid];
   if (reading.fault) {
     state.consecutive_failures = 0;
-    set_unhealthy(state, *reading.fault);
+    set_unhealthy(state, *reading.fault, xpu::names::reason_kind::kDriverFault);
   } else if (reading.read_error) {
     ++state.consecutive_failures;
     if (state.consecutive_failures >= failure_threshold_)
-      set_unhealthy(state, "reads keep failing: " + *reading.read_error);
+      set_unhealthy(state, "reads keep failing: " + *reading.read_error,
+                    xpu::names::reason_kind::kReadFailures);
   } else {
     state = HealthState{};
   }

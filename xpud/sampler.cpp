@@ -134,7 +134,8 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& /*s
     if (value.read_error) spdlog::debug("{}: read failed: {}", device, *value.read_error);
     const HealthState& health = health_.update(identity.uuid, value);
     snapshot->devices.push_back(
-        DeviceState{identity, std::move(value.metrics), health.healthy, health.reason});
+        DeviceState{identity, std::move(value.metrics), health.healthy, health.reason,
+                    std::string(health.reason_kind)});
   }
   snapshot->timestamp_usec = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(

@@ -28,6 +28,7 @@ struct DeviceState {
   std::map<std::string, double> metrics;
   bool healthy = true;
   std::string health_reason;
+  std::string health_reason_kind;  // xpu::names::reason_kind::*; empty while healthy
 };
 
 struct Snapshot {

@@ -50,6 +50,13 @@ ClientMetric gauge(std::vector<ClientMetric::Label> labels, double value) {
   return metric;
 }
 
+ClientMetric counter(std::vector<ClientMetric::Label> labels, double value) {
+  ClientMetric metric;
+  metric.label = std::move(labels);
+  metric.counter.value = value;
+  return metric;
+}
+
 std::vector<ClientMetric::Label> device_labels(const xpu::DeviceInfo& device, const PodMap& pods) {
   std::vector<ClientMetric::Label> labels = {{"xpu", std::to_string(device.index)},
                                              {"uuid", device.uuid},
@@ -63,6 +70,11 @@ std::vector<ClientMetric::Label> device_labels(const xpu::DeviceInfo& device, co
   return labels;
 }
 
+bool is_reason_kind(std::string_view kind) {
+  return kind == xpu::names::reason_kind::kDriverFault ||
+         kind == xpu::names::reason_kind::kReadFailures;
+}
+
 }  // namespace
 
 std::vector<MetricFamily> build_families(const ScrapeInputs& inputs) {
@@ -74,6 +86,17 @@ std::vector<MetricFamily> build_families(const ScrapeInputs& inputs) {
     MetricFamily info = gauge_family("xpu_info", "Identity of each XPU; the value is always 1.");
     MetricFamily healthy =
         gauge_family("xpu_healthy", "1 when xpud reports the XPU Healthy, 0 when Unhealthy.");
+    // Only the card's identity as labels: a counter must not start a new series when a pod
+    // comes or goes.
+    MetricFamily transitions{"xpu_health_transitions_total",
+                             "Times xpud saw the XPU's health become the value of `to` (counted by "
+                             "xpud since the card appeared, so an exporter restart loses none).",
+                             MetricType::Counter,
+                             {}};
+    MetricFamily reason = gauge_family(
+        "xpu_health_reason_info",
+        "Why an Unhealthy XPU is Unhealthy, as a fixed word (driver_fault, read_failures, other); "
+        "1 while Unhealthy, absent while Healthy.");
     std::vector<MetricFamily> values;
     for (const auto& family : kDeviceFamilies)
       values.push_back(gauge_family(family.name, family.help));
@@ -92,6 +115,23 @@ std::vector<MetricFamily> build_families(const ScrapeInputs& inputs) {
       info_labels.push_back({"driver_version", inputs.view.manager.driver_version});
       info.metric.push_back(gauge(std::move(info_labels), 1));
       healthy.metric.push_back(gauge(labels, device.healthy ? 1 : 0));
+      const std::vector<ClientMetric::Label> card = {{"xpu", std::to_string(device.index)},
+                                                     {"uuid", device.uuid}};
+      for (const auto& [to, count] : device.health_transitions) {
+        // The words xpud defines; anything else would be an unbounded label value.
+        if (to != xpu::names::kHealthy && to != xpu::names::kUnhealthy) continue;
+        auto to_labels = card;
+        to_labels.push_back({"to", to});
+        transitions.metric.push_back(counter(std::move(to_labels), static_cast<double>(count)));
+      }
+      if (!device.healthy) {
+        // A word this exporter does not know (a newer xpud) or none (an older one) is "other":
+        // the label stays bounded and the card still shows as Unhealthy for some reason.
+        auto reason_labels = card;
+        reason_labels.push_back(
+            {"reason", is_reason_kind(device.health_reason_kind) ? device.health_reason_kind : "other"});
+        reason.metric.push_back(gauge(std::move(reason_labels), 1));
+      }
 
       for (size_t i = 0; i < kDeviceFamilies.size(); ++i) {
         auto value = device_metrics->values.find(std::string(kDeviceFamilies[i].key));
@@ -101,6 +141,8 @@ std::vector<MetricFamily> build_families(const ScrapeInputs& inputs) {
     }
     families.push_back(std::move(info));
     families.push_back(std::move(healthy));
+    families.push_back(std::move(transitions));
+    families.push_back(std::move(reason));
     for (auto& family : values) families.push_back(std::move(family));
     std::erase_if(families, [](const MetricFamily& family) { return family.metric.empty(); });
   }
@@ -116,6 +158,10 @@ std::vector<MetricFamily> build_families(const ScrapeInputs& inputs) {
       gauge_family("xpu_exporter_scrape_duration_seconds",
                    "Time this scrape spent collecting from xpud and the kubelet, in seconds.");
   duration.metric.push_back(gauge({}, inputs.scrape_duration_seconds));
+  MetricFamily build_info = gauge_family(
+      "xpu_exporter_build_info", "The exporter's version as a label; the value is always 1.");
+  build_info.metric.push_back(gauge({{"version", XPU_VERSION}}, 1));
+  families.push_back(std::move(build_info));
   families.push_back(std::move(xpud_up));
   families.push_back(std::move(podresources_up));
   families.push_back(std::move(duration));

@@ -26,7 +26,7 @@ struct ScrapeInputs {
 
 // Per-device families only for cards present in both the snapshot and the view (a card xpud
 // just added may miss from the view for one scrape); a metric xpud left out stays out; a family
-// without samples is omitted. The exporter's own three families are always present.
+// without samples is omitted. The exporter's own four families are always present.
 std::vector<prometheus::MetricFamily> build_families(const ScrapeInputs& inputs);
 
 std::string render_text(const std::vector<prometheus::MetricFamily>& families);

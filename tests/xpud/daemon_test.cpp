@@ -204,6 +204,10 @@ TEST_F(XpudTest, HealthChangeIsSignalledAndRecovers) {
   ASSERT_TRUE(devices);
   EXPECT_FALSE((*devices)[3].healthy);
   EXPECT_EQ((*devices)[3].health_reason, "test fault");
+  EXPECT_EQ((*devices)[3].health_reason_kind, "driver_fault");
+  using Transitions = std::map<std::string, std::uint64_t>;
+  EXPECT_EQ((*devices)[3].health_transitions, (Transitions{{"Healthy", 0}, {"Unhealthy", 1}}));
+  EXPECT_EQ((*devices)[2].health_transitions, (Transitions{{"Healthy", 0}, {"Unhealthy", 0}}));
   EXPECT_GE(notify_.wait_for("STATUS=8 devices, 7 healthy, backend sim", 5s), 0);
   EXPECT_NE(xpud_->output().find("xpu3: health: Unhealthy: test fault"), std::string::npos);
 
@@ -217,6 +221,16 @@ TEST_F(XpudTest, HealthChangeIsSignalledAndRecovers) {
     EXPECT_EQ(signals[1], std::make_tuple(names::device_path(3), std::string("Healthy"), std::string("")));
   }
   EXPECT_GE(notify_.wait_for("STATUS=8 devices, 8 healthy, backend sim", 5s), 0);
+  devices = client().list_devices();
+  ASSERT_TRUE(devices);
+  EXPECT_EQ((*devices)[3].health_reason_kind, "");
+  // The fault is gone and its trace stays: a client that looks only now still sees it.
+  EXPECT_EQ((*devices)[3].health_transitions, (Transitions{{"Healthy", 1}, {"Unhealthy", 1}}));
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_NE(std::find(changed_properties.begin(), changed_properties.end(), "HealthTransitions"),
+              changed_properties.end());
+  }
   connection->leaveEventLoop();
 }
 

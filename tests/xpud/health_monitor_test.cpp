@@ -32,6 +32,17 @@ TEST(HealthMonitor, ReadFailuresCountUntilTheThreshold) {
   EXPECT_EQ(state.reason, "reads keep failing: XPU_IS_LOST");
 }
 
+TEST(HealthMonitor, TheReasonKindIsOneFixedWordPerCause) {
+  HealthMonitor monitor(2);
+  EXPECT_EQ(monitor.update("u0", ok()).reason_kind, "");
+  EXPECT_EQ(monitor.update("u0", fault("state ERROR")).reason_kind, "driver_fault");
+  EXPECT_EQ(monitor.update("u0", ok()).reason_kind, "");
+  EXPECT_EQ(monitor.update("u0", failed("timeout")).reason_kind, "");  // still Healthy
+  const auto& state = monitor.update("u0", failed("timeout"));
+  EXPECT_FALSE(state.healthy);
+  EXPECT_EQ(state.reason_kind, "read_failures");
+}
+
 TEST(HealthMonitor, PersistentFailureKeepsItsReason) {
   HealthMonitor monitor(2);
   monitor.update("u0", failed("driver busy: 'read xpu0' has not returned after 300 ms"));

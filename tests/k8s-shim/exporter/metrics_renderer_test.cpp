@@ -129,6 +129,41 @@ TEST(MetricsRenderer, EveryFamilyHasHelpAndGaugeType) {
   }
 }
 
+TEST(MetricsRenderer, HealthHistoryAndReasonCarryTheCardsIdentityOnly) {
+  auto inputs = two_cards();
+  inputs.view.devices[0].health_transitions = {{"Healthy", 3}, {"Unhealthy", 3}};
+  inputs.view.devices[1].health_transitions = {{"Healthy", 0}, {"Unhealthy", 1}, {"Sideways", 7}};
+  inputs.view.devices[1].health_reason_kind = "driver_fault";
+  std::string text = render_text(build_families(inputs));
+  EXPECT_THAT(text, HasSubstr("# TYPE xpu_health_transitions_total counter\n"));
+  // No pod labels on a counter (card 1 is held by a pod): a pod coming or going must not start
+  // a new series; and a word xpud does not define is not turned into a label value.
+  EXPECT_THAT(samples_of(text, "xpu_health_transitions_total"),
+              ::testing::ElementsAre(R"(xpu_health_transitions_total{xpu="0",uuid="uuid-0",to="Healthy"} 3)",
+                                     R"(xpu_health_transitions_total{xpu="0",uuid="uuid-0",to="Unhealthy"} 3)",
+                                     R"(xpu_health_transitions_total{xpu="1",uuid="uuid-1",to="Healthy"} 0)",
+                                     R"(xpu_health_transitions_total{xpu="1",uuid="uuid-1",to="Unhealthy"} 1)"));
+  // Only the Unhealthy card has a reason.
+  EXPECT_THAT(samples_of(text, "xpu_health_reason_info"),
+              ::testing::ElementsAre(R"(xpu_health_reason_info{xpu="1",uuid="uuid-1",reason="driver_fault"} 1)"));
+
+  // A word this exporter does not know, or none (an older xpud), is "other": still bounded.
+  for (const char* kind : {"cosmic_rays", ""}) {
+    inputs.view.devices[1].health_reason_kind = kind;
+    text = render_text(build_families(inputs));
+    EXPECT_THAT(samples_of(text, "xpu_health_reason_info"),
+                ::testing::ElementsAre(R"(xpu_health_reason_info{xpu="1",uuid="uuid-1",reason="other"} 1)"))
+        << kind;
+  }
+}
+
+TEST(MetricsRenderer, BuildInfoIsAlwaysThere) {
+  auto inputs = two_cards();
+  inputs.metrics.reset();
+  EXPECT_THAT(samples_of(render_text(build_families(inputs)), "xpu_exporter_build_info"),
+              ::testing::ElementsAre(std::string("xpu_exporter_build_info{version=\"") + XPU_VERSION + "\"} 1"));
+}
+
 TEST(MetricsRenderer, MetricXpudLeftOutIsLeftOut) {
   std::string text = render_text(build_families(two_cards()));
   // Card 1 reported no power: no series for it, and no zero.
