@@ -10,7 +10,8 @@ loopback and bounded in count and time:
     plain port: each gets an error or a close, and the server keeps serving;
   - [::1] and 127.0.0.1 both served on [::];
   - 10,000 connections opened and dropped: no growth of descriptors, threads or RSS after.
-With PROMETHEUS_NODE_EXPORTER (default: prometheus-node-exporter on PATH) the slow-client figures
+With node_exporter (PROMETHEUS_NODE_EXPORTER, else prometheus-node-exporter on PATH, where
+`scripts/install-deps.sh test` links Debian's binary without its service) the slow-client figures
 are measured for node_exporter too, in the same run, for comparison.
 
 Usage: exporter_hostile.py [BUILD_DIR]; XPUD_BIN and XPU_K8S_SHIM_BIN override the binaries.
@@ -35,7 +36,7 @@ import time
 BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
 XPUD = os.environ.get("XPUD_BIN", os.path.join(BUILD, "xpud/xpud"))
 SHIM = os.environ.get("XPU_K8S_SHIM_BIN", os.path.join(BUILD, "k8s-shim/xpu-k8s-shim"))
-NODE_EXPORTER = os.environ.get("PROMETHEUS_NODE_EXPORTER", shutil.which("prometheus-node-exporter") or "")
+NODE_EXPORTER = os.environ.get("PROMETHEUS_NODE_EXPORTER") or shutil.which("prometheus-node-exporter") or ""
 
 IDLE_TIMEOUT_S = 10  # HttpLimits::idle_timeout
 HEAD_TIMEOUT_S = 10  # HttpLimits::head_timeout
@@ -405,7 +406,13 @@ def main():
             procs.append(node)
             if wait_until(lambda: get("127.0.0.1", ne_port)[0] == 200, 10):
                 slow_client_figures("node_exporter", "127.0.0.1", ne_port, node.proc.pid)
+            else:
+                print("node_exporter did not answer within 10 s: no comparison figures\n"
+                      + node.output()[-2000:], flush=True)
             node.stop()
+        else:
+            print("node_exporter not found: no comparison figures (`scripts/install-deps.sh test` "
+                  "links it without installing a service)", flush=True)
     except SetupError as e:
         print(f"exporter_hostile.py: {e}", file=sys.stderr)
         return 1
