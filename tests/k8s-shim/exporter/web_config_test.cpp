@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -126,6 +127,38 @@ TEST_F(WebConfigTest, ChangesToAnyNamedFileAreSeen) {
   EXPECT_EQ(loaded->config.tls->key_pem, "KEY2");
   std::filesystem::remove(dir_ / "server.crt");
   EXPECT_TRUE(web_config_files_changed(loaded->files));
+}
+
+// The exporter README's example, as a reader copies it: the ```yaml block under
+// "### Example web config", beside the files a cert-manager Secret holds.
+std::string readme_web_config_example() {
+  std::ifstream file(std::filesystem::path(XPU_SOURCE_DIR) / "k8s-shim/exporter/README.md");
+  std::stringstream text;
+  text << file.rdbuf();
+  const std::string readme = text.str();
+  const std::size_t section = readme.find("\n### Example web config\n");
+  if (section == std::string::npos) return {};
+  const std::string fence = "\n```yaml\n";
+  const std::size_t start = readme.find(fence, section);
+  if (start == std::string::npos) return {};
+  const std::size_t end = readme.find("\n```", start + fence.size());
+  if (end == std::string::npos) return {};
+  return readme.substr(start + fence.size(), end + 1 - start - fence.size());
+}
+
+TEST_F(WebConfigTest, ReadmeExampleLoadsAsWritten) {
+  const std::string example = readme_web_config_example();
+  ASSERT_THAT(example, HasSubstr("tls_server_config:")) << "no ```yaml block under ### Example web config";
+  write("tls.crt", "CERT");
+  write("tls.key", "KEY");
+  write("ca.crt", "CA");
+  auto loaded = load_web_config(write("web-config.yml", example));
+  ASSERT_TRUE(loaded) << loaded.error() << "\n" << example;
+  ASSERT_TRUE(loaded->config.tls);
+  EXPECT_EQ(loaded->config.tls->client_auth, ClientAuth::RequireAndVerify);
+  EXPECT_EQ(loaded->config.tls->client_ca_pem, "CA");
+  // The README says the user is prometheus with the password changeme.
+  EXPECT_TRUE(basic_auth_matches(loaded->config.basic_auth_users, "prometheus", "changeme"));
 }
 
 TEST(BasicAuth, BcryptHashesOfEveryPrefixAreChecked) {
