@@ -16,6 +16,7 @@
 #include "k8s-shim/exporter/basic_auth.h"
 #include "k8s-shim/exporter/head_deadline.h"
 #include "k8s-shim/exporter/metrics_renderer.h"
+#include "k8s-shim/exporter/status_page.h"
 
 namespace shim::exporter {
 namespace {
@@ -32,6 +33,7 @@ struct Response {
   unsigned status = MHD_HTTP_OK;
   std::string_view content_type = kPlainText;
   std::string body;
+  std::string_view content_security_policy = {};  // sent when not empty
   bool allow_header = false;      // 405 says which methods are allowed
   bool ask_for_password = false;  // 401 names the scheme and realm
 };
@@ -49,6 +51,11 @@ MHD_Result send(MHD_Connection* connection, const Response& reply) {
                           std::string(reply.content_type).c_str());
   MHD_add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
   if (reply.allow_header) MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+  if (!reply.content_security_policy.empty()) {
+    MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_SECURITY_POLICY,
+                            std::string(reply.content_security_policy).c_str());
+    MHD_add_response_header(response, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff");
+  }
   if (reply.ask_for_password)
     MHD_add_response_header(response, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                             "Basic realm=\"xpu-exporter\", charset=\"UTF-8\"");
@@ -108,8 +115,12 @@ bool has_body(MHD_Connection* connection) {
 // whole daemon, so a request never sees half of an old and half of a new configuration.
 class ExporterHttpServer::Daemon {
  public:
-  Daemon(const MetricsSource& metrics, WebConfig web, std::chrono::milliseconds head_timeout)
-      : metrics_(metrics), web_(std::move(web)), head_deadline_(head_timeout) {}
+  Daemon(const MetricsSource& metrics, const PageSource& status_page, WebConfig web,
+         std::chrono::milliseconds head_timeout)
+      : metrics_(metrics),
+        status_page_(status_page),
+        web_(std::move(web)),
+        head_deadline_(head_timeout) {}
 
   ~Daemon() {
     if (daemon_ == nullptr) return;
@@ -213,14 +224,20 @@ class ExporterHttpServer::Daemon {
     }
     if (has_body(connection))
       return plain(MHD_HTTP_CONTENT_TOO_LARGE, "a request body is not accepted here\n");
-    if (path == "/") return Response{MHD_HTTP_OK, "text/html; charset=utf-8", std::string(kLandingPage)};
+    if (path == "/" && !status_page_)
+      return Response{MHD_HTTP_OK, kHtmlContentType, std::string(kLandingPage)};
     try {
+      if (path == "/") {
+        Response page{MHD_HTTP_OK, kHtmlContentType, status_page_()};
+        page.content_security_policy = kStatusPageContentSecurityPolicy;
+        return page;
+      }
       return Response{MHD_HTTP_OK, kTextContentType, metrics_()};
     } catch (const std::exception& e) {
       // A scrape fails; the server keeps going.
-      spdlog::error("scrape failed: {}", e.what());
+      spdlog::error("{} failed: {}", path == "/" ? "the / page" : "scrape", e.what());
     } catch (...) {
-      spdlog::error("scrape failed: unknown exception");
+      spdlog::error("{} failed: unknown exception", path == "/" ? "the / page" : "scrape");
     }
     return plain(MHD_HTTP_INTERNAL_SERVER_ERROR, "scrape failed\n");
   }
@@ -247,34 +264,40 @@ class ExporterHttpServer::Daemon {
   }
 
   const MetricsSource& metrics_;
+  const PageSource& status_page_;
   const WebConfig web_;
   HeadDeadline head_deadline_;  // outlives the MHD daemon, which calls into it until stopped
   MHD_Daemon* daemon_ = nullptr;
 };
 
 ExporterHttpServer::ExporterHttpServer(ListenAddress listen, ListenSocket socket,
-                                       MetricsSource metrics, Limits limits)
+                                       MetricsSource metrics, PageSource status_page,
+                                       Limits limits)
     : listen_(std::move(listen)),
       socket_(std::move(socket)),
       metrics_(std::move(metrics)),
+      status_page_(std::move(status_page)),
       limits_(limits) {}
 
 ExporterHttpServer::~ExporterHttpServer() = default;
 
 xpu::Result<std::unique_ptr<ExporterHttpServer::Daemon>> ExporterHttpServer::start_daemon(
     WebConfig web) {
-  auto daemon = std::make_unique<Daemon>(metrics_, std::move(web), limits_.head_timeout);
+  auto daemon =
+      std::make_unique<Daemon>(metrics_, status_page_, std::move(web), limits_.head_timeout);
   if (auto started = daemon->start(socket_.fd.get(), limits_); !started)
     return xpu::Error{"cannot serve on " + listen_.to_string() + ": " + started.error()};
   return daemon;
 }
 
 xpu::Result<std::unique_ptr<ExporterHttpServer>> ExporterHttpServer::start(
-    const ListenAddress& listen, MetricsSource metrics, Limits limits, WebConfig web) {
+    const ListenAddress& listen, MetricsSource metrics, Limits limits, WebConfig web,
+    PageSource status_page) {
   auto socket = open_listen_socket(listen);
   if (!socket) return xpu::Error{socket.error()};
   std::unique_ptr<ExporterHttpServer> server(
-      new ExporterHttpServer(listen, std::move(*socket), std::move(metrics), limits));
+      new ExporterHttpServer(listen, std::move(*socket), std::move(metrics),
+                             std::move(status_page), limits));
   auto daemon = server->start_daemon(std::move(web));
   if (!daemon) return xpu::Error{daemon.error()};
   server->daemon_ = std::move(*daemon);

@@ -40,6 +40,8 @@ class ExporterHttpServer {
  public:
   // Produces the /metrics body; called from the server's threads, several at a time.
   using MetricsSource = std::function<std::string()>;
+  // Produces the `/` page (HTML), likewise; without one `/` is a static page of links.
+  using PageSource = std::function<std::string()>;
 
   using Limits = HttpLimits;
 
@@ -47,7 +49,8 @@ class ExporterHttpServer {
   static xpu::Result<std::unique_ptr<ExporterHttpServer>> start(const ListenAddress& listen,
                                                                 MetricsSource metrics,
                                                                 Limits limits = Limits{},
-                                                                WebConfig web = WebConfig{});
+                                                                WebConfig web = WebConfig{},
+                                                                PageSource status_page = {});
 
   // Serves from now on with `web` (new certificates, users): a new daemon takes over the same
   // socket, and the old one finishes the requests it holds. On error the old settings stay.
@@ -64,12 +67,13 @@ class ExporterHttpServer {
  private:
   class Daemon;
   ExporterHttpServer(ListenAddress listen, ListenSocket socket, MetricsSource metrics,
-                     Limits limits);
+                     PageSource status_page, Limits limits);
   xpu::Result<std::unique_ptr<Daemon>> start_daemon(WebConfig web);
 
   const ListenAddress listen_;
   ListenSocket socket_;  // outlives every daemon: declared before daemon_
   MetricsSource metrics_;
+  PageSource status_page_;
   Limits limits_;
   std::mutex reconfiguring_;
   std::unique_ptr<Daemon> daemon_;

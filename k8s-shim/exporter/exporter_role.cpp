@@ -157,7 +157,8 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
     const bool tls = web.config.tls.has_value();
     const bool basic_auth = !web.config.basic_auth_users.empty();
     auto server = exporter::ExporterHttpServer::start(
-        *listen, [&scraper] { return scraper.scrape(); }, limits, web.config);
+        *listen, [&scraper] { return scraper.scrape(); }, limits, web.config,
+        [&scraper] { return scraper.status_page(); });
     if (!server) {
       spdlog::error("{}", server.error());
       return 1;

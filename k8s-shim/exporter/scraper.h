@@ -1,9 +1,11 @@
-// One scrape: xpud's GetMetrics, the watcher's device view and the cached pod map, rendered.
+// One scrape: xpud's GetMetrics, the watcher's device view and the cached pod map, rendered as
+// Prometheus text for /metrics or as the HTML page for /.
 #pragma once
 
 #include <string>
 
 #include "common/xpud_client.h"
+#include "k8s-shim/exporter/metrics_renderer.h"
 #include "k8s-shim/exporter/pod_owners_cache.h"
 #include "k8s-shim/exporter/single_flight.h"
 
@@ -18,7 +20,12 @@ class Scraper {
   // scrapes run at once (they share one GetMetrics and one List).
   std::string scrape();
 
+  // The `/` page from the same inputs, under the same bounds.
+  std::string status_page();
+
  private:
+  ScrapeInputs gather();
+
   xpu::XpudClient& xpud_;
   PodOwnersCache& pods_;
   SingleFlight<xpu::Result<xpu::MetricsSnapshot>> get_metrics_;

@@ -62,6 +62,39 @@ TEST_F(ExporterHttpServerTest, LandingPageLinksMetrics) {
   EXPECT_EQ(scrapes_, 0);
 }
 
+TEST(ExporterHttpServerPage, StatusPageFromItsSourceWithAPolicyThatForbidsScripts) {
+  std::atomic<bool> fail{false};
+  auto started = ExporterHttpServer::start(
+      kLoopbackAnyPort, [] { return std::string(kBody); }, HttpLimits{}, WebConfig{},
+      [&fail] {
+        if (fail) throw std::runtime_error("boom");
+        return std::string("<!DOCTYPE html><p>cards</p>");
+      });
+  ASSERT_TRUE(started) << started.error();
+  const auto port = (*started)->port();
+  auto reply = http_request(port, "GET", "/");
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_EQ(reply->headers["content-type"], "text/html; charset=utf-8");
+  EXPECT_EQ(reply->body, "<!DOCTYPE html><p>cards</p>");
+  EXPECT_THAT(reply->headers["content-security-policy"], HasSubstr("default-src 'none'"));
+  EXPECT_EQ(reply->headers["x-content-type-options"], "nosniff");
+  EXPECT_EQ(reply->headers["cache-control"], "no-store");
+  // /metrics is still the metrics, without the page's policy.
+  auto metrics = http_request(port, "GET", "/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->body, kBody);
+  EXPECT_EQ(metrics->headers.count("content-security-policy"), 0u);
+  // A page that cannot be built is a 500, and the server keeps serving.
+  fail = true;
+  auto failed = http_request(port, "GET", "/");
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->status, 500);
+  auto after = http_request(port, "GET", "/healthz");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->status, 200);
+}
+
 TEST_F(ExporterHttpServerTest, HealthzSaysOk) {
   auto reply = http_request(server_->port(), "GET", "/healthz");
   ASSERT_TRUE(reply);
