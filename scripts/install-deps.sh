@@ -85,3 +85,5 @@ extract_programs prometheus-node-exporter prometheus-node-exporter
 # ci: package builds (tests/packaging) and systemd booted in a container on a debootstrap root
 # (tests/e2e).
 apt_install debhelper dpkg-dev lintian fakeroot rpm systemd-container debootstrap
+# Headless Chromium and a font for the exporter page's browser test (exporter_page_browser, e2e).
+apt_install chromium fonts-dejavu-core

@@ -3,12 +3,12 @@ module kunlunxin.com/xpud/tests/kubelet-standin
 go 1.26.0
 
 require (
+	golang.org/x/net v0.60.0
 	google.golang.org/grpc v1.85.0
 	k8s.io/kubelet v0.34.2
 )
 
 require (
-	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
