@@ -1,5 +1,7 @@
 #include "k8s-shim/device_plugin/device_plugin_options.h"
 
+#include "k8s-shim/device_plugin/node_feature_file.h"
+
 namespace shim {
 namespace {
 constexpr std::uint64_t kMaxGraceSeconds = 86400;
@@ -55,6 +57,15 @@ void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& optio
                    options.xpu_share_replicas = static_cast<unsigned>(*count);
                    return xpu::ok_status();
                  });
+  cli.add_option("nfd-features-file", "PATH",
+                 "write the node's XPU facts as node-feature-discovery labels (kunlunxin.com/xpu.*) "
+                 "to this file in NFD's features.d directory (default empty: off)",
+                 [&options](std::string_view value) -> xpu::Status {
+                   if (!value.empty())
+                     if (auto status = validate_feature_file_path(value); !status) return status;
+                   options.nfd_features_file = std::string(value);
+                   return xpu::ok_status();
+                 });
 }
 
 xpu::Status check_device_plugin_options(const DevicePluginOptions& options) {
@@ -82,6 +93,14 @@ ResourceConfig resource_config(const DevicePluginOptions& options) {
   config.sriov_num_vfs = options.enable_sriov ? options.sriov_num_vfs : 0;
   config.share_replicas = options.enable_xpu_share ? options.xpu_share_replicas : 0;
   return config;
+}
+
+NodeFeatureOptions node_feature_options(const DevicePluginOptions& options, MemoryUnit memory_unit) {
+  NodeFeatureOptions features;
+  features.memory_unit = memory_unit;
+  features.sriov = options.enable_sriov;
+  features.share_replicas = options.enable_xpu_share ? options.xpu_share_replicas : 0;
+  return features;
 }
 
 }  // namespace shim

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/command_line.h"
+#include "k8s-shim/device_plugin/node_features.h"
 #include "k8s-shim/device_plugin/resource_manager.h"
 #include "k8s-shim/resource_name.h"
 #include "k8s-shim/shim_options.h"
@@ -27,6 +28,8 @@ struct DevicePluginOptions {
   bool reconfig_vxpu = false;
   bool enable_xpu_share = false;
   unsigned xpu_share_replicas = 4;
+  // node-feature-discovery feature file for the node's XPU labels; empty: none written.
+  std::string nfd_features_file;
 };
 
 inline constexpr unsigned kMaxSriovNumVfs = 64;
@@ -34,7 +37,8 @@ inline constexpr unsigned kMaxShareReplicas = 64;
 
 // --plugin-dir DIR, --resource-name NAME (validated), --resource-per-model,
 // --xpud-grace-period SECONDS (0..86400), --enable-sriov, --sriov-num-vfs N (0..64),
-// --reconfig-vxpu, --enable-xpu-share, --xpu-share-replicas N (1..64).
+// --reconfig-vxpu, --enable-xpu-share, --xpu-share-replicas N (1..64),
+// --nfd-features-file PATH (empty: off; a dot file is refused, NFD would ignore it).
 void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& options);
 
 // Combinations the flags alone cannot check: --reconfig-vxpu needs --enable-sriov.
@@ -45,5 +49,6 @@ DevicePluginOptions parse_device_plugin_command_line(ShimOptions& options,
                                                      std::span<const std::string> args);
 
 ResourceConfig resource_config(const DevicePluginOptions& options);
+NodeFeatureOptions node_feature_options(const DevicePluginOptions& options, MemoryUnit memory_unit);
 
 }  // namespace shim

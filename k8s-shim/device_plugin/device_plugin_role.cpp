@@ -2,19 +2,24 @@
 //
 // Threads: the xpud client's watcher thread feeds the ResourceTracker, which publishes to the
 // ListAndWatch streams directly (gRPC threads); this thread owns the KubeletConnector (servers,
-// registration, directory watch) and the grace-period timer, and handles stop signals.
+// registration, directory watch), the grace-period timer and the NFD feature file (written here,
+// never on the watcher thread, so a slow disk cannot delay health updates), and handles stop
+// signals.
 #include <poll.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 
 #include <spdlog/spdlog.h>
 
 #include "common/xpud_client.h"
 #include "k8s-shim/device_plugin/device_plugin_options.h"
 #include "k8s-shim/device_plugin/kubelet_connector.h"
+#include "k8s-shim/device_plugin/node_feature_file.h"
+#include "k8s-shim/device_plugin/node_features.h"
 #include "k8s-shim/device_plugin/resource_tracker.h"
 #include "k8s-shim/device_plugin/wake_event.h"
 #include "k8s-shim/roles.h"
@@ -55,6 +60,13 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args, xp
     spdlog::info("shared mode: each card advertised {} times; whole cards are not advertised",
                  plugin.xpu_share_replicas);
 
+  std::unique_ptr<NodeFeatureFile> features;
+  if (!plugin.nfd_features_file.empty()) {
+    features = std::make_unique<NodeFeatureFile>(std::filesystem::absolute(plugin.nfd_features_file));
+    spdlog::info("node labels for node-feature-discovery go to {}", features->path().string());
+  }
+  const NodeFeatureOptions feature_options = node_feature_options(plugin, options.memory_unit);
+
   ResourceTracker tracker(resource_config(plugin),
                           plugin.xpud_grace_period, Clock::now());
   WakeEvent wake;
@@ -64,7 +76,10 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args, xp
   {
     // Declared after what its listener uses, so it stops calling back before they go away.
     xpu::XpudClient client(xpu::ClientOptions{.bus_address = options.bus_address});
-    client.watch([&tracker, &wake](const xpu::DeviceView& view) {
+    client.watch([&tracker, &wake, &features, &feature_options](const xpu::DeviceView& view) {
+      if (features)
+        if (auto labels = node_feature_labels(view, feature_options))
+          features->set_content(render_feature_file(*labels));
       tracker.update(view, Clock::now());
       wake.signal();  // a new resource may need a server
     });
@@ -85,11 +100,15 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args, xp
       if (fds[1].revents & POLLIN) connector.handle_directory_events();
       if (fds[2].revents & POLLIN) wake.clear();
       tracker.tick(Clock::now());
+      // Every pass, not only after news: puts back a file someone removed, retries a failure.
+      if (features) features->sync();
     }
     spdlog::info("stopping");
     tracker.close_all();  // ends every ListAndWatch stream
     connector.stop();     // stops the servers, removes the sockets
   }
+  // After the watcher has stopped, so nothing writes the file again.
+  if (features) features->remove();
   spdlog::info("stopped");
   return status;
 }

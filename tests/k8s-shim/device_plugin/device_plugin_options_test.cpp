@@ -69,5 +69,28 @@ TEST(DevicePluginOptions, OutOfRangeCountsAreUsageErrors) {
               "option '--enable-sriov' takes no value");
 }
 
+TEST(DevicePluginOptions, NfdFeaturesFileIsOffUnlessNamed) {
+  EXPECT_EQ(parse({}).nfd_features_file, "");
+  EXPECT_EQ(parse({"--nfd-features-file", ""}).nfd_features_file, "");
+  EXPECT_EQ(parse({"--nfd-features-file", "/etc/kubernetes/node-feature-discovery/features.d/kunlunxin-xpu"})
+                .nfd_features_file,
+            "/etc/kubernetes/node-feature-discovery/features.d/kunlunxin-xpu");
+  auto features = node_feature_options(parse({"--enable-sriov", "--enable-xpu-share", "--xpu-share-replicas", "2"}),
+                                       MemoryUnit::GiB);
+  EXPECT_EQ(features.memory_unit, MemoryUnit::GiB);
+  EXPECT_TRUE(features.sriov);
+  EXPECT_EQ(features.share_replicas, 2u);
+  EXPECT_EQ(node_feature_options(parse({"--xpu-share-replicas", "2"}), MemoryUnit::MiB).share_replicas, 0u);
+}
+
+TEST(DevicePluginOptions, NfdFeaturesFileThatNfdWouldNotReadIsAUsageError) {
+  EXPECT_EXIT(parse({"--nfd-features-file", "/etc/features.d/.kunlunxin-xpu"}), ::testing::ExitedWithCode(2),
+              "--nfd-features-file: '.kunlunxin-xpu' starts with '.', and node-feature-discovery ignores such files");
+  EXPECT_EXIT(parse({"--nfd-features-file", "/etc/features.d/"}), ::testing::ExitedWithCode(2),
+              "--nfd-features-file: '/etc/features.d/' names a directory, not a file");
+  EXPECT_EXIT(parse({"--nfd-features-file", "/etc/features.d/.."}), ::testing::ExitedWithCode(2),
+              "names a directory, not a file");
+}
+
 }  // namespace
 }  // namespace shim
