@@ -618,6 +618,65 @@ class GrafanaDashboard(unittest.TestCase):
         self.assertEqual(objects[("ConfigMap", "xpu-dashboard")]["metadata"]["namespace"], "monitoring")
 
 
+class NodeFeatureDiscovery(unittest.TestCase):
+    """devicePlugin.nodeFeatureDiscovery: the device plugin writes node labels as a feature file
+    into NFD's features.d on the host; nothing else changes, and nothing talks to the API server."""
+
+    NFD_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
+
+    def nfd_volumes(self, objects):
+        return [v for v in pod_spec(objects, DEVICE_PLUGIN)["volumes"] if v["name"] == "nfd-features"]
+
+    def test_off_by_default(self):
+        objects = render()
+        self.assertEqual(self.nfd_volumes(objects), [])
+        for name in DAEMONSETS:
+            self.assertNotIn("--nfd-features-file", args_of(objects, name), name)
+
+    def test_enabled_mounts_features_d_and_passes_the_file(self):
+        objects = render("devicePlugin.nodeFeatureDiscovery.enabled=true")
+        self.assertEqual(self.nfd_volumes(objects), [
+            {"name": "nfd-features", "hostPath": {"path": self.NFD_DIR, "type": "DirectoryOrCreate"}}])
+        mounts = [m for m in container(objects, DEVICE_PLUGIN)["volumeMounts"] if m["name"] == "nfd-features"]
+        # Read-write, at the host's path (the pod writes a temp file there and renames it).
+        self.assertEqual(mounts, [{"name": "nfd-features", "mountPath": self.NFD_DIR}])
+        args = args_of(objects, DEVICE_PLUGIN)
+        self.assertEqual(option_value(args, "--nfd-features-file"), self.NFD_DIR + "/kunlunxin-xpu")
+        # Everything else as without it: the other pods, their mounts, the RBAC.
+        plain = render()
+        for name in (EXPORTER, TOKEN_GEN):
+            self.assertEqual(pod_spec(objects, name), pod_spec(plain, name), name)
+        self.assertEqual(set(objects), set(plain), "no new objects (no RBAC, no NodeFeature)")
+        for key, obj in plain.items():
+            if key[0] in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
+                self.assertEqual(objects[key], obj, key)
+        self.assertEqual([a for a in args if a not in ("--nfd-features-file", self.NFD_DIR + "/kunlunxin-xpu")],
+                         args_of(plain, DEVICE_PLUGIN))
+
+    def test_minimal_rbac_still_needs_no_token(self):
+        objects = render("devicePlugin.nodeFeatureDiscovery.enabled=true", "rbac.minimal=true")
+        self.assertIs(pod_spec(objects, DEVICE_PLUGIN)["automountServiceAccountToken"], False)
+        self.assertNotIn(("ClusterRole", "xpu-device-plugin"), objects)
+
+    def test_custom_directory_and_file_name(self):
+        objects = render("devicePlugin.nodeFeatureDiscovery.enabled=true",
+                         "devicePlugin.nodeFeatureDiscovery.featuresDir=/opt/nfd/features.d/",
+                         "devicePlugin.nodeFeatureDiscovery.fileName=xpu")
+        self.assertEqual(self.nfd_volumes(objects)[0]["hostPath"]["path"], "/opt/nfd/features.d")
+        self.assertEqual(option_value(args_of(objects, DEVICE_PLUGIN), "--nfd-features-file"),
+                         "/opt/nfd/features.d/xpu")
+
+    def test_bad_values_are_refused_with_their_key(self):
+        for bad, key in (("devicePlugin.nodeFeatureDiscovery.featuresDir=features.d", "featuresDir"),
+                         ("devicePlugin.nodeFeatureDiscovery.featuresDir=/", "featuresDir"),
+                         ("devicePlugin.nodeFeatureDiscovery.fileName=.kunlunxin-xpu", "fileName"),
+                         ("devicePlugin.nodeFeatureDiscovery.fileName=a/b", "fileName"),
+                         ("devicePlugin.nodeFeatureDiscovery.enable=true", "enable")):
+            result = render_failure("devicePlugin.nodeFeatureDiscovery.enabled=true", bad)
+            self.assertNotEqual(result.returncode, 0, bad)
+            self.assertIn(key, result.stderr, bad)
+
+
 @unittest.skipUnless(SHIM, "xpu-k8s-shim is not built (XPU_BUILD_SHIM=OFF)")
 class ArgumentsMeetTheShim(unittest.TestCase):
     """The real binary accepts what the chart renders: it validates every argument before it
@@ -639,6 +698,12 @@ class ArgumentsMeetTheShim(unittest.TestCase):
 
     def test_web_config(self):
         self.assert_accepted(render("exporter.webConfig.secretName=xpu-exporter-web"))
+
+    def test_node_feature_discovery(self):
+        self.assert_accepted(render("devicePlugin.nodeFeatureDiscovery.enabled=true"))
+        self.assert_accepted(render("devicePlugin.nodeFeatureDiscovery.enabled=true",
+                                    "devicePlugin.nodeFeatureDiscovery.featuresDir=/opt/nfd/features.d/",
+                                    "devicePlugin.nodeFeatureDiscovery.fileName=xpu"))
 
     def test_vxpu_options(self):
         flags = ("--enable-sriov", "--sriov-num-vfs", "--reconfig-vxpu", "--enable-xpu-share")
