@@ -29,7 +29,7 @@ struct DevicePluginOptions {
   bool enable_xpu_share = false;
   unsigned xpu_share_replicas = 4;
   // node-feature-discovery feature file for the node's XPU labels; empty: none written.
-  std::string nfd_features_file;
+  std::string nfd_features_file{};
 };
 
 inline constexpr unsigned kMaxSriovNumVfs = 64;
