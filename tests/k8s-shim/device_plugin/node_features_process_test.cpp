@@ -75,13 +75,13 @@ class NodeFeaturesProcessTest : public ::testing::Test {
     fs::rename(dir_.path() / "scenario.tmp", dir_.path() / "scenario");
   }
 
-  void start_shim() {
+  void start_shim(const std::string& log = "shim.log") {
     shim_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{binary_path("k8s-shim/xpu-k8s-shim").string(), "--bus-address", bus_.address(),
                                  "device-plugin", "--plugin-dir", plugin_dir_.string(), "--enable-xpu-share",
                                  "--xpu-share-replicas", "2", "--nfd-features-file", features_file_.string(),
                                  "--memory-unit", "GiB", "--log-level", "debug"},
-        dir_.path() / "shim.log");
+        dir_.path() / log);
   }
 
   xpu::test::TempDir dir_;
@@ -142,7 +142,7 @@ TEST_F(NodeFeaturesProcessTest, ARestartWithTheSameFactsLeavesTheFileAlone) {
   struct stat before {};
   ASSERT_EQ(::stat(features_file_.c_str(), &before), 0);
 
-  start_shim();
+  start_shim("restarted.log");
   ASSERT_TRUE(wait_until([&] { return shim_->output().find(kUnchanged) != std::string::npos; }, 15s))
       << shim_->output();
   struct stat after {};
