@@ -109,13 +109,14 @@ xpu::Result<bool> NodeFeatureFile::write_if_changed(const std::string& content) 
   xpu::UniqueFd dir(::open(directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir.valid()) return xpu::Error{directory_.string() + ": cannot open directory: " + errno_text(errno)};
 
-  {
+  // Only a regular file of the right size is opened and compared: anything else planted there
+  // (a FIFO, a device node) is replaced without being opened.
+  struct stat st {};
+  if (::fstatat(dir.get(), name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<std::uint64_t>(st.st_size) == content.size()) {
     xpu::UniqueFd existing(
         ::openat(dir.get(), name_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    struct stat st {};
-    if (existing.valid() && ::fstat(existing.get(), &st) == 0 && S_ISREG(st.st_mode) &&
-        static_cast<std::uint64_t>(st.st_size) == content.size() && holds(existing.get(), content))
-      return false;
+    if (existing.valid() && holds(existing.get(), content)) return false;
   }
 
   // A temp file left by a crash is ours to replace; O_EXCL then refuses anything planted since.

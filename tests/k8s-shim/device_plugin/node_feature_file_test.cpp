@@ -121,6 +121,16 @@ TEST_F(NodeFeatureFileTest, SymlinksAreReplacedNeverWrittenThrough) {
   EXPECT_EQ(entries(dir_), std::vector<std::string>{"kunlunxin-xpu"});
 }
 
+TEST_F(NodeFeatureFileTest, AFifoInTheWayIsReplacedWithoutBeingOpened) {
+  // Opening a FIFO for reading would block (or, non-blocking, read nothing): it is never opened.
+  ASSERT_EQ(::mkfifo(path_.c_str(), 0644), 0);
+  NodeFeatureFile file(path_);
+  file.set_content("kunlunxin.com/xpu.count=8\n");
+  file.sync();
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(path_)));
+  EXPECT_EQ(read(path_), "kunlunxin.com/xpu.count=8\n");
+}
+
 TEST_F(NodeFeatureFileTest, AMissingDirectoryIsRetriedNotFatal) {
   fs::remove(dir_);
   NodeFeatureFile file(path_);
