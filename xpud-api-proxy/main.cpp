@@ -1,6 +1,7 @@
 // xpud-api-proxy: xpud's read-only D-Bus API on a socket of its own, for containers (see
 // proxy_server.h for why). Run by xpud-api-proxy.service as the unprivileged user xpud-api,
 // socket-activated on /run/xpud-api/bus.sock.
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -29,6 +30,12 @@ xpu::UniqueFd activated_socket() {
   if (count > 1) throw std::runtime_error("expected one socket from systemd, got " + std::to_string(count));
   if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, nullptr, 0) <= 0)
     throw std::runtime_error("the socket from systemd is not a listening AF_UNIX stream socket");
+  // systemd hands the socket over blocking; the accept loop drains it until EAGAIN, which a
+  // blocking socket never returns (the loop would hang in accept and starve the watchdog).
+  const int flags = ::fcntl(SD_LISTEN_FDS_START, F_GETFL);
+  if (flags < 0 || ::fcntl(SD_LISTEN_FDS_START, F_SETFL, flags | O_NONBLOCK) < 0)
+    throw std::runtime_error(std::string("the socket from systemd: cannot make it non-blocking: ") +
+                             std::strerror(errno));
   return xpu::UniqueFd(SD_LISTEN_FDS_START);
 }
 

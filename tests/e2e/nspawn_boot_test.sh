@@ -20,6 +20,8 @@ dump() {
   [ -n "$leader" ] || return 0
   echo "--- journal of xpud in the container"
   in_container journalctl -u xpud --no-pager -n 60 || true
+  echo "--- journal of xpud-api-proxy in the container"
+  in_container journalctl -u xpud-api-proxy.socket -u xpud-api-proxy --no-pager -n 40 || true
 }
 cleanup() {
   if [ -n "$nspawn_pid" ] && kill -0 "$nspawn_pid" 2>/dev/null; then

@@ -271,6 +271,24 @@ TEST_F(ApiProxyTest, GarbageOnTheSocketDoesNotDisturbOthers) {
   EXPECT_TRUE(proxy_->running());
 }
 
+// As xpud-api-proxy.socket starts it: systemd's own socket activation (systemd-socket-activate
+// binds, passes the socket on the first connection and execs the proxy without --listen). The
+// socket arrives blocking, and the proxy must still serve client after client.
+TEST_F(ApiProxyTest, ServesClientsOnASocketFromSystemd) {
+  const std::string activated = (dir_.path() / "activated.sock").string();
+  ChildProcess activator({"/usr/bin/systemd-socket-activate", "-l", activated,
+                          binary_path("xpud-api-proxy/xpud-api-proxy").string(), "--bus-address",
+                          bus_.address(), "--log-level", "debug"},
+                         dir_.path() / "activated-proxy.log");
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(activated); }, 10s)) << activator.output();
+  api_address_ = "unix:path=" + activated;
+  for (int client = 0; client < 3; ++client) {
+    auto [status, list] = run({"xpuctl", "list"});
+    EXPECT_EQ(status, 0) << "client " << client << ": " << list << activator.output();
+    EXPECT_NE(list.find("8 devices, 8 healthy"), std::string::npos) << list;
+  }
+}
+
 TEST_F(ApiProxyTest, StopsCleanlyAndRefusesBadFlags) {
   auto [status, out] = run({binary_path("xpud-api-proxy/xpud-api-proxy").string(), "--listen", "relative"});
   EXPECT_EQ(status, 2);
