@@ -2,6 +2,7 @@
 // Prometheus text for /metrics or as the HTML page for /.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "common/xpud_client.h"
@@ -13,8 +14,15 @@ namespace shim::exporter {
 
 class Scraper {
  public:
+  // A GetMetrics answer serves every scrape that starts within kShareMetricsFor of its call:
+  // xpud samples once a second by default, so a second call in that time would mostly return the
+  // same snapshot, and scrapes that queued behind a hung call do not each wait out their own.
+  static constexpr std::chrono::milliseconds kShareMetricsFor{1000};
+
   Scraper(xpu::XpudClient& xpud, PodOwnersCache& pods)
-      : xpud_(xpud), pods_(pods), get_metrics_([&xpud] { return xpud.get_metrics(); }) {}
+      : xpud_(xpud),
+        pods_(pods),
+        get_metrics_([&xpud] { return xpud.get_metrics(); }, kShareMetricsFor) {}
 
   // Thread-safe; bounded by the xpud call timeout plus the pod-resources deadline, however many
   // scrapes run at once (they share one GetMetrics and one List).

@@ -67,6 +67,22 @@ TEST(SingleFlight, NextCallAfterOneFinishedRunsAgain) {
   EXPECT_EQ(flight.run(), 2);
 }
 
+TEST(SingleFlight, ResultIsSharedForTheReuseWindowFromItsCallsStart) {
+  auto now = std::chrono::steady_clock::time_point{};
+  int calls = 0;
+  SingleFlight<int> flight([&] {
+    now += 500ms;  // the call takes half a second (a hung xpud's timeout)
+    return ++calls;
+  }, 1000ms, [&] { return now; });
+  EXPECT_EQ(flight.run(), 1);  // started at 0, done at 500 ms
+  EXPECT_EQ(flight.run(), 1);  // at 500 ms: within a second of the call's start
+  now += 499ms;
+  EXPECT_EQ(flight.run(), 1);  // at 999 ms
+  now += 1ms;
+  EXPECT_EQ(flight.run(), 2);  // at 1 s: a new call
+  EXPECT_EQ(flight.joined(), 2u);
+}
+
 TEST(SingleFlight, ExceptionReachesTheCallerAndDoesNotWedgeLaterCalls) {
   bool fail = true;
   SingleFlight<int> flight([&fail]() -> int {
