@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/unique_fd.h"
+#include "common/write_all.h"
 
 namespace shim {
 namespace {
@@ -17,16 +18,6 @@ namespace {
 constexpr mode_t kFileMode = 0644;  // facts, not secrets: NFD's worker reads them
 
 std::string errno_text(int error) { return std::strerror(error); }
-
-xpu::Status write_all(int fd, std::string_view content) {
-  while (!content.empty()) {
-    ssize_t n = ::write(fd, content.data(), content.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return xpu::Error{errno_text(errno)};
-    content.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return xpu::ok_status();
-}
 
 // True when `fd` (a regular file of `expected`'s size) holds exactly `expected`.
 bool holds(int fd, std::string_view expected) {
@@ -129,7 +120,7 @@ xpu::Result<bool> NodeFeatureFile::write_if_changed(const std::string& content) 
     ::unlinkat(dir.get(), temp_name_.c_str(), 0);
     return xpu::Error{temp_where + ": " + what};
   };
-  if (auto status = write_all(temp.get(), content); !status)
+  if (auto status = xpu::write_all(temp.get(), content); !status)
     return fail("cannot write: " + status.error());
   // The create mode went through the umask; NFD's worker must be able to read the file.
   if (::fchmod(temp.get(), kFileMode) != 0) return fail("cannot chmod 0644: " + errno_text(errno));

@@ -11,6 +11,8 @@
 #include <memory>
 #include <system_error>
 
+#include "common/write_all.h"
+
 namespace shim::token_sync {
 namespace {
 
@@ -20,16 +22,6 @@ std::string octal(mode_t mode) {
   char text[8];
   std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
   return text;
-}
-
-xpu::Status write_all(int fd, std::string_view content) {
-  while (!content.empty()) {
-    ssize_t n = ::write(fd, content.data(), content.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return xpu::Error{errno_text(errno)};
-    content.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return xpu::ok_status();
 }
 
 // True when the open file holds exactly `expected` (read back to compare bytes, not just size).
@@ -104,7 +96,7 @@ xpu::Result<std::string> DestinationDirectory::write_temp_file(std::string_view 
       ::unlinkat(fd_.get(), temp.c_str(), 0);
       return xpu::Error{where(temp) + ": " + what};
     };
-    if (auto written = write_all(file.get(), content); !written) return fail("cannot write: " + written.error());
+    if (auto written = xpu::write_all(file.get(), content); !written) return fail("cannot write: " + written.error());
     if (::fsync(file.get()) != 0) return fail("cannot fsync: " + errno_text(errno));
     // The create mode went through the umask and a pre-set ACL may widen it; set it exactly.
     if (::fchmod(file.get(), kFileMode) != 0) return fail("cannot chmod 0600: " + errno_text(errno));
