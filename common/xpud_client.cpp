@@ -26,7 +26,7 @@ constexpr const char* kObjectManagerInterface = "org.freedesktop.DBus.ObjectMana
 constexpr const char* kPropertiesInterface = "org.freedesktop.DBus.Properties";
 
 std::unique_ptr<sdbus::IConnection> open_connection(const ClientOptions& options) {
-  if (options.bus_address) return sdbus::createSessionBusConnectionWithAddress(*options.bus_address);
+  if (options.bus_address) return connect_to_address(*options.bus_address);
   return sdbus::createSystemBusConnection();
 }
 

@@ -41,7 +41,7 @@ bool backend_settings_differ(const Config& a, const Config& b) {
 }
 
 std::unique_ptr<sdbus::IConnection> connect(const DaemonOptions& options) {
-  if (options.bus_address) return sdbus::createSessionBusConnectionWithAddress(*options.bus_address);
+  if (options.bus_address) return xpu::connect_to_address(*options.bus_address);
   if (options.session_bus) return sdbus::createSessionBusConnection();
   return sdbus::createSystemBusConnection();
 }
