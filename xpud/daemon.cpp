@@ -95,7 +95,13 @@ class Daemon {
     sampler_->start();
     // Clients must never see an empty tree from a daemon that has cards: export after the first
     // sample, whose every driver call is time-boxed.
-    auto first = sampler_->wait_first(milliseconds(60000));
+    bool stop_requested = false;
+    auto first = wait_first_sample(milliseconds(60000), stop_requested);
+    if (stop_requested) {
+      spdlog::info("stopping before the first sample");
+      notifier_.stopping();
+      return 0;
+    }
     if (!first) {
       spdlog::critical("no first sample within 60 s; giving up");
       return 1;
@@ -147,6 +153,32 @@ class Daemon {
   }
 
  private:
+  // The first sample, or nullptr after `timeout` or when SIGTERM/SIGINT came first (then
+  // `stop_requested`): a slow driver at start-up must not make xpud deaf to systemd's stop. A
+  // SIGHUP here is dropped: the configuration was read a moment ago.
+  std::shared_ptr<const Snapshot> wait_first_sample(milliseconds timeout, bool& stop_requested) {
+    const auto deadline = Clock::now() + timeout;
+    while (true) {
+      if (auto first = sampler_->wait_first(milliseconds(0))) return first;
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return nullptr;
+      pollfd fds[2] = {{signals_.fd(), POLLIN, 0}, {wakeup_.get(), POLLIN, 0}};
+      if (::poll(fds, 2, static_cast<int>(left)) < 0 && errno != EINTR) return nullptr;
+      if (fds[0].revents & POLLIN) {
+        while (signals_.take()) {
+        }
+        if (signals_.stop_requested()) {
+          stop_requested = true;
+          return nullptr;
+        }
+      }
+      if (fds[1].revents & POLLIN) {
+        std::uint64_t count = 0;
+        [[maybe_unused]] auto n = ::read(wakeup_.get(), &count, sizeof count);
+      }
+    }
+  }
+
   int loop() {
     auto next_ping = Clock::now();
     while (true) {

@@ -27,6 +27,7 @@ void Sampler::stop() {
     stop_requested_ = true;
   }
   changed_.notify_all();
+  executor_.interrupt();  // a hung driver call must not hold up the stop
   if (thread_.joinable()) thread_.join();
 }
 

@@ -20,6 +20,7 @@ struct TimeBoxedExecutor::State {
   std::shared_ptr<Job> pending;  // submitted, not yet picked up
   std::shared_ptr<Job> running;  // on the driver thread now (or last run)
   bool stopping = false;
+  bool interrupted = false;  // interrupt(): no more waiting for the driver
 };
 
 TimeBoxedExecutor::TimeBoxedExecutor(std::chrono::milliseconds timeout)
@@ -51,6 +52,14 @@ void TimeBoxedExecutor::set_timeout(std::chrono::milliseconds timeout) {
   state_->timeout = timeout;
 }
 
+void TimeBoxedExecutor::interrupt() {
+  std::lock_guard lock(state_->mutex);
+  state_->interrupted = true;
+  // The caller waits on its own job, picked up by the driver thread or not yet.
+  if (state_->pending) state_->pending->finished.notify_all();
+  if (state_->running) state_->running->finished.notify_all();
+}
+
 bool TimeBoxedExecutor::stuck() const {
   std::lock_guard lock(state_->mutex);
   return state_->running != nullptr && !state_->running->done;
@@ -59,6 +68,7 @@ bool TimeBoxedExecutor::stuck() const {
 xpu::Status TimeBoxedExecutor::run(const std::string& what, std::function<void()> work) {
   State& s = *state_;
   std::unique_lock lock(s.mutex);
+  if (s.interrupted) return xpu::Error{"'" + what + "' not started: xpud is stopping"};
   if (s.running && !s.running->done) {
     auto busy_for = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - s.running->started);
@@ -71,9 +81,10 @@ xpu::Status TimeBoxedExecutor::run(const std::string& what, std::function<void()
   job->started = std::chrono::steady_clock::now();
   s.pending = job;
   s.wake_worker.notify_one();
-  if (!job->finished.wait_for(lock, s.timeout, [&] { return job->done; }))
+  if (!job->finished.wait_for(lock, s.timeout, [&] { return job->done || s.interrupted; }))
     return xpu::Error{"'" + what + "' timed out after " + std::to_string(s.timeout.count()) +
                       " ms"};
+  if (!job->done) return xpu::Error{"'" + what + "' abandoned: xpud is stopping"};
   if (!job->exception.empty()) return xpu::Error{"'" + what + "' failed: " + job->exception};
   return xpu::ok_status();
 }

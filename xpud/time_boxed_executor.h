@@ -43,6 +43,11 @@ class TimeBoxedExecutor {
   // True while a timed-out call is still running on the driver thread.
   bool stuck() const;
 
+  // xpud is stopping: the call being waited for, and every later one, returns an error at once
+  // instead of waiting out its timeout (which may be a minute), so SIGTERM is never held up by
+  // the driver.
+  void interrupt();
+
  private:
   struct Job;
   // Shared with the driver thread, so that a thread abandoned in a hung call never touches

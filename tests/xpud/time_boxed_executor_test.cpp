@@ -68,5 +68,31 @@ TEST(TimeBoxedExecutor, DestructionWithAHungCallDoesNotHang) {
   release.set_value();  // lets the abandoned thread finish before the test binary exits
 }
 
+TEST(TimeBoxedExecutor, InterruptEndsTheWaitAtOnceAndRefusesLaterCalls) {
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  {
+    TimeBoxedExecutor executor(60s);  // a minute: the wait must not be what ends this test
+    std::promise<void> entered;
+    auto waiting = std::async(std::launch::async, [&] {
+      return executor.call("read xpu0", [released, &entered] {
+        entered.set_value();
+        released.wait();
+        return 0;
+      });
+    });
+    entered.get_future().wait();
+    executor.interrupt();
+    ASSERT_EQ(waiting.wait_for(2s), std::future_status::ready);
+    auto result = waiting.get();
+    ASSERT_FALSE(result);
+    EXPECT_EQ(result.error(), "'read xpu0' abandoned: xpud is stopping");
+    auto later = executor.call("read xpu1", [] { return 1; });
+    ASSERT_FALSE(later);
+    EXPECT_EQ(later.error(), "'read xpu1' not started: xpud is stopping");
+  }
+  release.set_value();  // lets the abandoned thread finish before the test binary exits
+}
+
 }  // namespace
 }  // namespace xpud

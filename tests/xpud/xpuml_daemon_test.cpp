@@ -99,6 +99,27 @@ TEST_F(XpumlDaemonTest, HungDriverMarksCardsUnhealthyButNeverStallsTheBusOrShutd
   EXPECT_EQ(xpud_->wait(5s), 0) << xpud_->output();
 }
 
+TEST_F(XpumlDaemonTest, SigtermDuringASlowFirstSampleStopsAtOnce) {
+  // The first sample cannot finish for a long while: each temperature read hangs and is given up
+  // only after call_timeout_ms.
+  write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n"
+             "call_timeout_ms = 30000\n[xpuml]\nlibrary = " FAKE_XPUML "\n[sysfs]\nroot = " +
+             dir_.path().string() + "\n");
+  set_scenario("devices 2\ndriver_version 5.0.21.21\ndelay xpumlDeviceGetTemperature 60000\n");
+  xpud_ = std::make_unique<ChildProcess>(
+      std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",
+                               (dir_.path() / "xpud.conf").string()},
+      dir_.path() / "xpud.log",
+      std::map<std::string, std::string>{{"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()},
+                                         {"NOTIFY_SOCKET", notify_.path()}});
+  ASSERT_TRUE(wait_until([&] { return xpud_->output().find("backend xpuml started") != std::string::npos; }, 10s))
+      << xpud_->output();
+  xpud_->signal(SIGTERM);
+  EXPECT_EQ(xpud_->wait(3s), 0) << xpud_->output();
+  EXPECT_NE(xpud_->output().find("stopping before the first sample"), std::string::npos) << xpud_->output();
+  EXPECT_LT(notify_.wait_for("READY=1", 0s), 0) << "never ready, never served";
+}
+
 // Counts what a client on the bus sees of the cards' health: DeviceHealthChanged per device and
 // Health/HealthReason PropertiesChanged per device.
 class HealthSignalCounter {
