@@ -39,13 +39,18 @@ class XpumlDaemonTest : public ::testing::Test {
   }
 
   void start() {
+    launch();
+    ASSERT_GE(notify_.wait_for("READY=1", 10s), 0) << xpud_->output();
+  }
+
+  // Starts xpud without waiting for it to be ready.
+  void launch() {
     xpud_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",
                                  (dir_.path() / "xpud.conf").string()},
         dir_.path() / "xpud.log",
         std::map<std::string, std::string>{{"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()},
                                            {"NOTIFY_SOCKET", notify_.path()}});
-    ASSERT_GE(notify_.wait_for("READY=1", 10s), 0) << xpud_->output();
   }
 
   xpu::test::TempDir dir_;
@@ -106,12 +111,7 @@ TEST_F(XpumlDaemonTest, SigtermDuringASlowFirstSampleStopsAtOnce) {
              "call_timeout_ms = 30000\n[xpuml]\nlibrary = " FAKE_XPUML "\n[sysfs]\nroot = " +
              dir_.path().string() + "\n");
   set_scenario("devices 2\ndriver_version 5.0.21.21\ndelay xpumlDeviceGetTemperature 60000\n");
-  xpud_ = std::make_unique<ChildProcess>(
-      std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",
-                               (dir_.path() / "xpud.conf").string()},
-      dir_.path() / "xpud.log",
-      std::map<std::string, std::string>{{"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()},
-                                         {"NOTIFY_SOCKET", notify_.path()}});
+  launch();
   ASSERT_TRUE(wait_until([&] { return xpud_->output().find("backend xpuml started") != std::string::npos; }, 10s))
       << xpud_->output();
   xpud_->signal(SIGTERM);
