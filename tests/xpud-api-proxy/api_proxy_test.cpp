@@ -3,8 +3,10 @@
 // across a restart, and everything outside xpud's reads is refused.
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <systemd/sd-bus.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 
 #include <gtest/gtest.h>
@@ -248,8 +250,19 @@ TEST_F(ApiProxyTest, ClientLimitKeepsConnectedClientsServed) {
   start_proxy({"--max-clients", "2"});
   auto first = sdbus::createSessionBusConnectionWithAddress(api_address_);
   auto second = sdbus::createSessionBusConnectionWithAddress(api_address_);
-  // A third connection is closed at once: sd-bus fails during Hello.
-  EXPECT_THROW(sdbus::createSessionBusConnectionWithAddress(api_address_), sdbus::Error);
+  // A third connection is closed at once: its Hello gets no answer. Tried with an sd_bus owned
+  // here: sdbus-c++ 1.2 leaks its own when the connection fails early.
+  {
+    sd_bus* raw = nullptr;
+    ASSERT_GE(sd_bus_new(&raw), 0);
+    std::unique_ptr<sd_bus, decltype(&sd_bus_flush_close_unref)> third(raw, &sd_bus_flush_close_unref);
+    ASSERT_GE(sd_bus_set_address(third.get(), api_address_.c_str()), 0);
+    ASSERT_GE(sd_bus_set_bus_client(third.get(), 1), 0);
+    const char* unique_name = nullptr;
+    const int started = sd_bus_start(third.get());
+    EXPECT_TRUE(started < 0 || sd_bus_get_unique_name(third.get(), &unique_name) < 0)
+        << "a third client got the name " << (unique_name ? unique_name : "?");
+  }
   auto proxy = sdbus::createProxy(*first, "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1");
   std::vector<sdbus::ObjectPath> devices;
   proxy->callMethod("ListDevices").onInterface("com.kunlunxin.xpud1.Manager").storeResultsTo(devices);
