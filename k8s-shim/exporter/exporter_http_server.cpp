@@ -122,11 +122,21 @@ class ExporterHttpServer::Daemon {
         web_(std::move(web)),
         head_deadline_(head_timeout) {}
 
+  // A daemon replaced by reconfigure(): quiesced first, so MHD leaves the listening socket (ours,
+  // and the new daemon's) open when it stops.
   ~Daemon() {
     if (daemon_ == nullptr) return;
-    // Quiesced first, so MHD leaves the listening socket (ours) open when it stops.
     MHD_quiesce_daemon(daemon_);
     MHD_stop_daemon(daemon_);
+  }
+
+  // The last daemon, when the server ends: stopped without quiescing, so MHD closes the
+  // listening socket itself. MHD_quiesce_daemon's epoll bookkeeping races the pool's workers
+  // and can abort the process ("Failed to remove listen FD from epoll set", seen under ASan at
+  // the end of a test); this path has no need for it.
+  void stop_closing_the_listen_socket() {
+    if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
+    daemon_ = nullptr;
   }
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -279,7 +289,13 @@ ExporterHttpServer::ExporterHttpServer(ListenAddress listen, ListenSocket socket
       status_page_(std::move(status_page)),
       limits_(limits) {}
 
-ExporterHttpServer::~ExporterHttpServer() = default;
+ExporterHttpServer::~ExporterHttpServer() {
+  if (daemon_ == nullptr) return;
+  // MHD closes the descriptor on this path: it is MHD's from here on.
+  [[maybe_unused]] const int handed_over = socket_.fd.release();
+  daemon_->stop_closing_the_listen_socket();
+  daemon_.reset();
+}
 
 xpu::Result<std::unique_ptr<ExporterHttpServer::Daemon>> ExporterHttpServer::start_daemon(
     WebConfig web) {
