@@ -242,33 +242,14 @@ func promQuery(port int, expr string, instant bool) (map[string]float64, error) 
 
 var labelValues = regexp.MustCompile(`^label_values\((?:(.*),\s*)?(\w+)\)$`)
 
-func startPrometheusWithRules(t *testing.T, dir string, exporterPort int) int {
+// alertRulesFile is the chart's rules file, for Prometheus to evaluate.
+func alertRulesFile(t *testing.T) string {
 	t.Helper()
-	bin := requireTool(t, "prometheus")
-	port := freeLoopbackPort(t)
 	rules, err := filepath.Abs(filepath.Join(chartDir(), "files", "xpu-alerts.rules.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	config := filepath.Join(dir, "prometheus.yml")
-	content := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
-rule_files:
-  - %s
-scrape_configs:
-  - job_name: xpu-exporter
-    static_configs:
-      - targets: ['127.0.0.1:%d']
-`, rules, exporterPort)
-	if err := os.WriteFile(config, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	StartProcess(t, dir, "prometheus", []string{bin, "--config.file=" + config,
-		"--storage.tsdb.path=" + filepath.Join(dir, "prometheus-data"),
-		"--web.listen-address=127.0.0.1:" + strconv.Itoa(port), "--log.level=warn"})
-	return port
+	return rules
 }
 
 func TestDashboardQueries(t *testing.T) {
@@ -294,7 +275,7 @@ func TestDashboardQueries(t *testing.T) {
 			strings.Contains(body, fmt.Sprintf(`xpu_healthy{xpu="%d",`, badCard)) &&
 			regexp.MustCompile(fmt.Sprintf(`xpu_healthy\{xpu="%d",[^}]*\} 0`, badCard)).MatchString(body)
 	})
-	promPort := startPrometheusWithRules(t, dir, exporterPort)
+	promPort := startPrometheus(t, dir, exporterPort, alertRulesFile(t))
 	instance := "127.0.0.1:" + strconv.Itoa(exporterPort)
 
 	// Data is in: every card scraped a few times and the rules evaluated (XPUUnhealthy pending).

@@ -183,19 +183,26 @@ type promSeries struct {
 	Value  []any             `json:"value"`
 }
 
-func startPrometheus(t *testing.T, dir string, exporterPort int) int {
+// startPrometheus runs Debian's Prometheus scraping the exporter every second, as job
+// xpu-exporter (the job the chart's alert rules name); with rulesFile it also evaluates those
+// rules every second.
+func startPrometheus(t *testing.T, dir string, exporterPort int, rulesFile string) int {
 	t.Helper()
 	bin := requireTool(t, "prometheus")
 	port := freeLoopbackPort(t)
 	config := filepath.Join(dir, "prometheus.yml")
+	rules := ""
+	if rulesFile != "" {
+		rules = fmt.Sprintf("  evaluation_interval: 1s\nrule_files:\n  - %s\n", rulesFile)
+	}
 	content := fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 1s
-scrape_configs:
-  - job_name: xpu
+%sscrape_configs:
+  - job_name: xpu-exporter
     static_configs:
       - targets: ['127.0.0.1:%d']
-`, exporterPort)
+`, rules, exporterPort)
 	if err := os.WriteFile(config, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +286,7 @@ func TestExporterWithPrometheus(t *testing.T) {
 	})
 
 	t.Run("prometheus query by pod", func(t *testing.T) {
-		promPort := startPrometheus(t, dir, port)
+		promPort := startPrometheus(t, dir, port, "")
 		if err := WaitFor(60*time.Second, func() (bool, string) {
 			var targets struct {
 				ActiveTargets []struct {
