@@ -20,6 +20,7 @@ inline constexpr std::string_view kSimulatorInterface = "com.kunlunxin.xpud1.Sim
 namespace member {
 inline constexpr std::string_view kListDevices = "ListDevices";
 inline constexpr std::string_view kGetMetrics = "GetMetrics";
+inline constexpr std::string_view kGetProcesses = "GetProcesses";
 }  // namespace member
 
 inline constexpr std::string_view kErrorNoSuchDevice = "com.kunlunxin.xpud1.Error.NoSuchDevice";

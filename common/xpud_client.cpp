@@ -210,6 +210,31 @@ class XpudClient::Impl {
     });
   }
 
+  Result<ProcessSnapshot> get_processes() {
+    return with_connection<ProcessSnapshot>([&](sdbus::IConnection& connection) -> Result<ProcessSnapshot> {
+      auto proxy = sdbus::createProxy(connection, std::string(names::kBusName),
+                                      std::string(names::kManagerPath));
+      using Process = sdbus::Struct<uint32_t, uint64_t, std::string, std::string>;
+      ProcessSnapshot snapshot;
+      std::vector<sdbus::Struct<uint32_t, std::vector<Process>>> devices;
+      proxy->callMethod(std::string(names::member::kGetProcesses))
+          .onInterface(std::string(names::kManagerInterface))
+          .withTimeout(options_.call_timeout)
+          .storeResultsTo(snapshot.timestamp_usec, devices);
+      snapshot.devices.reserve(devices.size());
+      for (auto& device : devices) {
+        DeviceProcesses entry{device.get<0>(), {}};
+        entry.processes.reserve(device.get<1>().size());
+        for (auto& process : device.get<1>())
+          entry.processes.push_back(CardProcess{process.get<0>(), process.get<1>(),
+                                                std::move(process.get<2>()),
+                                                std::move(process.get<3>())});
+        snapshot.devices.push_back(std::move(entry));
+      }
+      return snapshot;
+    });
+  }
+
   Result<std::vector<DeviceInfo>> list_devices() {
     return with_connection<std::vector<DeviceInfo>>(
         [&](sdbus::IConnection& c) { return fetch_devices(c, options_.call_timeout); });
@@ -363,6 +388,7 @@ XpudClient::~XpudClient() = default;
 Result<ManagerInfo> XpudClient::manager_info() { return impl_->manager_info(); }
 Result<std::vector<DeviceInfo>> XpudClient::list_devices() { return impl_->list_devices(); }
 Result<MetricsSnapshot> XpudClient::get_metrics() { return impl_->get_metrics(); }
+Result<ProcessSnapshot> XpudClient::get_processes() { return impl_->get_processes(); }
 void XpudClient::watch(Listener listener) { impl_->watch(std::move(listener)); }
 DeviceView XpudClient::current_view() const { return impl_->current_view(); }
 

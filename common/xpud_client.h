@@ -61,6 +61,24 @@ struct MetricsSnapshot {
   std::vector<DeviceMetrics> devices;
 };
 
+// A process using a card (Manager.GetProcesses).
+struct CardProcess {
+  unsigned pid = 0;  // host PID
+  std::uint64_t memory_used_bytes = 0;
+  std::string pod_uid;       // empty when not in a Kubernetes pod
+  std::string container_id;  // empty when not in a container
+};
+
+struct DeviceProcesses {
+  unsigned index = 0;
+  std::vector<CardProcess> processes;
+};
+
+struct ProcessSnapshot {
+  std::uint64_t timestamp_usec = 0;
+  std::vector<DeviceProcesses> devices;  // only cards whose backend lists processes
+};
+
 // What the watcher knows after each change.
 struct DeviceView {
   bool xpud_present = false;  // xpud owns its name and answered
@@ -83,6 +101,8 @@ class XpudClient {
   Result<ManagerInfo> manager_info();
   Result<std::vector<DeviceInfo>> list_devices();
   Result<MetricsSnapshot> get_metrics();
+  // An xpud older than the method answers UnknownMethod (an error here).
+  Result<ProcessSnapshot> get_processes();
 
   using Listener = std::function<void(const DeviceView&)>;
   // Starts the watcher thread (once). The listener runs on that thread, first with the initial

@@ -1,4 +1,5 @@
-// xpuctl: the operator's view of xpud over D-Bus: list, show INDEX, metrics, each with --json.
+// xpuctl: the operator's view of xpud over D-Bus: list, show INDEX, metrics, processes, each
+// with --json.
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -191,10 +192,44 @@ int cmd_metrics(xpu::XpudClient& client, bool json_output) {
   return 0;
 }
 
+int cmd_processes(xpu::XpudClient& client, bool json_output) {
+  auto snapshot = client.get_processes();
+  if (!snapshot) return fail(snapshot.error());
+  if (json_output) {
+    xpuctl::JsonWriter json;
+    json.begin_object().key("timestamp_usec").value(static_cast<std::uint64_t>(snapshot->timestamp_usec))
+        .key("devices").begin_array();
+    for (const auto& d : snapshot->devices) {
+      json.begin_object().key("index").value(d.index).key("processes").begin_array();
+      for (const auto& p : d.processes)
+        json.begin_object().key("pid").value(p.pid)
+            .key("memory_used_bytes").value(static_cast<std::uint64_t>(p.memory_used_bytes))
+            .key("pod_uid").value(p.pod_uid).key("container_id").value(p.container_id).end_object();
+      json.end_array().end_object();
+    }
+    json.end_array().end_object();
+    std::printf("%s\n", json.str().c_str());
+    return 0;
+  }
+  if (snapshot->devices.empty()) {
+    std::puts("The backend cannot list the processes using the cards.");
+    return 0;
+  }
+  xpuctl::Table table({"XPU", "PID", "MEMORY", "POD-UID", "CONTAINER"});
+  for (const auto& d : snapshot->devices)
+    for (const auto& p : d.processes)
+      table.add({std::to_string(d.index), std::to_string(p.pid),
+                 format_mib(static_cast<double>(p.memory_used_bytes)),
+                 p.pod_uid.empty() ? "-" : p.pod_uid,
+                 p.container_id.empty() ? "-" : p.container_id.substr(0, 12)});
+  std::fputs(table.render().c_str(), stdout);
+  return 0;
+}
+
 int run(const std::vector<std::string>& args) {
   xpu::ClientOptions options;
   bool help = false, version = false, json_output = false;
-  xpu::CommandLine cli(kProgram, "[--bus-address ADDR] list | show INDEX | metrics [--json]");
+  xpu::CommandLine cli(kProgram, "[--bus-address ADDR] list | show INDEX | metrics | processes [--json]");
   xpu::add_bus_address_option(cli, options.bus_address, "talk to xpud on the bus at ADDR instead of the system bus");
   cli.add_flag("json", &json_output, "print JSON instead of a table");
   cli.add_flag("version", &version, "print the version and exit");
@@ -205,17 +240,19 @@ int run(const std::vector<std::string>& args) {
     std::fputs(cli.help().c_str(), stdout);
     std::fputs("\nCommands:\n  list          devices, identity and health\n"
                "  show INDEX    everything about one device\n"
-               "  metrics       current metrics of every device\n", stdout);
+               "  metrics       current metrics of every device\n"
+               "  processes     the processes using each device, with their pod and container\n",
+               stdout);
     return 0;
   }
   if (version) {
     std::printf("%s %s\n", kProgram, XPU_VERSION);
     return 0;
   }
-  if (rest->empty()) xpu::exit_usage_error(kProgram, "missing command: list, show INDEX or metrics");
+  if (rest->empty()) xpu::exit_usage_error(kProgram, "missing command: list, show INDEX, metrics or processes");
   const std::string& command = rest->front();
   const size_t expected_args = command == "show" ? 2 : 1;
-  if (command != "list" && command != "show" && command != "metrics")
+  if (command != "list" && command != "show" && command != "metrics" && command != "processes")
     xpu::exit_usage_error(kProgram, "unknown command '" + command + "'");
   if (rest->size() != expected_args)
     xpu::exit_usage_error(kProgram, command == "show" ? "show needs exactly one INDEX"
@@ -224,6 +261,7 @@ int run(const std::vector<std::string>& args) {
   xpu::XpudClient client(options);
   if (command == "list") return cmd_list(client, json_output);
   if (command == "metrics") return cmd_metrics(client, json_output);
+  if (command == "processes") return cmd_processes(client, json_output);
   auto index = xpu::parse_uint((*rest)[1], 0, 1u << 20);
   if (!index) xpu::exit_usage_error(kProgram, "INDEX: " + index.error());
   return cmd_show(client, static_cast<unsigned>(*index), json_output);

@@ -10,7 +10,7 @@ namespace {
 
 using Call = std::pair<std::string_view, std::string_view>;  // interface, member
 
-// xpud's read-only API: properties, the object tree, the two Manager reads, introspection.
+// xpud's read-only API: properties, the object tree, the Manager reads, introspection.
 // Properties.Set and every Simulator method stay out; so does anything added to xpud later
 // until it is listed here on purpose.
 constexpr std::array kXpudReads = {
@@ -21,6 +21,7 @@ constexpr std::array kXpudReads = {
     Call{"org.freedesktop.DBus.Peer", "Ping"},
     Call{names::kManagerInterface, names::member::kListDevices},
     Call{names::kManagerInterface, names::member::kGetMetrics},
+    Call{names::kManagerInterface, names::member::kGetProcesses},
 };
 
 // What sd-bus, libdbus and busctl clients need from a bus to connect and follow a name.

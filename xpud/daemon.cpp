@@ -117,7 +117,9 @@ class Daemon {
     }
     try {
       service_ = std::make_unique<DbusService>(
-          *connection_, ManagerFacts{std::string(shared_backend->name()), sampler_->driver_version()},
+          *connection_,
+          ManagerFacts{std::string(shared_backend->name()), sampler_->driver_version(),
+                       config_.sysfs_root / "proc"},
           shared_backend->simulator(), [this] { sampler_->request_sample(); });
       service_->publish(first);
       published_sequence_ = first->sequence;

@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "common/names.h"
 #include "xpud/backends/simulator.h"
+#include "xpud/process_owner.h"
 #include "xpud1/device_adaptor.h"
 #include "xpud1/manager_adaptor.h"
 #include "xpud1/simulator_adaptor.h"
@@ -42,6 +43,30 @@ class ManagerObject final
     devices.reserve(snapshot->devices.size());
     for (const auto& device : snapshot->devices)
       devices.emplace_back(device.identity.index, device.metrics);
+    return {snapshot->timestamp_usec, std::move(devices)};
+  }
+
+  // Owners are looked up per call, not per sample: the call is rare (once per scrape) and a
+  // process's cgroup does not change while it lives.
+  std::tuple<uint64_t,
+             std::vector<sdbus::Struct<uint32_t, std::vector<sdbus::Struct<uint32_t, uint64_t,
+                                                                           std::string, std::string>>>>>
+  GetProcesses() override {
+    const auto& snapshot = service_.snapshot_;
+    if (!snapshot) throw sdbus::Error(std::string(names::kErrorBackend), "no sample taken yet");
+    using Process = sdbus::Struct<uint32_t, uint64_t, std::string, std::string>;
+    std::vector<sdbus::Struct<uint32_t, std::vector<Process>>> devices;
+    for (const auto& device : snapshot->devices) {
+      if (!device.processes) continue;
+      std::vector<Process> processes;
+      processes.reserve(device.processes->size());
+      for (const auto& process : *device.processes) {
+        ProcessOwner owner = read_process_owner(service_.facts_.proc_root, process.pid);
+        processes.emplace_back(process.pid, process.memory_used_bytes, std::move(owner.pod_uid),
+                               std::move(owner.container_id));
+      }
+      devices.emplace_back(device.identity.index, std::move(processes));
+    }
     return {snapshot->timestamp_usec, std::move(devices)};
   }
 

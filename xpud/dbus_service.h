@@ -3,6 +3,7 @@
 // connection; the sampler only hands over snapshots.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -22,6 +23,8 @@ class DeviceObject;
 struct ManagerFacts {
   std::string backend;
   std::string driver_version;
+  // Where GetProcesses reads /proc/<pid>/cgroup (the host's /proc; a fake tree in tests).
+  std::filesystem::path proc_root = "/proc";
 };
 
 class DbusService {

@@ -25,6 +25,13 @@ struct DeviceIdentity {
   bool operator==(const DeviceIdentity&) const = default;
 };
 
+// A process using a card, as the driver reports it.
+struct ProcessUsage {
+  unsigned pid = 0;                      // in the host's (xpud's) PID namespace
+  std::uint64_t memory_used_bytes = 0;   // card global memory
+  bool operator==(const ProcessUsage&) const = default;
+};
+
 // One sampling of one card. Metric keys are xpu::names::metric::*, in base units; a metric the
 // backend could not read is absent (never 0).
 struct DeviceReading {
@@ -35,6 +42,9 @@ struct DeviceReading {
   // Nothing useful could be read this time (call failed or timed out). One failure is noise;
   // the health monitor turns repeated ones into Unhealthy.
   std::optional<std::string> read_error;
+  // The processes using the card; nullopt when the backend cannot list them (sysfs, sim) or the
+  // list could not be read this time.
+  std::optional<std::vector<ProcessUsage>> processes;
 };
 
 }  // namespace xpud

@@ -136,7 +136,7 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& /*s
     const HealthState& health = health_.update(identity.uuid, value);
     snapshot->devices.push_back(
         DeviceState{identity, std::move(value.metrics), health.healthy, health.reason,
-                    std::string(health.reason_kind)});
+                    std::string(health.reason_kind), std::move(value.processes)});
   }
   snapshot->timestamp_usec = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(

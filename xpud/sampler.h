@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +30,7 @@ struct DeviceState {
   bool healthy = true;
   std::string health_reason;
   std::string health_reason_kind;  // xpu::names::reason_kind::*; empty while healthy
+  std::optional<std::vector<ProcessUsage>> processes;  // nullopt: not listed this cycle
 };
 
 struct Snapshot {

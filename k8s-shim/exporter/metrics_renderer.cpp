@@ -1,5 +1,6 @@
 #include "k8s-shim/exporter/metrics_renderer.h"
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <sstream>
@@ -57,17 +58,51 @@ ClientMetric counter(std::vector<ClientMetric::Label> labels, double value) {
   return metric;
 }
 
+std::vector<ClientMetric::Label> identity_labels(const xpu::DeviceInfo& device) {
+  return {{"xpu", std::to_string(device.index)},
+          {"uuid", device.uuid},
+          {"model", device.model},
+          {"pci_bus_id", device.pci_bus_id}};
+}
+
 std::vector<ClientMetric::Label> device_labels(const xpu::DeviceInfo& device, const PodMap& pods) {
-  std::vector<ClientMetric::Label> labels = {{"xpu", std::to_string(device.index)},
-                                             {"uuid", device.uuid},
-                                             {"model", device.model},
-                                             {"pci_bus_id", device.pci_bus_id}};
+  std::vector<ClientMetric::Label> labels = identity_labels(device);
   if (auto holder = pods.find(device.uuid); !device.uuid.empty() && holder != pods.end()) {
     labels.push_back({"namespace", holder->second.pod_namespace});
     labels.push_back({"pod", holder->second.pod});
     labels.push_back({"container", holder->second.container});
   }
   return labels;
+}
+
+// One series per process, for at most kMaxProcessSeriesPerCard processes per card (the largest).
+// Pod labels only when the process runs in a container (xpud found a container ID in its cgroup)
+// and pod-resources names exactly one container holding the card: a host process on an
+// allocated card, or one of several sharers, is not attributed to a pod it may not belong to.
+void add_process_series(const xpu::DeviceInfo& device, std::vector<xpu::CardProcess> processes,
+                        const ScrapeInputs& inputs, MetricFamily& family) {
+  std::sort(processes.begin(), processes.end(), [](const auto& a, const auto& b) {
+    return a.memory_used_bytes != b.memory_used_bytes ? a.memory_used_bytes > b.memory_used_bytes
+                                                      : a.pid < b.pid;
+  });
+  // One series per PID even if the driver listed one twice.
+  processes.erase(std::unique(processes.begin(), processes.end(),
+                              [](const auto& a, const auto& b) { return a.pid == b.pid; }),
+                  processes.end());
+  if (processes.size() > kMaxProcessSeriesPerCard) processes.resize(kMaxProcessSeriesPerCard);
+  const auto holder = inputs.pods.find(device.uuid);
+  const bool attributable = !device.uuid.empty() && holder != inputs.pods.end() &&
+                            !inputs.shared_cards.contains(device.uuid);
+  for (const auto& process : processes) {
+    auto labels = identity_labels(device);
+    labels.push_back({"pid", std::to_string(process.pid)});
+    if (attributable && !process.container_id.empty()) {
+      labels.push_back({"namespace", holder->second.pod_namespace});
+      labels.push_back({"pod", holder->second.pod});
+      labels.push_back({"container", holder->second.container});
+    }
+    family.metric.push_back(gauge(std::move(labels), static_cast<double>(process.memory_used_bytes)));
+  }
 }
 
 bool is_reason_kind(std::string_view kind) {
@@ -97,6 +132,14 @@ std::vector<MetricFamily> build_families(const ScrapeInputs& inputs) {
         "xpu_health_reason_info",
         "Why an Unhealthy XPU is Unhealthy, as a fixed word (driver_fault, read_failures, other); "
         "1 while Unhealthy, absent while Healthy.");
+    MetricFamily process_memory = gauge_family(
+        "xpu_process_memory_used_bytes",
+        "Global memory a process holds on the XPU, in bytes (host pid; at most 16 processes per "
+        "card, the largest).");
+    std::map<unsigned, const std::vector<xpu::CardProcess>*> processes_by_index;
+    if (inputs.processes)
+      for (const auto& device : inputs.processes->devices)
+        processes_by_index.emplace(device.index, &device.processes);
     std::vector<MetricFamily> values;
     for (const auto& family : kDeviceFamilies)
       values.push_back(gauge_family(family.name, family.help));
@@ -133,6 +176,9 @@ std::vector<MetricFamily> build_families(const ScrapeInputs& inputs) {
         reason.metric.push_back(gauge(std::move(reason_labels), 1));
       }
 
+      if (auto listed = processes_by_index.find(index); listed != processes_by_index.end())
+        add_process_series(device, *listed->second, inputs, process_memory);
+
       for (size_t i = 0; i < kDeviceFamilies.size(); ++i) {
         auto value = device_metrics->values.find(std::string(kDeviceFamilies[i].key));
         if (value != device_metrics->values.end())
@@ -144,6 +190,7 @@ std::vector<MetricFamily> build_families(const ScrapeInputs& inputs) {
     families.push_back(std::move(transitions));
     families.push_back(std::move(reason));
     for (auto& family : values) families.push_back(std::move(family));
+    families.push_back(std::move(process_memory));
     std::erase_if(families, [](const MetricFamily& family) { return family.metric.empty(); });
   }
 

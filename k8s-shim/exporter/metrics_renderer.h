@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,11 +17,18 @@ namespace shim::exporter {
 
 inline constexpr std::string_view kTextContentType = "text/plain; version=0.0.4; charset=utf-8";
 
+// Per card, the processes using the most memory get a series; the rest only count in
+// xpu_processes. Bounds the series a runaway launcher could create.
+inline constexpr std::size_t kMaxProcessSeriesPerCard = 16;
+
 struct ScrapeInputs {
   std::optional<xpu::MetricsSnapshot> metrics;  // nullopt: xpud did not answer GetMetrics
+  // nullopt: xpud did not answer GetProcesses (down, or older than the method).
+  std::optional<xpu::ProcessSnapshot> processes;
   xpu::DeviceView view;                         // identity and health of each card
   bool podresources_up = false;                 // the last List answered
   PodMap pods;                                  // empty when !podresources_up
+  std::set<std::string> shared_cards;           // cards listed for several containers
   double scrape_duration_seconds = 0;
 };
 

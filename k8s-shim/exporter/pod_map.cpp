@@ -30,6 +30,7 @@ PodMap PodMapBuilder::update(const v1::ListPodResourcesResponse& response) {
   first_seen_ = seen;
 
   PodMap owners;
+  several_holders_.clear();
   std::map<std::string, std::uint64_t> owner_since;
   for (const auto& [claim, since] : seen) {  // ascending by (uuid, holder)
     const auto& [uuid, holder] = claim;
@@ -39,6 +40,7 @@ PodMap PodMapBuilder::update(const v1::ListPodResourcesResponse& response) {
       owner_since.emplace(uuid, since);
       continue;
     }
+    several_holders_.insert(uuid);
     spdlog::debug("pod-resources: device {} is listed for {}/{}/{} and {}/{}/{}", uuid,
                   owners[uuid].pod_namespace, owners[uuid].pod, owners[uuid].container,
                   holder.pod_namespace, holder.pod, holder.container);

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -44,11 +45,16 @@ class PodMapBuilder {
 
   PodMap update(const v1::ListPodResourcesResponse& response);
 
+  // Cards the last reply listed for more than one container (shared mode, or a finished pod's
+  // card reused): their holder in the PodMap is a choice, not a fact about a given process.
+  const std::set<std::string>& cards_with_several_holders() const { return several_holders_; }
+
  private:
   using Claim = std::tuple<std::string, ContainerRef>;  // uuid, holder
   std::string resource_prefix_;                         // "<domain>/"
   std::map<Claim, std::uint64_t> first_seen_;           // reply number a claim first appeared in
   std::uint64_t replies_ = 0;
+  std::set<std::string> several_holders_;
 };
 
 }  // namespace shim::exporter

@@ -12,7 +12,8 @@ PodOwnersCache::Owners PodOwnersCache::get(Clock::time_point now) {
   auto reply = lister_();
   const bool was_up = owners_.up || !fetched_at_;
   if (reply) {
-    owners_ = Owners{true, builder_.update(*reply)};
+    PodMap pods = builder_.update(*reply);
+    owners_ = Owners{true, std::move(pods), builder_.cards_with_several_holders()};
     if (!was_up) spdlog::info("pod-resources: the kubelet answers again");
   } else {
     // A stale map could name the wrong pod; without an answer there are no pod labels.

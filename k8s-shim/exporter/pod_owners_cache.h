@@ -5,6 +5,8 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "common/result.h"
 #include "k8s-shim/exporter/pod_map.h"
@@ -19,6 +21,7 @@ class PodOwnersCache {
   struct Owners {
     bool up = false;  // the List behind `pods` answered; pods is empty otherwise
     PodMap pods;
+    std::set<std::string> shared_cards;  // PodMapBuilder::cards_with_several_holders
   };
 
   PodOwnersCache(Lister lister, std::chrono::milliseconds max_age, PodMapBuilder builder = PodMapBuilder())

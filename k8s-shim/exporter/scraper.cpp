@@ -7,19 +7,32 @@
 
 namespace shim::exporter {
 
+Scraper::XpudSample Scraper::fetch(xpu::XpudClient& xpud) {
+  XpudSample sample{xpud.get_metrics(), std::nullopt};
+  if (!sample.metrics) return sample;
+  auto processes = xpud.get_processes();
+  if (processes)
+    sample.processes = std::move(*processes);
+  else
+    spdlog::debug("scrape: {}", processes.error());
+  return sample;
+}
+
 ScrapeInputs Scraper::gather() {
   const auto started = std::chrono::steady_clock::now();
   ScrapeInputs inputs;
-  auto metrics = get_metrics_.run();
-  if (metrics) {
-    inputs.metrics = std::move(*metrics);
+  auto sample = get_metrics_.run();
+  if (sample.metrics) {
+    inputs.metrics = std::move(*sample.metrics);
+    inputs.processes = std::move(sample.processes);
   } else {
-    spdlog::debug("scrape: {}", metrics.error());
+    spdlog::debug("scrape: {}", sample.metrics.error());
   }
   inputs.view = xpud_.current_view();
   auto owners = pods_.get(started);
   inputs.podresources_up = owners.up;
   inputs.pods = std::move(owners.pods);
+  inputs.shared_cards = std::move(owners.shared_cards);
   inputs.scrape_duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return inputs;

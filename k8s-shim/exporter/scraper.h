@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "common/xpud_client.h"
@@ -22,7 +23,7 @@ class Scraper {
   Scraper(xpu::XpudClient& xpud, PodOwnersCache& pods)
       : xpud_(xpud),
         pods_(pods),
-        get_metrics_([&xpud] { return xpud.get_metrics(); }, kShareMetricsFor) {}
+        get_metrics_([&xpud] { return fetch(xpud); }, kShareMetricsFor) {}
 
   // Thread-safe; bounded by the xpud call timeout plus the pod-resources deadline, however many
   // scrapes run at once (they share one GetMetrics and one List).
@@ -32,11 +33,19 @@ class Scraper {
   std::string status_page();
 
  private:
+  // What one trip to xpud brings: GetMetrics, then GetProcesses when xpud answered the first
+  // (a hung xpud costs one call timeout, not two).
+  struct XpudSample {
+    xpu::Result<xpu::MetricsSnapshot> metrics;
+    std::optional<xpu::ProcessSnapshot> processes;
+  };
+  static XpudSample fetch(xpu::XpudClient& xpud);
+
   ScrapeInputs gather();
 
   xpu::XpudClient& xpud_;
   PodOwnersCache& pods_;
-  SingleFlight<xpu::Result<xpu::MetricsSnapshot>> get_metrics_;
+  SingleFlight<XpudSample> get_metrics_;
 };
 
 }  // namespace shim::exporter

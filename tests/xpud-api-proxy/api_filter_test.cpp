@@ -14,6 +14,7 @@ constexpr const char* kOwner = ":1.42";
 TEST(ApiFilter, XpudReadsAreForwarded) {
   EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ListDevices", kOwner).route, Route::Forward);
   EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "GetMetrics", kOwner).route, Route::Forward);
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "GetProcesses", kOwner).route, Route::Forward);
   EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", kOwner).route,
             Route::Forward);
   EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "Get", kOwner).route, Route::Forward);

@@ -244,6 +244,43 @@ TEST_F(XpumlDaemonTest, HungDriverSignalsOncePerCardWhileItStaysHung) {
   EXPECT_EQ(xpud_->wait(5s), 0) << xpud_->output();
 }
 
+// The library's process list reaches clients with each process's pod and container, read from
+// its cgroup (a fake /proc under [sysfs] root), and xpuctl shows it.
+TEST_F(XpumlDaemonTest, ProcessesComeWithTheirPodAndContainer) {
+  const std::string container(64, 'b');
+  write_file(dir_.path() / "proc/4242/cgroup",
+             "0::/kubepods.slice/kubepods-besteffort.slice/"
+             "kubepods-besteffort-pod6f2b1c3a_1111_4222_8333_444455556666.slice/cri-containerd-" +
+                 container + ".scope\n");
+  write_file(dir_.path() / "proc/4300/cgroup", "0::/user.slice/user-1000.slice/session-2.scope\n");
+  set_scenario("devices 2\ndriver_version 5.0.21.21\ndevice 0\nprocess 4242 2GiB 7\nprocess 4300 512MiB\n");
+  start();
+  xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
+  auto processes = client.get_processes();
+  ASSERT_TRUE(processes) << processes.error();
+  ASSERT_EQ(processes->devices.size(), 2u);
+  EXPECT_EQ(processes->devices[0].index, 0u);
+  ASSERT_EQ(processes->devices[0].processes.size(), 2u);
+  const auto& in_pod = processes->devices[0].processes[0];
+  EXPECT_EQ(in_pod.pid, 4242u);  // the host PID, not the 7 it has in its container
+  EXPECT_EQ(in_pod.memory_used_bytes, std::uint64_t{2} << 30);
+  EXPECT_EQ(in_pod.pod_uid, "6f2b1c3a-1111-4222-8333-444455556666");
+  EXPECT_EQ(in_pod.container_id, container);
+  const auto& on_host = processes->devices[0].processes[1];
+  EXPECT_EQ(on_host.pid, 4300u);
+  EXPECT_EQ(on_host.pod_uid, "");
+  EXPECT_EQ(on_host.container_id, "");
+  EXPECT_TRUE(processes->devices[1].processes.empty());
+
+  ChildProcess xpuctl({binary_path("xpuctl/xpuctl").string(), "--bus-address", bus_.address(), "processes"},
+                      dir_.path() / "xpuctl.log");
+  ASSERT_EQ(xpuctl.wait(10s), 0) << xpuctl.output();
+  EXPECT_NE(xpuctl.output().find("XPU  PID   MEMORY   POD-UID"), std::string::npos) << xpuctl.output();
+  EXPECT_NE(xpuctl.output().find("0    4242  2048MiB  6f2b1c3a-1111-4222-8333-444455556666  bbbbbbbbbbbb"),
+            std::string::npos) << xpuctl.output();
+  EXPECT_NE(xpuctl.output().find("0    4300  512MiB   -"), std::string::npos) << xpuctl.output();
+}
+
 TEST_F(XpumlDaemonTest, MissingLibraryIsAClearStartupError) {
   write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = xpuml\n[xpuml]\nlibrary = " + (dir_.path() / "nope.so.1").string() + "\n");
   ChildProcess xpud({binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",

@@ -167,6 +167,17 @@ class Parser {
       d.sn[1] = *low;
       return std::nullopt;
     }
+    if (key == "process") {
+      // process HOST_PID MEMORY [PID_IN_ITS_NAMESPACE]
+      auto host_pid = args >= 2 ? parse_integer<unsigned>(words[1]) : std::nullopt;
+      auto memory = args >= 2 ? parse_bytes(words[2]) : std::nullopt;
+      auto own_pid = args == 3 ? parse_integer<unsigned>(words[3]) : host_pid;
+      if (args < 2 || args > 3 || !host_pid || !memory || !own_pid)
+        return "expected \"process HOST_PID MEMORY [PID]\"";
+      d.process_list.push_back(xpumlProcessInfo_t{*own_pid, *memory, 0, *host_pid});
+      d.processes = static_cast<unsigned>(d.process_list.size());
+      return std::nullopt;
+    }
     if (args != 1) return "\"" + std::string(key) + "\" needs exactly one value";
     std::string_view value = words[1];
     if (key == "state") return set(d.state, parse_state(value), key, value);

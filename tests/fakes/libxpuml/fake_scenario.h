@@ -51,6 +51,8 @@ struct FakeDevice {
   unsigned clock_mhz = 0;
   int state = XPUML_DEVICE_STATE_RUNNING;
   unsigned processes = 0;
+  // "process" lines: listed as written. Without any, "processes N" lists N made-up entries.
+  std::vector<xpumlProcessInfo_t> process_list;
   int vxpu_mode = XPUML_HOST_VXPU_NON_SRIOV;
   bool lost = false;  // every call on this device returns XPU_IS_LOST
   Injections injections;

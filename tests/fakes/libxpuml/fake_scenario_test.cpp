@@ -84,6 +84,22 @@ TEST(FakeScenario, ErrorsNameTheLine) {
   }
 }
 
+TEST(FakeScenario, ProcessLinesListProcessesAsWritten) {
+  auto scenario = parse_scenario("devices 1\ndevice 0\nprocess 4242 2GiB 7\nprocess 4300 512MiB\n");
+  ASSERT_TRUE(scenario.ok()) << scenario.error();
+  const FakeDevice& d = scenario->devices[0];
+  ASSERT_EQ(d.process_list.size(), 2u);
+  EXPECT_EQ(d.processes, 2u);
+  EXPECT_EQ(d.process_list[0].root_ns_pid, 4242u);
+  EXPECT_EQ(d.process_list[0].pid, 7u);
+  EXPECT_EQ(d.process_list[0].usedGlobal, std::uint64_t{2} << 30);
+  EXPECT_EQ(d.process_list[1].pid, 4300u);
+  auto bad = parse_scenario("devices 1\ndevice 0\nprocess 4242\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error(), HasSubstr("line 3"));
+  EXPECT_THAT(bad.error(), HasSubstr("process HOST_PID MEMORY [PID]"));
+}
+
 TEST(FakeScenario, EmptyScenarioHasNoDevices) {
   auto scenario = parse_scenario("# nothing\n\n");
   ASSERT_TRUE(scenario.ok()) << scenario.error();

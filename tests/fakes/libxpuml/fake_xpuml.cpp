@@ -424,7 +424,9 @@ xpumlReturn_t xpumlDeviceGetComputeRunningProcesses(xpumlDevice_t device, unsign
     }
     if (infos == nullptr && d.processes > 0) return XPUML_ERROR_INVALID_ARGUMENT;
     for (unsigned i = 0; i < d.processes; ++i)
-      infos[i] = xpumlProcessInfo_t{1000 + i, std::uint64_t{1} << 30, 0, 1000 + i};
+      infos[i] = i < d.process_list.size()
+                     ? d.process_list[i]
+                     : xpumlProcessInfo_t{1000 + i, std::uint64_t{1} << 30, 0, 1000 + i};
     *count = d.processes;
     return XPUML_SUCCESS;
   });

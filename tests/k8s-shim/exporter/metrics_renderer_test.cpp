@@ -53,6 +53,15 @@ ScrapeInputs two_cards() {
   inputs.podresources_up = true;
   inputs.pods = {{"uuid-1", {"default", "demo", "main"}}};
   inputs.scrape_duration_seconds = 0.25;
+  // Card 0: a host process. Card 1 (held by default/demo/main): the container's process and a
+  // host tool that opened the card too.
+  xpu::ProcessSnapshot processes;
+  processes.timestamp_usec = snapshot.timestamp_usec;
+  processes.devices.push_back({0, {{4100, 1024, "", ""}}});
+  processes.devices.push_back(
+      {1, {{4242, 3072, "6f2b1c3a-1111-4222-8333-444455556666", std::string(64, 'c')},
+           {4300, 1024, "", ""}}});
+  inputs.processes = processes;
   return inputs;
 }
 
@@ -122,7 +131,8 @@ TEST(MetricsRenderer, EveryFamilyHasHelpAndGaugeType) {
        {"xpu_info", "xpu_healthy", "xpu_utilization_ratio", "xpu_memory_utilization_ratio",
         "xpu_memory_used_bytes", "xpu_memory_total_bytes", "xpu_l3_memory_used_bytes",
         "xpu_l3_memory_total_bytes", "xpu_temperature_celsius", "xpu_power_watts",
-        "xpu_clock_hertz", "xpu_processes", "xpu_exporter_xpud_up", "xpu_exporter_podresources_up",
+        "xpu_clock_hertz", "xpu_processes", "xpu_process_memory_used_bytes",
+        "xpu_exporter_xpud_up", "xpu_exporter_podresources_up",
         "xpu_exporter_scrape_duration_seconds"}) {
     EXPECT_THAT(text, HasSubstr(std::string("# HELP ") + family + " ")) << family;
     EXPECT_THAT(text, HasSubstr(std::string("# TYPE ") + family + " gauge\n")) << family;
@@ -230,6 +240,52 @@ TEST(MetricsRenderer, LabelValuesAreEscaped) {
   inputs.view.devices[0].serial = "a\"b\\c\nd";
   std::string text = render_text(build_families(inputs));
   EXPECT_THAT(text, HasSubstr(R"(serial="a\"b\\c\nd")"));
+}
+
+constexpr const char* kCard1Identity = R"(xpu="1",uuid="uuid-1",model="R200",pci_bus_id="0000:31:00.0")";
+
+TEST(MetricsRenderer, ProcessMemoryNamesThePodOnlyForTheContainerOnAnOwnedCard) {
+  std::string text = render_text(build_families(two_cards()));
+  EXPECT_THAT(samples_of(text, "xpu_process_memory_used_bytes"),
+              ::testing::ElementsAre(
+                  std::string("xpu_process_memory_used_bytes{") + kCard0 + R"(,pid="4100"} 1024)",
+                  std::string("xpu_process_memory_used_bytes{") + kCard1Identity +
+                      R"(,pid="4242",namespace="default",pod="demo",container="main"} 3072)",
+                  std::string("xpu_process_memory_used_bytes{") + kCard1Identity + R"(,pid="4300"} 1024)"));
+}
+
+TEST(MetricsRenderer, ProcessesOfACardListedForSeveralContainersNameNoPod) {
+  auto inputs = two_cards();
+  inputs.shared_cards = {"uuid-1"};
+  std::string text = render_text(build_families(inputs));
+  EXPECT_THAT(samples_of(text, "xpu_process_memory_used_bytes"),
+              Contains(std::string("xpu_process_memory_used_bytes{") + kCard1Identity +
+                       R"(,pid="4242"} 3072)"));
+  EXPECT_THAT(text, Not(HasSubstr(R"(pid="4242",namespace)")));
+}
+
+TEST(MetricsRenderer, ProcessSeriesPerCardAreBoundedToTheLargest) {
+  auto inputs = two_cards();
+  inputs.processes->devices[0].processes.clear();
+  for (unsigned i = 0; i < 40; ++i)  // pid 5000 + i uses i MiB; pid 5039 is listed twice
+    inputs.processes->devices[0].processes.push_back({5000 + i, std::uint64_t{i} << 20, "", ""});
+  inputs.processes->devices[0].processes.push_back({5039, std::uint64_t{39} << 20, "", ""});
+  std::string text = render_text(build_families(inputs));
+  std::vector<std::string> card0;
+  for (const auto& line : samples_of(text, "xpu_process_memory_used_bytes"))
+    if (line.find(R"(xpu="0")") != std::string::npos) card0.push_back(line);
+  ASSERT_EQ(card0.size(), kMaxProcessSeriesPerCard);
+  EXPECT_THAT(card0.front(), HasSubstr(R"(pid="5039"})"));
+  EXPECT_THAT(card0.back(), HasSubstr(R"(pid="5024"})"));
+  EXPECT_THAT(text, Not(HasSubstr(R"(pid="5023")")));
+}
+
+TEST(MetricsRenderer, NoProcessListNoProcessFamily) {
+  auto inputs = two_cards();
+  inputs.processes.reset();  // an xpud older than GetProcesses, or a backend without the list
+  std::string text = render_text(build_families(inputs));
+  EXPECT_THAT(text, Not(HasSubstr("xpu_process_memory_used_bytes")));
+  EXPECT_THAT(samples_of(text, "xpu_processes"), Not(IsEmpty()));
 }
 
 // The rendered text passes Prometheus' own linter (promtool ships with the prometheus package).

@@ -91,7 +91,11 @@ class SimBackend final : public Backend, public Simulator {
 
   DeviceReading read(const DeviceIdentity& device) override {
     std::lock_guard lock(mutex_);
-    if (device.index >= cards_.size()) return DeviceReading{{}, std::nullopt, "no such card"};
+    if (device.index >= cards_.size()) {
+      DeviceReading missing;
+      missing.read_error = "no such card";
+      return missing;
+    }
     Card& card = cards_[device.index];
     DeviceReading reading;
     reading.fault = card.fault;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -30,7 +31,8 @@ constexpr unsigned kMaxMinor = 65535;
 constexpr std::size_t kTextBufferSize = 128;
 // Serials travel where device ids do (D-Bus, exporter labels): the same limit.
 constexpr std::size_t kMaxSerialLength = kMaxDeviceUuidLength;
-// Process entries offered per query; a card with more reports the total as INSUFFICIENT_SIZE.
+// Process entries offered per query; a card with more reports the total as INSUFFICIENT_SIZE
+// (the count is still published, the list is not).
 constexpr unsigned kProcessSlots = 64;
 
 constexpr std::string_view kDeviceLost = "device lost";
@@ -394,6 +396,7 @@ DeviceReading XpumlBackend::read(const DeviceIdentity& device) {
   if (rc == XPUML_SUCCESS && slots <= kProcessSlots) {
     any_succeeded = true;
     xpuml::add_process_count_metric(slots, subject, reading.metrics);
+    reading.processes = xpuml::process_list(std::span(processes.data(), slots), subject);
   } else if (rc == XPUML_ERROR_INSUFFICIENT_SIZE && slots > kProcessSlots) {
     any_succeeded = true;
     xpuml::add_process_count_metric(slots, subject, reading.metrics);

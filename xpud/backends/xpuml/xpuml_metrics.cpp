@@ -79,6 +79,22 @@ void add_process_count_metric(unsigned count, std::string_view device, Metrics& 
     spdlog::debug("{}: dropping {}: {}", device, metric::kProcessCount, count);
 }
 
+std::vector<ProcessUsage> process_list(std::span<const xpumlProcessInfo_t> entries,
+                                       std::string_view device) {
+  std::vector<ProcessUsage> processes;
+  processes.reserve(entries.size());
+  for (const auto& entry : entries) {
+    const unsigned pid = entry.root_ns_pid != 0 ? entry.root_ns_pid : entry.pid;
+    if (pid == 0 || entry.usedGlobal > kMaxMemoryBytes) {
+      spdlog::debug("{}: dropping process entry pid {} (host pid {}) with {} bytes", device,
+                    entry.pid, entry.root_ns_pid, entry.usedGlobal);
+      continue;
+    }
+    processes.push_back(ProcessUsage{pid, entry.usedGlobal});
+  }
+  return processes;
+}
+
 std::optional<std::string> fault_from_state(int state) {
   switch (state) {
     case XPUML_DEVICE_STATE_ERROR:

@@ -6,9 +6,12 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include "xpud/backends/xpuml/xpuml_api.h"
+#include "xpud/device.h"
 
 namespace xpud::xpuml {
 
@@ -30,6 +33,12 @@ void add_temperature_metric(unsigned celsius, std::string_view device, Metrics& 
 void add_power_metric(unsigned milliwatts, std::string_view device, Metrics& out);
 void add_clock_metric(unsigned mhz, std::string_view device, Metrics& out);
 void add_process_count_metric(unsigned count, std::string_view device, Metrics& out);
+
+// The library's process entries as xpud publishes them: the PID in the host's namespace
+// (root_ns_pid; pid when a library leaves that 0), entries without a PID or with an implausible
+// size dropped.
+std::vector<ProcessUsage> process_list(std::span<const xpumlProcessInfo_t> entries,
+                                       std::string_view device);
 
 // The fault a device state means ("driver reports state ERROR (207)"); nullopt for a usable card.
 std::optional<std::string> fault_from_state(int state);
