@@ -102,6 +102,10 @@ expect_contains "xpuctl list as an unprivileged user" "$(in_container runuser -u
 expect_contains "GetMetrics as an unprivileged user" \
   "$(in_container runuser -u viewer -- busctl call com.kunlunxin.xpud1 /com/kunlunxin/xpud1 com.kunlunxin.xpud1.Manager GetMetrics)" \
   "memory_used_bytes"
+# The policy lets anyone list processes too (the sim backend lists none: the reply has no devices).
+expect_contains "GetProcesses as an unprivileged user" \
+  "$(in_container runuser -u viewer -- busctl call com.kunlunxin.xpud1 /com/kunlunxin/xpud1 com.kunlunxin.xpud1.Manager GetProcesses)" \
+  "ta(ua(utss)) "
 denied=$(in_container runuser -u viewer -- busctl call com.kunlunxin.xpud1 /com/kunlunxin/xpud1 \
   com.kunlunxin.xpud1.Simulator SetHealth uss 3 Unhealthy nope 2>&1 || true)
 expect_contains "SetHealth as an unprivileged user is refused" "$denied" "Access denied"
