@@ -21,7 +21,7 @@ xpu::Status validate_extended_resource_name(std::string_view name);
 std::string_view resource_domain(std::string_view name);
 
 // Shared mode advertises each card several times, as device IDs `<card UUID>::<replica>`
-// (device_plugin/resource_manager.h); the exporter reads them back from pod-resources.
+// (device_plugin/resource_plan.h); the exporter reads them back from pod-resources.
 inline constexpr std::string_view kReplicaSeparator = "::";
 
 // The card a device ID names: the UUID before a `::<replica number>` suffix, else the whole ID.

@@ -7,7 +7,7 @@
 
 #include "common/command_line.h"
 #include "k8s-shim/device_plugin/node_features.h"
-#include "k8s-shim/device_plugin/resource_manager.h"
+#include "k8s-shim/device_plugin/resource_plan.h"
 #include "k8s-shim/resource_name.h"
 #include "k8s-shim/shim_options.h"
 

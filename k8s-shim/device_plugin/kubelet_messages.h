@@ -5,7 +5,7 @@
 #include <deviceplugin_v1beta1.pb.h>
 
 #include "k8s-shim/device_plugin/container_allocation.h"
-#include "k8s-shim/device_plugin/resource_manager.h"
+#include "k8s-shim/device_plugin/resource_plan.h"
 #include "k8s-shim/device_plugin/topology_allocator.h"
 
 namespace shim {

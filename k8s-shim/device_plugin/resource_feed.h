@@ -11,7 +11,7 @@
 #include <mutex>
 #include <optional>
 
-#include "k8s-shim/device_plugin/resource_manager.h"
+#include "k8s-shim/device_plugin/resource_plan.h"
 
 namespace shim {
 

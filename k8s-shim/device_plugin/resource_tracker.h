@@ -13,7 +13,7 @@
 
 #include "common/xpud_client.h"
 #include "k8s-shim/device_plugin/resource_feed.h"
-#include "k8s-shim/device_plugin/resource_manager.h"
+#include "k8s-shim/device_plugin/resource_plan.h"
 
 namespace shim {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "k8s-shim/device_plugin/resource_manager.h"
+#include "k8s-shim/device_plugin/resource_plan.h"
 #include "k8s-shim/device_plugin/topology_allocator.h"
 
 namespace shim {

@@ -1,4 +1,4 @@
-#include "k8s-shim/device_plugin/resource_manager.h"
+#include "k8s-shim/device_plugin/resource_plan.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "k8s-shim/device_plugin/resource_manager.h"
+#include "k8s-shim/device_plugin/resource_plan.h"
 
 #include <gtest/gtest.h>
 
@@ -24,7 +24,7 @@ xpu::DeviceView present(std::vector<xpu::DeviceInfo> devices) {
   return view;
 }
 
-TEST(ResourceManager, DefaultResourceCarriesEveryDevice) {
+TEST(ResourcePlan, DefaultResourceCarriesEveryDevice) {
   auto a = card(0, "R200", 0);
   a.linked_devices = {1, 4, 0, 9};  // 0 is itself, 9 does not exist: both dropped
   auto b = card(1, "R200", 1);
@@ -47,7 +47,7 @@ TEST(ResourceManager, DefaultResourceCarriesEveryDevice) {
   EXPECT_TRUE(plan.problems.empty());
 }
 
-TEST(ResourceManager, ResourceExistsBeforeXpudAnswers) {
+TEST(ResourcePlan, ResourceExistsBeforeXpudAnswers) {
   auto plan = plan_resources({"baidu.com/xpu", false}, xpu::DeviceView{}, false, {});
   ASSERT_EQ(plan.resources.size(), 1u);
   EXPECT_EQ(plan.resources[0].resource_name, "baidu.com/xpu");
@@ -55,7 +55,7 @@ TEST(ResourceManager, ResourceExistsBeforeXpudAnswers) {
   EXPECT_TRUE(plan.resources[0].devices.empty());
 }
 
-TEST(ResourceManager, UnknownNumaAndUnhealthyWithoutReason) {
+TEST(ResourcePlan, UnknownNumaAndUnhealthyWithoutReason) {
   auto d = card(2, "R200", -7);
   d.healthy = false;
   auto plan = plan_resources({}, present({d}), false, {});
@@ -64,7 +64,7 @@ TEST(ResourceManager, UnknownNumaAndUnhealthyWithoutReason) {
   EXPECT_EQ(plan.resources[0].devices[0].unhealthy_reason, "reported Unhealthy by xpud");
 }
 
-TEST(ResourceManager, XpudLostMakesEveryDeviceUnhealthy) {
+TEST(ResourcePlan, XpudLostMakesEveryDeviceUnhealthy) {
   xpu::DeviceView view = present({card(0), card(1)});
   view.xpud_present = false;  // the last known list
   auto plan = plan_resources({}, view, true, {});
@@ -78,7 +78,7 @@ TEST(ResourceManager, XpudLostMakesEveryDeviceUnhealthy) {
   EXPECT_TRUE(within.resources[0].devices[0].healthy);
 }
 
-TEST(ResourceManager, PerModelResourcesAndSockets) {
+TEST(ResourcePlan, PerModelResourcesAndSockets) {
   auto plan = plan_resources({"kunlunxin.com/xpu", true},
                              present({card(0, "R200"), card(1, "R300"), card(2, "R200"),
                                       card(3, "RG800 PRO"), card(4, "")}),
@@ -96,13 +96,13 @@ TEST(ResourceManager, PerModelResourcesAndSockets) {
   EXPECT_EQ(plan.resources[3].socket_name, "kunlunxin-xpu-unknown.sock");
 }
 
-TEST(ResourceManager, PerModelTakesTheDomainOfTheResourceName) {
+TEST(ResourcePlan, PerModelTakesTheDomainOfTheResourceName) {
   auto plan = plan_resources({"baidu.com/xpu", true}, present({card(0, "R200")}), false, {});
   ASSERT_EQ(plan.resources.size(), 1u);
   EXPECT_EQ(plan.resources[0].resource_name, "baidu.com/R200");
 }
 
-TEST(ResourceManager, SocketCollisionsAreResolvedAndKnownSocketsKept) {
+TEST(ResourcePlan, SocketCollisionsAreResolvedAndKnownSocketsKept) {
   auto plan = plan_resources({"kunlunxin.com/xpu", true}, present({card(0, "r200"), card(1, "R200")}),
                              false, {});
   ASSERT_EQ(plan.resources.size(), 2u);
@@ -124,7 +124,7 @@ TEST(ResourceManager, SocketCollisionsAreResolvedAndKnownSocketsKept) {
   EXPECT_NE(later.resources[1].socket_name, "kunlunxin-xpu-r200.sock");
 }
 
-TEST(ResourceManager, DevicesThatCannotBeAdvertisedAreReported) {
+TEST(ResourcePlan, DevicesThatCannotBeAdvertisedAreReported) {
   auto no_uuid = card(0);
   no_uuid.uuid = "";
   auto long_uuid = card(1);
@@ -151,7 +151,7 @@ TEST(ResourceManager, DevicesThatCannotBeAdvertisedAreReported) {
   EXPECT_EQ(plan.problems, expected);
 }
 
-TEST(ResourceManager, DuplicateIndexIsReported) {
+TEST(ResourcePlan, DuplicateIndexIsReported) {
   auto first = card(5);
   auto second = card(5);
   second.uuid = "another";
@@ -161,7 +161,7 @@ TEST(ResourceManager, DuplicateIndexIsReported) {
   EXPECT_EQ(plan.problems, std::vector<std::string>{"device xpu5 is not advertised: its index is reported twice"});
 }
 
-TEST(ResourceManager, ModelSocketNames) {
+TEST(ResourcePlan, ModelSocketNames) {
   EXPECT_EQ(socket_name_for_model("R200-8F"), "kunlunxin-xpu-r200-8f.sock");
   EXPECT_EQ(socket_name_for_model("P800/x"), "kunlunxin-xpu-p800-x.sock");
   EXPECT_EQ(socket_name_for_model("  "), "kunlunxin-xpu-unknown.sock");
@@ -182,7 +182,7 @@ const ResourceState* find_resource(const ResourcePlan& plan, std::string_view na
   return nullptr;
 }
 
-TEST(ResourceManager, VirtualFunctionsAreLeftOutWithoutSriov) {
+TEST(ResourcePlan, VirtualFunctionsAreLeftOutWithoutSriov) {
   auto plan = plan_resources({}, present({card(0), virtual_function(1), virtual_function(2)}), false, {});
   ASSERT_EQ(plan.resources.size(), 1u);
   ASSERT_EQ(plan.resources[0].devices.size(), 1u);
@@ -192,7 +192,7 @@ TEST(ResourceManager, VirtualFunctionsAreLeftOutWithoutSriov) {
                               "SR-IOV virtual functions xpu1, xpu2 are not advertised: --enable-sriov is not set"});
 }
 
-TEST(ResourceManager, SriovAdvertisesVirtualFunctionsOnTheirOwnResource) {
+TEST(ResourcePlan, SriovAdvertisesVirtualFunctionsOnTheirOwnResource) {
   ResourceConfig config;
   config.enable_sriov = true;
   auto plan = plan_resources(config, present({virtual_function(2), card(0), virtual_function(1)}), false, {});
@@ -221,7 +221,7 @@ TEST(ResourceManager, SriovAdvertisesVirtualFunctionsOnTheirOwnResource) {
   EXPECT_EQ(empty.resources[1].resource_name, "example.com/vxpu");
 }
 
-TEST(ResourceManager, SriovPerModelNamesAndBadDeviceNodes) {
+TEST(ResourcePlan, SriovPerModelNamesAndBadDeviceNodes) {
   ResourceConfig config;
   config.per_model = true;
   config.enable_sriov = true;
@@ -243,7 +243,7 @@ TEST(ResourceManager, SriovPerModelNamesAndBadDeviceNodes) {
                 "'/dev/../etc/shadow' has an empty, '.' or '..' component"}));
 }
 
-TEST(ResourceManager, DeviceNodeValidation) {
+TEST(ResourcePlan, DeviceNodeValidation) {
   EXPECT_TRUE(validate_device_node("/dev/xpu0").ok());
   EXPECT_TRUE(validate_device_node("/dev/dri/card1").ok());
   EXPECT_FALSE(validate_device_node("/dev/").ok());
@@ -254,7 +254,7 @@ TEST(ResourceManager, DeviceNodeValidation) {
   EXPECT_FALSE(validate_device_node(std::string("/dev/xpu\n0")).ok());
 }
 
-TEST(ResourceManager, SriovCountOtherThanExpectedIsAWarning) {
+TEST(ResourcePlan, SriovCountOtherThanExpectedIsAWarning) {
   ResourceConfig config;
   config.enable_sriov = true;
   config.sriov_num_vfs = 2;
@@ -278,7 +278,7 @@ TEST(ResourceManager, SriovCountOtherThanExpectedIsAWarning) {
   EXPECT_EQ(sriov_count_mismatch(config, present({card(0)})), "");
 }
 
-TEST(ResourceManager, SharedModeAdvertisesReplicasInsteadOfCards) {
+TEST(ResourcePlan, SharedModeAdvertisesReplicasInsteadOfCards) {
   ResourceConfig config;
   config.share_replicas = 3;
   auto sick = card(1);
@@ -305,7 +305,7 @@ TEST(ResourceManager, SharedModeAdvertisesReplicasInsteadOfCards) {
   EXPECT_FALSE(lost.resources[0].devices[2].healthy);
 }
 
-TEST(ResourceManager, SharedModeLeavesOutCardsWhoseReplicaIdsWouldBeTooLong) {
+TEST(ResourcePlan, SharedModeLeavesOutCardsWhoseReplicaIdsWouldBeTooLong) {
   ResourceConfig config;
   config.share_replicas = 10;  // suffix "::9": 3 characters
   auto fits = card(0);
@@ -319,7 +319,7 @@ TEST(ResourceManager, SharedModeLeavesOutCardsWhoseReplicaIdsWouldBeTooLong) {
                                                     "' plus the replica suffix would be longer than 63 characters"});
 }
 
-TEST(ResourceManager, SharedModePerModelWithSriov) {
+TEST(ResourcePlan, SharedModePerModelWithSriov) {
   ResourceConfig config;
   config.share_replicas = 2;
   config.per_model = true;
