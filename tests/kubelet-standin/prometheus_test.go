@@ -530,3 +530,62 @@ func TestExporterBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// Per-process card memory end to end: xpud on the fake libxpuml (the one fake here: there is no
+// XPU) lists two processes on card 1, one in a Kubernetes container (its cgroup, in a /proc tree
+// under xpud's [sysfs] root, names a pod and a container) and one host process; the kubelet
+// stand-in says pod default/demo holds card 1. Only the container's process gets pod labels.
+func TestExporterProcessMemory(t *testing.T) {
+	xpudBin := BinaryFromEnv(t, "XPUD_BIN")
+	shimBin := BinaryFromEnv(t, "XPU_K8S_SHIM_BIN")
+	fakeLibrary := BinaryFromEnv(t, "XPUML_FAKE_LIBRARY")
+	promtool := requireTool(t, "promtool")
+	dir := ShortTempDir(t)
+	root := filepath.Join(dir, "root")
+	container := strings.Repeat("c", 64)
+	files := map[string]string{
+		"proc/4242/cgroup": "0::/kubepods.slice/kubepods-besteffort.slice/" +
+			"kubepods-besteffort-pod6f2b1c3a_1111_4222_8333_444455556666.slice/cri-containerd-" + container + ".scope\n",
+		"proc/4300/cgroup": "0::/system.slice/inference-probe.service\n",
+		"scenario":         "devices 2\ndevice 1\nprocess 4242 3GiB 1\nprocess 4300 256MiB\n",
+		"xpud.conf": "[daemon]\nbackend = xpuml\n[xpuml]\nlibrary = " + fakeLibrary +
+			"\n[sysfs]\nroot = " + root + "\n",
+	}
+	for name, content := range files {
+		path := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("XPUML_FAKE_SCRIPT", filepath.Join(root, "scenario"))
+	bus := StartPrivateBus(t, dir)
+	StartXpud(t, dir, xpudBin, bus, "--backend", "xpuml", "--config", filepath.Join(root, "xpud.conf"))
+	uuid := exporterCardUUID(t, bus, 1)
+
+	podsFile := filepath.Join(dir, "pods.json")
+	socket := filepath.Join(dir, "kubelet.sock")
+	writePods(t, podsFile, []podEntry{{Namespace: "default", Name: "demo", Containers: []containerEntry{
+		xpuContainer("main", "kunlunxin.com/xpu", uuid)}}})
+	servePodResources(t, socket, podsFile, 0)
+	_, port := startExporter(t, dir, shimBin, bus, socket)
+
+	card := fmt.Sprintf(`xpu="1",uuid="%s",model="R200",pci_bus_id="0000:3c:00.0"`, uuid)
+	want := []string{
+		fmt.Sprintf(`xpu_process_memory_used_bytes{%s,pid="4242",namespace="default",pod="demo",container="main"} 3221225472`, card),
+		fmt.Sprintf(`xpu_process_memory_used_bytes{%s,pid="4300"} 268435456`, card),
+	}
+	body := waitScrape(t, port, 15*time.Second, "both processes of card 1", func(body string) bool {
+		return len(samples(body, "xpu_process_memory_used_bytes")) == 2
+	})
+	if got := samples(body, "xpu_process_memory_used_bytes"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("process series:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) != 0 {
+		t.Fatalf("promtool check metrics: %v\n%s\non:\n%s", err, out, body)
+	}
+}
