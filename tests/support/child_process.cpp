@@ -14,7 +14,8 @@
 namespace xpu::test {
 
 ChildProcess::ChildProcess(std::vector<std::string> argv, std::filesystem::path output_file,
-                           std::map<std::string, std::string> env)
+                           std::map<std::string, std::string> env,
+                           std::vector<std::string> unset_env)
     : output_file_(std::move(output_file)) {
   std::vector<char*> args;
   for (auto& arg : argv) args.push_back(arg.data());
@@ -34,6 +35,7 @@ ChildProcess::ChildProcess(std::vector<std::string> argv, std::filesystem::path 
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     for (const auto& [key, value] : env) setenv(key.c_str(), value.c_str(), 1);
+    for (const auto& name : unset_env) unsetenv(name.c_str());
     execv(args[0], args.data());
     _exit(127);
   }
@@ -94,6 +96,7 @@ void write_file(const std::filesystem::path& path, const std::string& content) {
   std::filesystem::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::trunc);
   out << content;
+  out.close();  // a write that fails only when flushed must still throw
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 

@@ -15,9 +15,11 @@ namespace xpu::test {
 
 class ChildProcess {
  public:
-  // `env` entries are added to (or override) the test's environment.
+  // `env` entries are added to (or override) the test's environment; the variables named in
+  // `unset_env` are removed from it (after `env` is applied), for a child that must not see one.
   ChildProcess(std::vector<std::string> argv, std::filesystem::path output_file,
-               std::map<std::string, std::string> env = {});
+               std::map<std::string, std::string> env = {},
+               std::vector<std::string> unset_env = {});
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -51,6 +53,7 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// Writes a whole file (truncating), creating missing parent directories; throws on failure.
 void write_file(const std::filesystem::path& path, const std::string& content);
 
 }  // namespace xpu::test

@@ -8,7 +8,7 @@
 
 #include "tests/k8s-shim/token_sync/file_status.h"
 #include "tests/k8s-shim/token_sync/projected_volume.h"
-#include "tests/k8s-shim/token_sync/temp_dir.h"
+#include "tests/support/child_process.h"
 
 namespace shim::token_sync {
 namespace {
@@ -20,7 +20,8 @@ using ::testing::HasSubstr;
 using testing::lstat_or_throw;
 using testing::mode_bits;
 using testing::read_file;
-using testing::TempDir;
+using xpu::test::TempDir;
+using xpu::test::write_file;
 
 std::vector<std::string> entries(const fs::path& dir) {
   std::vector<std::string> names;
@@ -68,7 +69,7 @@ TEST_F(DestinationDirectoryTest, RefusesASymlinkAsTheDirectory) {
 
 TEST_F(DestinationDirectoryTest, RefusesAFileAsTheDirectory) {
   fs::create_directories(dest_.parent_path());
-  testing::write_file(dest_, "x");
+  write_file(dest_, "x");
   auto dir = DestinationDirectory::open(dest_);
   ASSERT_FALSE(dir.ok());
   EXPECT_THAT(dir.error(), HasSubstr("exists but is not a directory"));
@@ -120,7 +121,7 @@ TEST_F(DestinationDirectoryTest, UnchangedContentWithWrongModeIsFixedInPlace) {
 TEST_F(DestinationDirectoryTest, ReplacesAPlantedSymlinkWithoutFollowingIt) {
   auto dir = open_dest();
   const auto victim = temp_.path() / "victim";
-  testing::write_file(victim, "abc");  // even the same content must not count as "in sync"
+  write_file(victim, "abc");  // even the same content must not count as "in sync"
   ::chmod(victim.c_str(), 0644);
   fs::create_symlink(victim, dest_ / "token");
   auto update = dir.write_file("token", "abc");
@@ -135,7 +136,7 @@ TEST_F(DestinationDirectoryTest, ReplacesAPlantedSymlinkWithoutFollowingIt) {
 TEST_F(DestinationDirectoryTest, PlantedSymlinkAtTheTempNameIsNotFollowed) {
   auto dir = open_dest();
   const auto victim = temp_.path() / "victim";
-  testing::write_file(victim, "do not touch");
+  write_file(victim, "do not touch");
   // The first temp name this process would pick.
   const std::string temp = std::string(kTempFilePrefix) + "token." + std::to_string(::getpid()) + ".0";
   fs::create_symlink(victim, dest_ / temp);
@@ -157,8 +158,8 @@ TEST_F(DestinationDirectoryTest, DirectoryInPlaceOfAFileIsAnErrorAndNoTempFileSt
 
 TEST_F(DestinationDirectoryTest, RemovesStaleTempFiles) {
   auto dir = open_dest();
-  testing::write_file(dest_ / (std::string(kTempFilePrefix) + "token.1.0"), "half");
-  testing::write_file(dest_ / "keep", "x");
+  write_file(dest_ / (std::string(kTempFilePrefix) + "token.1.0"), "half");
+  write_file(dest_ / "keep", "x");
   EXPECT_THAT(dir.remove_stale_temp_files(), ElementsAre(std::string(kTempFilePrefix) + "token.1.0"));
   EXPECT_THAT(entries(dest_), ElementsAre("keep"));
 }

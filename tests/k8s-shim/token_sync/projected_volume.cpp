@@ -7,8 +7,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
+
+#include "tests/support/child_process.h"
 
 namespace shim::token_sync::testing {
 namespace fs = std::filesystem;
@@ -21,7 +22,7 @@ void ProjectedVolume::publish(const std::map<std::string, std::string>& files) {
   std::snprintf(name, sizeof name, "..2026_01_01_00_00_00.%09lu", generation_);
   const fs::path version = dir_ / name;
   fs::create_directory(version);
-  for (const auto& [file, content] : files) write_file(version / file, content);
+  for (const auto& [file, content] : files) xpu::test::write_file(version / file, content);
 
   const fs::path data_tmp = dir_ / "..data_tmp";
   fs::remove(data_tmp);
@@ -63,13 +64,6 @@ std::optional<std::string> read_file(const fs::path& path) {
   }
   ::close(fd);
   return content;
-}
-
-void write_file(const fs::path& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  out.close();
-  if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
 std::string valid_ca_cert(const std::string& body) {

@@ -35,8 +35,6 @@ class ProjectedVolume {
 
 // Reads a whole file; nullopt when it cannot be opened (missing, a directory, ...).
 std::optional<std::string> read_file(const std::filesystem::path& path);
-// Writes a whole file (truncating); throws on failure.
-void write_file(const std::filesystem::path& path, const std::string& content);
 
 // Service-account content that passes validation.
 std::string valid_ca_cert(const std::string& body = "MIIBszCCAVmgAwIBAgIUTestCertificateBody");

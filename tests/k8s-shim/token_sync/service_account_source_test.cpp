@@ -7,15 +7,16 @@
 #include <gtest/gtest.h>
 
 #include "tests/k8s-shim/token_sync/projected_volume.h"
-#include "tests/k8s-shim/token_sync/temp_dir.h"
+#include "tests/support/child_process.h"
 
 namespace shim::token_sync {
 namespace {
 
 using ::testing::HasSubstr;
 using testing::ProjectedVolume;
-using testing::TempDir;
 using testing::valid_ca_cert;
+using xpu::test::TempDir;
+using xpu::test::write_file;
 
 class ServiceAccountSourceTest : public ::testing::Test {
  protected:
@@ -38,9 +39,9 @@ TEST_F(ServiceAccountSourceTest, ReadsAProjectedVolume) {
 TEST_F(ServiceAccountSourceTest, ReadsAPlainDirectory) {
   const auto dir = temp_.path() / "plain";
   std::filesystem::create_directory(dir);
-  testing::write_file(dir / "token", "abc.def\n");
-  testing::write_file(dir / "ca.crt", valid_ca_cert());
-  testing::write_file(dir / "namespace", "default\n");
+  write_file(dir / "token", "abc.def\n");
+  write_file(dir / "ca.crt", valid_ca_cert());
+  write_file(dir / "namespace", "default\n");
   auto files = read_service_account(dir);
   ASSERT_TRUE(files.ok()) << files.error();
   EXPECT_EQ(files->token, "abc.def\n");  // copied as is
@@ -94,8 +95,8 @@ TEST_F(ServiceAccountSourceTest, FileAtTheLimitIsAccepted) {
 TEST_F(ServiceAccountSourceTest, DirectoryInPlaceOfAFileIsAnError) {
   const auto dir = temp_.path() / "plain";
   std::filesystem::create_directories(dir / "token");
-  testing::write_file(dir / "ca.crt", valid_ca_cert());
-  testing::write_file(dir / "namespace", "default");
+  write_file(dir / "ca.crt", valid_ca_cert());
+  write_file(dir / "namespace", "default");
   auto result = read_service_account(dir);
   ASSERT_FALSE(result.ok());
   EXPECT_THAT(result.error(), HasSubstr("token: is not a regular file"));
@@ -105,8 +106,8 @@ TEST_F(ServiceAccountSourceTest, FifoInPlaceOfAFileIsAnErrorNotAHang) {
   const auto dir = temp_.path() / "plain";
   std::filesystem::create_directory(dir);
   ASSERT_EQ(::mkfifo((dir / "token").c_str(), 0600), 0);
-  testing::write_file(dir / "ca.crt", valid_ca_cert());
-  testing::write_file(dir / "namespace", "default");
+  write_file(dir / "ca.crt", valid_ca_cert());
+  write_file(dir / "namespace", "default");
   auto result = read_service_account(dir);
   ASSERT_FALSE(result.ok());
   EXPECT_THAT(result.error(), HasSubstr("token: is not a regular file"));
@@ -116,10 +117,10 @@ TEST_F(ServiceAccountSourceTest, UnreadableFileIsAnError) {
   if (::geteuid() == 0) GTEST_SKIP() << "root reads files whatever their mode";
   const auto dir = temp_.path() / "plain";
   std::filesystem::create_directory(dir);
-  testing::write_file(dir / "token", "abc");
+  write_file(dir / "token", "abc");
   ::chmod((dir / "token").c_str(), 0);
-  testing::write_file(dir / "ca.crt", valid_ca_cert());
-  testing::write_file(dir / "namespace", "default");
+  write_file(dir / "ca.crt", valid_ca_cert());
+  write_file(dir / "namespace", "default");
   auto result = read_service_account(dir);
   ASSERT_FALSE(result.ok());
   EXPECT_THAT(result.error(), HasSubstr("token: cannot open: Permission denied"));

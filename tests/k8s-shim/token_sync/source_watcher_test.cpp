@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/k8s-shim/token_sync/projected_volume.h"
-#include "tests/k8s-shim/token_sync/temp_dir.h"
+#include "tests/support/child_process.h"
 
 namespace shim::token_sync {
 namespace {
@@ -14,7 +14,8 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using testing::ProjectedVolume;
-using testing::TempDir;
+using xpu::test::TempDir;
+using xpu::test::write_file;
 
 // inotify queues events synchronously with the change, so "nothing queued" right after a change
 // is a reliable negative; positives still get a deadline.
@@ -60,7 +61,7 @@ TEST_F(SourceWatcherTest, ReportsEveryDataSwap) {
 
 TEST_F(SourceWatcherTest, ReportsAFileWrittenInAPlainDirectory) {
   auto watcher = make_watcher();
-  testing::write_file(volume_.dir() / "token", "abc");
+  write_file(volume_.dir() / "token", "abc");
   ASSERT_TRUE(readable(watcher.fd(), 5000));
   EXPECT_TRUE(watcher.drain());
 }
@@ -80,9 +81,9 @@ TEST_F(SourceWatcherTest, RearmsOnADirectoryThatReplacedTheWatchedOne) {
   // Stale events (IN_IGNORED of the old watch) may be queued; they must not count as changes.
   watcher.drain();
 
-  testing::write_file(moved / "token", "old place");
+  write_file(moved / "token", "old place");
   EXPECT_FALSE(readable(watcher.fd(), 0)) << "the directory that moved away is still watched";
-  testing::write_file(volume_.dir() / "token", "new place");
+  write_file(volume_.dir() / "token", "new place");
   ASSERT_TRUE(readable(watcher.fd(), 5000));
   EXPECT_TRUE(watcher.drain());
 }
@@ -101,7 +102,7 @@ TEST_F(SourceWatcherTest, DeletedDirectoryLosesTheWatchUntilItIsBack) {
 
   fs::create_directory(volume_.dir());
   ASSERT_TRUE(watcher.arm().ok());
-  testing::write_file(volume_.dir() / "token", "back");
+  write_file(volume_.dir() / "token", "back");
   ASSERT_TRUE(readable(watcher.fd(), 5000));
   EXPECT_TRUE(watcher.drain());
 }

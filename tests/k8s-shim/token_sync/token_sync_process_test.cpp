@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,9 +16,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tests/k8s-shim/token_sync/child_process.h"
 #include "tests/k8s-shim/token_sync/projected_volume.h"
-#include "tests/k8s-shim/token_sync/temp_dir.h"
+#include "tests/support/child_process.h"
+#include "tests/support/wait.h"
 
 namespace shim::token_sync {
 namespace {
@@ -28,11 +27,11 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::ChildProcess;
 using testing::ProjectedVolume;
 using testing::read_file;
-using testing::TempDir;
-using testing::wait_until;
+using xpu::test::ChildProcess;
+using xpu::test::TempDir;
+using xpu::test::wait_until;
 
 // Generous: the CI also runs this under ASan/UBSan on a loaded 2-core machine.
 constexpr auto kDeadline = 15s;
@@ -106,16 +105,20 @@ ReadResult read_as_runtime(const fs::path& path) {
 
 std::string log_text(const fs::path& log) { return read_file(log).value_or(""); }
 
+std::string shim_binary() { return xpu::test::binary_path("k8s-shim/xpu-k8s-shim").string(); }
+
 class TokenSyncProcessTest : public ::testing::Test {
  protected:
+  // `environment` is set in the child's environment, `unset` names variables removed from it.
   std::unique_ptr<ChildProcess> start(std::vector<std::string> extra_args = {},
-                                      std::map<std::string, std::optional<std::string>> environment = {
+                                      std::map<std::string, std::string> environment = {
                                           {"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
-                                          {"KUBERNETES_SERVICE_PORT", "443"}}) {
-    std::vector<std::string> argv = {testing::shim_binary(), "token-sync", "--source-dir", source_.string(),
+                                          {"KUBERNETES_SERVICE_PORT", "443"}},
+                                      std::vector<std::string> unset = {}) {
+    std::vector<std::string> argv = {shim_binary(), "token-sync", "--source-dir", source_.string(),
                                      "--dest-dir", dest_.string(), "--log-level", "debug"};
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-    return std::make_unique<ChildProcess>(argv, environment, log_);
+    return std::make_unique<ChildProcess>(argv, log_, environment, unset);
   }
 
   void publish(const std::string& record) {
@@ -125,10 +128,9 @@ class TokenSyncProcessTest : public ::testing::Test {
   // Stops the child the way the kubelet does and expects a clean exit.
   void expect_clean_stop(ChildProcess& child, int signo = SIGTERM) {
     child.signal(signo);
-    auto status = child.wait_for_exit(kDeadline);
+    auto status = child.wait(kDeadline);
     ASSERT_TRUE(status.has_value()) << "no exit within the deadline after signal " << signo;
-    EXPECT_TRUE(WIFEXITED(*status)) << "status " << *status;
-    EXPECT_EQ(WEXITSTATUS(*status), 0);
+    EXPECT_EQ(*status, 0) << "exit status (128+N: killed by signal N)";
   }
 
   TempDir temp_;
@@ -146,8 +148,8 @@ TEST_F(TokenSyncProcessTest, RotationsNeverShowTheRuntimeAMissingOrPartialFile) 
   publish(record);
   // A long interval: every update below has to come from inotify.
   auto child = start({"--interval", "3600"});
-  ASSERT_TRUE(wait_until(kDeadline, [&] { return read_file(dest_ / "token") == record; })) << log_text(log_);
-  ASSERT_TRUE(wait_until(kDeadline, [&] { return fs::exists(dest_ / "kubeconfig"); })) << log_text(log_);
+  ASSERT_TRUE(wait_until([&] { return read_file(dest_ / "token") == record; }, kDeadline)) << log_text(log_);
+  ASSERT_TRUE(wait_until([&] { return fs::exists(dest_ / "kubeconfig"); }, kDeadline)) << log_text(log_);
   const auto kubeconfig = read_file(dest_ / "kubeconfig");
 
   std::atomic<bool> stop_reading{false};
@@ -194,13 +196,13 @@ TEST_F(TokenSyncProcessTest, RotationsNeverShowTheRuntimeAMissingOrPartialFile) 
     // Now and then let the runtime catch up, so it provably reads across several updates
     // however loaded the machine is.
     if (generation % kCheckpointEvery == 0) {
-      ASSERT_TRUE(wait_until(kDeadline, [&] { return latest_seen.load() >= generation; }))
+      ASSERT_TRUE(wait_until([&] { return latest_seen.load() >= generation; }, kDeadline))
           << "rotation " << generation << " never reached the reader\n" << log_text(log_);
     }
   }
-  const bool converged = wait_until(kDeadline, [&] {
+  const bool converged = wait_until([&] {
     return read_file(dest_ / "token") == record && read_file(dest_ / "ca.crt") == ca_for(record);
-  });
+  }, kDeadline);
   stop_reading = true;
   reader.join();
 
@@ -222,10 +224,10 @@ TEST_F(TokenSyncProcessTest, SigtermAndSigintExitZero) {
   publish(framed_record(0, random_));
   for (int signo : {SIGTERM, SIGINT}) {
     auto child = start();
-    ASSERT_TRUE(wait_until(kDeadline, [&] { return log_text(log_).find("created " + (dest_ / "kubeconfig").string()) !=
-                                                       std::string::npos ||
-                                                   log_text(log_).find("is in sync") != std::string::npos; }))
-        << log_text(log_);
+    ASSERT_TRUE(wait_until([&] {
+      return log_text(log_).find("created " + (dest_ / "kubeconfig").string()) != std::string::npos ||
+             log_text(log_).find("is in sync") != std::string::npos;
+    }, kDeadline)) << log_text(log_);
     expect_clean_stop(*child, signo);
     fs::remove(log_);
   }
@@ -243,13 +245,13 @@ TEST_F(TokenSyncProcessTest, BadFlagsExitTwoWithOneLineNamingTheFlag) {
       {{"stray"}, "unexpected argument 'stray'"},
   };
   for (const auto& [args, message] : cases) {
-    std::vector<std::string> argv = {testing::shim_binary(), "token-sync"};
+    std::vector<std::string> argv = {shim_binary(), "token-sync"};
     argv.insert(argv.end(), args.begin(), args.end());
     fs::remove(log_);
-    ChildProcess child(argv, {}, log_);
-    auto status = child.wait_for_exit(kDeadline);
+    ChildProcess child(argv, log_);
+    auto status = child.wait(kDeadline);
     ASSERT_TRUE(status.has_value()) << message;
-    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 2) << message << ": status " << *status;
+    EXPECT_EQ(*status, 2) << message;
     const std::string output = log_text(log_);
     EXPECT_THAT(output, HasSubstr(message));
     EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
@@ -257,11 +259,10 @@ TEST_F(TokenSyncProcessTest, BadFlagsExitTwoWithOneLineNamingTheFlag) {
 }
 
 TEST_F(TokenSyncProcessTest, SameSourceAndDestExitTwo) {
-  ChildProcess child({testing::shim_binary(), "token-sync", "--source-dir", "/tmp/x/", "--dest-dir", "/tmp/x"}, {},
-                     log_);
-  auto status = child.wait_for_exit(kDeadline);
+  ChildProcess child({shim_binary(), "token-sync", "--source-dir", "/tmp/x/", "--dest-dir", "/tmp/x"}, log_);
+  auto status = child.wait(kDeadline);
   ASSERT_TRUE(status.has_value());
-  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 2);
+  EXPECT_EQ(*status, 2);
   EXPECT_THAT(log_text(log_), HasSubstr("name the same directory"));
 }
 
@@ -269,26 +270,26 @@ TEST_F(TokenSyncProcessTest, BadServiceHostIsReportedAndTheFilesStillSync) {
   const std::string record = framed_record(0, random_);
   publish(record);
   auto child = start({"--interval", "1"}, {{"KUBERNETES_SERVICE_HOST", "not a host!"}, {"KUBERNETES_SERVICE_PORT", "443"}});
-  ASSERT_TRUE(wait_until(kDeadline, [&] { return read_file(dest_ / "token") == record; })) << log_text(log_);
+  ASSERT_TRUE(wait_until([&] { return read_file(dest_ / "token") == record; }, kDeadline)) << log_text(log_);
   // Reported on every attempt (the interval is 1 s), and the process keeps running.
-  ASSERT_TRUE(wait_until(kDeadline, [&] {
+  ASSERT_TRUE(wait_until([&] {
     const std::string log = log_text(log_);
     std::size_t count = 0;
     for (auto at = log.find("KUBERNETES_SERVICE_HOST='not a host!'"); at != std::string::npos;
          at = log.find("KUBERNETES_SERVICE_HOST='not a host!'", at + 1))
       ++count;
     return count >= 2;
-  })) << log_text(log_);
+  }, kDeadline)) << log_text(log_);
   EXPECT_FALSE(fs::exists(dest_ / "kubeconfig"));
   expect_clean_stop(*child);
 }
 
 TEST_F(TokenSyncProcessTest, MissingServiceHostIsReported) {
   publish(framed_record(0, random_));
-  auto child = start({}, {{"KUBERNETES_SERVICE_HOST", std::nullopt}, {"KUBERNETES_SERVICE_PORT", std::nullopt}});
-  ASSERT_TRUE(wait_until(kDeadline, [&] {
+  auto child = start({}, {}, {"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"});
+  ASSERT_TRUE(wait_until([&] {
     return log_text(log_).find("KUBERNETES_SERVICE_HOST is not set") != std::string::npos;
-  })) << log_text(log_);
+  }, kDeadline)) << log_text(log_);
   expect_clean_stop(*child);
 }
 
@@ -297,24 +298,24 @@ TEST_F(TokenSyncProcessTest, TheIntervalSyncRepairsATamperedDestination) {
   publish(record);
   // The source never changes here, so only the interval can bring the files back.
   auto child = start({"--interval", "1"});
-  ASSERT_TRUE(wait_until(kDeadline, [&] { return read_file(dest_ / "token") == record; })) << log_text(log_);
+  ASSERT_TRUE(wait_until([&] { return read_file(dest_ / "token") == record; }, kDeadline)) << log_text(log_);
   fs::remove(dest_ / "token");
-  testing::write_file(dest_ / "ca.crt", "tampered");
-  EXPECT_TRUE(wait_until(kDeadline, [&] {
+  xpu::test::write_file(dest_ / "ca.crt", "tampered");
+  EXPECT_TRUE(wait_until([&] {
     return read_file(dest_ / "token") == record && read_file(dest_ / "ca.crt") == ca_for(record);
-  })) << log_text(log_);
+  }, kDeadline)) << log_text(log_);
   expect_clean_stop(*child);
 }
 
 TEST_F(TokenSyncProcessTest, ASourceThatAppearsLaterIsPickedUp) {
   fs::remove_all(source_);
   auto child = start({"--interval", "3600"});
-  ASSERT_TRUE(wait_until(kDeadline, [&] { return log_text(log_).find("cannot watch") != std::string::npos; }))
+  ASSERT_TRUE(wait_until([&] { return log_text(log_).find("cannot watch") != std::string::npos; }, kDeadline))
       << log_text(log_);
   ProjectedVolume late(source_);
   const std::string record = framed_record(1, random_);
   late.publish({{"token", record}, {"ca.crt", ca_for(record)}, {"namespace", "kube-system"}});
-  EXPECT_TRUE(wait_until(kDeadline, [&] { return read_file(dest_ / "token") == record; })) << log_text(log_);
+  EXPECT_TRUE(wait_until([&] { return read_file(dest_ / "token") == record; }, kDeadline)) << log_text(log_);
   expect_clean_stop(*child);
 }
 

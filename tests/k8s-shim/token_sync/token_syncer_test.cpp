@@ -7,7 +7,7 @@
 
 #include "tests/k8s-shim/token_sync/file_status.h"
 #include "tests/k8s-shim/token_sync/projected_volume.h"
-#include "tests/k8s-shim/token_sync/temp_dir.h"
+#include "tests/support/child_process.h"
 
 namespace shim::token_sync {
 namespace {
@@ -21,8 +21,9 @@ using testing::lstat_or_throw;
 using testing::mode_bits;
 using testing::ProjectedVolume;
 using testing::read_file;
-using testing::TempDir;
 using testing::valid_ca_cert;
+using xpu::test::TempDir;
+using xpu::test::write_file;
 
 class TokenSyncerTest : public ::testing::Test {
  protected:
@@ -77,7 +78,7 @@ TEST_F(TokenSyncerTest, FilesAre0600AndTheDirectory0700) {
 TEST_F(TokenSyncerTest, FixesAnExistingDirectoryAndFilesWithLooseModes) {
   fs::create_directories(config_.dest_dir);
   ::chmod(config_.dest_dir.c_str(), 0755);
-  testing::write_file(dest("token"), "header.claims.signature");
+  write_file(dest("token"), "header.claims.signature");
   ::chmod(dest("token").c_str(), 0644);
   volume_.publish(files());
   auto report = sync_once(config_);
@@ -120,7 +121,7 @@ TEST_F(TokenSyncerTest, ARotatedTokenRewritesOnlyTheToken) {
 TEST_F(TokenSyncerTest, SymlinksPlantedInTheDestinationAreReplacedNotFollowed) {
   fs::create_directories(config_.dest_dir);
   const auto victim = temp_.path() / "etc-shadow";
-  testing::write_file(victim, "root:x:0:0");
+  write_file(victim, "root:x:0:0");
   for (const char* name : {"token", "kubeconfig"}) fs::create_symlink(victim, dest(name));
   volume_.publish(files());
   auto report = sync_once(config_);
@@ -248,7 +249,7 @@ TEST_F(TokenSyncerTest, ServiceHostChangeRewritesOnlyTheKubeconfig) {
 TEST_F(TokenSyncerTest, StaleTempFilesFromACrashAreRemoved) {
   fs::create_directories(config_.dest_dir);
   const auto stale = dest(".xpu-token-sync.token.4242.0");
-  testing::write_file(stale, "half a tok");
+  write_file(stale, "half a tok");
   remove_stale_temp_files(config_);
   EXPECT_FALSE(fs::exists(stale));
 }
