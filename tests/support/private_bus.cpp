@@ -1,12 +1,29 @@
 #include "tests/support/private_bus.h"
 
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <stdexcept>
 
+#include "common/unique_fd.h"
 #include "tests/support/wait.h"
 
 namespace xpu::test {
+namespace {
+
+bool accepts_connections(const std::filesystem::path& socket_path) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string path = socket_path.string();
+  if (path.size() >= sizeof address.sun_path) return false;
+  path.copy(address.sun_path, path.size());
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  return fd.valid() &&
+         ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+}
+
+}  // namespace
 
 PrivateBus::PrivateBus() {
   address_ = "unix:path=" + (dir_.path() / "bus").string();
@@ -26,8 +43,10 @@ void PrivateBus::start() {
       std::vector<std::string>{"/usr/bin/dbus-daemon", "--nofork", "--nopidfile",
                                "--config-file=" + (dir_.path() / "bus.conf").string()},
       dir_.path() / "dbus-daemon.log");
-  if (!wait_until([&] { return std::filesystem::exists(dir_.path() / "bus"); }))
-    throw std::runtime_error("dbus-daemon did not create its socket: " + daemon_->output());
+  // The socket file appears at bind(), a moment before listen(): a client that connects in
+  // between is refused. Ready means a connection is accepted.
+  if (!wait_until([&] { return accepts_connections(dir_.path() / "bus"); }))
+    throw std::runtime_error("dbus-daemon does not accept connections: " + daemon_->output());
 }
 
 void PrivateBus::stop() {
