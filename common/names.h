@@ -36,6 +36,7 @@ inline constexpr std::string_view kUnhealthy = "Unhealthy";
 namespace reason_kind {
 inline constexpr std::string_view kDriverFault = "driver_fault";    // the driver reports the fault
 inline constexpr std::string_view kReadFailures = "read_failures";  // reads failed too many times
+inline constexpr std::string_view kDriverStalled = "driver_stalled";  // a driver call hung too long
 }  // namespace reason_kind
 
 inline constexpr std::string_view kDeviceNodePrefix = "/dev/xpu";

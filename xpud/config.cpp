@@ -65,6 +65,10 @@ const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& sch
          [](Config& c, std::string_view v) {
            return set_milliseconds(c.call_timeout, v, 10, 60000);
          }},
+        {"stall_grace_ms",
+         [](Config& c, std::string_view v) {
+           return set_milliseconds(c.stall_grace, v, 0, 3600000);
+         }},
         {"failure_threshold",
          [](Config& c, std::string_view v) -> xpu::Status {
            auto n = xpu::parse_uint(v, 1, 1000);

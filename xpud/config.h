@@ -27,6 +27,11 @@ struct Config {
   std::chrono::milliseconds call_timeout{2000};
   // Consecutive failed reads of a card before it is reported Unhealthy.
   unsigned failure_threshold = 3;
+  // How long cards keep their last health while the driver is stalled (a timed-out call has not
+  // returned) before they turn Unhealthy with reason "driver stalled". Long enough for a driver
+  // that recovers by itself (a reset of one card takes a few seconds), short enough that the
+  // scheduler stops placing work on a node whose driver is gone.
+  std::chrono::milliseconds stall_grace{30000};
   // [xpuml]
   std::filesystem::path xpuml_library = "/usr/local/xpu/lib64/libxpuml.so.1";
   // [sysfs]

@@ -17,6 +17,7 @@
 #include "xpud/dbus_service.h"
 #include "xpud/sampler.h"
 #include "xpud/systemd_notifier.h"
+#include "xpud/watchdog_allowance.h"
 
 namespace xpud {
 namespace {
@@ -25,12 +26,14 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 SamplerSettings sampler_settings(const Config& config) {
-  return SamplerSettings{config.interval, config.call_timeout, config.failure_threshold};
+  return SamplerSettings{config.interval, config.call_timeout, config.failure_threshold,
+                         config.stall_grace};
 }
 
 std::string status_line(const DbusService& service) {
   return std::to_string(service.device_count()) + " devices, " +
-         std::to_string(service.healthy_device_count()) + " healthy, backend " + service.backend();
+         std::to_string(service.healthy_device_count()) + " healthy, backend " + service.backend() +
+         (service.driver_stalled() ? ", driver stalled" : "");
 }
 
 // Keys that choose or build the backend; a reload cannot swap the backend under the clients.
@@ -238,15 +241,16 @@ class Daemon {
   }
 
   // Only a sampler that still completes cycles keeps the watchdog fed; a wedged sampler gets us
-  // restarted. Its worst legitimate cycle is bounded by the interval and the call timeouts.
+  // restarted. Its worst legitimate cycle is bounded by the interval, the call timeout and the
+  // card count (watchdog_allowance.h).
   void feed_watchdog() {
-    auto allowed = config_.interval + 2 * config_.call_timeout + milliseconds(5000);
+    auto allowed = watchdog_allowance(config_.interval, config_.call_timeout, service_->device_count());
     auto age = Clock::now() - sampler_->last_cycle();
     if (age <= allowed) {
       notifier_.watchdog_ping();
     } else {
-      spdlog::error("sampler has not completed a cycle for {} ms; not feeding the watchdog",
-                    std::chrono::duration_cast<milliseconds>(age).count());
+      spdlog::error("sampler has not completed a cycle for {} ms (allowance {} ms); not feeding the watchdog",
+                    std::chrono::duration_cast<milliseconds>(age).count(), allowed.count());
     }
   }
 

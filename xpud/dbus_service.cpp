@@ -75,6 +75,7 @@ class ManagerObject final
   std::string DriverVersion() override { return service_.facts_.driver_version; }
   uint32_t DeviceCount() override { return service_.device_count(); }
   uint32_t HealthyDeviceCount() override { return service_.healthy_device_count(); }
+  bool DriverStalled() override { return service_.driver_stalled(); }
 
   DbusService& service_;
 };
@@ -233,6 +234,7 @@ unsigned DbusService::healthy_device_count() const {
 void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
   const unsigned old_count = device_count();
   const unsigned old_healthy = healthy_device_count();
+  const bool old_stalled = driver_stalled();
   snapshot_ = std::move(snapshot);
 
   std::map<unsigned, const DeviceState*> present;
@@ -279,6 +281,13 @@ void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
   std::vector<std::string> changed;
   if (device_count() != old_count) changed.emplace_back("DeviceCount");
   if (healthy_device_count() != old_healthy) changed.emplace_back("HealthyDeviceCount");
+  if (driver_stalled() != old_stalled) changed.emplace_back("DriverStalled");
+  // backend=auto moving from sysfs to xpuml (auto_backend.h).
+  if (!snapshot_->backend.empty() && snapshot_->backend != facts_.backend) {
+    spdlog::info("backend is now {} (was {})", snapshot_->backend, facts_.backend);
+    facts_.backend = snapshot_->backend;
+    changed.emplace_back("Backend");
+  }
   if (!changed.empty())
     manager_->emitPropertiesChangedSignal(std::string(names::kManagerInterface), changed);
 }

@@ -44,6 +44,7 @@ class DbusService {
   unsigned device_count() const;
   unsigned healthy_device_count() const;
   const std::string& backend() const { return facts_.backend; }
+  bool driver_stalled() const { return snapshot_ && snapshot_->driver_stalled; }
 
  private:
   friend class ManagerObject;

@@ -38,6 +38,11 @@ class HealthMonitor {
   // Cards are keyed by UUID, which survives index changes across hot-plug.
   const HealthState& update(const std::string& uuid, const DeviceReading& reading);
   void forget(const std::string& uuid) { states_.erase(uuid); }
+  // The card's current health without a new reading (Healthy for a card never read).
+  HealthState current(const std::string& uuid) const {
+    auto it = states_.find(uuid);
+    return it == states_.end() ? HealthState{} : it->second;
+  }
 
  private:
   unsigned failure_threshold_;

@@ -12,6 +12,7 @@ Sampler::Sampler(std::shared_ptr<Backend> backend, SamplerSettings settings,
       on_snapshot_(std::move(on_snapshot)),
       executor_(settings.call_timeout),
       health_(settings.failure_threshold),
+      stall_(settings.stall_grace),
       settings_(settings) {}
 
 Sampler::~Sampler() { stop(); }
@@ -84,6 +85,7 @@ void Sampler::run() {
     lock.unlock();
     executor_.set_timeout(settings.call_timeout);
     health_.set_failure_threshold(settings.failure_threshold);
+    stall_.set_grace(settings.stall_grace);
     auto cycle_started = std::chrono::steady_clock::now();
     auto snapshot = sample_cycle(settings);
     last_cycle_ = std::chrono::steady_clock::now();
@@ -101,6 +103,7 @@ void Sampler::run() {
 std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& /*settings*/) {
   auto snapshot = std::make_shared<Snapshot>();
   snapshot->sequence = ++sequence_;
+  stall_.observe(executor_.stuck_call(), std::chrono::steady_clock::now());
 
   auto discovered = executor_.call("discover devices", [backend = backend_] {
     return backend->discover();
@@ -123,6 +126,15 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& /*s
 
   for (const auto& identity : known_devices_) {
     const std::string device = xpu::names::device_name(identity.index);
+    // A stalled driver says nothing about this card: no read, last health (driver_stall.h).
+    const auto now = std::chrono::steady_clock::now();
+    stall_.observe(executor_.stuck_call(), now);
+    if (stall_.stalled()) {
+      const HealthState health = stall_.card_health(health_.current(identity.uuid), now);
+      snapshot->devices.push_back(DeviceState{identity, {}, health.healthy, health.reason,
+                                              std::string(health.reason_kind), std::nullopt});
+      continue;
+    }
     auto reading = executor_.call("read " + device, [backend = backend_, identity] {
       return backend->read(identity);
     });
@@ -138,6 +150,9 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& /*s
         DeviceState{identity, std::move(value.metrics), health.healthy, health.reason,
                     std::string(health.reason_kind), std::move(value.processes)});
   }
+  stall_.observe(executor_.stuck_call(), std::chrono::steady_clock::now());
+  snapshot->driver_stalled = stall_.stalled();
+  snapshot->backend = std::string(backend_->name());
   snapshot->timestamp_usec = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(
           std::chrono::system_clock::now().time_since_epoch())

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "xpud/backends/backend.h"
+#include "xpud/driver_stall.h"
 #include "xpud/health_monitor.h"
 #include "xpud/time_boxed_executor.h"
 
@@ -38,12 +39,15 @@ struct Snapshot {
   std::uint64_t sequence = 0;        // 1 for the first snapshot
   std::vector<DeviceState> devices;  // ordered by index
   std::string discovery_error;       // last discovery failure; devices are the last known set
+  bool driver_stalled = false;       // a driver call hangs: no metrics, health held (driver_stall.h)
+  std::string backend;               // Backend::name() when the snapshot was taken
 };
 
 struct SamplerSettings {
   std::chrono::milliseconds interval{1000};
   std::chrono::milliseconds call_timeout{2000};
   unsigned failure_threshold = 3;
+  std::chrono::milliseconds stall_grace{30000};
 };
 
 class Sampler {
@@ -82,6 +86,7 @@ class Sampler {
   std::function<void()> on_snapshot_;
   TimeBoxedExecutor executor_;
   HealthMonitor health_;                      // sampler thread only
+  DriverStall stall_;                         // sampler thread only
   std::vector<DeviceIdentity> known_devices_;  // sampler thread only
   std::uint64_t sequence_ = 0;                // sampler thread only
 

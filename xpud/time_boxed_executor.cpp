@@ -65,6 +65,12 @@ bool TimeBoxedExecutor::stuck() const {
   return state_->running != nullptr && !state_->running->done;
 }
 
+std::string TimeBoxedExecutor::stuck_call() const {
+  std::lock_guard lock(state_->mutex);
+  if (state_->running == nullptr || state_->running->done) return {};
+  return state_->running->what;
+}
+
 xpu::Status TimeBoxedExecutor::run(const std::string& what, std::function<void()> work) {
   State& s = *state_;
   std::unique_lock lock(s.mutex);

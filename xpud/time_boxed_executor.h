@@ -3,8 +3,8 @@
 //
 // A call that overruns is reported as timed out and left to finish on the driver thread; until it
 // does, further calls fail at once with "driver busy" instead of queueing behind it. A driver that
-// never returns therefore costs one thread and marks every card's reads as failed, which the
-// health monitor turns into Unhealthy with that reason.
+// never returns therefore costs one thread; the sampler reports it as a driver stall
+// (driver_stall.h), not as failing cards.
 #pragma once
 
 #include <chrono>
@@ -42,6 +42,8 @@ class TimeBoxedExecutor {
 
   // True while a timed-out call is still running on the driver thread.
   bool stuck() const;
+  // The `what` of that call ("read xpu3"); empty when none is stuck.
+  std::string stuck_call() const;
 
   // xpud is stopping: the call being waited for, and every later one, returns an error at once
   // instead of waiting out its timeout (which may be a minute), so SIGTERM is never held up by

@@ -107,7 +107,8 @@ void add_process_series(const xpu::DeviceInfo& device, std::vector<xpu::CardProc
 
 bool is_reason_kind(std::string_view kind) {
   return kind == xpu::names::reason_kind::kDriverFault ||
-         kind == xpu::names::reason_kind::kReadFailures;
+         kind == xpu::names::reason_kind::kReadFailures ||
+         kind == xpu::names::reason_kind::kDriverStalled;
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ TEST(Config, ReadsEveryKey) {
   write_file(dir.path() / "xpud.conf",
              "# comment\n[daemon]\nbackend = sim\nlog_level = debug\n"
              "[sampling]\ninterval_ms = 250\ncall_timeout_ms = 500\nfailure_threshold = 5\n"
+             "stall_grace_ms = 4000\n"
              "[xpuml]\nlibrary = /opt/xpu/libxpuml.so.1\n[sysfs]\nroot = /srv/fake\n"
              "[sim]\ndevices = 4\nmodel = RG800\nmemory_mib = 98304\n");
   auto config = load_config(dir.path() / "xpud.conf", true);
@@ -44,6 +45,7 @@ TEST(Config, ReadsEveryKey) {
   EXPECT_EQ(config->interval.count(), 250);
   EXPECT_EQ(config->call_timeout.count(), 500);
   EXPECT_EQ(config->failure_threshold, 5u);
+  EXPECT_EQ(config->stall_grace.count(), 4000);
   EXPECT_EQ(config->xpuml_library, "/opt/xpu/libxpuml.so.1");
   EXPECT_EQ(config->sysfs_root, "/srv/fake");
   EXPECT_EQ(config->sim_devices, 4u);
@@ -96,6 +98,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfigCase{"[sampling]\ninterval_ms = -1\n", "interval_ms"},
         BadConfigCase{"[sampling]\ninterval_ms = 99999999999999999999999\n", "interval_ms"},
         BadConfigCase{"[sampling]\nfailure_threshold = 0\n", "failure_threshold"},
+        BadConfigCase{"[sampling]\nstall_grace_ms = 3600001\n", "sampling.stall_grace_ms: '3600001' is out of range"},
         BadConfigCase{"[daemon]\nlog_level = chatty\n", "log_level"},
         BadConfigCase{"[xpuml]\nlibrary = libxpuml.so.1\n", "not an absolute path"},
         BadConfigCase{"[sysfs]\nroot =\n", "not an absolute path"},
