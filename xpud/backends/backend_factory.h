@@ -1,5 +1,6 @@
 // Builds the backend the configuration asks for. `auto` means xpuml when the library loads,
-// otherwise sysfs; it never picks sim.
+// otherwise sysfs, which moves to xpuml later when only xpumlInit failed (auto_backend.h); it
+// never picks sim.
 #pragma once
 
 #include <memory>

@@ -418,8 +418,9 @@ DeviceReading XpumlBackend::read(const DeviceIdentity& device) {
 }  // namespace
 
 xpu::Result<std::unique_ptr<Backend>> make_xpuml_backend(const std::filesystem::path& library,
-                                                         const std::filesystem::path& sysfs_root) {
-  auto loaded = Library::open(library);
+                                                         const std::filesystem::path& sysfs_root,
+                                                         bool* init_failed) {
+  auto loaded = Library::open(library, init_failed);
   if (!loaded) return xpu::Error{loaded.error()};
   return std::unique_ptr<Backend>(std::make_unique<XpumlBackend>(std::move(*loaded), sysfs_root));
 }

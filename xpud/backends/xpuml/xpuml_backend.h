@@ -12,8 +12,10 @@ namespace xpud {
 // Loads and initialises the library. Fails with a message an operator can act on (missing file,
 // missing required symbol, xpumlInit error). NUMA nodes are read from
 // <sysfs_root>/sys/bus/pci/devices/<bus id>/numa_node. A card whose library gives no usable
-// UUID gets the id the sysfs backend gives it (device_uuid.h).
+// UUID gets the id the sysfs backend gives it (device_uuid.h). `init_failed` (when given) is set
+// when the library loaded but xpumlInit failed.
 xpu::Result<std::unique_ptr<Backend>> make_xpuml_backend(const std::filesystem::path& library,
-                                                         const std::filesystem::path& sysfs_root);
+                                                         const std::filesystem::path& sysfs_root,
+                                                         bool* init_failed = nullptr);
 
 }  // namespace xpud

@@ -50,7 +50,9 @@ void DlHandle::reset(void* handle) {
   handle_ = handle;
 }
 
-xpu::Result<std::unique_ptr<Library>> Library::open(const std::filesystem::path& path) {
+xpu::Result<std::unique_ptr<Library>> Library::open(const std::filesystem::path& path,
+                                                    bool* init_failed) {
+  if (init_failed != nullptr) *init_failed = false;
   const std::string shown = path.string();
   // A bare name ("libxpuml.so.1") is searched on the loader's path; only a path can be checked.
   if (shown.find('/') != std::string::npos) {
@@ -109,6 +111,7 @@ xpu::Result<std::unique_ptr<Library>> Library::open(const std::filesystem::path&
     std::string message = library->error_message(symbols.init.name, shown, rc);
     // Init failed, so there is nothing to shut down; only unload.
     library->symbols_.shutdown.fn = nullptr;
+    if (init_failed != nullptr) *init_failed = true;
     return xpu::Error{std::move(message)};
   }
   return library;

@@ -83,7 +83,9 @@ class Library {
  public:
   // Loads the library, resolves its symbols and calls xpumlInit. The error names the file and
   // what is wrong with it: not found, not loadable, too old (missing symbols), init failed.
-  static xpu::Result<std::unique_ptr<Library>> open(const std::filesystem::path& path);
+  // `init_failed` (when given) tells the last apart: the library is fine, the driver may come.
+  static xpu::Result<std::unique_ptr<Library>> open(const std::filesystem::path& path,
+                                                    bool* init_failed = nullptr);
 
   // xpumlShutdown, then dlclose. The owner must not destroy the library while a call is running
   // (xpud's sampler holds the backend in every call it has started, even one it gave up on).
