@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <mutex>
 #include <sdbus-c++/sdbus-c++.h>
 #include <set>
 
 #include "common/names.h"
 #include "common/xpud_client.h"
+#include "tests/fakes/sysfs/fake_sysfs_tree.h"
 #include "tests/support/child_process.h"
 #include "tests/support/notify_socket.h"
 #include "tests/support/private_bus.h"
@@ -28,7 +30,7 @@ class XpumlDaemonTest : public ::testing::Test {
   void SetUp() override {
     set_scenario("devices 2\ndriver_version 5.0.21.21\ndevice 1\nstate ERROR\n");
     write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n"
-               "call_timeout_ms = 300\nfailure_threshold = 2\n[xpuml]\nlibrary = " FAKE_XPUML "\n"
+               "call_timeout_ms = 300\nfailure_threshold = 2\nstall_grace_ms = 1000\n[xpuml]\nlibrary = " FAKE_XPUML "\n"
                "[sysfs]\nroot = " + dir_.path().string() + "\n");
   }
 
@@ -44,13 +46,14 @@ class XpumlDaemonTest : public ::testing::Test {
   }
 
   // Starts xpud without waiting for it to be ready.
-  void launch() {
+  void launch(std::map<std::string, std::string> extra_env = {}) {
+    std::map<std::string, std::string> env{{"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()},
+                                           {"NOTIFY_SOCKET", notify_.path()}};
+    env.merge(extra_env);
     xpud_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",
                                  (dir_.path() / "xpud.conf").string()},
-        dir_.path() / "xpud.log",
-        std::map<std::string, std::string>{{"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()},
-                                           {"NOTIFY_SOCKET", notify_.path()}});
+        dir_.path() / "xpud.log", env);
   }
 
   xpu::test::TempDir dir_;
@@ -81,7 +84,7 @@ TEST_F(XpumlDaemonTest, DriverStateBecomesHealthWithTheReason) {
   }, 5s)) << xpud_->output();
 }
 
-TEST_F(XpumlDaemonTest, HungDriverMarksCardsUnhealthyButNeverStallsTheBusOrShutdown) {
+TEST_F(XpumlDaemonTest, HungDriverMarksCardsUnhealthyPastTheGraceButNeverStallsTheBusOrShutdown) {
   start();
   // Every temperature read now hangs for a minute, far beyond call_timeout_ms.
   set_scenario("devices 2\ndriver_version 5.0.21.21\ndelay xpumlDeviceGetTemperature 60000\n");
@@ -91,8 +94,10 @@ TEST_F(XpumlDaemonTest, HungDriverMarksCardsUnhealthyButNeverStallsTheBusOrShutd
     return devices && !(*devices)[0].healthy && !(*devices)[1].healthy;
   }, 10s)) << xpud_->output();
   auto devices = client.list_devices();
-  EXPECT_NE((*devices)[0].health_reason.find("reads keep failing: "), std::string::npos)
-      << (*devices)[0].health_reason;
+  for (const auto& device : *devices) {
+    EXPECT_EQ(device.health_reason, "driver stalled");
+    EXPECT_EQ(device.health_reason_kind, "driver_stalled");
+  }
 
   // The bus answers from the last snapshot at once.
   auto started = std::chrono::steady_clock::now();
@@ -301,6 +306,215 @@ TEST_F(XpumlDaemonTest, AutoFallsBackToSysfsWhenTheLibraryIsMissing) {
   ASSERT_TRUE(manager) << manager.error();
   EXPECT_EQ(manager->backend, "sysfs");
   EXPECT_NE(xpud_->output().find("backend auto: xpuml unavailable"), std::string::npos) << xpud_->output();
+}
+
+// Reads the Manager's properties and counts its PropertiesChanged by property name.
+class ManagerProperties {
+ public:
+  explicit ManagerProperties(const std::string& address)
+      : signals_(sdbus::createSessionBusConnectionWithAddress(address)),
+        calls_(sdbus::createSessionBusConnectionWithAddress(address)) {
+    namespace names = xpu::names;
+    watcher_ = sdbus::createProxy(*signals_, std::string(names::kBusName), std::string(names::kManagerPath));
+    watcher_->uponSignal("PropertiesChanged")
+        .onInterface("org.freedesktop.DBus.Properties")
+        .call([this](const std::string& interface, const std::map<std::string, sdbus::Variant>& changed,
+                     const std::vector<std::string>& invalidated) {
+          if (interface != names::kManagerInterface) return;
+          std::lock_guard lock(mutex_);
+          for (const auto& [name, value] : changed) ++changes_[name];
+          for (const auto& name : invalidated) ++changes_[name];
+        });
+    watcher_->finishRegistration();
+    signals_->enterEventLoopAsync();
+    reader_ = sdbus::createProxy(*calls_, std::string(names::kBusName), std::string(names::kManagerPath));
+  }
+  ~ManagerProperties() { signals_->leaveEventLoop(); }
+
+  bool driver_stalled() {
+    return reader_->getProperty("DriverStalled").onInterface(std::string(xpu::names::kManagerInterface)).get<bool>();
+  }
+  unsigned changes(const std::string& property) {
+    std::lock_guard lock(mutex_);
+    return changes_[property];
+  }
+
+ private:
+  std::unique_ptr<sdbus::IConnection> signals_;
+  std::unique_ptr<sdbus::IConnection> calls_;
+  std::unique_ptr<sdbus::IProxy> watcher_;
+  std::unique_ptr<sdbus::IProxy> reader_;
+  std::mutex mutex_;
+  std::map<std::string, unsigned> changes_;
+};
+
+bool all_metrics_absent(xpu::XpudClient& client) {
+  auto metrics = client.get_metrics();
+  if (!metrics || metrics->devices.empty()) return false;
+  for (const auto& device : metrics->devices)
+    if (!device.values.empty()) return false;
+  return true;
+}
+
+bool all_metrics_present(xpu::XpudClient& client) {
+  auto metrics = client.get_metrics();
+  if (!metrics || metrics->devices.empty()) return false;
+  for (const auto& device : metrics->devices)
+    if (!device.values.count(std::string(xpu::names::metric::kTemperature))) return false;
+  return true;
+}
+
+TEST_F(XpumlDaemonTest, StallShorterThanTheGraceKeepsCardsHealthyWithoutMetrics) {
+  write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n"
+             "call_timeout_ms = 300\nfailure_threshold = 2\nstall_grace_ms = 5000\n[xpuml]\nlibrary = " FAKE_XPUML
+             "\n[sysfs]\nroot = " + dir_.path().string() + "\n");
+  const std::string normal = "devices 2\ndriver_version 5.0.21.21\n";
+  set_scenario(normal);
+  start();
+  HealthSignalCounter counter(bus_.address(), 2);
+  ManagerProperties manager(bus_.address());
+  xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
+  ASSERT_TRUE(wait_until([&] { return all_metrics_present(client); }, 5s)) << xpud_->output();
+  EXPECT_FALSE(manager.driver_stalled());
+
+  // One temperature read hangs for 2.5 s, then the driver is fine again.
+  set_scenario(normal + "delay xpumlDeviceGetTemperature 2500\n");
+  ASSERT_TRUE(wait_until([&] { return manager.driver_stalled(); }, 5s)) << xpud_->output();
+  set_scenario(normal);
+  EXPECT_TRUE(all_metrics_absent(client));
+  auto devices = client.list_devices();
+  ASSERT_TRUE(devices) << devices.error();
+  EXPECT_TRUE((*devices)[0].healthy && (*devices)[1].healthy) << (*devices)[0].health_reason;
+  EXPECT_GE(notify_.wait_for("STATUS=2 devices, 2 healthy, backend xpuml, driver stalled", 2s), 0);
+
+  ASSERT_TRUE(wait_until([&] { return !manager.driver_stalled(); }, 10s)) << xpud_->output();
+  ASSERT_TRUE(wait_until([&] { return all_metrics_present(client); }, 5s)) << xpud_->output();
+  devices = client.list_devices();
+  ASSERT_TRUE(devices) << devices.error();
+  EXPECT_TRUE((*devices)[0].healthy && (*devices)[1].healthy);
+  EXPECT_EQ(counter.health_changed(xpu::names::device_path(0)), 0u);
+  EXPECT_EQ(counter.health_changed(xpu::names::device_path(1)), 0u);
+  EXPECT_TRUE(wait_until([&] { return manager.changes("DriverStalled") >= 2; }, 2s));
+  EXPECT_NE(xpud_->output().find("driver stalled: 'read xpu0' has not returned"), std::string::npos)
+      << xpud_->output();
+  EXPECT_NE(xpud_->output().find("driver responds again"), std::string::npos) << xpud_->output();
+}
+
+TEST_F(XpumlDaemonTest, StallPastTheGraceTurnsCardsUnhealthyDriverStalledUntilItEnds) {
+  const std::string normal = "devices 2\ndriver_version 5.0.21.21\n";
+  set_scenario(normal);
+  start();  // stall_grace_ms = 1000
+  HealthSignalCounter counter(bus_.address(), 2);
+  ManagerProperties manager(bus_.address());
+  xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
+
+  set_scenario(normal + "delay xpumlDeviceGetTemperature 4000\n");
+  ASSERT_TRUE(wait_until([&] {
+    auto devices = client.list_devices();
+    return devices && !(*devices)[0].healthy && !(*devices)[1].healthy;
+  }, 10s)) << xpud_->output();
+  set_scenario(normal);
+  auto devices = client.list_devices();
+  ASSERT_TRUE(devices) << devices.error();
+  for (const auto& device : *devices) {
+    EXPECT_EQ(device.health_reason, "driver stalled");
+    EXPECT_EQ(device.health_reason_kind, "driver_stalled");
+  }
+  EXPECT_TRUE(manager.driver_stalled());
+  EXPECT_GE(notify_.wait_for("STATUS=2 devices, 0 healthy, backend xpuml, driver stalled", 2s), 0);
+
+  // The hung call returns (4 s after it started): back to normal.
+  ASSERT_TRUE(wait_until([&] {
+    auto now = client.list_devices();
+    return now && (*now)[0].healthy && (*now)[1].healthy;
+  }, 10s)) << xpud_->output();
+  EXPECT_FALSE(manager.driver_stalled());
+  EXPECT_TRUE(wait_until([&] { return all_metrics_present(client); }, 5s));
+  EXPECT_GE(notify_.wait_for("STATUS=2 devices, 2 healthy, backend xpuml", 2s), 0);
+  for (unsigned index : {0u, 1u}) {
+    const std::string path = xpu::names::device_path(index);
+    EXPECT_EQ(counter.health_changed(path), 2u) << testing::PrintToString(counter.reasons(path));
+  }
+}
+
+TEST_F(XpumlDaemonTest, SlowButAliveDriverWithEightCardsKeepsTheWatchdogFed) {
+  // Every read takes 1.3 s of a 1.5 s call timeout: a cycle over 8 cards lasts more than 10 s,
+  // longer than interval + 2 x call_timeout + 5 s (8.1 s, the allowance before it counted cards).
+  write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n"
+             "call_timeout_ms = 1500\n[xpuml]\nlibrary = " FAKE_XPUML "\n[sysfs]\nroot = " +
+             dir_.path().string() + "\n");
+  set_scenario("devices 8\ndriver_version 5.0.21.21\ndelay xpumlDeviceGetState 1300\n");
+  launch({{"WATCHDOG_USEC", "2000000"}});
+  const int ready = notify_.wait_for("READY=1", 30s);
+  ASSERT_GE(ready, 0) << xpud_->output();
+  const auto started = std::chrono::steady_clock::now();
+  xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
+  // Two more full cycles, each well past the old allowance. The notify socket is drained all
+  // along: a full datagram queue (max_dgram_qlen, often 10) would block xpud's sd_notify.
+  std::set<std::uint64_t> cycles;
+  ASSERT_TRUE(wait_until([&] {
+    notify_.poll();
+    auto metrics = client.get_metrics();
+    if (metrics) cycles.insert(metrics->timestamp_usec);
+    return cycles.size() > 2;
+  }, 40s)) << xpud_->output();
+  const auto watched = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+  EXPECT_GT(watched, 16s);
+  EXPECT_TRUE(xpud_->running());
+  EXPECT_EQ(xpud_->output().find("not feeding the watchdog"), std::string::npos) << xpud_->output();
+  // Pinged every second (half of WATCHDOG_USEC) the whole time.
+  notify_.poll();
+  const auto messages = notify_.messages();
+  const auto pings = std::count(messages.begin() + ready, messages.end(), std::string("WATCHDOG=1"));
+  EXPECT_GE(pings, watched / 1s - 2) << pings << " pings in " << watched.count() << " ms";
+  auto devices = client.list_devices();
+  ASSERT_TRUE(devices) << devices.error();
+  EXPECT_EQ(devices->size(), 8u);
+  for (const auto& device : *devices) EXPECT_TRUE(device.healthy) << device.name << ": " << device.health_reason;
+}
+
+TEST_F(XpumlDaemonTest, AutoMovesFromSysfsToXpumlWhenTheDriverArrivesWithoutRenamingCards) {
+  // The same two R200s as the fake library's defaults (bus 3b and 3c), seen through sysfs.
+  xpu::fakes::FakeSysfsTree tree;
+  tree.add_card(xpu::fakes::kunlunxin_r_series("0000:3b:00.0", 1), 0);
+  tree.add_card(xpu::fakes::kunlunxin_r_series("0000:3c:00.0", 1), 1);
+  tree.add_control_node();
+  write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = auto\n[sampling]\ninterval_ms = 100\n"
+             "call_timeout_ms = 300\n[xpuml]\nlibrary = " FAKE_XPUML "\n[sysfs]\nroot = " +
+             tree.root().string() + "\n");
+  // The library loads, but the kunlun module is not there yet. Once it is, the library names
+  // the cards with its own UUIDs (fa4e0000-...), not the ids sysfs derives.
+  set_scenario("fail xpumlInit DRIVER_NOT_LOADED\ndevices 2\n");
+  start();
+  xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
+  ManagerProperties manager(bus_.address());
+  auto info = client.manager_info();
+  ASSERT_TRUE(info) << info.error();
+  EXPECT_EQ(info->backend, "sysfs");
+  EXPECT_NE(xpud_->output().find("libxpuml cannot initialise"), std::string::npos) << xpud_->output();
+  EXPECT_NE(xpud_->output().find("DRIVER_NOT_LOADED"), std::string::npos) << xpud_->output();
+  auto before = client.list_devices();
+  ASSERT_TRUE(before) << before.error();
+  ASSERT_EQ(before->size(), 2u);
+
+  set_scenario("devices 2\n");
+  ASSERT_TRUE(wait_until([&] {
+    auto now = client.manager_info();
+    return now && now->backend == "xpuml";
+  }, 15s)) << xpud_->output();
+  EXPECT_TRUE(wait_until([&] { return manager.changes("Backend") == 1; }, 2s));
+  // Metrics come from the library now, for the cards under their old ids.
+  ASSERT_TRUE(wait_until([&] { return all_metrics_present(client); }, 5s)) << xpud_->output();
+  auto after = client.list_devices();
+  ASSERT_TRUE(after) << after.error();
+  ASSERT_EQ(after->size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ((*after)[i].index, (*before)[i].index);
+    EXPECT_EQ((*after)[i].uuid, (*before)[i].uuid);
+    EXPECT_TRUE((*after)[i].healthy) << (*after)[i].health_reason;
+  }
+  EXPECT_EQ((*after)[0].serial, "02K00FAKE0000");  // the library's view
+  EXPECT_GE(notify_.wait_for("STATUS=2 devices, 2 healthy, backend xpuml", 2s), 0);
 }
 
 }  // namespace
