@@ -9,8 +9,8 @@
 //
 //   allowance = interval + (cards + 1) x call_timeout + 5 s
 //
-// With the defaults (1 s, 2 s) and 8 cards: 1 + 9 x 2 + 5 = 24 s, inside the unit's
-// WatchdogSec=30s. Only a sampler thread that is itself wedged outlasts it.
+// With the defaults (1 s, 2 s) and 8 cards: 1 + 9 x 2 + 5 = 24 s. Only a sampler thread that is
+// itself wedged outlasts it; systemd then restarts xpud WatchdogSec after the last ping.
 #pragma once
 
 #include <chrono>
