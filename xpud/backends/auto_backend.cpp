@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common/names.h"
+#include "xpud/backends/sysfs/sysfs_backend.h"
+#include "xpud/backends/xpuml/xpuml_backend.h"
 
 namespace xpud {
 namespace {
@@ -17,13 +19,75 @@ std::string card_key(const DeviceIdentity& device) {
 
 }  // namespace
 
-AutoBackend::AutoBackend(std::unique_ptr<Backend> fallback, Opener open, std::string reason,
-                         std::chrono::milliseconds attempt_timeout, RetryBackoff backoff)
+xpu::Result<std::unique_ptr<Backend>> make_auto_backend(const Config& config, RetryBackoff backoff) {
+  AutoBackend::Opener open = [library = config.xpuml_library,
+                              root = config.sysfs_root](bool* init_failed) {
+    return make_xpuml_backend(library, root, init_failed);
+  };
+  auto executor = std::make_unique<TimeBoxedExecutor>(config.call_timeout);
+  auto attempts = std::make_shared<AutoBackend::Attempts>();
+  std::string why;
+  const bool returned = AutoBackend::attempt(*executor, open, attempts, why);
+  if (returned) {
+    std::lock_guard lock(attempts->mutex);
+    if (attempts->ready) return std::move(attempts->ready);
+  }
+
+  auto sysfs = make_sysfs_backend(config.sysfs_root);
+  if (!sysfs) return xpu::Error{"no backend available: xpuml: " + why + "; sysfs: " + sysfs.error()};
+  bool retry = !returned;  // hung in xpumlInit: the library is there
+  if (returned) {
+    std::lock_guard lock(attempts->mutex);
+    retry = attempts->init_failed;
+  }
+  if (!retry) {
+    // No usable library: nothing changes without an install, which restarts xpud anyway.
+    spdlog::info("backend auto: xpuml unavailable ({}), using sysfs", why);
+    return sysfs;
+  }
+  spdlog::warn("backend auto: libxpuml cannot initialise ({}); serving from sysfs without metrics "
+               "and retrying after {} s, backing off to every {} s",
+               why, backoff.first.count() / 1000, backoff.longest.count() / 1000);
+  return std::unique_ptr<Backend>(std::make_unique<AutoBackend>(
+      std::move(*sysfs), std::move(open), std::move(executor), std::move(attempts), why, backoff));
+}
+
+bool AutoBackend::attempt(TimeBoxedExecutor& executor, const Opener& open,
+                          const std::shared_ptr<Attempts>& attempts, std::string& why) {
+  // The job owns copies of everything it touches: after a time-out it runs on without us.
+  auto returned = executor.call("xpumlInit", [open, attempts] {
+    bool init_failed = false;
+    auto opened = open(&init_failed);
+    std::unique_ptr<Backend> unwanted;  // destroyed outside the lock (xpumlShutdown)
+    std::lock_guard lock(attempts->mutex);
+    if (opened) {
+      (attempts->closed ? unwanted : attempts->ready) = std::move(*opened);
+      attempts->error.clear();
+    } else {
+      attempts->error = opened.error();
+      attempts->init_failed = init_failed;
+    }
+    return true;
+  });
+  if (!returned) {
+    why = returned.error();
+    return false;
+  }
+  std::lock_guard lock(attempts->mutex);
+  why = attempts->error;
+  return true;
+}
+
+AutoBackend::AutoBackend(std::unique_ptr<Backend> fallback, Opener open,
+                         std::unique_ptr<TimeBoxedExecutor> executor,
+                         std::shared_ptr<Attempts> attempts, std::string reason,
+                         RetryBackoff backoff)
     : fallback_(std::move(fallback)),
       open_(std::move(open)),
+      attempts_(std::move(attempts)),
       reason_(std::move(reason)),
       backoff_(backoff),
-      executor_(attempt_timeout) {
+      executor_(std::move(executor)) {
   retry_thread_ = std::thread([this] { retry_loop(); });
 }
 
@@ -33,8 +97,14 @@ AutoBackend::~AutoBackend() {
     stopping_ = true;
   }
   wake_.notify_all();
-  executor_.interrupt();  // an attempt hung in xpumlInit must not hold up the stop
+  executor_->interrupt();  // an attempt hung in xpumlInit must not hold up the stop
   retry_thread_.join();
+  std::unique_ptr<Backend> unadopted;
+  {
+    std::lock_guard lock(attempts_->mutex);
+    attempts_->closed = true;
+    unadopted = std::move(attempts_->ready);
+  }
 }
 
 std::string_view AutoBackend::name() const {
@@ -45,13 +115,11 @@ std::string AutoBackend::driver_version() { return active().driver_version(); }
 
 xpu::Result<std::vector<DeviceIdentity>> AutoBackend::discover() {
   if (!upgraded_) {
-    std::shared_ptr<Backend> ready;
     {
-      std::lock_guard lock(mutex_);
-      ready = std::move(ready_);
+      std::lock_guard lock(attempts_->mutex);
+      upgraded_ = std::move(attempts_->ready);
     }
-    if (ready) {
-      upgraded_ = std::move(ready);
+    if (upgraded_) {
       switched_ = true;
       spdlog::warn("backend auto: libxpuml initialises now; moving from {} to xpuml",
                    fallback_->name());
@@ -60,14 +128,13 @@ xpu::Result<std::vector<DeviceIdentity>> AutoBackend::discover() {
   auto found = active().discover();
   if (!found) return found;
   if (!upgraded_) {
-    published_uuid_by_bus_and_index_.clear();
-    for (const auto& device : *found) published_uuid_by_bus_and_index_[card_key(device)] = device.uuid;
+    published_uuid_by_card_.clear();
+    for (const auto& device : *found) published_uuid_by_card_[card_key(device)] = device.uuid;
     return found;
   }
   for (auto& device : *found) {
-    auto published = published_uuid_by_bus_and_index_.find(card_key(device));
-    if (published == published_uuid_by_bus_and_index_.end() || published->second == device.uuid)
-      continue;
+    auto published = published_uuid_by_card_.find(card_key(device));
+    if (published == published_uuid_by_card_.end() || published->second == device.uuid) continue;
     if (library_uuid_.emplace(published->second, device.uuid).second)
       spdlog::info("{} keeps its id {} until xpud restarts (the library calls it {})",
                    xpu::names::device_name(device.index), published->second, device.uuid);
@@ -80,9 +147,9 @@ DeviceReading AutoBackend::read(const DeviceIdentity& device) {
   if (!upgraded_) return fallback_->read(device);
   auto library = library_uuid_.find(device.uuid);
   if (library == library_uuid_.end()) return upgraded_->read(device);
-  DeviceIdentity as_library_knows_it = device;
-  as_library_knows_it.uuid = library->second;
-  return upgraded_->read(as_library_knows_it);
+  DeviceIdentity as_the_library_knows_it = device;
+  as_the_library_knows_it.uuid = library->second;
+  return upgraded_->read(as_the_library_knows_it);
 }
 
 void AutoBackend::retry_loop() {
@@ -93,30 +160,29 @@ void AutoBackend::retry_loop() {
   while (true) {
     if (wake_.wait_for(lock, wait, [&] { return stopping_; })) return;
     lock.unlock();
-    // The backend travels as a shared_ptr with the error beside it: a Result of a unique_ptr to
-    // this very class's base trips GCC 12's -Wfree-nonheap-object here.
-    auto attempt = executor_.call("xpumlInit", [open = open_] {
-      auto opened = open();
-      if (!opened) return std::pair<std::shared_ptr<Backend>, std::string>{nullptr, opened.error()};
-      return std::pair<std::shared_ptr<Backend>, std::string>{std::move(*opened), ""};
-    });
+    {
+      // An earlier attempt that overran its time box may have succeeded since.
+      std::lock_guard attempts_lock(attempts_->mutex);
+      if (attempts_->ready) return;
+    }
+    std::string why;
+    const bool returned = attempt(*executor_, open_, attempts_, why);
     lock.lock();
     if (stopping_) return;
     ++attempts;
-    if (attempt && attempt->first) {
+    if (returned && why.empty()) {
       spdlog::info("backend auto: libxpuml initialised at attempt {}", attempts);
-      ready_ = std::move(attempt->first);
       return;
     }
-    const std::string reason = attempt ? attempt->second : attempt.error();
     wait = std::min(wait * 2, backoff_.longest);
-    // The same reason again is expected (the driver is still not loaded): debug only.
-    if (reason != last_reason)
-      spdlog::warn("backend auto: libxpuml still unusable ({}); next attempt in {} ms", reason,
+    // The same reason again is expected (the driver is still not loaded): debug only. Durations
+    // ("has not returned after 2000 ms") make no new reason.
+    if (why.rfind("driver busy", 0) != 0 && why != last_reason)
+      spdlog::warn("backend auto: libxpuml still unusable ({}); next attempt in {} ms", why,
                    wait.count());
     else
-      spdlog::debug("backend auto: attempt {}: {}; next in {} ms", attempts, reason, wait.count());
-    last_reason = reason;
+      spdlog::debug("backend auto: attempt {}: {}; next in {} ms", attempts, why, wait.count());
+    last_reason = why;
   }
 }
 
