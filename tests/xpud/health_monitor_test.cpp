@@ -6,8 +6,8 @@ namespace xpud {
 namespace {
 
 DeviceReading ok() { return {}; }
-DeviceReading fault(std::string reason) { return {{}, std::move(reason), std::nullopt}; }
-DeviceReading failed(std::string error) { return {{}, std::nullopt, std::move(error)}; }
+DeviceReading fault(std::string reason) { return {{}, std::move(reason), std::nullopt, std::nullopt}; }
+DeviceReading failed(std::string error) { return {{}, std::nullopt, std::move(error), std::nullopt}; }
 
 TEST(HealthMonitor, CleanReadingsAreHealthy) {
   HealthMonitor monitor(3);
