@@ -21,7 +21,43 @@ namespace member {
 inline constexpr std::string_view kListDevices = "ListDevices";
 inline constexpr std::string_view kGetMetrics = "GetMetrics";
 inline constexpr std::string_view kGetProcesses = "GetProcesses";
+inline constexpr std::array<std::string_view, 3> kManager = {kListDevices, kGetMetrics,
+                                                             kGetProcesses};
 }  // namespace member
+
+// Properties clients read (dbus/*.xml defines them; tests/common/names_test.cpp checks that
+// every name here is in the XML of its interface).
+namespace property {
+// com.kunlunxin.xpud1.Manager
+inline constexpr std::string_view kVersion = "Version";
+inline constexpr std::string_view kBackend = "Backend";
+inline constexpr std::string_view kDriverVersion = "DriverVersion";
+inline constexpr std::string_view kDeviceCount = "DeviceCount";
+inline constexpr std::string_view kHealthyDeviceCount = "HealthyDeviceCount";
+// com.kunlunxin.xpud1.Device
+inline constexpr std::string_view kIndex = "Index";
+inline constexpr std::string_view kName = "Name";
+inline constexpr std::string_view kUuid = "Uuid";
+inline constexpr std::string_view kSerial = "Serial";
+inline constexpr std::string_view kModel = "Model";
+inline constexpr std::string_view kPciBusId = "PciBusId";
+inline constexpr std::string_view kNumaNode = "NumaNode";
+inline constexpr std::string_view kMemoryTotalBytes = "MemoryTotalBytes";
+inline constexpr std::string_view kDeviceNodes = "DeviceNodes";
+inline constexpr std::string_view kLinkedDevices = "LinkedDevices";
+inline constexpr std::string_view kHealth = "Health";
+inline constexpr std::string_view kHealthReason = "HealthReason";
+inline constexpr std::string_view kHealthReasonKind = "HealthReasonKind";
+inline constexpr std::string_view kHealthTransitions = "HealthTransitions";
+inline constexpr std::string_view kIsVirtualFunction = "IsVirtualFunction";
+
+inline constexpr std::array<std::string_view, 5> kManager = {
+    kVersion, kBackend, kDriverVersion, kDeviceCount, kHealthyDeviceCount};
+inline constexpr std::array<std::string_view, 15> kDevice = {
+    kIndex,     kName,         kUuid,          kSerial,       kModel,
+    kPciBusId,  kNumaNode,     kMemoryTotalBytes, kDeviceNodes, kLinkedDevices,
+    kHealth,    kHealthReason, kHealthReasonKind, kHealthTransitions, kIsVirtualFunction};
+}  // namespace property
 
 inline constexpr std::string_view kErrorNoSuchDevice = "com.kunlunxin.xpud1.Error.NoSuchDevice";
 inline constexpr std::string_view kErrorNotSupported = "com.kunlunxin.xpud1.Error.NotSupported";
