@@ -83,7 +83,8 @@ class Daemon {
       notifier_.status("Failed: " + backend.error());
       return 1;
     }
-    std::shared_ptr<Backend> shared_backend = std::move(*backend);
+    std::shared_ptr<Backend> shared_backend = std::move(backend->backend);
+    simulator_ = std::move(backend->simulator);
     spdlog::info("backend {} started", shared_backend->name());
 
     wakeup_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -123,7 +124,7 @@ class Daemon {
           *connection_,
           ManagerFacts{std::string(shared_backend->name()), sampler_->driver_version(),
                        config_.sysfs_root / "proc"},
-          shared_backend->simulator(), [this] { sampler_->request_sample(); });
+          simulator_.get(), [this] { sampler_->request_sample(); });
       service_->publish(first);
       published_sequence_ = first->sequence;
       connection_->requestName(std::string(xpu::names::kBusName));
@@ -278,6 +279,7 @@ class Daemon {
   xpu::StopSignals& signals_;
   SystemdNotifier notifier_;
   xpu::UniqueFd wakeup_;
+  std::shared_ptr<Simulator> simulator_;  // sim backend only; outlives the service that uses it
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<sdbus::IConnection> connection_;
   std::unique_ptr<DbusService> service_;

@@ -16,8 +16,6 @@
 
 namespace xpud {
 
-class Simulator;
-
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -34,8 +32,6 @@ class Backend {
   virtual xpu::Result<std::vector<DeviceIdentity>> discover() = 0;
   // Samples one card previously returned by discover().
   virtual DeviceReading read(const DeviceIdentity& device) = 0;
-  // Fault injection; only the sim backend has it.
-  virtual Simulator* simulator() { return nullptr; }
 };
 
 }  // namespace xpud

@@ -7,10 +7,17 @@
 
 #include "common/result.h"
 #include "xpud/backends/backend.h"
+#include "xpud/backends/simulator.h"
 #include "xpud/config.h"
 
 namespace xpud {
 
-xpu::Result<std::unique_ptr<Backend>> make_backend(const Config& config);
+// The backend, and beside it the sim backend's fault injection (null for every other backend).
+struct StartedBackend {
+  std::shared_ptr<Backend> backend;
+  std::shared_ptr<Simulator> simulator;
+};
+
+xpu::Result<StartedBackend> make_backend(const Config& config);
 
 }  // namespace xpud

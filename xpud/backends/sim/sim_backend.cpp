@@ -69,9 +69,9 @@ DeviceIdentity make_identity(const SimOptions& options, unsigned index) {
   return id;
 }
 
-class SimBackend final : public Backend, public Simulator {
+class SimulatedCards final : public Backend, public Simulator {
  public:
-  explicit SimBackend(const SimOptions& options) : options_(options) {
+  explicit SimulatedCards(const SimOptions& options) : options_(options) {
     for (unsigned i = 0; i < options.devices; ++i) {
       cards_.push_back(Card{make_identity(options, i), {}, std::nullopt,
                             std::mt19937_64(0x5eed0000u + i), 0.2, 0.0, 35.0});
@@ -81,7 +81,6 @@ class SimBackend final : public Backend, public Simulator {
 
   std::string_view name() const override { return "sim"; }
   std::string driver_version() override { return "5.0.21-sim"; }
-  Simulator* simulator() override { return this; }
 
   xpu::Result<std::vector<DeviceIdentity>> discover() override {
     std::vector<DeviceIdentity> ids;
@@ -186,8 +185,9 @@ class SimBackend final : public Backend, public Simulator {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_sim_backend(const SimOptions& options) {
-  return std::make_unique<SimBackend>(options);
+SimBackend make_sim_backend(const SimOptions& options) {
+  auto cards = std::make_shared<SimulatedCards>(options);
+  return SimBackend{cards, cards};
 }
 
 }  // namespace xpud

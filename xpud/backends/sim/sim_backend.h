@@ -8,6 +8,7 @@
 #include <string>
 
 #include "xpud/backends/backend.h"
+#include "xpud/backends/simulator.h"
 
 namespace xpud {
 
@@ -17,6 +18,14 @@ struct SimOptions {
   std::uint64_t memory_mib = 32768;
 };
 
-std::unique_ptr<Backend> make_sim_backend(const SimOptions& options);
+// One object behind two interfaces: the Backend the sampler drives, and the Simulator that
+// tests and demos inject faults through. The injection side stays out of Backend: real drivers
+// have nothing like it.
+struct SimBackend {
+  std::shared_ptr<Backend> backend;
+  std::shared_ptr<Simulator> simulator;
+};
+
+SimBackend make_sim_backend(const SimOptions& options);
 
 }  // namespace xpud

@@ -6,6 +6,8 @@
 #include <set>
 
 #include "common/names.h"
+#include "tests/support/child_process.h"
+#include "xpud/backends/backend_factory.h"
 #include "xpud/backends/simulator.h"
 
 namespace xpud {
@@ -14,7 +16,7 @@ namespace {
 namespace metric = xpu::names::metric;
 
 TEST(SimBackend, EightCardTopologyMatchesTheFacts) {
-  auto backend = make_sim_backend({8, "R200", 32768});
+  auto backend = make_sim_backend({8, "R200", 32768}).backend;
   auto devices = backend->discover();
   ASSERT_TRUE(devices);
   ASSERT_EQ(devices->size(), 8u);
@@ -36,14 +38,14 @@ TEST(SimBackend, EightCardTopologyMatchesTheFacts) {
 }
 
 TEST(SimBackend, IdentitiesAreStableAcrossInstances) {
-  auto a = make_sim_backend({4, "R200", 1024})->discover();
-  auto b = make_sim_backend({4, "R200", 1024})->discover();
+  auto a = make_sim_backend({4, "R200", 1024}).backend->discover();
+  auto b = make_sim_backend({4, "R200", 1024}).backend->discover();
   ASSERT_TRUE(a && b);
   EXPECT_EQ(*a, *b);
 }
 
 TEST(SimBackend, MetricsArePlausibleAndMove) {
-  auto backend = make_sim_backend({2, "R200", 32768});
+  auto backend = make_sim_backend({2, "R200", 32768}).backend;
   auto devices = backend->discover();
   ASSERT_TRUE(devices);
   std::set<double> utilizations;
@@ -64,8 +66,7 @@ TEST(SimBackend, MetricsArePlausibleAndMove) {
 }
 
 TEST(SimBackend, InjectedFaultAndRecovery) {
-  auto backend = make_sim_backend({8, "R200", 32768});
-  Simulator* sim = backend->simulator();
+  auto [backend, sim] = make_sim_backend({8, "R200", 32768});
   ASSERT_NE(sim, nullptr);
   auto devices = backend->discover();
   EXPECT_FALSE(sim->set_health(3, false, "ECC storm"));
@@ -76,8 +77,7 @@ TEST(SimBackend, InjectedFaultAndRecovery) {
 }
 
 TEST(SimBackend, PinnedMetricsAndTheirRelease) {
-  auto backend = make_sim_backend({1, "R200", 32768});
-  Simulator* sim = backend->simulator();
+  auto [backend, sim] = make_sim_backend({1, "R200", 32768});
   auto devices = backend->discover();
   EXPECT_FALSE(sim->set_metric(0, "temperature_celsius", 91.5));
   EXPECT_EQ(backend->read((*devices)[0]).metrics.at("temperature_celsius"), 91.5);
@@ -86,8 +86,7 @@ TEST(SimBackend, PinnedMetricsAndTheirRelease) {
 }
 
 TEST(SimBackend, BadInjectionsAreRejected) {
-  auto backend = make_sim_backend({2, "R200", 32768});
-  Simulator* sim = backend->simulator();
+  auto [backend, sim] = make_sim_backend({2, "R200", 32768});
   auto no_device = sim->set_health(2, false, "x");
   ASSERT_TRUE(no_device);
   EXPECT_EQ(no_device->kind, InjectionError::Kind::NoSuchDevice);
@@ -98,15 +97,21 @@ TEST(SimBackend, BadInjectionsAreRejected) {
   EXPECT_TRUE(sim->set_metric(0, "power_watts", INFINITY));
 }
 
-TEST(SimBackend, OtherBackendsHaveNoSimulator) {
-  // The simulator hook is the sim backend's alone; the interface default is null.
-  struct Plain : Backend {
-    std::string_view name() const override { return "plain"; }
-    std::string driver_version() override { return ""; }
-    xpu::Result<std::vector<DeviceIdentity>> discover() override { return std::vector<DeviceIdentity>{}; }
-    DeviceReading read(const DeviceIdentity&) override { return {}; }
-  } plain;
-  EXPECT_EQ(plain.simulator(), nullptr);
+TEST(SimBackend, OnlyTheSimBackendComesWithASimulator) {
+  // The injection hook is not part of Backend: the factory hands it out beside the sim backend.
+  Config config;
+  config.backend = "sim";
+  config.sim_devices = 2;
+  auto sim = make_backend(config);
+  ASSERT_TRUE(sim) << sim.error();
+  EXPECT_NE(sim->simulator, nullptr);
+  config.backend = "sysfs";
+  xpu::test::TempDir root;  // a host without cards
+  std::filesystem::create_directories(root.path() / "sys/bus/pci/devices");
+  config.sysfs_root = root.path();
+  auto sysfs = make_backend(config);
+  ASSERT_TRUE(sysfs) << sysfs.error();
+  EXPECT_EQ(sysfs->simulator, nullptr);
 }
 
 }  // namespace
