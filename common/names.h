@@ -21,8 +21,9 @@ namespace member {
 inline constexpr std::string_view kListDevices = "ListDevices";
 inline constexpr std::string_view kGetMetrics = "GetMetrics";
 inline constexpr std::string_view kGetProcesses = "GetProcesses";
-inline constexpr std::array<std::string_view, 3> kManager = {kListDevices, kGetMetrics,
-                                                             kGetProcesses};
+inline constexpr std::string_view kConfigureVirtualFunctions = "ConfigureVirtualFunctions";
+inline constexpr std::array<std::string_view, 4> kManager = {kListDevices, kGetMetrics, kGetProcesses,
+                                                             kConfigureVirtualFunctions};
 }  // namespace member
 
 // Properties clients read (dbus/*.xml defines them; tests/common/names_test.cpp checks that
@@ -34,6 +35,7 @@ inline constexpr std::string_view kBackend = "Backend";
 inline constexpr std::string_view kDriverVersion = "DriverVersion";
 inline constexpr std::string_view kDeviceCount = "DeviceCount";
 inline constexpr std::string_view kHealthyDeviceCount = "HealthyDeviceCount";
+inline constexpr std::string_view kClusterReconfigureAllowed = "ClusterReconfigureAllowed";
 // com.kunlunxin.xpud1.Device
 inline constexpr std::string_view kIndex = "Index";
 inline constexpr std::string_view kName = "Name";
@@ -51,8 +53,9 @@ inline constexpr std::string_view kHealthReasonKind = "HealthReasonKind";
 inline constexpr std::string_view kHealthTransitions = "HealthTransitions";
 inline constexpr std::string_view kIsVirtualFunction = "IsVirtualFunction";
 
-inline constexpr std::array<std::string_view, 5> kManager = {
-    kVersion, kBackend, kDriverVersion, kDeviceCount, kHealthyDeviceCount};
+inline constexpr std::array<std::string_view, 6> kManager = {
+    kVersion, kBackend, kDriverVersion, kDeviceCount, kHealthyDeviceCount,
+    kClusterReconfigureAllowed};
 inline constexpr std::array<std::string_view, 15> kDevice = {
     kIndex,     kName,         kUuid,          kSerial,       kModel,
     kPciBusId,  kNumaNode,     kMemoryTotalBytes, kDeviceNodes, kLinkedDevices,

@@ -108,6 +108,14 @@ const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& sch
            c.sim_memory_mib = *n;
            return xpu::ok_status();
          }}}},
+      {"sriov",
+       {{"allow_cluster_reconfigure",
+         [](Config& c, std::string_view v) -> xpu::Status {
+           if (v != "true" && v != "false")
+             return xpu::Error{"'" + std::string(v) + "' is not true or false"};
+           c.allow_cluster_reconfigure = v == "true";
+           return xpu::ok_status();
+         }}}},
   };
   return table;
 }

@@ -40,6 +40,10 @@ struct Config {
   unsigned sim_devices = 8;
   std::string sim_model = "R200";
   std::uint64_t sim_memory_mib = 32768;
+  // [sriov]
+  // Whether the cluster (the device plugin, through xpud-api-proxy) may change the number of
+  // SR-IOV virtual functions with ConfigureVirtualFunctions. Root on the host always may.
+  bool allow_cluster_reconfigure = false;
 
   bool operator==(const Config&) const = default;
 };

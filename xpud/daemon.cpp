@@ -18,6 +18,7 @@
 #include "xpud/sampler.h"
 #include "xpud/systemd_notifier.h"
 #include "xpud/watchdog_allowance.h"
+#include "xpud/vf_requests.h"
 
 namespace xpud {
 namespace {
@@ -97,6 +98,7 @@ class Daemon {
       [[maybe_unused]] auto n = ::write(fd, &one, sizeof one);
     });
     sampler_->start();
+    vf_requests_ = std::make_unique<VfRequests>(shared_backend, *sampler_);
     // Clients must never see an empty tree from a daemon that has cards: export after the first
     // sample, whose every driver call is time-boxed.
     bool stop_requested = false;
@@ -123,8 +125,8 @@ class Daemon {
       service_ = std::make_unique<DbusService>(
           *connection_,
           ManagerFacts{std::string(shared_backend->name()), sampler_->driver_version(),
-                       config_.sysfs_root / "proc"},
-          simulator_.get(), [this] { sampler_->request_sample(); });
+                       config_.sysfs_root / "proc", config_.allow_cluster_reconfigure},
+          simulator_.get(), [this] { sampler_->request_sample(); }, *vf_requests_);
       service_->publish(first);
       published_sequence_ = first->sequence;
       connection_->requestName(std::string(xpu::names::kBusName));
@@ -225,6 +227,7 @@ class Daemon {
         std::uint64_t count = 0;
         [[maybe_unused]] auto n = ::read(wakeup_.get(), &count, sizeof count);
         publish_latest();
+        vf_requests_->deliver();  // after publishing: the reply follows the new devices
       }
     }
   }
@@ -268,6 +271,7 @@ class Daemon {
       spdlog::warn("backend settings changed; they take effect after a restart (systemctl restart xpud)");
     spdlog::set_level(fresh->log_level);
     sampler_->update_settings(sampler_settings(*fresh));
+    service_->set_cluster_reconfigure_allowed(fresh->allow_cluster_reconfigure);
     config_ = std::move(*fresh);
     spdlog::info("configuration reloaded (interval {} ms, log level {})", config_.interval.count(),
                  spdlog::level::to_string_view(config_.log_level));
@@ -281,6 +285,7 @@ class Daemon {
   xpu::UniqueFd wakeup_;
   std::shared_ptr<Simulator> simulator_;  // sim backend only; outlives the service that uses it
   std::unique_ptr<Sampler> sampler_;
+  std::unique_ptr<VfRequests> vf_requests_;
   std::unique_ptr<sdbus::IConnection> connection_;
   std::unique_ptr<DbusService> service_;
   std::uint64_t published_sequence_ = 0;

@@ -10,6 +10,7 @@
 #include "common/names.h"
 #include "xpud/backends/simulator.h"
 #include "xpud/process_owner.h"
+#include "xpud/vf_requests.h"
 #include "xpud1/device_adaptor.h"
 #include "xpud1/manager_adaptor.h"
 #include "xpud1/simulator_adaptor.h"
@@ -76,6 +77,26 @@ class ManagerObject final
   uint32_t DeviceCount() override { return service_.device_count(); }
   uint32_t HealthyDeviceCount() override { return service_.healthy_device_count(); }
   bool DriverStalled() override { return service_.driver_stalled(); }
+  bool ClusterReconfigureAllowed() override { return service_.facts_.cluster_reconfigure_allowed; }
+
+  // Root on the host may always. Anyone else reaches this only as far as the bus policy lets
+  // them (on the system bus: the user xpud-api, i.e. xpud-api-proxy, which forwards it for the
+  // cluster), and then only while the host's configuration allows the cluster to.
+  void ConfigureVirtualFunctions(sdbus::Result<>&& result, uint32_t index, uint32_t count) override;
+
+  static std::string_view error_name(VfChangeError::Kind kind) {
+    switch (kind) {
+      case VfChangeError::Kind::NoSuchDevice:
+        return names::kErrorNoSuchDevice;
+      case VfChangeError::Kind::NotSupported:
+        return names::kErrorNotSupported;
+      case VfChangeError::Kind::InvalidArgument:
+        return names::kErrorInvalidArgument;
+      case VfChangeError::Kind::Failed:
+        break;
+    }
+    return names::kErrorBackend;
+  }
 
   DbusService& service_;
 };
@@ -209,9 +230,46 @@ class SimulatorObject final
   std::function<void()> on_injection_;
 };
 
+void ManagerObject::ConfigureVirtualFunctions(sdbus::Result<>&& result, uint32_t index,
+                                            uint32_t count) {
+  const sdbus::Message* message = getObject().getCurrentlyProcessedMessage();
+  const uid_t caller = message->getCredsUid();
+  if (caller != 0 && !service_.facts_.cluster_reconfigure_allowed)
+    throw sdbus::Error("org.freedesktop.DBus.Error.AccessDenied",
+                       "ConfigureVirtualFunctions is for root; other callers (the cluster, "
+                       "through xpud-api-proxy) need [sriov] allow_cluster_reconfigure = true in "
+                       "xpud's configuration");
+  const std::string name = names::device_name(index);
+  auto device = service_.devices_.find(index);
+  if (device == service_.devices_.end())
+    throw sdbus::Error(std::string(names::kErrorNoSuchDevice), "no device " + name);
+  const DeviceIdentity& identity = device->second->identity();
+  if (!service_.vf_requests_.supported())
+    throw sdbus::Error(std::string(names::kErrorNotSupported),
+                       "the " + service_.facts_.backend +
+                           " backend cannot configure SR-IOV virtual functions");
+  if (identity.is_virtual_function)
+    throw sdbus::Error(std::string(names::kErrorNotSupported),
+                       name + " is a virtual function; configure its physical function");
+  xpu::log_device_event(spdlog::level::info, name, identity.uuid,
+                        "ConfigureVirtualFunctions: " + std::to_string(count) +
+                            " virtual functions asked by uid " + std::to_string(caller));
+  auto reply = std::make_shared<sdbus::Result<>>(std::move(result));
+  service_.vf_requests_.start(identity, count, [reply, name, uuid = identity.uuid](
+                                                   const std::optional<VfChangeError>& error) {
+    if (!error) {
+      reply->returnResults();
+      return;
+    }
+    xpu::log_device_event(spdlog::level::warn, name, uuid,
+                          "ConfigureVirtualFunctions failed: " + error->message);
+    reply->returnError(sdbus::Error(std::string(error_name(error->kind)), error->message));
+  });
+}
+
 DbusService::DbusService(sdbus::IConnection& connection, ManagerFacts facts, Simulator* simulator,
-                         std::function<void()> on_injection)
-    : connection_(connection), facts_(std::move(facts)) {
+                         std::function<void()> on_injection, VfRequests& vf_requests)
+    : connection_(connection), facts_(std::move(facts)), vf_requests_(vf_requests) {
   manager_ = std::make_unique<ManagerObject>(connection_, *this);
   if (simulator != nullptr)
     simulator_ = std::make_unique<SimulatorObject>(connection_, *simulator, std::move(on_injection));
@@ -221,6 +279,14 @@ DbusService::~DbusService() {
   devices_.clear();
   simulator_.reset();
   manager_.reset();
+}
+
+void DbusService::set_cluster_reconfigure_allowed(bool allowed) {
+  if (facts_.cluster_reconfigure_allowed == allowed) return;
+  facts_.cluster_reconfigure_allowed = allowed;
+  spdlog::info("[sriov] allow_cluster_reconfigure is now {}", allowed);
+  manager_->emitPropertiesChangedSignal(std::string(names::kManagerInterface),
+                                        {std::string(names::property::kClusterReconfigureAllowed)});
 }
 
 unsigned DbusService::device_count() const { return static_cast<unsigned>(devices_.size()); }

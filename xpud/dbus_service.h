@@ -16,6 +16,7 @@
 namespace xpud {
 
 class Simulator;
+class VfRequests;
 class ManagerObject;
 class SimulatorObject;
 class DeviceObject;
@@ -25,13 +26,15 @@ struct ManagerFacts {
   std::string driver_version;
   // Where GetProcesses reads /proc/<pid>/cgroup (the host's /proc; a fake tree in tests).
   std::filesystem::path proc_root = "/proc";
+  bool cluster_reconfigure_allowed = false;  // [sriov] allow_cluster_reconfigure
 };
 
 class DbusService {
  public:
   // on_injection runs after a successful Simulator call (to sample again at once).
+  // vf_requests carries ConfigureVirtualFunctions to the driver; it must outlive the service.
   DbusService(sdbus::IConnection& connection, ManagerFacts facts, Simulator* simulator,
-              std::function<void()> on_injection);
+              std::function<void()> on_injection, VfRequests& vf_requests);
   ~DbusService();
   DbusService(const DbusService&) = delete;
   DbusService& operator=(const DbusService&) = delete;
@@ -40,6 +43,9 @@ class DbusService {
   // are exported/unexported (InterfacesAdded/Removed); health transitions emit
   // DeviceHealthChanged and PropertiesChanged and are logged with the device in a journal field.
   void publish(std::shared_ptr<const Snapshot> snapshot);
+
+  // After a configuration reload; emits PropertiesChanged when the value changes.
+  void set_cluster_reconfigure_allowed(bool allowed);
 
   unsigned device_count() const;
   unsigned healthy_device_count() const;
@@ -50,6 +56,7 @@ class DbusService {
   friend class ManagerObject;
   sdbus::IConnection& connection_;
   ManagerFacts facts_;
+  VfRequests& vf_requests_;
   std::shared_ptr<const Snapshot> snapshot_;
   std::unique_ptr<ManagerObject> manager_;
   std::unique_ptr<SimulatorObject> simulator_;

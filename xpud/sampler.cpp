@@ -30,6 +30,21 @@ void Sampler::stop() {
   changed_.notify_all();
   executor_.interrupt();  // a hung driver call must not hold up the stop
   if (thread_.joinable()) thread_.join();
+  std::vector<DriverJob> abandoned;
+  {
+    std::lock_guard lock(mutex_);
+    abandoned.swap(jobs_);
+  }
+  for (auto& job : abandoned) job.done(xpu::Error{"'" + job.what + "' not started: xpud is stopping"});
+}
+
+void Sampler::run_driver_job(std::string what, std::function<void()> job,
+                             std::function<void(const xpu::Status&)> done) {
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back(DriverJob{std::move(what), std::move(job), std::move(done)});
+  }
+  changed_.notify_all();
 }
 
 void Sampler::update_settings(const SamplerSettings& settings) {
@@ -82,21 +97,30 @@ void Sampler::run() {
   while (!stop_requested_) {
     SamplerSettings settings = settings_;
     sample_requested_ = false;
+    std::vector<DriverJob> jobs;
+    jobs.swap(jobs_);
     lock.unlock();
     executor_.set_timeout(settings.call_timeout);
     health_.set_failure_threshold(settings.failure_threshold);
     stall_.set_grace(settings.stall_grace);
     auto cycle_started = std::chrono::steady_clock::now();
+    std::vector<xpu::Status> outcomes;
+    for (auto& job : jobs)
+      outcomes.push_back(executor_.call(job.what, [work = job.job] {
+        work();
+        return xpu::Ok{};
+      }));
     auto snapshot = sample_cycle(settings);
     last_cycle_ = std::chrono::steady_clock::now();
     lock.lock();
     latest_ = std::move(snapshot);
     changed_.notify_all();
     lock.unlock();
+    for (std::size_t i = 0; i < jobs.size(); ++i) jobs[i].done(outcomes[i]);
     on_snapshot_();
     lock.lock();
     changed_.wait_until(lock, cycle_started + settings.interval,
-                        [&] { return stop_requested_ || sample_requested_; });
+                        [&] { return stop_requested_ || sample_requested_ || !jobs_.empty(); });
   }
 }
 

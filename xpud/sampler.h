@@ -67,6 +67,13 @@ class Sampler {
   void update_settings(const SamplerSettings& settings);
   // Starts a cycle now instead of at the next tick (e.g. after a simulator injection).
   void request_sample();
+  // A driver call from another thread (ConfigureVirtualFunctions): `job` runs on the driver
+  // thread, time-boxed like every call, before the next cycle, which then starts at once.
+  // `done` gets the executor's verdict on the sampler thread after that cycle's snapshot is in
+  // latest() and before on_snapshot, so what the job changed is already discovered. Jobs still
+  // queued when the sampler stops get an error.
+  void run_driver_job(std::string what, std::function<void()> job,
+                      std::function<void(const xpu::Status&)> done);
 
   std::shared_ptr<const Snapshot> latest() const;
   // Blocks until the first snapshot exists or the timeout passes.
@@ -95,6 +102,12 @@ class Sampler {
   SamplerSettings settings_;
   bool stop_requested_ = false;
   bool sample_requested_ = false;
+  struct DriverJob {
+    std::string what;
+    std::function<void()> job;
+    std::function<void(const xpu::Status&)> done;
+  };
+  std::vector<DriverJob> jobs_;
   std::shared_ptr<const Snapshot> latest_;
   std::string driver_version_;
   std::atomic<std::chrono::steady_clock::time_point> last_cycle_{};

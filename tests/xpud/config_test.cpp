@@ -21,6 +21,7 @@ TEST(Config, MissingOptionalFileGivesDefaults) {
   EXPECT_EQ(config->sim_devices, 8u);
   EXPECT_EQ(config->sim_model, "R200");
   EXPECT_EQ(config->sim_memory_mib, 32768u);
+  EXPECT_FALSE(config->allow_cluster_reconfigure);
 }
 
 TEST(Config, MissingRequiredFileIsAnError) {
@@ -37,7 +38,8 @@ TEST(Config, ReadsEveryKey) {
              "[sampling]\ninterval_ms = 250\ncall_timeout_ms = 500\nfailure_threshold = 5\n"
              "stall_grace_ms = 4000\n"
              "[xpuml]\nlibrary = /opt/xpu/libxpuml.so.1\n[sysfs]\nroot = /srv/fake\n"
-             "[sim]\ndevices = 4\nmodel = RG800\nmemory_mib = 98304\n");
+             "[sim]\ndevices = 4\nmodel = RG800\nmemory_mib = 98304\n"
+             "[sriov]\nallow_cluster_reconfigure = true\n");
   auto config = load_config(dir.path() / "xpud.conf", true);
   ASSERT_TRUE(config) << config.error();
   EXPECT_EQ(config->backend, "sim");
@@ -51,6 +53,7 @@ TEST(Config, ReadsEveryKey) {
   EXPECT_EQ(config->sim_devices, 4u);
   EXPECT_EQ(config->sim_model, "RG800");
   EXPECT_EQ(config->sim_memory_mib, 98304u);
+  EXPECT_TRUE(config->allow_cluster_reconfigure);
 }
 
 TEST(Config, DropInsOverrideInNameOrder) {
@@ -105,6 +108,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfigCase{"[sim]\nmodel = R200;rm -rf\n", "model"},
         BadConfigCase{"[sim]\ndevices = 100000\n", "out of range"},
         BadConfigCase{"[sim]\nmemory_mib = 0\n", "out of range"},
+        BadConfigCase{"[sriov]\nallow_cluster_reconfigure = yes\n",
+                      ":2: bad value for sriov.allow_cluster_reconfigure: 'yes' is not true or false"},
         BadConfigCase{"[sim]\ndevices = 2\ndevices = 3\n", ":3: duplicate key 'devices'"},
         BadConfigCase{"[daemon\nbackend = sim\n", ":1: syntax error"},
         BadConfigCase{"[daemon]\nbackend = sim\n[sim\ndevices = 2\n[sampling]\ninterval_ms = 1\n", ":3: syntax error"},

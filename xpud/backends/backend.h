@@ -16,6 +16,8 @@
 
 namespace xpud {
 
+class VirtualFunctionControl;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -32,6 +34,8 @@ class Backend {
   virtual xpu::Result<std::vector<DeviceIdentity>> discover() = 0;
   // Samples one card previously returned by discover().
   virtual DeviceReading read(const DeviceIdentity& device) = 0;
+  // SR-IOV control (virtual_functions.h); nullptr when the backend cannot change VF counts.
+  virtual VirtualFunctionControl* virtual_functions() { return nullptr; }
 };
 
 }  // namespace xpud

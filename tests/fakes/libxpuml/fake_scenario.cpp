@@ -188,8 +188,9 @@ class Parser {
     if (key == "memory_used") return set(d.memory_used, parse_bytes(value), key, value);
     if (key == "l3_total") return set(d.l3_total, parse_bytes(value), key, value);
     if (key == "l3_used") return set(d.l3_used, parse_bytes(value), key, value);
-    const std::array<std::pair<std::string_view, unsigned*>, 9> unsigned_fields = {{
+    const std::array<std::pair<std::string_view, unsigned*>, 10> unsigned_fields = {{
         {"minor", &d.minor},
+        {"max_vfs", &d.max_vfs},
         {"pci_device_id", &d.pci_device_id},
         {"pci_subsystem_id", &d.pci_subsystem_id},
         {"utilization", &d.utilization},

@@ -54,6 +54,7 @@ struct FakeDevice {
   // "process" lines: listed as written. Without any, "processes N" lists N made-up entries.
   std::vector<xpumlProcessInfo_t> process_list;
   int vxpu_mode = XPUML_HOST_VXPU_NON_SRIOV;
+  unsigned max_vfs = 0;  // attributes.maxVFCount: 0 means no SR-IOV
   bool lost = false;  // every call on this device returns XPU_IS_LOST
   Injections injections;
 };

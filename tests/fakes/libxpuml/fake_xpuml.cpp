@@ -28,6 +28,7 @@ extern "C" unsigned xpumlFakeCallCount(const char* function);
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/fakes/libxpuml/fake_scenario.h"
 #include "xpud/backends/xpuml/xpuml_return_codes.h"
@@ -99,6 +100,23 @@ class FakeLibrary {
     // The scenario may have been replaced while we slept: look the device up again.
     if (plan.index >= scenario_.devices.size()) return XPUML_ERROR_XPU_IS_LOST;
     return body(scenario_.devices[plan.index]);
+  }
+
+  // xpumlDeviceSetSriovVfNum: like the driver, the virtual functions exist as soon as the call
+  // returns, as further devices (after the scenario's own), and stay when the scenario file is
+  // re-read.
+  xpumlReturn_t set_vf_count(const char* function, xpumlDevice_t device, int vf_num) {
+    auto plan = enter(function, &device);
+    wait(plan);
+    if (plan.code != XPUML_SUCCESS) return plan.code;
+    std::lock_guard lock(mutex_);
+    if (plan.index >= scenario_.devices.size()) return XPUML_ERROR_XPU_IS_LOST;
+    const FakeDevice& pf = scenario_.devices[plan.index];
+    if (pf.max_vfs == 0 || plan.index >= base_devices_.size()) return XPUML_ERROR_NOT_SUPPORTED;
+    if (vf_num < 0 || static_cast<unsigned>(vf_num) > pf.max_vfs) return XPUML_ERROR_INVALID_ARGUMENT;
+    vf_counts_[pf.bus_id] = static_cast<unsigned>(vf_num);
+    add_virtual_functions();
+    return XPUML_SUCCESS;
   }
 
   xpumlReturn_t handle_by_index(unsigned index, xpumlDevice_t* device) {
@@ -233,7 +251,42 @@ class FakeLibrary {
       return;
     }
     scenario_ = std::move(*parsed);
+    base_devices_ = scenario_.devices;
+    add_virtual_functions();
     load_error_.reset();
+  }
+
+  // The scenario's devices, then the virtual functions of each PF in vf_counts_: bus ids
+  // <pf bus>:<dd>.<f> counting up from the PF's function, KL2 VF PCI ids, the next free index and
+  // minor. Called with the lock held.
+  void add_virtual_functions() {
+    scenario_.devices = base_devices_;
+    unsigned next_minor = 0;
+    for (const auto& d : base_devices_) next_minor = std::max(next_minor, d.minor + 1);
+    for (std::size_t i = 0; i < base_devices_.size(); ++i) {
+      FakeDevice& pf = scenario_.devices[i];
+      auto wanted = vf_counts_.find(pf.bus_id);
+      const unsigned count = wanted == vf_counts_.end() ? 0 : std::min(wanted->second, pf.max_vfs);
+      if (pf.max_vfs > 0) pf.vxpu_mode = count > 0 ? XPUML_HOST_VXPU_SRIOV_ON : XPUML_HOST_VXPU_SRIOV_OFF;
+      unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+      if (std::sscanf(pf.bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4) continue;
+      for (unsigned k = 1; k <= count && scenario_.devices.size() < kMaxDevices; ++k) {
+        const auto index = static_cast<unsigned>(scenario_.devices.size());
+        FakeDevice vf = default_device(index);
+        const unsigned slot = dev * 8 + fn + k;
+        char bus_id[32];
+        std::snprintf(bus_id, sizeof bus_id, "%08X:%02X:%02X.%01X", domain, bus, (slot / 8) & 0x1f,
+                      slot % 8);
+        vf.bus_id = bus_id;
+        vf.pci_device_id = 0x36851d22;
+        vf.pci_subsystem_id = pf.pci_subsystem_id;
+        vf.name = "KL2-VF";
+        vf.minor = next_minor++;
+        vf.vxpu_mode = XPUML_HOST_VXPU_SRIOV_ON;
+        vf.memory_total = pf.memory_total / count;
+        scenario_.devices.push_back(std::move(vf));
+      }
+    }
   }
 
   void fail_load(xpumlReturn_t code, std::string message) {
@@ -243,7 +296,9 @@ class FakeLibrary {
   }
 
   std::mutex mutex_;
-  Scenario scenario_;
+  Scenario scenario_;                      // what the calls see: base_devices_ plus VFs
+  std::vector<FakeDevice> base_devices_;  // the scenario file's own devices
+  std::map<std::string, unsigned> vf_counts_;  // PF bus id -> VFs set by xpumlDeviceSetSriovVfNum
   std::optional<std::string> load_error_;
   xpumlReturn_t load_error_code_ = XPUML_SUCCESS;
   std::string path_;
@@ -348,7 +403,7 @@ xpumlReturn_t xpumlDeviceGetAttributes(xpumlDevice_t device, xpumlDeviceAttribut
     attributes->boardId = d.board;
     attributes->clusterCount = 8;
     attributes->sdnnCount = 8;
-    attributes->maxVFCount = 3;
+    attributes->maxVFCount = d.max_vfs;
     attributes->globalMemorySizeMB = d.memory_total >> 20;
     attributes->l3MemorySizeMB = d.l3_total >> 20;
     attributes->sn[0] = d.sn[0];
@@ -450,13 +505,11 @@ xpumlReturn_t xpumlDeviceGetHostVxpuMode(xpumlDevice_t device, int* mode) {
   });
 }
 
+#ifndef XPUML_FAKE_OLD
 xpumlReturn_t xpumlDeviceSetSriovVfNum(xpumlDevice_t device, int vf_num) {
-  return fake().device_call(__func__, device, [&](const FakeDevice&) -> xpumlReturn_t {
-    return vf_num < 0 ? XPUML_ERROR_INVALID_ARGUMENT : XPUML_ERROR_NO_PERMISSION;
-  });
+  return fake().set_vf_count(__func__, device, vf_num);
 }
 
-#ifndef XPUML_FAKE_OLD
 xpumlReturn_t xpumlDeviceGetName(xpumlDevice_t device, char* name, unsigned length) {
   return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
     return xpuml_fake::copy_text(d.name, name, length);

@@ -13,6 +13,8 @@
 #include "xpud/backends/sysfs/device_numbering.h"
 #include "xpud/backends/sysfs/driver_version.h"
 #include "xpud/backends/device_uuid.h"
+#include "xpud/backends/sriov_numvfs.h"
+#include "xpud/backends/virtual_functions.h"
 #include "xpud/backends/sysfs/pci_function_scan.h"
 #include "xpud/backends/sysfs/probe_errors.h"
 
@@ -38,7 +40,7 @@ bool contains(const std::vector<std::string>& items, std::string_view item) {
 }
 
 // Owned by the sampler's driver thread, like every Backend (see backend.h).
-class SysfsBackend final : public Backend {
+class SysfsBackend final : public Backend, public VirtualFunctionControl {
  public:
   explicit SysfsBackend(fs::path root)
       : root_(std::move(root)),
@@ -88,6 +90,21 @@ class SysfsBackend final : public Backend {
     }
     function_dirs_ = std::move(function_dirs);
     return devices;
+  }
+
+  VirtualFunctionControl* virtual_functions() override { return this; }
+
+  std::optional<VfChangeError> set_virtual_function_count(const DeviceIdentity& device,
+                                                          unsigned count) override {
+    const std::string subject =
+        xpu::names::device_name(device.index) + " (" + device.pci_bus_id + ")";
+    auto known = function_dirs_.find(device.pci_bus_id);
+    if (known == function_dirs_.end())
+      return VfChangeError{VfChangeError::Kind::NoSuchDevice, subject + " is gone from sysfs"};
+    if (device.is_virtual_function)
+      return VfChangeError{VfChangeError::Kind::NotSupported,
+                           subject + " is a virtual function; configure its physical function"};
+    return sysfs::write_sriov_numvfs(known->second, subject, count);
   }
 
   DeviceReading read(const DeviceIdentity& device) override {

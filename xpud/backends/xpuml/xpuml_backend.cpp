@@ -13,6 +13,8 @@
 #include "common/names.h"
 #include "xpud/backends/device_uuid.h"
 #include "xpud/backends/pci_ids.h"
+#include "xpud/backends/sriov_numvfs.h"
+#include "xpud/backends/virtual_functions.h"
 #include "xpud/backends/sysfs_attribute.h"
 #include "xpud/backends/xpuml/discovery_warnings.h"
 #include "xpud/backends/xpuml/xpuml_library.h"
@@ -43,7 +45,7 @@ struct Card {
   std::string uuid;
 };
 
-class XpumlBackend final : public Backend {
+class XpumlBackend final : public Backend, public VirtualFunctionControl {
  public:
   XpumlBackend(std::unique_ptr<Library> library, std::filesystem::path sysfs_root)
       : library_(std::move(library)), sysfs_root_(std::move(sysfs_root)) {}
@@ -52,6 +54,9 @@ class XpumlBackend final : public Backend {
   std::string driver_version() override;
   xpu::Result<std::vector<DeviceIdentity>> discover() override;
   DeviceReading read(const DeviceIdentity& device) override;
+  VirtualFunctionControl* virtual_functions() override { return this; }
+  std::optional<VfChangeError> set_virtual_function_count(const DeviceIdentity& device,
+                                                          unsigned count) override;
 
  private:
   struct Discovered {
@@ -413,6 +418,54 @@ DeviceReading XpumlBackend::read(const DeviceIdentity& device) {
   // Some call answered: whatever failed is simply missing from the map.
   if (any_succeeded) reading.read_error.reset();
   return reading;
+}
+
+std::optional<VfChangeError> XpumlBackend::set_virtual_function_count(const DeviceIdentity& device,
+                                                                     unsigned count) {
+  using Kind = VfChangeError::Kind;
+  const std::string subject =
+      xpu::names::device_name(device.index) + " (" + device.pci_bus_id + ")";
+  auto card = cards_.find(device.index);
+  if (card == cards_.end() || card->second.uuid != device.uuid)
+    return VfChangeError{Kind::NoSuchDevice, subject + " was not found by the last discovery"};
+  if (device.is_virtual_function)
+    return VfChangeError{Kind::NotSupported,
+                         subject + " is a virtual function; configure its physical function"};
+  const auto& sym = library_->symbols();
+  if (!sym.device_set_sriov_vf_num.available()) {
+    // An older library: the kernel's interface does the same. bus_id is normalised, so it
+    // cannot lead out of the devices directory.
+    return sysfs::write_sriov_numvfs(sysfs_root_ / "sys/bus/pci/devices" / device.pci_bus_id,
+                                     subject, count);
+  }
+  const xpumlDevice_t handle = card->second.handle;
+  xpumlDeviceAttributes_t attributes{};
+  xpumlReturn_t rc = library_->call(sym.device_get_attributes, handle, &attributes);
+  if (rc != XPUML_SUCCESS)
+    return VfChangeError{Kind::Failed, "cannot read the SR-IOV limit: " +
+                                           library_->error_message(sym.device_get_attributes.name,
+                                                                   subject, rc)};
+  if (attributes.maxVFCount == 0)
+    return VfChangeError{Kind::NotSupported,
+                         subject + " has no SR-IOV capability (maxVFCount 0)"};
+  if (count > attributes.maxVFCount)
+    return VfChangeError{Kind::InvalidArgument,
+                         subject + " supports at most " + std::to_string(attributes.maxVFCount) +
+                             " virtual functions (maxVFCount), not " + std::to_string(count)};
+  rc = library_->call(sym.device_set_sriov_vf_num, handle, static_cast<int>(count));
+  if (rc == XPUML_SUCCESS) {
+    spdlog::info("{}: virtual functions set to {} (libxpuml)", subject, count);
+    return std::nullopt;
+  }
+  const std::string message = library_->error_message(sym.device_set_sriov_vf_num.name, subject, rc);
+  switch (rc) {
+    case XPUML_ERROR_NOT_SUPPORTED:
+      return VfChangeError{Kind::NotSupported, message};
+    case XPUML_ERROR_INVALID_ARGUMENT:
+      return VfChangeError{Kind::InvalidArgument, message};
+    default:
+      return VfChangeError{Kind::Failed, message};
+  }
 }
 
 }  // namespace

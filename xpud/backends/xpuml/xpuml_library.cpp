@@ -88,6 +88,7 @@ xpu::Result<std::unique_ptr<Library>> Library::open(const std::filesystem::path&
   resolve(h, symbols.device_get_minor_number);
   resolve(h, symbols.device_get_uuid);
   resolve(h, symbols.error_string);
+  resolve(h, symbols.device_set_sriov_vf_num);
   if (!missing.empty()) {
     std::string list;
     for (auto name : missing) list += (list.empty() ? "" : ", ") + std::string(name);
@@ -100,7 +101,9 @@ xpu::Result<std::unique_ptr<Library>> Library::open(const std::filesystem::path&
         std::pair{symbols.device_get_minor_number.name,
                   symbols.device_get_minor_number.available()},
         std::pair{symbols.device_get_uuid.name, symbols.device_get_uuid.available()},
-        std::pair{symbols.error_string.name, symbols.error_string.available()}})
+        std::pair{symbols.error_string.name, symbols.error_string.available()},
+        std::pair{symbols.device_set_sriov_vf_num.name,
+                  symbols.device_set_sriov_vf_num.available()}})
     if (!available) absent += (absent.empty() ? "" : ", ") + std::string(name);
   if (!absent.empty())
     spdlog::info("libxpuml {} lacks the optional {}; working without", shown, absent);

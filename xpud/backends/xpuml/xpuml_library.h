@@ -77,6 +77,9 @@ struct Symbols {
       nullptr, "xpumlDeviceGetMinorNumber"};
   Function<decltype(&::xpumlDeviceGetUUID)> device_get_uuid{nullptr, "xpumlDeviceGetUUID"};
   Function<decltype(&::xpumlErrorString)> error_string{nullptr, "xpumlErrorString"};
+  // Optional: without it, virtual functions are set through sysfs sriov_numvfs.
+  Function<decltype(&::xpumlDeviceSetSriovVfNum)> device_set_sriov_vf_num{
+      nullptr, "xpumlDeviceSetSriovVfNum"};
 };
 
 class Library {

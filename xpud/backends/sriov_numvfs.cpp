@@ -1,0 +1,98 @@
+#include "xpud/backends/sriov_numvfs.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "common/unique_fd.h"
+#include "xpud/backends/sysfs_attribute.h"
+
+namespace xpud::sysfs {
+namespace {
+
+using Kind = VfChangeError::Kind;
+
+// What the kernel's errno on a sriov_numvfs write means to the operator.
+std::string explain(int error) {
+  switch (error) {
+    case EBUSY:
+      return " (virtual functions are in use, e.g. assigned to a VM or held by a process)";
+    case EPERM:
+    case EACCES:
+      return " (xpud may not write it: is it running as root?)";
+    case ENOMEM:
+    case ENOSPC:
+      return " (not enough PCI bus numbers or memory for that many functions)";
+    case ENOENT:
+    case ENODEV:
+      return " (the card is gone)";
+    default:
+      return "";
+  }
+}
+
+// One write of `value` to an existing regular file: no creating, no following a FIFO.
+std::optional<VfChangeError> write_value(const std::filesystem::path& file, const std::string& subject,
+                                         unsigned value) {
+  xpu::UniqueFd fd(::open(file.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
+  if (!fd.valid()) {
+    const int error = errno;
+    return VfChangeError{Kind::Failed, subject + ": cannot open " + file.string() + ": " +
+                                           std::strerror(error) + explain(error)};
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) < 0 || !S_ISREG(st.st_mode))
+    return VfChangeError{Kind::Failed, subject + ": " + file.string() + " is not a regular file"};
+  const std::string text = std::to_string(value) + "\n";
+  const ssize_t written = ::write(fd.get(), text.data(), text.size());
+  if (written < 0) {
+    const int error = errno;
+    return VfChangeError{Kind::Failed, subject + ": writing " + std::to_string(value) + " to " +
+                                           file.string() + " failed: " + std::strerror(error) +
+                                           explain(error)};
+  }
+  if (static_cast<std::size_t>(written) != text.size())
+    return VfChangeError{Kind::Failed, subject + ": short write to " + file.string()};
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<unsigned> read_sriov_numvfs(const std::filesystem::path& function_dir) {
+  return read_attribute(function_dir / "sriov_numvfs", parse_vf_count);
+}
+
+std::optional<VfChangeError> write_sriov_numvfs(const std::filesystem::path& function_dir,
+                                                const std::string& subject, unsigned count) {
+  auto total = parse_attribute(function_dir / "sriov_totalvfs", parse_vf_count);
+  if (!total.ok())
+    return VfChangeError{Kind::NotSupported, subject + ": SR-IOV capability unreadable: " + total.error()};
+  if (!*total || **total == 0)
+    return VfChangeError{Kind::NotSupported, subject + " has no SR-IOV capability (no virtual "
+                                                       "functions in its sriov_totalvfs)"};
+  if (count > **total)
+    return VfChangeError{Kind::InvalidArgument,
+                         subject + " supports at most " + std::to_string(**total) +
+                             " virtual functions (sriov_totalvfs), not " + std::to_string(count)};
+  const auto numvfs = function_dir / "sriov_numvfs";
+  auto current = parse_attribute(numvfs, parse_vf_count);
+  if (!current.ok()) return VfChangeError{Kind::Failed, subject + ": " + current.error()};
+  if (!*current)
+    return VfChangeError{Kind::NotSupported, subject + " has sriov_totalvfs but no sriov_numvfs"};
+  if (**current == count) {
+    spdlog::info("{} already has {} virtual functions", subject, count);
+    return std::nullopt;
+  }
+  if (**current != 0 && count != 0)
+    if (auto failed = write_value(numvfs, subject, 0)) return failed;
+  if (auto failed = write_value(numvfs, subject, count)) return failed;
+  spdlog::info("{}: virtual functions {} -> {} (sysfs)", subject, **current, count);
+  return std::nullopt;
+}
+
+}  // namespace xpud::sysfs
