@@ -81,6 +81,26 @@ class XpudClient::Impl {
     });
   }
 
+  Status configure_virtual_functions(unsigned index, unsigned count,
+                                     std::chrono::milliseconds timeout) {
+    return with_connection<Ok>([&](sdbus::IConnection& connection) -> Status {
+      auto proxy = sdbus::createProxy(connection, std::string(names::kBusName),
+                                      std::string(names::kManagerPath));
+      try {
+        proxy->callMethod(std::string(names::member::kConfigureVirtualFunctions))
+            .onInterface(std::string(names::kManagerInterface))
+            .withTimeout(timeout)
+            .withArguments(static_cast<uint32_t>(index), static_cast<uint32_t>(count));
+      } catch (const sdbus::Error& e) {
+        // xpud and the API proxy refuse with AccessDenied of their own, which says why; the
+        // generic wording would blame the bus policy.
+        if (e.getName() != "org.freedesktop.DBus.Error.AccessDenied") throw;
+        return Error{e.getMessage() + " (" + e.getName() + ")"};
+      }
+      return ok_status();
+    });
+  }
+
   Result<std::vector<DeviceInfo>> list_devices() {
     return with_connection<std::vector<DeviceInfo>>(
         [&](sdbus::IConnection& c) { return fetch_devices(c, options_.call_timeout); });
@@ -107,6 +127,10 @@ Result<ManagerInfo> XpudClient::manager_info() { return impl_->manager_info(); }
 Result<std::vector<DeviceInfo>> XpudClient::list_devices() { return impl_->list_devices(); }
 Result<MetricsSnapshot> XpudClient::get_metrics() { return impl_->get_metrics(); }
 Result<ProcessSnapshot> XpudClient::get_processes() { return impl_->get_processes(); }
+Status XpudClient::configure_virtual_functions(unsigned index, unsigned count,
+                                               std::chrono::milliseconds timeout) {
+  return impl_->configure_virtual_functions(index, count, timeout);
+}
 void XpudClient::watch(Listener listener) { impl_->watcher.start(std::move(listener)); }
 DeviceView XpudClient::current_view() const { return impl_->watcher.current_view(); }
 

@@ -103,6 +103,12 @@ class XpudClient {
   Result<MetricsSnapshot> get_metrics();
   // An xpud older than the method answers UnknownMethod (an error here).
   Result<ProcessSnapshot> get_processes();
+  // Manager.ConfigureVirtualFunctions: sets card `index`'s SR-IOV virtual-function count. Root
+  // may; the cluster (through xpud-api-proxy) only where the host allows it. The error carries
+  // xpud's message and error name. Waits up to `timeout`: xpud answers after the change and the
+  // discovery that follows it, longer than a read.
+  Status configure_virtual_functions(unsigned index, unsigned count,
+                                     std::chrono::milliseconds timeout);
 
   using Listener = std::function<void(const DeviceView&)>;
   // Starts the watcher thread (once). The listener runs on that thread, first with the initial

@@ -39,7 +39,7 @@ std::string explain(int error) {
 // One write of `value` to an existing regular file: no creating, no following a FIFO.
 std::optional<VfChangeError> write_value(const std::filesystem::path& file, const std::string& subject,
                                          unsigned value) {
-  xpu::UniqueFd fd(::open(file.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
+  xpu::UniqueFd fd(::open(file.c_str(), O_WRONLY | O_TRUNC | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
   if (!fd.valid()) {
     const int error = errno;
     return VfChangeError{Kind::Failed, subject + ": cannot open " + file.string() + ": " +
