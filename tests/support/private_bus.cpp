@@ -31,12 +31,14 @@ PrivateBus::PrivateBus() {
 }
 
 void PrivateBus::start() {
-  // A session-type bus: no policy, so the test user can own com.kunlunxin.xpud1.
+  // A session-type bus: no policy, so the test user can own com.kunlunxin.xpud1; any user may
+  // connect (allow user="*"), so tests can call as an unprivileged one (setpriv) and see what
+  // xpud itself decides about that caller.
   write_file(dir_.path() / "bus.conf",
              "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
              " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
              "<busconfig><type>session</type><listen>" + address_ + "</listen>"
-             "<auth>EXTERNAL</auth><policy context=\"default\"><allow send_destination=\"*\" eavesdrop=\"true\"/>"
+             "<auth>EXTERNAL</auth><policy context=\"default\"><allow user=\"*\"/><allow send_destination=\"*\" eavesdrop=\"true\"/>"
              "<allow eavesdrop=\"true\"/><allow own=\"*\"/></policy></busconfig>\n");
   std::filesystem::remove(dir_.path() / "bus");
   daemon_ = std::make_unique<ChildProcess>(
