@@ -204,6 +204,20 @@ class XpudOnPrivateBus(unittest.TestCase):
                                           "string:com.kunlunxin.xpud1.Device", "string:Health",
                                           "variant:string:Unhealthy", user_is_nobody=True))
 
+    def test_nobody_cannot_configure_virtual_functions(self):
+        # Refused by the bus, before xpud's own check of the caller and of
+        # [sriov] allow_cluster_reconfigure: only root and xpud-api-proxy's user get that far.
+        self.assert_denied(self.dbus_send(MANAGER, "com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions",
+                                          "uint32:0", "uint32:2", user_is_nobody=True))
+
+    def test_root_reaches_configure_virtual_functions(self):
+        # Shows that the denial above comes from the policy: root gets xpud's own answer (the sim
+        # backend has no SR-IOV).
+        result = self.dbus_send(MANAGER, "com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions",
+                                "uint32:0", "uint32:2")
+        self.assertNotEqual(result.returncode, 0, result.stdout)
+        self.assertIn("Error com.kunlunxin.xpud1.Error.NotSupported", result.stderr)
+
     def test_nobody_cannot_call_methods_that_do_not_exist_yet(self):
         self.assert_denied(self.dbus_send(MANAGER, "com.kunlunxin.xpud1.Manager.ResetDevice",
                                           "uint32:0", user_is_nobody=True))
