@@ -53,6 +53,18 @@ std::string describe(std::string_view destination, std::string_view interface,
 
 }  // namespace
 
+std::optional<std::string> cluster_write_refusal(bool host_allows, std::optional<uid_t> client_uid) {
+  const std::string call = std::string(names::kManagerInterface) + "." +
+                           std::string(names::member::kConfigureVirtualFunctions);
+  if (!host_allows)
+    return call + " is not allowed from the cluster on this host: xpud's [sriov] "
+                  "allow_cluster_reconfigure is false (ClusterReconfigureAllowed)";
+  if (!client_uid || *client_uid != 0)
+    return call + " through xpud's API socket is for clients running as uid 0 (the device "
+                  "plugin), not uid " + (client_uid ? std::to_string(*client_uid) : "unknown");
+  return std::nullopt;
+}
+
 bool is_answered_driver_method(std::string_view interface, std::string_view member) {
   return listed(kDriverAnswers, interface, member);
 }
@@ -71,6 +83,8 @@ CallRoute route_call(std::string_view destination, std::string_view interface,
                              " is reachable on xpud's read-only API socket, not " +
                              std::string(destination.empty() ? "(no destination)" : destination)};
   if (listed(kXpudReads, interface, member)) return {Route::Forward, {}};
+  if (interface == names::kManagerInterface && member == names::member::kConfigureVirtualFunctions)
+    return {Route::ForwardIfHostAllows, {}};
   return {Route::Deny, describe(destination, interface, member) +
                            " is not part of xpud's read-only API"};
 }

@@ -6,6 +6,9 @@
 // every other service on the host (systemd, logind, ...) out of reach.
 #pragma once
 
+#include <sys/types.h>
+
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,7 +17,11 @@ namespace xpu::api_proxy {
 enum class Route {
   BusDriver,  // org.freedesktop.DBus itself: answered by the proxy (Hello, AddMatch, ...)
   Forward,    // a read of xpud's API: forwarded to xpud on the system bus
-  Deny,       // everything else: AccessDenied
+  // The one write: Manager.ConfigureVirtualFunctions, forwarded only when the host allows the
+  // cluster to change SR-IOV counts (xpud's ClusterReconfigureAllowed, asked at each call) and
+  // the client is root (cluster_write_refusal says which).
+  ForwardIfHostAllows,
+  Deny,  // everything else: AccessDenied
 };
 
 struct CallRoute {
@@ -29,6 +36,12 @@ inline constexpr std::string_view kDriverPath = "/org/freedesktop/DBus";
 // address xpud by either name.
 CallRoute route_call(std::string_view destination, std::string_view interface,
                      std::string_view member, std::string_view xpud_owner);
+
+// Why a ForwardIfHostAllows call is refused, or nullopt when it may go to xpud: the host's
+// [sriov] allow_cluster_reconfigure (as xpud reports it) must be true, and the client must be
+// uid 0 (the shim's pods; not any local user of the host, to whom the socket is open too).
+// `client_uid` is nullopt when the socket did not say.
+std::optional<std::string> cluster_write_refusal(bool host_allows, std::optional<uid_t> client_uid);
 
 // The bus-driver methods the proxy answers itself; everything else on org.freedesktop.DBus
 // (RequestName, GetConnectionCredentials, BecomeMonitor, ...) is denied.

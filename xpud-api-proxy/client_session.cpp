@@ -20,11 +20,16 @@ constexpr const char* kLimitsExceeded = "org.freedesktop.DBus.Error.LimitsExceed
 constexpr const char* kNameHasNoOwner = "org.freedesktop.DBus.Error.NameHasNoOwner";
 constexpr const char* kFailed = "org.freedesktop.DBus.Error.Failed";
 
-std::string peer_of(int fd) {
+std::optional<ucred> credentials_of(int fd) {
   ucred cred{};
   socklen_t length = sizeof cred;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) < 0) return "unknown peer";
-  return "pid " + std::to_string(cred.pid) + " uid " + std::to_string(cred.uid);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) < 0) return std::nullopt;
+  return cred;
+}
+
+std::string describe_peer(const std::optional<ucred>& cred) {
+  if (!cred) return "unknown peer";
+  return "pid " + std::to_string(cred->pid) + " uid " + std::to_string(cred->uid);
 }
 
 std::string text_or(const char* text, const char* fallback) { return text ? text : fallback; }
@@ -33,7 +38,10 @@ std::string text_or(const char* text, const char* fallback) { return text ? text
 
 ClientSession::ClientSession(ProxyServer& server, std::uint64_t id, UniqueFd socket,
                              sd_event* event)
-    : server_(server), id_(id), peer_(peer_of(socket.get())) {
+    : server_(server), id_(id) {
+  const auto credentials = credentials_of(socket.get());
+  peer_ = describe_peer(credentials);
+  if (credentials) peer_uid_ = credentials->uid;
   sd_bus* raw = nullptr;
   int r = sd_bus_new(&raw);
   if (r < 0) throw std::runtime_error(std::string("sd_bus_new: ") + std::strerror(-r));
@@ -111,12 +119,29 @@ int ClientSession::handle(sd_bus_message* message) {
       reply_error(message, kAccessDenied, route.reason);
       return 1;
     case Route::Forward:
+    case Route::ForwardIfHostAllows:
       break;
   }
   if (pending_calls_ >= server_.limits().max_pending_calls_per_client) {
     reply_error(message, kLimitsExceeded,
                 "more than " + std::to_string(server_.limits().max_pending_calls_per_client) +
                     " calls to xpud outstanding on this connection");
+    return 1;
+  }
+  if (route.route == Route::ForwardIfHostAllows) {
+    // The client's uid is known here; whether the host allows it only xpud can say, so that is
+    // asked upstream before the call goes on (ProxyServer::forward_if_host_allows).
+    if (auto refusal = cluster_write_refusal(true, peer_uid_)) {
+      spdlog::warn("refused {} from {}: {}", interface + "." + member, peer_, *refusal);
+      reply_error(message, kAccessDenied, *refusal);
+      return 1;
+    }
+    const int r = server_.forward_if_host_allows(id_, message, peer_);
+    if (r < 0) {
+      reply_error(message, kFailed, std::string("cannot ask xpud: ") + std::strerror(-r));
+      return 1;
+    }
+    ++pending_calls_;
     return 1;
   }
   const int r = server_.forward(id_, message);
@@ -242,6 +267,12 @@ void ClientSession::deliver_reply(sd_bus_message* call, sd_bus_message* reply,
   }
   if (!sender.empty()) sd_bus_message_set_sender(copy.get(), sender.c_str());
   send(copy.get());
+}
+
+void ClientSession::refuse_forward(sd_bus_message* call, const std::string& reason, bool failed) {
+  if (pending_calls_ > 0) --pending_calls_;
+  if (closed_) return;
+  reply_error(call, failed ? kFailed : kAccessDenied, reason);
 }
 
 void ClientSession::deliver_error(sd_bus_message* call, const sd_bus_error* error) {

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/unique_fd.h"
@@ -35,6 +36,9 @@ class ClientSession {
   void deliver_reply(sd_bus_message* call, sd_bus_message* reply, const std::string& sender);
   // The upstream call for `call` failed before any reply (xpud gone, timeout, ...).
   void deliver_error(sd_bus_message* call, const sd_bus_error* error);
+  // A ForwardIfHostAllows call that will not go to xpud after all: AccessDenied with `reason`
+  // (or Failed when `failed`), counted off the outstanding calls.
+  void refuse_forward(sd_bus_message* call, const std::string& reason, bool failed = false);
 
  private:
   static int on_message(sd_bus_message* message, void* userdata, sd_bus_error* error);
@@ -48,6 +52,7 @@ class ClientSession {
   ProxyServer& server_;
   std::uint64_t id_;
   std::string peer_;  // "pid 12 uid 0", for logs
+  std::optional<uid_t> peer_uid_;  // from SO_PEERCRED when the socket told
   std::string unique_name_;
   unsigned pending_calls_ = 0;
   unsigned refusals_ = 0;

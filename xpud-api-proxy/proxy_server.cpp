@@ -27,6 +27,14 @@ struct PendingForward {
   MessagePtr call;
 };
 
+// A ConfigureVirtualFunctions waiting for xpud's ClusterReconfigureAllowed.
+struct PendingPermission {
+  ProxyServer* server;
+  std::uint64_t session_id;
+  MessagePtr call;
+  std::string peer;
+};
+
 }  // namespace
 
 ProxyServer::ProxyServer(UniqueFd listen_socket, const std::optional<std::string>& upstream_address,
@@ -196,6 +204,61 @@ int ProxyServer::forward(std::uint64_t session_id, sd_bus_message* call) {
   // or the upstream bus's end) fires it.
   sd_bus_slot_set_destroy_callback(slot, [](void* userdata) {
     delete static_cast<PendingForward*>(userdata);
+  });
+  pending.release();
+  sd_bus_slot_set_floating(slot, 1);
+  sd_bus_slot_unref(slot);
+  return 0;
+}
+
+int ProxyServer::forward_if_host_allows(std::uint64_t session_id, sd_bus_message* call,
+                                        const std::string& peer) {
+  auto pending = std::make_unique<PendingPermission>(
+      PendingPermission{this, session_id, MessagePtr(sd_bus_message_ref(call)), peer});
+  // Asked at every call rather than cached: the answer follows a reload of xpud's
+  // configuration at once, and a write this rare can afford the extra round trip.
+  auto on_answer = [](sd_bus_message* reply, void* userdata, sd_bus_error*) -> int {
+    auto* p = static_cast<PendingPermission*>(userdata);
+    auto& sessions = p->server->sessions_;
+    auto it = sessions.find(p->session_id);
+    if (it == sessions.end()) return 1;
+    ClientSession& session = *it->second;
+    int allowed = 0;
+    std::optional<std::string> refusal;
+    if (sd_bus_message_is_method_error(reply, nullptr)) {
+      const sd_bus_error* error = sd_bus_message_get_error(reply);
+      refusal = std::string("cannot learn from xpud whether the host allows it: ") +
+                (error && error->message ? error->message : "no answer");
+    } else if (sd_bus_message_enter_container(reply, 'v', "b") < 0 ||
+               sd_bus_message_read(reply, "b", &allowed) < 0) {
+      refusal = "xpud's ClusterReconfigureAllowed is not a boolean";
+    } else {
+      refusal = cluster_write_refusal(allowed != 0, 0);
+    }
+    const std::string what = std::string(names::kManagerInterface) + "." +
+                             std::string(names::member::kConfigureVirtualFunctions);
+    if (refusal) {
+      spdlog::warn("refused {} from {}: {}", what, p->peer, *refusal);
+      session.refuse_forward(p->call.get(), *refusal);
+      return 1;
+    }
+    spdlog::info("forwarding {} from {}: the host allows the cluster to change SR-IOV counts", what,
+                 p->peer);
+    if (const int r = p->server->forward(p->session_id, p->call.get()); r < 0)
+      session.refuse_forward(p->call.get(), std::string("cannot forward to xpud: ") + std::strerror(-r),
+                             true);
+    return 1;
+  };
+  sd_bus_slot* slot = nullptr;
+  const std::string manager(names::kManagerInterface);
+  const std::string property(names::property::kClusterReconfigureAllowed);
+  int r = sd_bus_call_method_async(upstream_.get(), &slot, std::string(names::kBusName).c_str(),
+                                   std::string(names::kManagerPath).c_str(),
+                                   "org.freedesktop.DBus.Properties", "Get", on_answer, pending.get(),
+                                   "ss", manager.c_str(), property.c_str());
+  if (r < 0) return r;
+  sd_bus_slot_set_destroy_callback(slot, [](void* userdata) {
+    delete static_cast<PendingPermission*>(userdata);
   });
   pending.release();
   sd_bus_slot_set_floating(slot, 1);

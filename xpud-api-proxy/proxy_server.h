@@ -52,6 +52,9 @@ class ProxyServer {
   // Forwards `call` to xpud; the reply goes back through the session with this id.
   // Returns a negative errno when the call could not be sent.
   int forward(std::uint64_t session_id, sd_bus_message* call);
+  // For Route::ForwardIfHostAllows: asks xpud for ClusterReconfigureAllowed and forwards `call`
+  // only when it is true (else the session refuses it). `peer` names the client in the log.
+  int forward_if_host_allows(std::uint64_t session_id, sd_bus_message* call, const std::string& peer);
   void session_closed();
 
  private:

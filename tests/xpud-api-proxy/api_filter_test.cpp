@@ -34,10 +34,33 @@ TEST(ApiFilter, XpudWritesAreDenied) {
   EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Simulator", "SetMetric", kOwner).route, Route::Deny);
   EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "Set", kOwner).route, Route::Deny);
   // A method added to xpud later is denied until someone lists it here on purpose.
-  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ConfigureVirtualFunctions", kOwner).route,
-            Route::Deny);
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ResetDevice", kOwner).route, Route::Deny);
   // No interface: the bus would pick one by member name; here it is simply refused.
   EXPECT_EQ(route_call(kXpud, "", "GetMetrics", kOwner).route, Route::Deny);
+}
+
+TEST(ApiFilter, ConfigureVirtualFunctionsOnlyWhenTheHostAllowsAndTheClientIsRoot) {
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ConfigureVirtualFunctions", kOwner).route,
+            Route::ForwardIfHostAllows);
+  EXPECT_EQ(route_call(kOwner, "com.kunlunxin.xpud1.Manager", "ConfigureVirtualFunctions", kOwner).route,
+            Route::ForwardIfHostAllows);
+  // The same member on another interface or service is no exception.
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Simulator", "ConfigureVirtualFunctions", kOwner).route,
+            Route::Deny);
+  EXPECT_EQ(route_call(kXpud, "", "ConfigureVirtualFunctions", kOwner).route, Route::Deny);
+  EXPECT_EQ(route_call("org.freedesktop.systemd1", "com.kunlunxin.xpud1.Manager", "ConfigureVirtualFunctions",
+                       kOwner).route,
+            Route::Deny);
+
+  EXPECT_EQ(xpu::api_proxy::cluster_write_refusal(true, 0u), std::nullopt);
+  EXPECT_EQ(xpu::api_proxy::cluster_write_refusal(false, 0u),
+            "com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions is not allowed from the cluster on this "
+            "host: xpud's [sriov] allow_cluster_reconfigure is false (ClusterReconfigureAllowed)");
+  EXPECT_EQ(xpu::api_proxy::cluster_write_refusal(true, 1000u),
+            "com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions through xpud's API socket is for clients "
+            "running as uid 0 (the device plugin), not uid 1000");
+  EXPECT_NE(xpu::api_proxy::cluster_write_refusal(true, std::nullopt), std::nullopt);
+  EXPECT_NE(xpu::api_proxy::cluster_write_refusal(false, 1000u), std::nullopt);
 }
 
 TEST(ApiFilter, OtherServicesAreUnreachable) {

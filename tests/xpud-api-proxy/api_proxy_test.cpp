@@ -1,7 +1,9 @@
 // xpud-api-proxy between real clients and the real xpud (sim backend) on a private bus: the
 // read-only API works through it with sdbus-c++, busctl and libdbus clients, signals follow xpud
 // across a restart, and everything outside xpud's reads is refused.
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <systemd/sd-bus.h>
 
@@ -198,6 +200,43 @@ TEST_F(ApiProxyTest, EverythingOutsideTheReadOnlyApiIsRefused) {
   // And the proxy is still serving after all the refusals.
   EXPECT_EQ(call_error("com.kunlunxin.xpud1", "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Manager", "ListDevices"),
             "");
+}
+
+// The one write the proxy may pass: ConfigureVirtualFunctions, only while xpud says the host
+// allows the cluster to (asked at each call, so a reload counts at once), and only from root.
+TEST_F(ApiProxyTest, ConfigureVirtualFunctionsPassesOnlyWhenTheHostAllowsIt) {
+  xpu::XpudClient client(xpu::ClientOptions{api_address_, 5s});
+  auto refused = client.configure_virtual_functions(0, 2, 10s);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().find("not allowed from the cluster on this host: xpud's [sriov] "
+                                 "allow_cluster_reconfigure is false"),
+            std::string::npos)
+      << refused.error();
+  EXPECT_NE(refused.error().find("org.freedesktop.DBus.Error.AccessDenied"), std::string::npos);
+
+  xpu::test::write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 200\n"
+                        "[sriov]\nallow_cluster_reconfigure = true\n");
+  xpud_->signal(SIGHUP);
+  // Forwarded now: the answer is xpud's own (the sim backend has no SR-IOV).
+  std::string last;
+  ASSERT_TRUE(wait_until([&] {
+    auto passed = client.configure_virtual_functions(0, 2, 10s);
+    last = passed ? "ok" : passed.error();
+    return last.find("the sim backend cannot configure SR-IOV virtual functions") != std::string::npos;
+  }, 10s)) << last << "\n" << proxy_->output();
+  EXPECT_NE(last.find("com.kunlunxin.xpud1.Error.NotSupported"), std::string::npos) << last;
+  EXPECT_NE(proxy_->output().find("forwarding com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions"),
+            std::string::npos);
+
+  // Allowed for the cluster's root pods, not for every local user the socket is open to.
+  ::chmod(dir_.path().c_str(), 0755);
+  auto [status, output] = run({"/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--",
+                               "/usr/bin/dbus-send", "--bus=" + api_address_, "--print-reply",
+                               "--dest=com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
+                               "com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions", "uint32:0", "uint32:2"});
+  EXPECT_NE(status, 0) << output;
+  EXPECT_NE(output.find("is for clients running as uid 0 (the device plugin), not uid 65534"), std::string::npos)
+      << output;
 }
 
 TEST_F(ApiProxyTest, WatchFollowsHealthAndXpudRestarts) {
