@@ -1,5 +1,5 @@
 // xpuctl: the operator's view of xpud over D-Bus: list, show INDEX, metrics, processes, each
-// with --json.
+// with --json; and, as root, configure-vfs INDEX COUNT.
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -226,10 +226,20 @@ int cmd_processes(xpu::XpudClient& client, bool json_output) {
   return 0;
 }
 
+// Root only (xpud refuses others). Waits for xpud's answer, which comes after the change and
+// the discovery that shows the new virtual functions.
+int cmd_configure_vfs(xpu::XpudClient& client, unsigned index, unsigned count) {
+  auto done = client.configure_virtual_functions(index, count, std::chrono::seconds(60));
+  if (!done) return fail(done.error());
+  std::printf("xpu%u: %u virtual functions\n", index, count);
+  return 0;
+}
+
 int run(const std::vector<std::string>& args) {
   xpu::ClientOptions options;
   bool help = false, version = false, json_output = false;
-  xpu::CommandLine cli(kProgram, "[--bus-address ADDR] list | show INDEX | metrics | processes [--json]");
+  xpu::CommandLine cli(kProgram, "[--bus-address ADDR] list | show INDEX | metrics | processes [--json] | "
+                                 "configure-vfs INDEX COUNT");
   xpu::add_bus_address_option(cli, options.bus_address, "talk to xpud on the bus at ADDR instead of the system bus");
   cli.add_flag("json", &json_output, "print JSON instead of a table");
   cli.add_flag("version", &version, "print the version and exit");
@@ -241,7 +251,9 @@ int run(const std::vector<std::string>& args) {
     std::fputs("\nCommands:\n  list          devices, identity and health\n"
                "  show INDEX    everything about one device\n"
                "  metrics       current metrics of every device\n"
-               "  processes     the processes using each device, with their pod and container\n",
+               "  processes     the processes using each device, with their pod and container\n"
+               "  configure-vfs INDEX COUNT\n"
+               "                set the SR-IOV virtual functions of physical card INDEX (root)\n",
                stdout);
     return 0;
   }
@@ -249,14 +261,18 @@ int run(const std::vector<std::string>& args) {
     std::printf("%s %s\n", kProgram, XPU_VERSION);
     return 0;
   }
-  if (rest->empty()) xpu::exit_usage_error(kProgram, "missing command: list, show INDEX, metrics or processes");
+  if (rest->empty())
+    xpu::exit_usage_error(kProgram,
+                          "missing command: list, show INDEX, metrics, processes or configure-vfs INDEX COUNT");
   const std::string& command = rest->front();
-  const size_t expected_args = command == "show" ? 2 : 1;
-  if (command != "list" && command != "show" && command != "metrics" && command != "processes")
+  const size_t expected_args = command == "show" ? 2 : command == "configure-vfs" ? 3 : 1;
+  if (command != "list" && command != "show" && command != "metrics" && command != "processes" &&
+      command != "configure-vfs")
     xpu::exit_usage_error(kProgram, "unknown command '" + command + "'");
   if (rest->size() != expected_args)
-    xpu::exit_usage_error(kProgram, command == "show" ? "show needs exactly one INDEX"
-                                                      : "'" + command + "' takes no arguments");
+    xpu::exit_usage_error(kProgram, command == "show"            ? "show needs exactly one INDEX"
+                                    : command == "configure-vfs" ? "configure-vfs needs INDEX and COUNT"
+                                                                 : "'" + command + "' takes no arguments");
   options.call_timeout = std::chrono::milliseconds(5000);
   xpu::XpudClient client(options);
   if (command == "list") return cmd_list(client, json_output);
@@ -264,6 +280,11 @@ int run(const std::vector<std::string>& args) {
   if (command == "processes") return cmd_processes(client, json_output);
   auto index = xpu::parse_uint((*rest)[1], 0, 1u << 20);
   if (!index) xpu::exit_usage_error(kProgram, "INDEX: " + index.error());
+  if (command == "configure-vfs") {
+    auto count = xpu::parse_uint((*rest)[2], 0, 65535);
+    if (!count) xpu::exit_usage_error(kProgram, "COUNT: " + count.error());
+    return cmd_configure_vfs(client, static_cast<unsigned>(*index), static_cast<unsigned>(*count));
+  }
   return cmd_show(client, static_cast<unsigned>(*index), json_output);
 }
 

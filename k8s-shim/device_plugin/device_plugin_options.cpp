@@ -45,8 +45,9 @@ void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& optio
                    return xpu::ok_status();
                  });
   cli.add_flag("reconfig-vxpu", &options.reconfig_vxpu,
-               "accepted for compatibility, needs --enable-sriov: the shim does not change the "
-               "virtual-function count itself, it warns how to change it on the host");
+               "needs --enable-sriov: ask xpud to give each physical card --sriov-num-vfs "
+               "virtual functions where the node's count differs (only if the host allows it: "
+               "[sriov] allow_cluster_reconfigure in xpud's configuration)");
   cli.add_flag("enable-xpu-share", &options.enable_xpu_share,
                "shared mode: advertise each card --xpu-share-replicas times as <domain>/xpu-shared "
                "instead of whole cards");

@@ -23,8 +23,9 @@ struct DevicePluginOptions {
   std::chrono::seconds xpud_grace_period{10};
   bool enable_sriov = false;
   unsigned sriov_num_vfs = 0;
-  // The shim cannot change the VF count (xpud owns the driver): this only makes a count other
-  // than --sriov-num-vfs say how to change it on the host.
+  // Ask xpud (ConfigureVirtualFunctions) to give each physical card sriov_num_vfs virtual
+  // functions where the node's count differs; the host decides whether it may
+  // ([sriov] allow_cluster_reconfigure).
   bool reconfig_vxpu = false;
   bool enable_xpu_share = false;
   unsigned xpu_share_replicas = 4;

@@ -21,6 +21,7 @@
 #include "k8s-shim/device_plugin/node_feature_file.h"
 #include "k8s-shim/device_plugin/node_features.h"
 #include "k8s-shim/device_plugin/resource_tracker.h"
+#include "k8s-shim/device_plugin/vf_reconfiguration.h"
 #include "k8s-shim/device_plugin/wake_event.h"
 #include "k8s-shim/roles.h"
 
@@ -32,6 +33,9 @@ using Clock = std::chrono::steady_clock;
 // Even with nothing scheduled, look at the plugin directory this often: covers a directory that
 // did not exist yet and any inotify event lost to overflow.
 constexpr std::chrono::seconds kIdleCheck{2};
+// xpud answers ConfigureVirtualFunctions after the change and a discovery; the kernel probes
+// every new function meanwhile.
+constexpr std::chrono::seconds kReconfigureTimeout{60};
 
 int poll_timeout_ms(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -51,9 +55,12 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args, xp
   if (plugin.enable_sriov)
     spdlog::info("SR-IOV: virtual functions advertised on their own resource{}", plugin.sriov_num_vfs > 0
                      ? fmt::format(", {} expected per card", plugin.sriov_num_vfs) : std::string());
-  if (plugin.reconfig_vxpu)
-    spdlog::info("--reconfig-vxpu: the device plugin cannot change the virtual-function count (xpud "
-                 "owns the driver); a count other than --sriov-num-vfs is logged with how to change it");
+  if (plugin.reconfig_vxpu && plugin.sriov_num_vfs > 0)
+    spdlog::info("--reconfig-vxpu: asking xpud for {} virtual functions per physical card where the "
+                 "node's count differs (the host must allow it: [sriov] allow_cluster_reconfigure)",
+                 plugin.sriov_num_vfs);
+  else if (plugin.reconfig_vxpu)
+    spdlog::warn("--reconfig-vxpu changes nothing without --sriov-num-vfs N (N > 0)");
   if (!plugin.enable_sriov && plugin.sriov_num_vfs > 0)
     spdlog::warn("--sriov-num-vfs {} is ignored without --enable-sriov", plugin.sriov_num_vfs);
   if (plugin.enable_xpu_share)
@@ -84,9 +91,17 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args, xp
       wake.signal();  // a new resource may need a server
     });
 
+    std::optional<VfReconfiguration> reconfiguration;
+    if (plugin.reconfig_vxpu && plugin.sriov_num_vfs > 0)
+      reconfiguration.emplace(plugin.sriov_num_vfs, [&client](unsigned index, unsigned count) {
+        return client.configure_virtual_functions(index, count, kReconfigureTimeout);
+      });
+
     while (!stop.stop_requested()) {
       connector.reconcile(tracker.feeds());
       Clock::time_point deadline = Clock::now() + kIdleCheck;
+      // One card per pass: a stop signal never waits for more than one call.
+      if (reconfiguration && reconfiguration->step(client.current_view())) deadline = Clock::now();
       if (auto next = connector.next_deadline()) deadline = std::min(deadline, *next);
       if (auto next = tracker.next_deadline()) deadline = std::min(deadline, *next);
 

@@ -90,9 +90,9 @@ std::string sriov_count_mismatch(const ResourceConfig& config, const xpu::Device
   return "xpud reports " + std::to_string(virtual_functions) + " SR-IOV virtual functions, but " +
          "--sriov-num-vfs " + std::to_string(config.sriov_num_vfs) + " x " + std::to_string(physical) +
          " physical cards expects " + std::to_string(expected) +
-         "; the device plugin does not change it: on the host, write 0 and then the wanted count to "
-         "/sys/bus/pci/devices/<card BDF>/sriov_numvfs (at most sriov_totalvfs) while no process "
-         "uses the card";
+         "; change it on the host (xpuctl configure-vfs INDEX COUNT, while no process uses the card), "
+         "or let the device plugin ask xpud for it (--reconfig-vxpu, allowed by [sriov] "
+         "allow_cluster_reconfigure = true in xpud's configuration)";
 }
 
 xpu::Status validate_device_id(std::string_view id) {

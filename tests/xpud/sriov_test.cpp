@@ -210,6 +210,32 @@ TEST_F(SysfsSriovTest, ErrorsSayWhatIsWrong) {
   EXPECT_EQ(value, 0u) << "no refused call wrote anything";
 }
 
+TEST_F(SysfsSriovTest, XpuctlConfigureVfs) {
+  start(config(false));
+  KernelStandIn kernel(tree_, "0000:3b:00.0", 2);
+  auto xpuctl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {binary_path("xpuctl/xpuctl").string(), "--bus-address", bus_.address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess process(argv, dir_.path() / ("xpuctl." + std::to_string(++calls_)));
+    auto status = process.wait(15s);
+    return std::pair{status.value_or(-1), process.output()};
+  };
+  auto [status, output] = xpuctl({"configure-vfs", "0", "2"});
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_EQ(output, "xpu0: 2 virtual functions\n");
+  ASSERT_TRUE(wait_until([&] {
+    auto listed = xpuctl({"list"});
+    return listed.second.find("0000:3b:00.2") != std::string::npos;
+  }, 5s)) << xpud_->output();
+
+  auto [bad_status, bad_output] = xpuctl({"configure-vfs", "0", "9"});
+  EXPECT_EQ(bad_status, 1);
+  EXPECT_THAT(bad_output, HasSubstr("supports at most 4 virtual functions"));
+  auto [usage_status, usage_output] = xpuctl({"configure-vfs", "0"});
+  EXPECT_EQ(usage_status, 2);
+  EXPECT_THAT(usage_output, HasSubstr("configure-vfs needs INDEX and COUNT"));
+}
+
 TEST_F(SysfsSriovTest, OnlyRootUnlessTheHostAllowsTheCluster) {
   start(config(false));
   EXPECT_THAT(allowed_property(), HasSubstr("b false"));

@@ -265,8 +265,9 @@ TEST(ResourcePlan, SriovCountOtherThanExpectedIsAWarning) {
   ASSERT_EQ(plan.problems.size(), 1u);
   EXPECT_EQ(plan.problems[0],
             "xpud reports 3 SR-IOV virtual functions, but --sriov-num-vfs 2 x 2 physical cards expects 4; "
-            "the device plugin does not change it: on the host, write 0 and then the wanted count to "
-            "/sys/bus/pci/devices/<card BDF>/sriov_numvfs (at most sriov_totalvfs) while no process uses the card");
+            "change it on the host (xpuctl configure-vfs INDEX COUNT, while no process uses the card), "
+            "or let the device plugin ask xpud for it (--reconfig-vxpu, allowed by [sriov] "
+            "allow_cluster_reconfigure = true in xpud's configuration)");
   EXPECT_EQ(find_resource(plan, "kunlunxin.com/vxpu")->devices.size(), 3u);  // still advertised
 
   auto matching = plan_resources(config, present({card(0), virtual_function(1), virtual_function(2)}), false, {});

@@ -1,0 +1,65 @@
+// --reconfig-vxpu's decisions: which card to ask xpud for virtual functions, and when to stop.
+#include "k8s-shim/device_plugin/vf_reconfiguration.h"
+
+#include <gtest/gtest.h>
+
+namespace shim {
+namespace {
+
+xpu::DeviceInfo card(unsigned index, bool virtual_function = false) {
+  xpu::DeviceInfo d;
+  d.index = index;
+  d.name = "xpu" + std::to_string(index);
+  d.uuid = (virtual_function ? "vf-" : "pf-") + std::to_string(index);
+  d.is_virtual_function = virtual_function;
+  return d;
+}
+
+xpu::DeviceView present(std::vector<xpu::DeviceInfo> devices) {
+  xpu::DeviceView view;
+  view.xpud_present = true;
+  view.devices = std::move(devices);
+  return view;
+}
+
+TEST(VfReconfiguration, AsksThePhysicalCardsInIndexOrderWhileTheCountIsWrong) {
+  const auto view = present({card(0), card(1), card(2, true)});  // 1 VF, 2 x 2 expected
+  auto first = next_card_to_reconfigure(view, 2, {});
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->index, 0u);
+  auto second = next_card_to_reconfigure(view, 2, {"pf-0"});
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->index, 1u);
+  EXPECT_FALSE(next_card_to_reconfigure(view, 2, {"pf-0", "pf-1"})) << "each card once";
+}
+
+TEST(VfReconfiguration, LeavesARightNodeAlone) {
+  EXPECT_FALSE(next_card_to_reconfigure(present({card(0), card(1, true), card(2, true)}), 2, {}));
+  EXPECT_FALSE(next_card_to_reconfigure(present({card(0), card(1)}), 0, {})) << "N = 0: no expectation";
+  xpu::DeviceView gone = present({card(0)});
+  gone.xpud_present = false;
+  EXPECT_FALSE(next_card_to_reconfigure(gone, 2, {}));
+}
+
+TEST(VfReconfiguration, OneCallPerStepAndNoRepeatUntilXpudComesBack) {
+  std::vector<std::pair<unsigned, unsigned>> calls;
+  VfReconfiguration reconfiguration(3, [&](unsigned index, unsigned count) -> xpu::Status {
+    calls.emplace_back(index, count);
+    if (index == 1) return xpu::Error{"xpu1 has no SR-IOV capability"};
+    return xpu::ok_status();
+  });
+  const auto view = present({card(0), card(1)});
+  EXPECT_TRUE(reconfiguration.step(view)) << "xpu1 still to ask";
+  EXPECT_FALSE(reconfiguration.step(view));
+  EXPECT_FALSE(reconfiguration.step(view)) << "a refusal is not repeated";
+  EXPECT_EQ(calls, (std::vector<std::pair<unsigned, unsigned>>{{0, 3}, {1, 3}}));
+
+  xpu::DeviceView away = view;
+  away.xpud_present = false;
+  EXPECT_FALSE(reconfiguration.step(away));
+  reconfiguration.step(view);
+  EXPECT_EQ(calls.size(), 3u) << "a restarted xpud is asked again";
+}
+
+}  // namespace
+}  // namespace shim
