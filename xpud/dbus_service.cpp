@@ -257,13 +257,18 @@ void ManagerObject::ConfigureVirtualFunctions(sdbus::Result<>&& result, uint32_t
   auto reply = std::make_shared<sdbus::Result<>>(std::move(result));
   service_.vf_requests_.start(identity, count, [reply, name, uuid = identity.uuid](
                                                    const std::optional<VfChangeError>& error) {
-    if (!error) {
-      reply->returnResults();
-      return;
+    try {
+      if (!error) {
+        reply->returnResults();
+        return;
+      }
+      xpu::log_device_event(spdlog::level::warn, name, uuid,
+                            "ConfigureVirtualFunctions failed: " + error->message);
+      reply->returnError(sdbus::Error(std::string(error_name(error->kind)), error->message));
+    } catch (const sdbus::Error& e) {
+      // The caller may be gone by now; the change itself is done (or not) either way.
+      spdlog::warn("ConfigureVirtualFunctions for {}: reply not sent: {}", name, e.getMessage());
     }
-    xpu::log_device_event(spdlog::level::warn, name, uuid,
-                          "ConfigureVirtualFunctions failed: " + error->message);
-    reply->returnError(sdbus::Error(std::string(error_name(error->kind)), error->message));
   });
 }
 
