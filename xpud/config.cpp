@@ -69,6 +69,10 @@ const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& sch
          [](Config& c, std::string_view v) {
            return set_milliseconds(c.stall_grace, v, 0, 3600000);
          }},
+        {"rescan_interval_ms",
+         [](Config& c, std::string_view v) {
+           return set_milliseconds(c.rescan_interval, v, 1000, 86400000);
+         }},
         {"failure_threshold",
          [](Config& c, std::string_view v) -> xpu::Status {
            auto n = xpu::parse_uint(v, 1, 1000);

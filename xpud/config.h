@@ -32,6 +32,9 @@ struct Config {
   // that recovers by itself (a reset of one card takes a few seconds), short enough that the
   // scheduler stops placing work on a node whose driver is gone.
   std::chrono::milliseconds stall_grace{30000};
+  // Safety net under event-driven discovery: how often the cards are looked for even without a
+  // device event (a missed uevent, no udev in a container).
+  std::chrono::milliseconds rescan_interval{60000};
   // [xpuml]
   std::filesystem::path xpuml_library = "/usr/local/xpu/lib64/libxpuml.so.1";
   // [sysfs]

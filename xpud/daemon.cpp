@@ -15,6 +15,7 @@
 #include "common/unique_fd.h"
 #include "xpud/backends/backend_factory.h"
 #include "xpud/dbus_service.h"
+#include "xpud/device_event_watcher.h"
 #include "xpud/sampler.h"
 #include "xpud/systemd_notifier.h"
 #include "xpud/watchdog_allowance.h"
@@ -28,7 +29,7 @@ using std::chrono::milliseconds;
 
 SamplerSettings sampler_settings(const Config& config) {
   return SamplerSettings{config.interval, config.call_timeout, config.failure_threshold,
-                         config.stall_grace};
+                         config.stall_grace, config.rescan_interval};
 }
 
 std::string status_line(const DbusService& service) {
@@ -99,6 +100,10 @@ class Daemon {
     });
     sampler_->start();
     vf_requests_ = std::make_unique<VfRequests>(shared_backend, *sampler_);
+    device_events_ = DeviceEventWatcher::start(
+        [sampler = sampler_.get()](const DeviceEvent&) { sampler->request_discovery(); },
+        "cards that come or go are found by the rescan every " +
+            std::to_string(config_.rescan_interval.count()) + " ms ([sampling] rescan_interval_ms)");
     // Clients must never see an empty tree from a daemon that has cards: export after the first
     // sample, whose every driver call is time-boxed.
     bool stop_requested = false;
@@ -286,6 +291,7 @@ class Daemon {
   std::shared_ptr<Simulator> simulator_;  // sim backend only; outlives the service that uses it
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<VfRequests> vf_requests_;
+  std::unique_ptr<DeviceEventWatcher> device_events_;  // calls sampler_: declared after it
   std::unique_ptr<sdbus::IConnection> connection_;
   std::unique_ptr<DbusService> service_;
   std::uint64_t published_sequence_ = 0;

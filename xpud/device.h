@@ -45,6 +45,9 @@ struct DeviceReading {
   // The processes using the card; nullopt when the backend cannot list them (sysfs, sim) or the
   // list could not be read this time.
   std::optional<std::vector<ProcessUsage>> processes;
+  // The card is no longer where discovery found it (its sysfs entry vanished, the library says
+  // it is lost): the sampler runs discovery again instead of waiting for an event or the rescan.
+  bool gone = false;
 };
 
 }  // namespace xpud

@@ -63,6 +63,11 @@ void Sampler::request_sample() {
   changed_.notify_all();
 }
 
+void Sampler::request_discovery() {
+  discovery_.request();
+  request_sample();
+}
+
 std::shared_ptr<const Snapshot> Sampler::latest() const {
   std::lock_guard lock(mutex_);
   return latest_;
@@ -124,29 +129,17 @@ void Sampler::run() {
   }
 }
 
-std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& /*settings*/) {
+std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& settings) {
   auto snapshot = std::make_shared<Snapshot>();
   snapshot->sequence = ++sequence_;
   stall_.observe(executor_.stuck_call(), std::chrono::steady_clock::now());
 
-  auto discovered = executor_.call("discover devices", [backend = backend_] {
-    return backend->discover();
-  });
-  if (!discovered) {
-    snapshot->discovery_error = discovered.error();
-  } else if (!discovered->ok()) {
-    snapshot->discovery_error = discovered->error();
-  } else {
-    for (const auto& gone : known_devices_) {
-      bool still_there = false;
-      for (const auto& now : discovered->value()) still_there |= now.uuid == gone.uuid;
-      if (!still_there) health_.forget(gone.uuid);
-    }
-    known_devices_ = std::move(discovered->value());
+  const auto now = std::chrono::steady_clock::now();
+  if (auto why = discovery_.take_due(now, settings.rescan_interval)) {
+    spdlog::debug("discovering devices ({})", *why);
+    discover(*snapshot);
+    discovery_.discovered(now, snapshot->discovery_error.empty());
   }
-  if (!snapshot->discovery_error.empty())
-    spdlog::debug("device discovery failed, keeping the last known devices: {}",
-                  snapshot->discovery_error);
 
   for (const auto& identity : known_devices_) {
     const std::string device = xpu::names::device_name(identity.index);
@@ -169,6 +162,7 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& /*s
       value.read_error = reading.error();
     }
     if (value.read_error) spdlog::debug("{}: read failed: {}", device, *value.read_error);
+    discovery_.note_read(identity.uuid, value.gone);
     const HealthState& health = health_.update(identity.uuid, value);
     snapshot->devices.push_back(
         DeviceState{identity, std::move(value.metrics), health.healthy, health.reason,
@@ -182,6 +176,30 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& /*s
           std::chrono::system_clock::now().time_since_epoch())
           .count());
   return snapshot;
+}
+
+void Sampler::discover(Snapshot& snapshot) {
+  auto discovered = executor_.call("discover devices", [backend = backend_] {
+    return backend->discover();
+  });
+  if (!discovered) {
+    snapshot.discovery_error = discovered.error();
+  } else if (!discovered->ok()) {
+    snapshot.discovery_error = discovered->error();
+  } else {
+    for (const auto& gone : known_devices_) {
+      bool still_there = false;
+      for (const auto& now : discovered->value()) still_there |= now.uuid == gone.uuid;
+      if (!still_there) {
+        health_.forget(gone.uuid);
+        discovery_.forget(gone.uuid);
+      }
+    }
+    known_devices_ = std::move(discovered->value());
+  }
+  if (!snapshot.discovery_error.empty())
+    spdlog::debug("device discovery failed, keeping the last known devices: {}",
+                  snapshot.discovery_error);
 }
 
 }  // namespace xpud

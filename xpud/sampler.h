@@ -20,6 +20,7 @@
 
 #include "xpud/backends/backend.h"
 #include "xpud/driver_stall.h"
+#include "xpud/discovery_schedule.h"
 #include "xpud/health_monitor.h"
 #include "xpud/time_boxed_executor.h"
 
@@ -48,6 +49,7 @@ struct SamplerSettings {
   std::chrono::milliseconds call_timeout{2000};
   unsigned failure_threshold = 3;
   std::chrono::milliseconds stall_grace{30000};
+  std::chrono::milliseconds rescan_interval{60000};  // see DiscoverySchedule
 };
 
 class Sampler {
@@ -74,6 +76,8 @@ class Sampler {
   // queued when the sampler stops get an error.
   void run_driver_job(std::string what, std::function<void()> job,
                       std::function<void(const xpu::Status&)> done);
+  // Starts a cycle now that also asks the backend which cards exist (a device event); any thread.
+  void request_discovery();
 
   std::shared_ptr<const Snapshot> latest() const;
   // Blocks until the first snapshot exists or the timeout passes.
@@ -88,12 +92,15 @@ class Sampler {
  private:
   void run();
   std::shared_ptr<const Snapshot> sample_cycle(const SamplerSettings& settings);
+  // Refreshes known_devices_ (on failure: keeps them, and says why in the snapshot).
+  void discover(Snapshot& snapshot);
 
   std::shared_ptr<Backend> backend_;
   std::function<void()> on_snapshot_;
   TimeBoxedExecutor executor_;
   HealthMonitor health_;                      // sampler thread only
   DriverStall stall_;                         // sampler thread only
+  DiscoverySchedule discovery_;
   std::vector<DeviceIdentity> known_devices_;  // sampler thread only
   std::uint64_t sequence_ = 0;                // sampler thread only
 

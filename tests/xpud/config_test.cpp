@@ -17,6 +17,7 @@ TEST(Config, MissingOptionalFileGivesDefaults) {
   EXPECT_EQ(*config, Config{});
   EXPECT_EQ(config->backend, "auto");
   EXPECT_EQ(config->interval.count(), 1000);
+  EXPECT_EQ(config->rescan_interval.count(), 60000);
   EXPECT_EQ(config->xpuml_library, "/usr/local/xpu/lib64/libxpuml.so.1");
   EXPECT_EQ(config->sim_devices, 8u);
   EXPECT_EQ(config->sim_model, "R200");
@@ -36,7 +37,7 @@ TEST(Config, ReadsEveryKey) {
   write_file(dir.path() / "xpud.conf",
              "# comment\n[daemon]\nbackend = sim\nlog_level = debug\n"
              "[sampling]\ninterval_ms = 250\ncall_timeout_ms = 500\nfailure_threshold = 5\n"
-             "stall_grace_ms = 4000\n"
+             "stall_grace_ms = 4000\nrescan_interval_ms = 5000\n"
              "[xpuml]\nlibrary = /opt/xpu/libxpuml.so.1\n[sysfs]\nroot = /srv/fake\n"
              "[sim]\ndevices = 4\nmodel = RG800\nmemory_mib = 98304\n"
              "[sriov]\nallow_cluster_reconfigure = true\n");
@@ -48,6 +49,7 @@ TEST(Config, ReadsEveryKey) {
   EXPECT_EQ(config->call_timeout.count(), 500);
   EXPECT_EQ(config->failure_threshold, 5u);
   EXPECT_EQ(config->stall_grace.count(), 4000);
+  EXPECT_EQ(config->rescan_interval.count(), 5000);
   EXPECT_EQ(config->xpuml_library, "/opt/xpu/libxpuml.so.1");
   EXPECT_EQ(config->sysfs_root, "/srv/fake");
   EXPECT_EQ(config->sim_devices, 4u);
@@ -98,6 +100,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfigCase{"[gpu]\nx = 1\n", ":2: unknown section [gpu]"},
         BadConfigCase{"[sampling]\ninterval_ms = fast\n", "'fast' is not a non-negative integer"},
         BadConfigCase{"[sampling]\ninterval_ms = 5\n", "out of range"},
+        BadConfigCase{"[sampling]\nrescan_interval_ms = 999\n", "rescan_interval_ms"},
         BadConfigCase{"[sampling]\ninterval_ms = -1\n", "interval_ms"},
         BadConfigCase{"[sampling]\ninterval_ms = 99999999999999999999999\n", "interval_ms"},
         BadConfigCase{"[sampling]\nfailure_threshold = 0\n", "failure_threshold"},

@@ -115,6 +115,7 @@ class SysfsBackend final : public Backend, public VirtualFunctionControl {
       reading.read_error = ec ? "cannot check device " + device.pci_bus_id + " in sysfs: " +
                                     ec.message()
                               : "device " + device.pci_bus_id + " is gone from sysfs";
+      reading.gone = !ec;
       return reading;
     }
     auto failures = sysfs::read_probe_errors(probe_error_file_);

@@ -350,6 +350,7 @@ DeviceReading XpumlBackend::read(const DeviceIdentity& device) {
   auto lost_reading = [&] {
     DeviceReading gone;
     gone.fault = std::string(kDeviceLost);
+    gone.gone = true;
     return gone;
   };
 
