@@ -5,6 +5,11 @@ DEB_UNIT_DIR = "/lib/systemd/system"
 RPM_UNIT_DIR = "/usr/lib/systemd/system"
 
 
+def lib_dir(unit_dir):
+    """/lib on Debian 12, /usr/lib on RPM distributions: where udev rules and generators go too."""
+    return unit_dir[: -len("/systemd/system")]
+
+
 def expected_files(unit_dir):
     return {
         "xpud": {
@@ -17,6 +22,8 @@ def expected_files(unit_dir):
             "/usr/share/man/man8/xpud-api-proxy.8",
             f"{unit_dir}/xpud-api-proxy.socket",
             f"{unit_dir}/xpud-api-proxy.service",
+            f"{lib_dir(unit_dir)}/systemd/system-generators/xpud-generator",
+            f"{lib_dir(unit_dir)}/udev/rules.d/60-xpud.rules",
             "/usr/lib/sysusers.d/xpud-api.conf",
             "/usr/share/dbus-1/system.d/com.kunlunxin.xpud1.conf",
             "/usr/share/dbus-1/interfaces/com.kunlunxin.xpud1.Manager.xml",
@@ -50,6 +57,8 @@ def verbatim_files(unit_dir):
         f"{unit_dir}/xpud.service": "systemd/xpud.service",
         f"{unit_dir}/xpud-api-proxy.socket": "systemd/xpud-api-proxy.socket",
         f"{unit_dir}/xpud-api-proxy.service": "systemd/xpud-api-proxy.service",
+        f"{lib_dir(unit_dir)}/systemd/system-generators/xpud-generator": "systemd/xpud-generator",
+        f"{lib_dir(unit_dir)}/udev/rules.d/60-xpud.rules": "systemd/60-xpud.rules",
         "/usr/lib/sysusers.d/xpud-api.conf": "systemd/xpud-api.sysusers",
         "/usr/share/dbus-1/system.d/com.kunlunxin.xpud1.conf": "dbus/com.kunlunxin.xpud1.conf",
         "/etc/xpud/xpud.conf": "systemd/xpud.conf",

@@ -1,8 +1,8 @@
 """dbus/com.kunlunxin.xpud1.conf, enforced by a real dbus-daemon against the real xpud.
 
 A private bus runs the distribution's system-bus policy plus ours; xpud (sim backend) serves on
-it as root from its own network namespace, as the unit's PrivateNetwork=yes has it; clients call
-it as root and as the unprivileged user `nobody`.
+it as root from its own network namespace (a path-bound bus socket is reachable from any);
+clients call it as root and as the unprivileged user `nobody`.
 
 Environment: XPU_SOURCE_DIR, XPU_XPUD (the xpud binary).
 """

@@ -99,9 +99,11 @@ class Unit(unittest.TestCase):
                                 capture_output=True, text=True, timeout=60)
         self.assertEqual(result.returncode, 0, result.stderr)
         checks = {item["name"]: item for item in json.loads(result.stdout)}
-        for name in ("PrivateNetwork=", "NoNewPrivileges=", "ProtectSystem=", "ProtectHome=",
+        # Not PrivateNetwork= nor RestrictAddressFamilies=~AF_NETLINK: udev's device events reach
+        # only netlink sockets in the host's network namespace (test_devices_...).
+        for name in ("NoNewPrivileges=", "ProtectSystem=", "ProtectHome=",
                      "PrivateTmp=", "RestrictAddressFamilies=~AF_(INET|INET6)",
-                     "RestrictAddressFamilies=~AF_NETLINK", "CapabilityBoundingSet=~CAP_SYS_ADMIN",
+                     "RestrictAddressFamilies=~AF_PACKET", "CapabilityBoundingSet=~CAP_SYS_ADMIN",
                      "CapabilityBoundingSet=~CAP_SYS_RAWIO", "ProtectKernelModules=",
                      "ProtectKernelTunables=", "ProtectKernelLogs=", "ProtectClock=",
                      "ProtectControlGroups=", "MemoryDenyWriteExecute=", "LockPersonality=",
@@ -131,6 +133,9 @@ class Unit(unittest.TestCase):
             self.assertNotIn(unit, after)
         wanted = " ".join(v for k, v in self.unit["Unit"] if k in ("Wants", "Requires")).split()
         self.assertNotIn("systemd-udev-settle.service", wanted)
+        # A device unit wanted by the unit itself would hold up xpud (and boot) for 90 s on every
+        # host without cards; xpud-generator adds it where cards exist (Generator below).
+        self.assertEqual([u for u in wanted if u.endswith(".device")], [])
 
     def test_devices_are_closed_but_the_xpu_nodes(self):
         self.assertEqual(self.value("DevicePolicy"), "closed")
@@ -138,8 +143,90 @@ class Unit(unittest.TestCase):
         self.assertIn("/dev/xpuctrl rw", allowed)
         self.assertTrue(any(a.startswith("char-") and a.endswith(" rw") for a in allowed), allowed)
         self.assertEqual(self.value("CapabilityBoundingSet"), "")
-        self.assertEqual(self.value("RestrictAddressFamilies"), "AF_UNIX")
-        self.assertEqual(self.value("PrivateNetwork"), "yes")
+        # The bus, and udev's device events (netlink, in the host's network namespace: so no
+        # PrivateNetwork=); no IP.
+        self.assertEqual(self.value("RestrictAddressFamilies"), "AF_UNIX AF_NETLINK")
+        self.assertEqual(self.values("PrivateNetwork"), [])
+        self.assertEqual(self.value("IPAddressDeny"), "any")
+
+
+GENERATOR = os.path.join(SOURCE_DIR, "systemd", "xpud-generator")
+RULES = os.path.join(SOURCE_DIR, "systemd", "60-xpud.rules")
+
+
+class Generator(unittest.TestCase):
+    """xpud-generator: xpud waits for /dev/xpuctrl at boot only where Kunlunxin cards are."""
+
+    def run_generator(self, vendors):
+        with tempfile.TemporaryDirectory() as directory:
+            for bus_id, vendor in vendors.items():
+                function = os.path.join(directory, "sys", "bus", "pci", "devices", bus_id)
+                os.makedirs(function)
+                with open(os.path.join(function, "vendor"), "w", encoding="utf-8") as f:
+                    f.write(vendor + "\n")
+            out = os.path.join(directory, "out")
+            os.makedirs(out)
+            result = subprocess.run([GENERATOR, out, out + "-early", out + "-late"], capture_output=True, text=True,
+                                    timeout=30, env=dict(os.environ, XPUD_GENERATOR_SYSFS=os.path.join(directory, "sys")))
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(result.stderr, "")
+            written = {}
+            for parent, _, files in os.walk(out):
+                for name in files:
+                    path = os.path.join(parent, name)
+                    written[os.path.relpath(path, out)] = parse_unit(path)
+            return written
+
+    def test_a_host_without_cards_gets_no_dependency(self):
+        self.assertEqual(self.run_generator({"0000:00:1f.0": "0x8086", "0000:3b:00.0": "0x15b3"}), {})
+        self.assertEqual(self.run_generator({}), {})
+
+    def test_a_host_with_cards_waits_for_the_control_node_for_a_bounded_time(self):
+        written = self.run_generator({"0000:00:1f.0": "0x8086", "0000:3b:00.0": "0x1d22", "0000:3d:00.0": "0x1d22"})
+        self.assertEqual(written, {
+            "xpud.service.d/50-xpu-device-nodes.conf":
+                {"Unit": [("Wants", "dev-xpuctrl.device"), ("After", "dev-xpuctrl.device")]},
+            "dev-xpuctrl.device.d/50-xpud.conf": {"Unit": [("JobRunningTimeoutSec", "30s")]},
+        })
+
+    def test_the_drop_ins_are_valid_for_systemd(self):
+        written_dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, written_dir)
+        sysfs = os.path.join(written_dir, "sys", "bus", "pci", "devices", "0000:3b:00.0")
+        os.makedirs(sysfs)
+        with open(os.path.join(sysfs, "vendor"), "w", encoding="utf-8") as f:
+            f.write("0x1d22\n")
+        out = os.path.join(written_dir, "out")
+        os.makedirs(out)
+        subprocess.run([GENERATOR, out], check=True, timeout=30,
+                       env=dict(os.environ, XPUD_GENERATOR_SYSFS=os.path.join(written_dir, "sys")))
+        # The unit with the generated drop-in, as systemd would load it.
+        with open(UNIT, encoding="utf-8") as f:
+            text = f.read().replace("ExecStart=/usr/sbin/xpud", f"ExecStart={os.path.abspath(XPUD)}")
+        unit_dir = os.path.join(written_dir, "units")
+        os.makedirs(unit_dir)
+        with open(os.path.join(unit_dir, "xpud.service"), "w", encoding="utf-8") as f:
+            f.write(text)
+        shutil.copytree(os.path.join(out, "xpud.service.d"), os.path.join(unit_dir, "xpud.service.d"))
+        result = subprocess.run(["systemd-analyze", "verify", "--man=no", os.path.join(unit_dir, "xpud.service")],
+                                capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertEqual(result.stderr.strip(), "", "verify warned (it names a drop-in's unknown keys here)")
+
+
+class UdevRules(unittest.TestCase):
+    """60-xpud.rules: the XPU nodes get device units and the tag xpud's monitor listens for."""
+
+    def test_nodes_are_tagged_for_systemd_and_xpud(self):
+        with open(RULES, encoding="utf-8") as f:
+            rules = [line for line in f.read().splitlines() if line and not line.startswith("#")]
+        tagging = [r for r in rules if 'TAG+="systemd"' in r]
+        self.assertEqual(len(tagging), 1, rules)
+        self.assertIn('KERNEL=="xpu[0-9]*|xpuctrl"', tagging[0])
+        self.assertIn('TAG+="xpud"', tagging[0])  # kUdevTag in xpud/uevent_monitor.h
+        # A driver loaded after xpud started: its major joins the device policy by a restart.
+        self.assertIn('ACTION=="add", KERNEL=="xpuctrl", RUN+="/bin/systemctl --no-block try-restart xpud.service"',
+                      rules)
 
 
 class ShippedConfig(unittest.TestCase):
