@@ -59,8 +59,9 @@ class NodeFeaturesProcessTest : public ::testing::Test {
     fs::create_directories(features_dir_);
     fs::create_directories(plugin_dir_);
     set_scenario(2, "");
+    // A card added to the scenario comes with no uevent: the 1 s rescan finds it.
     write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n"
-               "[xpuml]\nlibrary = " FAKE_XPUML "\n[sysfs]\nroot = " + dir_.path().string() + "\n");
+               "rescan_interval_ms = 1000\n[xpuml]\nlibrary = " FAKE_XPUML "\n[sysfs]\nroot = " + dir_.path().string() + "\n");
     xpud_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",
                                  (dir_.path() / "xpud.conf").string()},
