@@ -29,8 +29,9 @@ class Backend {
   virtual std::string_view name() const = 0;
   // Driver version as the backend can tell it; empty when unknown.
   virtual std::string driver_version() = 0;
-  // The cards present now, ordered by index. Called periodically to notice hot-plug and VF
-  // changes, so it must be cheap to call again and must report identities consistently.
+  // The cards present now, ordered by index. Called at start, after a device event, after a
+  // read that says a card is gone and on the safety rescan (DiscoverySchedule), to notice
+  // hot-plug and VF changes, so it must report identities consistently from call to call.
   virtual xpu::Result<std::vector<DeviceIdentity>> discover() = 0;
   // Samples one card previously returned by discover().
   virtual DeviceReading read(const DeviceIdentity& device) = 0;
