@@ -46,7 +46,8 @@ struct DeviceReading {
   // list could not be read this time.
   std::optional<std::vector<ProcessUsage>> processes;
   // The card is no longer where discovery found it (its sysfs entry vanished, the library says
-  // it is lost): the sampler runs discovery again instead of waiting for an event or the rescan.
+  // it is lost), or the backend has something new to discover (backend=auto's library became
+  // ready): the sampler runs discovery again instead of waiting for an event or the rescan.
   bool gone = false;
 };
 

@@ -134,11 +134,11 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& set
   snapshot->sequence = ++sequence_;
   stall_.observe(executor_.stuck_call(), std::chrono::steady_clock::now());
 
-  const auto now = std::chrono::steady_clock::now();
-  if (auto why = discovery_.take_due(now, settings.rescan_interval)) {
+  const auto cycle_start = std::chrono::steady_clock::now();
+  if (auto why = discovery_.take_due(cycle_start, settings.rescan_interval)) {
     spdlog::debug("discovering devices ({})", *why);
     discover(*snapshot);
-    discovery_.discovered(now, snapshot->discovery_error.empty());
+    discovery_.discovered(cycle_start, snapshot->discovery_error.empty());
   }
 
   for (const auto& identity : known_devices_) {

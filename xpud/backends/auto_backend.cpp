@@ -144,7 +144,14 @@ xpu::Result<std::vector<DeviceIdentity>> AutoBackend::discover() {
 }
 
 DeviceReading AutoBackend::read(const DeviceIdentity& device) {
-  if (!upgraded_) return fallback_->read(device);
+  if (!upgraded_) {
+    DeviceReading reading = fallback_->read(device);
+    // The move to xpuml happens in discover(), which the sampler runs only at start, on device
+    // events and on the rescan: a ready library asks for one now.
+    std::lock_guard lock(attempts_->mutex);
+    if (attempts_->ready) reading.gone = true;
+    return reading;
+  }
   auto library = library_uuid_.find(device.uuid);
   if (library == library_uuid_.end()) return upgraded_->read(device);
   DeviceIdentity as_the_library_knows_it = device;
