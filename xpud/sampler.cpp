@@ -115,6 +115,9 @@ void Sampler::run() {
         work();
         return xpu::Ok{};
       }));
+    // A driver job (a VF count change) changes which cards exist: this cycle discovers, so the
+    // job's caller is answered with the new devices already exported.
+    if (!jobs.empty()) discovery_.request();
     auto snapshot = sample_cycle(settings);
     last_cycle_ = std::chrono::steady_clock::now();
     lock.lock();

@@ -139,7 +139,10 @@ class SysfsSriovTest : public SriovTest {
   }
 
   std::string config(bool allow) const {
-    return "[daemon]\nbackend = sysfs\n[sampling]\ninterval_ms = 100\n[sysfs]\nroot = " +
+    // The kernel stand-in makes the VFs a moment after the write and sends no uevent (a real
+    // kernel does both at once): a fast rescan finds them.
+    return "[daemon]\nbackend = sysfs\n[sampling]\ninterval_ms = 100\nrescan_interval_ms = 1000\n"
+           "[sysfs]\nroot = " +
            tree_.root().string() + "\n[sriov]\nallow_cluster_reconfigure = " + (allow ? "true" : "false") + "\n";
   }
 
