@@ -85,6 +85,9 @@ const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& sch
          [](Config& c, std::string_view v) { return set_absolute_path(c.xpuml_library, v); }}}},
       {"sysfs",
        {{"root", [](Config& c, std::string_view v) { return set_absolute_path(c.sysfs_root, v); }}}},
+      {"topology",
+       {{"quirks",
+         [](Config& c, std::string_view v) { return set_absolute_path(c.topology_quirks, v); }}}},
       {"sim",
        {{"devices",
          [](Config& c, std::string_view v) -> xpu::Status {

@@ -39,6 +39,9 @@ struct Config {
   std::filesystem::path xpuml_library = "/usr/local/xpu/lib64/libxpuml.so.1";
   // [sysfs]
   std::filesystem::path sysfs_root = "/";
+  // [topology] The link table of the hardware backends (xpud/backends/topology.quirk); the
+  // default is where the build installs it, /usr/share/xpud/topology.quirk in the packages.
+  std::filesystem::path topology_quirks = XPUD_DEFAULT_TOPOLOGY_QUIRKS;
   // [sim]
   unsigned sim_devices = 8;
   std::string sim_model = "R200";

@@ -41,7 +41,7 @@ std::string status_line(const DbusService& service) {
 // Keys that choose or build the backend; a reload cannot swap the backend under the clients.
 bool backend_settings_differ(const Config& a, const Config& b) {
   return a.backend != b.backend || a.xpuml_library != b.xpuml_library ||
-         a.sysfs_root != b.sysfs_root || a.sim_devices != b.sim_devices ||
+         a.sysfs_root != b.sysfs_root || a.topology_quirks != b.topology_quirks || a.sim_devices != b.sim_devices ||
          a.sim_model != b.sim_model || a.sim_memory_mib != b.sim_memory_mib;
 }
 

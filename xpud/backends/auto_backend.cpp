@@ -19,10 +19,11 @@ std::string card_key(const DeviceIdentity& device) {
 
 }  // namespace
 
-xpu::Result<std::unique_ptr<Backend>> make_auto_backend(const Config& config, RetryBackoff backoff) {
-  AutoBackend::Opener open = [library = config.xpuml_library,
-                              root = config.sysfs_root](bool* init_failed) {
-    return make_xpuml_backend(library, root, init_failed);
+xpu::Result<std::unique_ptr<Backend>> make_auto_backend(
+    const Config& config, RetryBackoff backoff, std::shared_ptr<const topology::LinkTable> links) {
+  AutoBackend::Opener open = [library = config.xpuml_library, root = config.sysfs_root,
+                              links](bool* init_failed) {
+    return make_xpuml_backend(library, root, init_failed, links);
   };
   auto executor = std::make_unique<TimeBoxedExecutor>(config.call_timeout);
   auto attempts = std::make_shared<AutoBackend::Attempts>();
@@ -33,7 +34,7 @@ xpu::Result<std::unique_ptr<Backend>> make_auto_backend(const Config& config, Re
     if (attempts->ready) return std::move(attempts->ready);
   }
 
-  auto sysfs = make_sysfs_backend(config.sysfs_root);
+  auto sysfs = make_sysfs_backend(config.sysfs_root, links);
   if (!sysfs) return xpu::Error{"no backend available: xpuml: " + why + "; sysfs: " + sysfs.error()};
   bool retry = !returned;  // hung in xpumlInit: the library is there
   if (returned) {

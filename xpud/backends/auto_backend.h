@@ -26,6 +26,7 @@
 
 #include "common/result.h"
 #include "xpud/backends/backend.h"
+#include "xpud/backends/topology_quirks.h"
 #include "xpud/config.h"
 #include "xpud/time_boxed_executor.h"
 
@@ -38,8 +39,10 @@ struct RetryBackoff {
 };
 
 // The backend for `backend = auto`, as described above.
-xpu::Result<std::unique_ptr<Backend>> make_auto_backend(const Config& config,
-                                                        RetryBackoff backoff = {});
+// Both backends it builds take their LinkedDevices from `links` (topology_links.h).
+xpu::Result<std::unique_ptr<Backend>> make_auto_backend(
+    const Config& config, RetryBackoff backoff = {},
+    std::shared_ptr<const topology::LinkTable> links = nullptr);
 
 class AutoBackend final : public Backend {
  public:

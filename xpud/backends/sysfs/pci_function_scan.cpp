@@ -60,6 +60,9 @@ std::optional<PciFunction> read_kunlunxin_function(const fs::path& dir, std::str
   function.pci_bus_id = std::move(bus_id);
   function.dir = dir;
   function.model = std::move(*model);
+  function.device_id = *device;
+  function.subsystem_vendor = subsystem_vendor;
+  function.subsystem_device = subsystem_device;
   function.numa_node = read_attribute(dir / "numa_node", parse_numa_node).value_or(-1);
   function.driver = symlink_target_name(dir / "driver").value_or("");
   function.has_physfn_link = symlink_target_name(dir / "physfn").has_value();

@@ -21,6 +21,9 @@ struct PciFunction {
   std::string pci_bus_id;       // normalised "dddd:bb:dd.f"
   std::filesystem::path dir;    // the entry under sys/bus/pci/devices (a symlink in real sysfs)
   pci::PciModel model;
+  std::uint16_t device_id = 0;                    // the vendor is always Kunlunxin's
+  std::optional<std::uint16_t> subsystem_vendor;  // unset when unreadable
+  std::optional<std::uint16_t> subsystem_device;
   int numa_node = -1;
   std::string driver;           // basename of the driver link; empty when bound to none
   bool has_physfn_link = false;  // SR-IOV virtual functions link to their physical function

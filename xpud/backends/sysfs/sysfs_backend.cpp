@@ -17,6 +17,7 @@
 #include "xpud/backends/virtual_functions.h"
 #include "xpud/backends/sysfs/pci_function_scan.h"
 #include "xpud/backends/sysfs/probe_errors.h"
+#include "xpud/backends/topology_links.h"
 
 namespace xpud {
 namespace {
@@ -35,6 +36,15 @@ bool exists_under(const fs::path& root, std::string_view absolute) {
   return fs::exists(under_root(root, absolute), ec);
 }
 
+// Without readable subsystem ids the board is unknown: no table entry can fit it.
+topology::CardKey topology_key(const sysfs::PciFunction& function) {
+  topology::CardKey key;
+  if (function.subsystem_vendor && function.subsystem_device)
+    key.pci = topology::PciMatch{pci::kVendorKunlunxin, function.device_id,
+                                 *function.subsystem_vendor, *function.subsystem_device};
+  return key;
+}
+
 bool contains(const std::vector<std::string>& items, std::string_view item) {
   return std::find(items.begin(), items.end(), item) != items.end();
 }
@@ -42,10 +52,11 @@ bool contains(const std::vector<std::string>& items, std::string_view item) {
 // Owned by the sampler's driver thread, like every Backend (see backend.h).
 class SysfsBackend final : public Backend, public VirtualFunctionControl {
  public:
-  explicit SysfsBackend(fs::path root)
+  SysfsBackend(fs::path root, std::shared_ptr<const topology::LinkTable> links)
       : root_(std::move(root)),
         devices_dir_(root_ / "sys/bus/pci/devices"),
-        probe_error_file_(root_ / "proc/xpu/probe_error") {}
+        probe_error_file_(root_ / "proc/xpu/probe_error"),
+        links_(std::move(links)) {}
 
   std::string_view name() const override { return "sysfs"; }
 
@@ -73,6 +84,7 @@ class SysfsBackend final : public Backend, public VirtualFunctionControl {
     const bool has_control_node = exists_under(root_, xpu::names::kControlNode);
     std::vector<DeviceIdentity> devices;
     std::map<std::string, fs::path> function_dirs;
+    std::vector<topology::Card> physical_cards;
     for (const auto& slot : sysfs::assign_device_slots(served)) {
       const auto& function = served[slot.function];
       DeviceIdentity device;
@@ -86,8 +98,16 @@ class SysfsBackend final : public Backend, public VirtualFunctionControl {
       if (exists_under(root_, node)) device.device_nodes.push_back(std::move(node));
       if (has_control_node) device.device_nodes.emplace_back(xpu::names::kControlNode);
       function_dirs.emplace(function.pci_bus_id, function.dir);
+      if (!device.is_virtual_function)
+        physical_cards.push_back(topology::Card{device.index, device.pci_bus_id, device.model,
+                                                topology_key(function)});
       devices.push_back(std::move(device));
     }
+    // Sysfs has no link information of its own: the table is the only source.
+    auto linked = links_.assign(physical_cards);
+    for (auto& device : devices)
+      if (auto found = linked.find(device.index); found != linked.end())
+        device.linked_devices = found->second;
     function_dirs_ = std::move(function_dirs);
     return devices;
   }
@@ -166,17 +186,19 @@ class SysfsBackend final : public Backend, public VirtualFunctionControl {
   std::map<std::string, fs::path> function_dirs_;
   std::map<std::string, std::string> ignored_functions_;  // bus id -> driver, as last logged
   std::map<std::string, std::pair<unsigned, unsigned>> sriov_counts_;  // numvfs, totalvfs
+  topology::LinkAssigner links_;
 };
 
 }  // namespace
 
-xpu::Result<std::unique_ptr<Backend>> make_sysfs_backend(const std::filesystem::path& root) {
+xpu::Result<std::unique_ptr<Backend>> make_sysfs_backend(
+    const std::filesystem::path& root, std::shared_ptr<const topology::LinkTable> links) {
   auto devices_dir = root / "sys/bus/pci/devices";
   std::error_code ec;
   if (!fs::is_directory(devices_dir, ec))
     return xpu::Error{"sysfs backend: " + devices_dir.string() +
                       " is not a directory (is sysfs mounted, is [sysfs] root right?)"};
-  return std::unique_ptr<Backend>(std::make_unique<SysfsBackend>(root));
+  return std::unique_ptr<Backend>(std::make_unique<SysfsBackend>(root, std::move(links)));
 }
 
 }  // namespace xpud

@@ -8,10 +8,13 @@
 
 #include "common/result.h"
 #include "xpud/backends/backend.h"
+#include "xpud/backends/topology_quirks.h"
 
 namespace xpud {
 
 // Fails when <root>/sys/bus/pci/devices is not a directory (sysfs not mounted, wrong root).
-xpu::Result<std::unique_ptr<Backend>> make_sysfs_backend(const std::filesystem::path& root);
+// LinkedDevices come from `links` (topology_links.h); null: no table, no links.
+xpu::Result<std::unique_ptr<Backend>> make_sysfs_backend(
+    const std::filesystem::path& root, std::shared_ptr<const topology::LinkTable> links = nullptr);
 
 }  // namespace xpud

@@ -16,6 +16,7 @@
 #include "xpud/backends/sriov_numvfs.h"
 #include "xpud/backends/virtual_functions.h"
 #include "xpud/backends/sysfs_attribute.h"
+#include "xpud/backends/topology_links.h"
 #include "xpud/backends/xpuml/discovery_warnings.h"
 #include "xpud/backends/xpuml/xpuml_library.h"
 #include "xpud/backends/xpuml/xpuml_metrics.h"
@@ -47,8 +48,9 @@ struct Card {
 
 class XpumlBackend final : public Backend, public VirtualFunctionControl {
  public:
-  XpumlBackend(std::unique_ptr<Library> library, std::filesystem::path sysfs_root)
-      : library_(std::move(library)), sysfs_root_(std::move(sysfs_root)) {}
+  XpumlBackend(std::unique_ptr<Library> library, std::filesystem::path sysfs_root,
+               std::shared_ptr<const topology::LinkTable> links)
+      : library_(std::move(library)), sysfs_root_(std::move(sysfs_root)), links_(std::move(links)) {}
 
   std::string_view name() const override { return "xpuml"; }
   std::string driver_version() override;
@@ -64,6 +66,7 @@ class XpumlBackend final : public Backend, public VirtualFunctionControl {
     xpumlDevice_t handle{};
     DeviceIdentity identity;  // uuid empty until discover() derives it, unless the library gave one
     std::string pci_model;    // the board name the PCI ids give, which derived ids use
+    topology::CardKey topology_key;  // what finds the card's board in the link table
   };
 
   // The card at `library_index`: its handle and identity.
@@ -80,6 +83,7 @@ class XpumlBackend final : public Backend, public VirtualFunctionControl {
   std::map<unsigned, Discovered> last_discovered_;  // by library index
   unsigned last_count_ = 0;
   xpuml::DiscoveryWarnings warnings_;
+  topology::LinkAssigner links_;
 };
 
 std::string XpumlBackend::driver_version() {
@@ -149,11 +153,13 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned libra
                       "): malformed PCI bus id \"" + shown + "\""};
   }
   id.pci_bus_id = *bus_id;
-  const auto pci_model =
-      pci::model_from_pci_ids(static_cast<std::uint16_t>(pci.pciDeviceId & 0xffff),
-                              static_cast<std::uint16_t>(pci.pciDeviceId >> 16),
-                              static_cast<std::uint16_t>(pci.pciSubSystemId & 0xffff),
-                              static_cast<std::uint16_t>(pci.pciSubSystemId >> 16));
+  const topology::PciMatch pci_ids{static_cast<std::uint16_t>(pci.pciDeviceId & 0xffff),
+                                   static_cast<std::uint16_t>(pci.pciDeviceId >> 16),
+                                   static_cast<std::uint16_t>(pci.pciSubSystemId & 0xffff),
+                                   static_cast<std::uint16_t>(pci.pciSubSystemId >> 16)};
+  const auto pci_model = pci::model_from_pci_ids(pci_ids.vendor, pci_ids.device,
+                                                 pci_ids.subsystem_vendor, pci_ids.subsystem_device);
+  found.topology_key.pci = pci_ids;
 
   // XPU_IS_LOST on any identity call means the card is gone: skip it like an unreadable one.
   auto lost = [&](xpumlReturn_t code, std::string_view function) -> std::optional<xpu::Error> {
@@ -182,6 +188,10 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned libra
   const bool have_attributes = rc == XPUML_SUCCESS;
   if (!have_attributes)
     spdlog::debug("{}", library_->error_message(sym.device_get_attributes.name, subject, rc));
+  if (have_attributes) {
+    found.topology_key.board_id = attributes.boardId;
+    found.topology_key.model_id = attributes.modelId;
+  }
 
   if (auto serial = read_text(sym.device_get_serial, handle, subject)) {
     if (serial->size() <= kMaxSerialLength)
@@ -253,7 +263,7 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned libra
   }
 
   id.device_nodes = {xpu::names::device_node(id.index), std::string(xpu::names::kControlNode)};
-  // linked_devices stays empty: libxpuml exposes no interconnect topology.
+  // linked_devices: set by discover() from the topology quirk table, once every card is known.
   return found;
 }
 
@@ -301,6 +311,7 @@ xpu::Result<std::vector<DeviceIdentity>> XpumlBackend::discover() {
   std::map<unsigned, Discovered> by_library_index;
   std::map<unsigned, Card> cards;
   std::vector<DeviceIdentity> devices;
+  std::vector<topology::Card> physical_cards;
   devices.reserve(by_index.size());
   for (auto& [index, found] : by_index) {
     DeviceIdentity& id = found.identity;
@@ -311,10 +322,20 @@ xpu::Result<std::vector<DeviceIdentity>> XpumlBackend::discover() {
       continue;
     }
     cards[index] = Card{found.handle, id.uuid};
+    if (!id.is_virtual_function)
+      physical_cards.push_back(topology::Card{index, id.pci_bus_id, id.model, found.topology_key});
     devices.push_back(id);
     by_library_index.emplace(found.library_index, std::move(found));
   }
   warnings_.end_pass();
+
+  // Links come from the topology quirk table. A library call that reports them would win over
+  // the table, but the public libxpuml header has none (no link or topology query of any kind),
+  // so the table is the only source; resolve such a call as an optional symbol if one appears.
+  auto linked = links_.assign(physical_cards);
+  for (auto& device : devices)
+    if (auto found = linked.find(device.index); found != linked.end())
+      device.linked_devices = found->second;
 
   cards_ = std::move(cards);
   last_discovered_ = std::move(by_library_index);
@@ -471,12 +492,13 @@ std::optional<VfChangeError> XpumlBackend::set_virtual_function_count(const Devi
 
 }  // namespace
 
-xpu::Result<std::unique_ptr<Backend>> make_xpuml_backend(const std::filesystem::path& library,
-                                                         const std::filesystem::path& sysfs_root,
-                                                         bool* init_failed) {
+xpu::Result<std::unique_ptr<Backend>> make_xpuml_backend(
+    const std::filesystem::path& library, const std::filesystem::path& sysfs_root,
+    bool* init_failed, std::shared_ptr<const topology::LinkTable> links) {
   auto loaded = Library::open(library, init_failed);
   if (!loaded) return xpu::Error{loaded.error()};
-  return std::unique_ptr<Backend>(std::make_unique<XpumlBackend>(std::move(*loaded), sysfs_root));
+  return std::unique_ptr<Backend>(
+      std::make_unique<XpumlBackend>(std::move(*loaded), sysfs_root, std::move(links)));
 }
 
 }  // namespace xpud

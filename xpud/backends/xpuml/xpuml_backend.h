@@ -6,6 +6,7 @@
 
 #include "common/result.h"
 #include "xpud/backends/backend.h"
+#include "xpud/backends/topology_quirks.h"
 
 namespace xpud {
 
@@ -13,9 +14,10 @@ namespace xpud {
 // missing required symbol, xpumlInit error). NUMA nodes are read from
 // <sysfs_root>/sys/bus/pci/devices/<bus id>/numa_node. A card whose library gives no usable
 // UUID gets the id the sysfs backend gives it (device_uuid.h). `init_failed` (when given) is set
-// when the library loaded but xpumlInit failed.
-xpu::Result<std::unique_ptr<Backend>> make_xpuml_backend(const std::filesystem::path& library,
-                                                         const std::filesystem::path& sysfs_root,
-                                                         bool* init_failed = nullptr);
+// when the library loaded but xpumlInit failed. LinkedDevices come from `links`
+// (topology_links.h); null: no table, no links.
+xpu::Result<std::unique_ptr<Backend>> make_xpuml_backend(
+    const std::filesystem::path& library, const std::filesystem::path& sysfs_root,
+    bool* init_failed = nullptr, std::shared_ptr<const topology::LinkTable> links = nullptr);
 
 }  // namespace xpud
