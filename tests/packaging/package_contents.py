@@ -29,6 +29,7 @@ def expected_files(unit_dir):
             "/usr/share/dbus-1/interfaces/com.kunlunxin.xpud1.Manager.xml",
             "/usr/share/dbus-1/interfaces/com.kunlunxin.xpud1.Device.xml",
             "/usr/share/dbus-1/interfaces/com.kunlunxin.xpud1.Simulator.xml",
+            "/usr/share/xpud/topology.quirk",
             "/etc/xpud",
             "/etc/xpud/xpud.conf",
             "/etc/xpud/xpud.conf.d",
@@ -62,6 +63,7 @@ def verbatim_files(unit_dir):
         "/usr/lib/sysusers.d/xpud-api.conf": "systemd/xpud-api.sysusers",
         "/usr/share/dbus-1/system.d/com.kunlunxin.xpud1.conf": "dbus/com.kunlunxin.xpud1.conf",
         "/etc/xpud/xpud.conf": "systemd/xpud.conf",
+        "/usr/share/xpud/topology.quirk": "xpud/backends/topology.quirk",
     }
 
 

@@ -23,6 +23,9 @@ TEST(Config, MissingOptionalFileGivesDefaults) {
   EXPECT_EQ(config->sim_model, "R200");
   EXPECT_EQ(config->sim_memory_mib, 32768u);
   EXPECT_FALSE(config->allow_cluster_reconfigure);
+  // Where this build installs the table (/usr/share/xpud/topology.quirk in the packages).
+  EXPECT_EQ(config->topology_quirks.filename(), "topology.quirk");
+  EXPECT_EQ(config->topology_quirks.parent_path().filename(), "xpud");
 }
 
 TEST(Config, MissingRequiredFileIsAnError) {
@@ -41,6 +44,8 @@ TEST(Config, ReadsEveryKey) {
              "[xpuml]\nlibrary = /opt/xpu/libxpuml.so.1\n[sysfs]\nroot = /srv/fake\n"
              "[sim]\ndevices = 4\nmodel = RG800\nmemory_mib = 98304\n"
              "[sriov]\nallow_cluster_reconfigure = true\n");
+             "[topology]\nquirks = /etc/xpud/local.quirk\n"
+             "[sim]\ndevices = 4\nmodel = RG800\nmemory_mib = 98304\n");
   auto config = load_config(dir.path() / "xpud.conf", true);
   ASSERT_TRUE(config) << config.error();
   EXPECT_EQ(config->backend, "sim");
@@ -52,10 +57,20 @@ TEST(Config, ReadsEveryKey) {
   EXPECT_EQ(config->rescan_interval.count(), 5000);
   EXPECT_EQ(config->xpuml_library, "/opt/xpu/libxpuml.so.1");
   EXPECT_EQ(config->sysfs_root, "/srv/fake");
+  EXPECT_EQ(config->topology_quirks, "/etc/xpud/local.quirk");
   EXPECT_EQ(config->sim_devices, 4u);
   EXPECT_EQ(config->sim_model, "RG800");
   EXPECT_EQ(config->sim_memory_mib, 98304u);
   EXPECT_TRUE(config->allow_cluster_reconfigure);
+}
+
+TEST(Config, TopologyQuirksMustBeAnAbsolutePath) {
+  TempDir dir;
+  write_file(dir.path() / "xpud.conf", "[topology]\nquirks = topology.quirk\n");
+  auto config = load_config(dir.path() / "xpud.conf", true);
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error(), (dir.path() / "xpud.conf").string() +
+                                ":2: bad value for topology.quirks: 'topology.quirk' is not an absolute path");
 }
 
 TEST(Config, DropInsOverrideInNameOrder) {
