@@ -350,6 +350,10 @@ void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
   }
 
   std::vector<std::string> changed;
+  if (snapshot_->driver_version != facts_.driver_version) {
+    facts_.driver_version = snapshot_->driver_version;
+    changed.emplace_back("DriverVersion");
+  }
   if (device_count() != old_count) changed.emplace_back("DeviceCount");
   if (healthy_device_count() != old_healthy) changed.emplace_back("HealthyDeviceCount");
   if (driver_stalled() != old_stalled) changed.emplace_back("DriverStalled");

@@ -42,6 +42,7 @@ struct Snapshot {
   std::string discovery_error;       // last discovery failure; devices are the last known set
   bool driver_stalled = false;       // a driver call hangs: no metrics, health held (driver_stall.h)
   std::string backend;               // Backend::name() when the snapshot was taken
+  std::string driver_version;        // as last read; empty until the driver has told it
 };
 
 struct SamplerSettings {
@@ -82,7 +83,7 @@ class Sampler {
   std::shared_ptr<const Snapshot> latest() const;
   // Blocks until the first snapshot exists or the timeout passes.
   std::shared_ptr<const Snapshot> wait_first(std::chrono::milliseconds timeout) const;
-  // Driver version read once at start; empty when unknown.
+  // Driver version as last read (with each discovery); empty until the driver has told it.
   std::string driver_version() const;
   // When the sampler last completed a cycle; the watchdog is only fed while this is recent.
   std::chrono::steady_clock::time_point last_cycle() const;
@@ -94,6 +95,7 @@ class Sampler {
   std::shared_ptr<const Snapshot> sample_cycle(const SamplerSettings& settings);
   // Refreshes known_devices_ (on failure: keeps them, and says why in the snapshot).
   void discover(Snapshot& snapshot);
+  void refresh_driver_version(std::string version);
 
   std::shared_ptr<Backend> backend_;
   std::function<void()> on_snapshot_;

@@ -53,6 +53,7 @@ class XpumlBackend final : public Backend, public VirtualFunctionControl {
       : library_(std::move(library)), sysfs_root_(std::move(sysfs_root)), links_(std::move(links)) {}
 
   std::string_view name() const override { return "xpuml"; }
+  // Called with every discovery (sampler.cpp): a failure is warned about once until a read works.
   std::string driver_version() override;
   xpu::Result<std::vector<DeviceIdentity>> discover() override;
   DeviceReading read(const DeviceIdentity& device) override;
@@ -84,21 +85,24 @@ class XpumlBackend final : public Backend, public VirtualFunctionControl {
   unsigned last_count_ = 0;
   xpuml::DiscoveryWarnings warnings_;
   topology::LinkAssigner links_;
+  bool version_failure_warned_ = false;
 };
 
 std::string XpumlBackend::driver_version() {
   std::array<char, kTextBufferSize> buffer{};
   const auto& function = library_->symbols().system_get_driver_version;
   xpumlReturn_t rc = library_->call(function, buffer.data(), static_cast<unsigned>(buffer.size()));
-  if (rc != XPUML_SUCCESS) {
-    spdlog::warn("{}", library_->error_message(function.name, "system", rc));
-    return {};
-  }
-  auto text = xpuml::text_from_library(buffer.data(), buffer.size());
+  auto text = rc == XPUML_SUCCESS ? xpuml::text_from_library(buffer.data(), buffer.size())
+                                  : std::nullopt;
   if (!text) {
-    spdlog::warn("{} returned no printable version", function.name);
+    const std::string problem = rc != XPUML_SUCCESS
+                                    ? library_->error_message(function.name, "system", rc)
+                                    : std::string(function.name) + " returned no printable version";
+    spdlog::log(version_failure_warned_ ? spdlog::level::debug : spdlog::level::warn, "{}", problem);
+    version_failure_warned_ = true;
     return {};
   }
+  version_failure_warned_ = false;
   return *text;
 }
 
