@@ -1,7 +1,20 @@
 """What each binary package must install, the same for .deb and .rpm except for where the
 distribution keeps systemd units."""
 
-DEB_UNIT_DIR = "/lib/systemd/system"
+import subprocess
+
+
+def _systemd_unit_dir(fallback):
+    """Where this machine's systemd.pc puts units, as debian/rules and the CMake build ask it."""
+    try:
+        found = subprocess.run(["pkg-config", "--variable=systemdsystemunitdir", "systemd"],
+                               capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        found = ""
+    return found or fallback
+
+
+DEB_UNIT_DIR = _systemd_unit_dir("/lib/systemd/system")
 RPM_UNIT_DIR = "/usr/lib/systemd/system"
 
 
