@@ -202,7 +202,6 @@ TEST_F(XpudTopologyXpuml, AnUnknownBoardGetsNoneAndSaysSoOnce) {
   EXPECT_TRUE(found[8].linked_devices.empty());
   EXPECT_EQ(links_over_dbus({found.begin(), found.begin() + 8}), facts_links());
   let_it_run(10);
-  std::cerr << xpud_->output();
   EXPECT_EQ(count(xpud_->output(), "no entry for board R300 (pci 1d22:3684 subsystem 0002:0003, xpuml board-id 101"),
             1u)
       << xpud_->output();

@@ -50,9 +50,9 @@ std::map<unsigned, std::vector<unsigned>> LinkAssigner::assign(const std::vector
   std::map<unsigned, std::vector<unsigned>> linked;
   for (auto& [board, members] : by_board) {
     if (members.size() != board->links.size()) {
-      say_once(std::to_string(members.size()) + " cards of board [" + board->name + "] on this node, " +
-               table_->source + " describes " + std::to_string(board->links.size()) +
-               "; their LinkedDevices stay empty");
+      say_once(std::to_string(members.size()) + " cards of board [" + board->name +
+               "] on this node, " + table_->source + " describes " +
+               std::to_string(board->links.size()) + "; their LinkedDevices stay empty");
       continue;
     }
     std::sort(members.begin(), members.end(), [](const Card* a, const Card* b) {

@@ -173,16 +173,19 @@ class Parser {
         auto card = xpu::parse_uint(word, 0, kMaxCardsPerBoard - 1);
         if (!card) return fail(number, "bad card in " + std::string(key) + ": " + card.error());
         const auto linked = static_cast<unsigned>(*card);
-        if (linked == k) return fail(number, std::string(key) + " links card " + std::to_string(k) + " to itself");
+        if (linked == k)
+          return fail(number, std::string(key) + " links card " + std::to_string(k) + " to itself");
         if (std::find(parsed.links.begin(), parsed.links.end(), linked) != parsed.links.end())
-          return fail(number, std::string(key) + " names card " + std::to_string(linked) + " twice");
+          return fail(number,
+                      std::string(key) + " names card " + std::to_string(linked) + " twice");
         parsed.links.push_back(linked);
       }
       std::sort(parsed.links.begin(), parsed.links.end());
       rows_.emplace(k, std::move(parsed));
       return xpu::ok_status();
     }
-    return fail(number, "unknown key '" + std::string(key) + "' (expected Match, Cards or Links.N)");
+    return fail(number,
+                "unknown key '" + std::string(key) + "' (expected Match, Cards or Links.N)");
   }
 
   xpu::Status add_match(std::string_view value, unsigned number) {
@@ -274,7 +277,8 @@ const BoardLinks* LinkTable::find(const CardKey& card) const {
   if (card.board_id)
     for (const auto& board : boards)
       for (const auto& match : board.board_id_matches)
-        if (match.board_id == *card.board_id && (!match.model_id || match.model_id == card.model_id))
+        if (match.board_id == *card.board_id &&
+            (!match.model_id || match.model_id == card.model_id))
           return &board;
   if (card.pci)
     for (const auto& board : boards)
@@ -292,7 +296,8 @@ xpu::Result<LinkTable> load_link_table(const std::filesystem::path& path) {
   xpu::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (!fd.valid()) return xpu::Error{name + ": cannot open: " + std::strerror(errno)};
   struct stat info {};
-  if (::fstat(fd.get(), &info) != 0) return xpu::Error{name + ": cannot stat: " + std::strerror(errno)};
+  if (::fstat(fd.get(), &info) != 0)
+    return xpu::Error{name + ": cannot stat: " + std::strerror(errno)};
   if (!S_ISREG(info.st_mode)) return xpu::Error{name + ": not a regular file"};
   if (static_cast<std::uint64_t>(info.st_size) > kMaxQuirkFileBytes)
     return xpu::Error{name + ": larger than " + std::to_string(kMaxQuirkFileBytes) + " bytes"};

@@ -50,7 +50,9 @@ class XpumlBackend final : public Backend, public VirtualFunctionControl {
  public:
   XpumlBackend(std::unique_ptr<Library> library, std::filesystem::path sysfs_root,
                std::shared_ptr<const topology::LinkTable> links)
-      : library_(std::move(library)), sysfs_root_(std::move(sysfs_root)), links_(std::move(links)) {}
+      : library_(std::move(library)),
+        sysfs_root_(std::move(sysfs_root)),
+        links_(std::move(links)) {}
 
   std::string_view name() const override { return "xpuml"; }
   // Called with every discovery (sampler.cpp): a failure is warned about once until a read works.
@@ -98,7 +100,8 @@ std::string XpumlBackend::driver_version() {
     const std::string problem = rc != XPUML_SUCCESS
                                     ? library_->error_message(function.name, "system", rc)
                                     : std::string(function.name) + " returned no printable version";
-    spdlog::log(version_failure_warned_ ? spdlog::level::debug : spdlog::level::warn, "{}", problem);
+    spdlog::log(version_failure_warned_ ? spdlog::level::debug : spdlog::level::warn, "{}",
+                problem);
     version_failure_warned_ = true;
     return {};
   }
@@ -161,8 +164,8 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned libra
                                    static_cast<std::uint16_t>(pci.pciDeviceId >> 16),
                                    static_cast<std::uint16_t>(pci.pciSubSystemId & 0xffff),
                                    static_cast<std::uint16_t>(pci.pciSubSystemId >> 16)};
-  const auto pci_model = pci::model_from_pci_ids(pci_ids.vendor, pci_ids.device,
-                                                 pci_ids.subsystem_vendor, pci_ids.subsystem_device);
+  const auto pci_model = pci::model_from_pci_ids(
+      pci_ids.vendor, pci_ids.device, pci_ids.subsystem_vendor, pci_ids.subsystem_device);
   found.topology_key.pci = pci_ids;
 
   // XPU_IS_LOST on any identity call means the card is gone: skip it like an unreadable one.
