@@ -65,10 +65,12 @@ class RpmPackages(unittest.TestCase):
                 (dirs if line.startswith("d") else files).add(path)
             files |= dirs
             if package == "xpud":
-                # The directory rpm creates for the proxy (%dir) is removed with the package; dpkg
-                # removes an emptied directory by itself, so the deb does not list it.
-                self.assertIn("/usr/libexec/xpud", dirs)
-                files.discard("/usr/libexec/xpud")
+                # The directories rpm creates for the proxy and the topology table (%dir) are removed
+                # with the package; dpkg removes an emptied directory by itself, so the deb does not
+                # list them.
+                for owned in ("/usr/libexec/xpud", "/usr/share/xpud"):
+                    self.assertIn(owned, dirs)
+                    files.discard(owned)
             # %{_licensedir}/<name> (Fedora, RHEL) or <name>-<version> (older rpm configurations)
             licences = [f for f in files if f.startswith("/usr/share/licenses/") and f.endswith("/LICENSE")]
             self.assertEqual(len(licences), 1, f"{package}: {licences}")
