@@ -121,7 +121,6 @@ void Sampler::run() {
   }
 }
 
-std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& settings) {
 // A failed or empty read keeps the last known version rather than blanking it.
 void Sampler::refresh_driver_version(std::string version) {
   if (version.empty()) return;
@@ -132,7 +131,7 @@ void Sampler::refresh_driver_version(std::string version) {
   driver_version_ = std::move(version);
 }
 
-std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& /*settings*/) {
+std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& settings) {
   auto snapshot = std::make_shared<Snapshot>();
   snapshot->sequence = ++sequence_;
   stall_.observe(executor_.stuck_call(), std::chrono::steady_clock::now());
@@ -143,37 +142,6 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& /*s
     discover(*snapshot);
     discovery_.discovered(cycle_start, snapshot->discovery_error.empty());
   }
-  // Every job captures the backend by shared_ptr and its arguments by value: a call that times
-  // out keeps running on the driver thread after we have moved on. The driver version is read in
-  // the discovery job, because a driver reload (rmmod/modprobe of a new kunlun) may leave the
-  // same cards behind; one procfs read or library call beside the several per card discovery
-  // makes, inside the same time box (so the watchdog allowance still counts one call).
-  struct Discovery {
-    xpu::Result<std::vector<DeviceIdentity>> devices;
-    std::string driver_version;
-  };
-  auto discovered = executor_.call("discover devices", [backend = backend_] {
-    auto devices = backend->discover();
-    return Discovery{std::move(devices), backend->driver_version()};
-  });
-  if (!discovered) {
-    snapshot->discovery_error = discovered.error();
-  } else {
-    refresh_driver_version(std::move(discovered->driver_version));
-    if (!discovered->devices.ok()) {
-      snapshot->discovery_error = discovered->devices.error();
-    } else {
-      for (const auto& gone : known_devices_) {
-        bool still_there = false;
-        for (const auto& now : discovered->devices.value()) still_there |= now.uuid == gone.uuid;
-        if (!still_there) health_.forget(gone.uuid);
-      }
-      known_devices_ = std::move(discovered->devices.value());
-    }
-  }
-  if (!snapshot->discovery_error.empty())
-    spdlog::debug("device discovery failed, keeping the last known devices: {}",
-                  snapshot->discovery_error);
   snapshot->driver_version = driver_version();
 
   for (const auto& identity : known_devices_) {
@@ -214,23 +182,34 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& /*s
 }
 
 void Sampler::discover(Snapshot& snapshot) {
+  // Every job captures the backend by shared_ptr and its arguments by value: a call that times
+  // out keeps running on the driver thread after we have moved on. The driver version is read in
+  // the discovery job, because a driver reload (rmmod/modprobe of a new kunlun) may leave the
+  // same cards behind: one procfs read or library call beside the several per card discovery
+  // makes, inside the same time box (so the watchdog allowance still counts one call).
+  struct Discovery {
+    xpu::Result<std::vector<DeviceIdentity>> devices;
+    std::string driver_version;
+  };
   auto discovered = executor_.call("discover devices", [backend = backend_] {
-    return backend->discover();
+    auto devices = backend->discover();
+    return Discovery{std::move(devices), backend->driver_version()};
   });
+  if (discovered) refresh_driver_version(std::move(discovered->driver_version));
   if (!discovered) {
     snapshot.discovery_error = discovered.error();
-  } else if (!discovered->ok()) {
-    snapshot.discovery_error = discovered->error();
+  } else if (!discovered->devices.ok()) {
+    snapshot.discovery_error = discovered->devices.error();
   } else {
     for (const auto& gone : known_devices_) {
       bool still_there = false;
-      for (const auto& now : discovered->value()) still_there |= now.uuid == gone.uuid;
+      for (const auto& now : discovered->devices.value()) still_there |= now.uuid == gone.uuid;
       if (!still_there) {
         health_.forget(gone.uuid);
         discovery_.forget(gone.uuid);
       }
     }
-    known_devices_ = std::move(discovered->value());
+    known_devices_ = std::move(discovered->devices.value());
   }
   if (!snapshot.discovery_error.empty())
     spdlog::debug("device discovery failed, keeping the last known devices: {}",

@@ -43,9 +43,8 @@ TEST(Config, ReadsEveryKey) {
              "stall_grace_ms = 4000\nrescan_interval_ms = 5000\n"
              "[xpuml]\nlibrary = /opt/xpu/libxpuml.so.1\n[sysfs]\nroot = /srv/fake\n"
              "[sim]\ndevices = 4\nmodel = RG800\nmemory_mib = 98304\n"
-             "[sriov]\nallow_cluster_reconfigure = true\n");
-             "[topology]\nquirks = /etc/xpud/local.quirk\n"
-             "[sim]\ndevices = 4\nmodel = RG800\nmemory_mib = 98304\n");
+             "[sriov]\nallow_cluster_reconfigure = true\n"
+             "[topology]\nquirks = /etc/xpud/local.quirk\n");
   auto config = load_config(dir.path() / "xpud.conf", true);
   ASSERT_TRUE(config) << config.error();
   EXPECT_EQ(config->backend, "sim");

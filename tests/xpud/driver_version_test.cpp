@@ -31,7 +31,10 @@ class DriverVersionRefresh : public ::testing::TestWithParam<std::string> {
     tree_.add_control_node();
     tree_.add_card(xpu::fakes::kunlunxin_r_series("0000:3b:00.0", 1, 0), 0);
     set_version("5.0.21.16");
-    std::string config = "[sampling]\ninterval_ms = 100\n[sysfs]\nroot = " + tree_.root().string() + "\n";
+    // A real driver reload comes with PCI unbind/bind uevents, which trigger a discovery; the
+    // fake tree sends none, so the rescan (every second here) stands in for them.
+    std::string config = "[sampling]\ninterval_ms = 100\nrescan_interval_ms = 1000\n[sysfs]\nroot = " +
+                         tree_.root().string() + "\n";
     if (GetParam() == "sysfs")
       config += "[daemon]\nbackend = sysfs\n";
     else
@@ -90,9 +93,9 @@ TEST_P(DriverVersionRefresh, ADriverReloadChangesTheVersionWithOneSignal) {
   manager->finishRegistration();
   connection->enterEventLoopAsync();
 
-  // Ten discoveries with the same version: nothing to signal.
-  const auto quiet_until = std::chrono::steady_clock::now() + 1s;
-  wait_until([&] { return std::chrono::steady_clock::now() >= quiet_until; }, 2s);
+  // Two rescans with the same version: nothing to signal.
+  const auto quiet_until = std::chrono::steady_clock::now() + 2500ms;
+  wait_until([&] { return std::chrono::steady_clock::now() >= quiet_until; }, 3s);
   {
     std::lock_guard lock(mutex);
     EXPECT_TRUE(signalled.empty()) << signalled.front();
@@ -104,9 +107,9 @@ TEST_P(DriverVersionRefresh, ADriverReloadChangesTheVersionWithOneSignal) {
     return !signalled.empty();
   }, 5s)) << xpud_->output();
   EXPECT_EQ(reported_version(), "5.0.21.21");
-  // And no more after it, over ten more discoveries.
-  const auto settled_until = std::chrono::steady_clock::now() + 1s;
-  wait_until([&] { return std::chrono::steady_clock::now() >= settled_until; }, 2s);
+  // And no more after it, over two more rescans.
+  const auto settled_until = std::chrono::steady_clock::now() + 2500ms;
+  wait_until([&] { return std::chrono::steady_clock::now() >= settled_until; }, 3s);
   {
     std::lock_guard lock(mutex);
     EXPECT_EQ(signalled, std::vector<std::string>{"5.0.21.21"});
