@@ -268,6 +268,8 @@ class FakeLibrary {
     scenario_.devices = base_devices_;
     unsigned next_minor = 0;
     for (const auto& d : base_devices_) next_minor = std::max(next_minor, d.minor + 1);
+    // Every VF pushed below may move the devices: room for all of them first, so `pf` stays valid.
+    scenario_.devices.reserve(kMaxDevices);
     for (std::size_t i = 0; i < base_devices_.size(); ++i) {
       FakeDevice& pf = scenario_.devices[i];
       auto wanted = vf_counts_.find(pf.bus_id);
