@@ -87,3 +87,9 @@ extract_programs prometheus-node-exporter prometheus-node-exporter
 apt_install debhelper dpkg-dev lintian fakeroot rpm systemd-container debootstrap
 # Headless Chromium and a font for the exporter page's browser test (exporter_page_browser, e2e).
 apt_install chromium fonts-dejavu-core
+
+# ci, the real-node suite (tests/cluster): runc, the CNI plugins, busybox for its workload image,
+# and etcd, whose package enables etcd.service: its programs only, as for Prometheus above.
+# Kubernetes and containerd 2 are built from the Go module proxy by the suite itself.
+apt_install runc containernetworking-plugins busybox-static iproute2
+extract_programs etcd-server etcd

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""The real-node suite: a single-node Kubernetes cluster on this machine, the chart installed
+into it with the locally built image, and the operator's scenarios asserted against it.
+
+Two processes. The outer one (this file run as the test) does what must outlive the node and
+puts the host back as it was: it saves the sysctls the kubelet changes, makes the mount points
+and the sim cards' stand-in device nodes that do not exist yet, builds the images, then runs
+the inner one in new mount, network and PID namespaces (unshare). The inner one starts the node
+and runs the scenarios; when it exits, the kernel ends every process it started (containers
+too) and drops its mounts and network. The outer one then removes the kubelet's cgroups, the
+device nodes and mount points it made, and restores the sysctls.
+
+Usage: cluster_test.py SOURCE_DIR BUILD_DIR [--keep] [--only N,N]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import images  # noqa: E402
+from node import NODE_DIRECTORIES  # noqa: E402
+
+# Set by the kubelet on start (it wants the kernel to panic rather than run on after an oops and
+# to allow overcommitting memory); the machine's own values come back at the end.
+KUBELET_SYSCTLS = ["vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops"]
+CARD_NODES = [f"/dev/xpu{i}" for i in range(8)] + ["/dev/xpuctrl"]
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("source_dir")
+    parser.add_argument("build_dir")
+    parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--keep", action="store_true", help="keep the run directory (logs)")
+    parser.add_argument("--only", default="", help="comma-separated scenario numbers")
+    args = parser.parse_args()
+    source_dir, build_dir = os.path.abspath(args.source_dir), os.path.abspath(args.build_dir)
+    if args.inner:
+        import scenarios
+        return scenarios.run_inside(source_dir, build_dir, run_directory(build_dir),
+                                    [int(n) for n in args.only.split(",") if n])
+    return run_outside(source_dir, build_dir, args)
+
+
+def run_directory(build_dir):
+    return os.path.join(build_dir, "cluster", "run")
+
+
+def run_outside(source_dir, build_dir, args):
+    if os.geteuid() != 0:
+        print("SKIP: the cluster suite needs root (namespaces, mounts, device nodes)")
+        return 77
+    missing = [tool for tool in ["unshare", "etcd", "runc", "openssl", "busctl", "ip", "dbus-daemon"]
+               if shutil.which(tool) is None]
+    missing += [path for path in ["/usr/lib/cni/bridge", "/usr/lib/cni/host-local",
+                                  os.path.join(build_dir, "tools", "helm")]
+                if not os.path.exists(path)]
+    if missing:
+        print(f"FAIL: missing {', '.join(missing)} (scripts/install-deps.sh ci installs them; "
+              "helm comes from the packaging.helm_tool test)")
+        return 1
+    started = time.monotonic()
+    programs = os.path.join(build_dir, "cluster", "programs")
+    build_programs(source_dir, programs)
+    print(f"[outer] Kubernetes and containerd programs ready ({time.monotonic() - started:.0f} s)",
+          flush=True)
+    image_dir = os.path.join(build_dir, "cluster", "images")
+    archives = images.build_all(source_dir, build_dir, image_dir)
+    print(f"[outer] images ready ({time.monotonic() - started:.0f} s)", flush=True)
+
+    run_dir = run_directory(build_dir)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    os.makedirs(run_dir)
+    with open(os.path.join(run_dir, "images.json"), "w", encoding="utf-8") as f:
+        json.dump(archives, f)
+    saved = {name: read(f"/proc/sys/{name}") for name in KUBELET_SYSCTLS}
+    made = []
+    code = 1
+    try:
+        for path in NODE_DIRECTORIES:
+            made += make_directories(path)
+        for path in CARD_NODES:
+            if not os.path.exists(path):
+                # Same major/minor as /dev/null: the runtime stats each device path the plugin
+                # hands out, and a write to one of these goes nowhere.
+                subprocess.run(["mknod", "-m", "0666", path, "c", "1", "3"], check=True)
+                made.append(path)
+        inner = [sys.executable, os.path.abspath(__file__), source_dir, build_dir, "--inner"]
+        if args.only:
+            inner += ["--only", args.only]
+        # --kill-child: if this process is stopped, the node's namespace ends with it.
+        node = subprocess.Popen(["unshare", "--mount", "--net", "--pid", "--fork", "--mount-proc",
+                                 "--propagation", "private", "--kill-child=SIGTERM", *inner])
+        try:
+            code = node.wait()
+        except BaseException:
+            stop_namespace(node)
+            raise
+    finally:
+        # A second Ctrl-C must not cut the restoring short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        remove_cgroups()
+        for path in reversed(made):
+            try:
+                os.rmdir(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
+            except OSError as error:
+                print(f"[outer] could not remove {path}: {error}")
+        for name, value in saved.items():
+            write(f"/proc/sys/{name}", value)
+        if not args.keep and code == 0:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    left = [path for path in made if os.path.lexists(path)]
+    changed = [name for name, value in saved.items() if read(f"/proc/sys/{name}") != value]
+    if left or changed:
+        print(f"FAIL: the host was not restored: left {left}, sysctls changed {changed}")
+        return 1
+    print(f"[outer] host restored (sysctls, {len(made)} paths, cgroups); "
+          f"total {time.monotonic() - started:.0f} s")
+    return code
+
+
+def stop_namespace(node):
+    """SIGTERM lets the inner process stop the node in order; SIGKILL ends the namespace."""
+    node.terminate()
+    try:
+        node.wait(60)
+    except subprocess.TimeoutExpired:
+        node.kill()
+        node.wait()
+
+
+def build_programs(source_dir, programs):
+    subprocess.run([os.path.join(HERE, "build-node.sh"), programs], check=True)
+
+
+def make_directories(path):
+    """Makes path and its missing parents; returns those it made, outermost first."""
+    made = []
+    missing = []
+    current = path
+    while not os.path.exists(current):
+        missing.append(current)
+        current = os.path.dirname(current)
+    for directory in reversed(missing):
+        os.mkdir(directory)
+        made.append(directory)
+    return made
+
+
+def remove_cgroups():
+    """The kubelet's cgroupfs driver makes kubepods under every v1 controller; cgroups outlive
+    the processes in them, so remove them deepest first."""
+    if not os.path.isdir(CGROUP_ROOT):
+        return
+    for controller in os.listdir(CGROUP_ROOT):
+        top = os.path.join(CGROUP_ROOT, controller, "kubepods")
+        if not os.path.isdir(top) or os.path.islink(os.path.join(CGROUP_ROOT, controller)):
+            continue
+        for directory, _, _ in sorted(os.walk(top), key=lambda entry: -entry[0].count("/")):
+            for _ in range(50):
+                try:
+                    os.rmdir(directory)
+                    break
+                except OSError:
+                    time.sleep(0.1)  # a process of the ending namespace may still be leaving it
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read().strip()
+
+
+def write(path, value):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(value)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

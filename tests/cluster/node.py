@@ -1,0 +1,292 @@
+"""A real single-node Kubernetes cluster, run inside the suite's own mount, network and PID
+namespaces (see cluster_test.py for who makes them and who cleans up the rest of the host).
+
+Everything here is the real program: etcd from Debian, kube-apiserver, kube-controller-manager,
+kube-scheduler and kubelet built from the Go module proxy (kube/), containerd 2 and its runc shim
+built from the Go module proxy, runc and the CNI plugins from Debian. The node's network is a
+macvlan network on a bridge with no uplink, inside the suite's network namespace: nothing can
+leave the machine.
+The host side is xpud on the sim backend, on a system-type bus with the package's policy file at
+/run/dbus/system_bus_socket (the namespace's own /run), and xpud-api-proxy serving
+/run/xpud-api/bus.sock as on an installed host.
+"""
+
+import json
+import os
+import shutil
+import sys
+import time
+
+from pki import Pki
+from processes import Program, run, wait_for
+
+NODE_NAME = "xpu-node"
+NODE_IP = "10.244.0.1"
+SERVICE_RANGE = "10.96.0.0/16"
+SERVICE_IP = "10.96.0.1"
+POD_SUBNET = "10.244.0.0/24"
+POD_RANGE_START = "10.244.0.10"
+BRIDGE = "xpu-br0"
+PAUSE_IMAGE = "localhost/xpu-cluster-test/pause:1"
+CDI_DIR = "/var/run/cdi"
+
+# Directories the node writes, each a bind mount of a fresh directory under the run directory, so
+# that nothing of the node lands on the host (their mount points are made and removed by the
+# outer process).
+NODE_DIRECTORIES = ["/var/lib/kubelet", "/var/lib/containerd", "/etc/cni/net.d", "/var/log/pods",
+                    "/var/log/containers", "/xpu-runtime", "/etc/cdi"]
+
+
+class Node:
+    def __init__(self, source_dir, build_dir, programs_dir, run_dir):
+        self.source_dir = source_dir
+        self.build_dir = build_dir
+        self.programs = programs_dir
+        self.run_dir = run_dir
+        self.log_dir = os.path.join(run_dir, "logs")
+        os.makedirs(self.log_dir, exist_ok=True)
+        self.kubeconfig = None
+        self.components = {}
+
+    # ---- the namespace's file system and network -----------------------------------------
+
+    def prepare_namespace(self):
+        # Mounts made from here on (the kubelet's, the runtime's) propagate among themselves
+        # inside this namespace only: it was made private from the host's.
+        run(["mount", "--make-rshared", "/"])
+        run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/run"])
+        for path in NODE_DIRECTORIES:
+            backing = os.path.join(self.run_dir, "fs", path.strip("/").replace("/", "_"))
+            os.makedirs(backing, exist_ok=True)
+            run(["mount", "--bind", backing, path])
+        for path in ["/run/dbus", "/run/xpud-api", "/run/containerd", CDI_DIR]:
+            os.makedirs(path, exist_ok=True)
+        run(["ip", "link", "set", "lo", "up"])
+        # The kernels of these machines have no veth (nor dummy), so the pods' network is
+        # macvlan: an interface per pod on a bridge that has no uplink, and one more for the
+        # node itself (a macvlan cannot talk to its parent, only to its siblings). Nothing on
+        # the bridge can leave the machine, and pods get no route beyond the subnet.
+        run(["ip", "link", "add", BRIDGE, "type", "bridge"])
+        run(["ip", "link", "set", BRIDGE, "up"])
+        run(["ip", "link", "add", "xpu-node0", "link", BRIDGE, "type", "macvlan", "mode", "bridge"])
+        run(["ip", "addr", "add", f"{NODE_IP}/24", "dev", "xpu-node0"])
+        run(["ip", "link", "set", "xpu-node0", "up"])
+        # Go's address selection wants a default route; it leads onto the bridge only.
+        run(["ip", "route", "add", "default", "dev", "xpu-node0"])
+        with open("/etc/cni/net.d/10-xpu-test.conflist", "w", encoding="utf-8") as f:
+            json.dump({
+                "cniVersion": "1.0.0", "name": "xpu-test",
+                "plugins": [
+                    {"type": "macvlan", "master": BRIDGE, "mode": "bridge",
+                     "ipam": {"type": "host-local", "routes": [],
+                              "ranges": [[{"subnet": POD_SUBNET, "rangeStart": POD_RANGE_START}]]}},
+                ],
+            }, f)
+
+    # ---- host side: xpud and its read-only socket ------------------------------------------
+
+    def start_host_services(self, cards=8):
+        sys.path.insert(0, os.path.join(self.source_dir, "tests", "packaging"))
+        from private_system_bus import bus_config
+        config = os.path.join(self.run_dir, "system-bus.conf")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write(bus_config("/run/dbus/system_bus_socket",
+                               [os.path.join(self.source_dir, "dbus", "com.kunlunxin.xpud1.conf")]))
+        bus = self.add("dbus-daemon", ["dbus-daemon", f"--config-file={config}", "--nofork",
+                                       "--nopidfile"])
+        bus.start()
+        wait_for("the system bus socket", lambda: os.path.exists("/run/dbus/system_bus_socket"), 10)
+        os.chmod("/run/dbus/system_bus_socket", 0o666)
+        xpud_conf = os.path.join(self.run_dir, "xpud.conf")
+        with open(xpud_conf, "w", encoding="utf-8") as f:
+            f.write(f"[daemon]\nbackend = sim\n\n[sim]\ndevices = {cards}\n")
+        self.add("xpud", [self.binary("xpud/xpud"), "--config", xpud_conf]).start()
+        wait_for("xpud on the system bus", self.xpud_answers, 20)
+        os.chown("/run/xpud-api", 65534, 65534)
+        # As xpud-api-proxy.service runs it: its own unprivileged user (here nobody).
+        self.add("xpud-api-proxy", [self.binary("xpud-api-proxy/xpud-api-proxy")],
+                 user=(65534, 65534)).start()
+        wait_for("xpud-api-proxy's socket", lambda: os.path.exists("/run/xpud-api/bus.sock"), 10)
+
+    def xpud_answers(self):
+        result = run(["busctl", "--system", "get-property", "com.kunlunxin.xpud1",
+                      "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Manager", "DeviceCount"],
+                     check=False)
+        return result.returncode == 0
+
+    def xpuctl(self, *args):
+        return run([self.binary("xpuctl/xpuctl"), *args])
+
+    def set_health(self, index, healthy, reason="cluster test fault"):
+        run(["busctl", "--system", "call", "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
+             "com.kunlunxin.xpud1.Simulator", "SetHealth", "uss", str(index),
+             "Healthy" if healthy else "Unhealthy", "" if healthy else reason])
+
+    # ---- the cluster ------------------------------------------------------------------------
+
+    def start_control_plane(self):
+        self.pki = Pki(os.path.join(self.run_dir, "pki"), NODE_NAME, NODE_IP, SERVICE_IP)
+        server = f"https://{NODE_IP}:6443"
+        self.kubeconfig = self.pki.kubeconfig("admin", server, self.pki.admin)
+        etcd_dir = os.path.join(self.run_dir, "etcd")
+        self.add("etcd", ["etcd", "--data-dir", etcd_dir, "--listen-client-urls", "http://127.0.0.1:2379",
+                          "--advertise-client-urls", "http://127.0.0.1:2379",
+                          "--listen-peer-urls", "http://127.0.0.1:2380",
+                          "--initial-advertise-peer-urls", "http://127.0.0.1:2380",
+                          "--initial-cluster", "default=http://127.0.0.1:2380"]).start()
+        pki = self.pki
+        self.add("kube-apiserver", [
+            self.program("kube-apiserver"), "--etcd-servers=http://127.0.0.1:2379",
+            f"--advertise-address={NODE_IP}", "--bind-address=0.0.0.0", "--secure-port=6443",
+            f"--service-cluster-ip-range={SERVICE_RANGE}", "--authorization-mode=Node,RBAC",
+            f"--client-ca-file={pki.ca_cert}", f"--tls-cert-file={pki.apiserver[0]}",
+            f"--tls-private-key-file={pki.apiserver[1]}",
+            f"--kubelet-client-certificate={pki.apiserver_kubelet_client[0]}",
+            f"--kubelet-client-key={pki.apiserver_kubelet_client[1]}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            f"--service-account-key-file={pki.service_account_public}",
+            f"--service-account-signing-key-file={pki.service_account_key}",
+            # The node name resolves nowhere: the API server reaches the kubelet by its address.
+            "--kubelet-preferred-address-types=InternalIP",
+            "--allow-privileged=false", "--profiling=false"]).start()
+        wait_for("kube-apiserver ready", lambda: self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 120)
+        self.add("kube-controller-manager", [
+            self.program("kube-controller-manager"),
+            f"--kubeconfig={pki.kubeconfig('controller-manager', server, pki.controller_manager)}",
+            f"--authentication-kubeconfig={self.kubeconfig}", f"--authorization-kubeconfig={self.kubeconfig}",
+            f"--service-account-private-key-file={pki.service_account_key}",
+            f"--root-ca-file={pki.ca_cert}", "--use-service-account-credentials=true",
+            "--leader-elect=false", "--allocate-node-cidrs=false", "--bind-address=127.0.0.1",
+            "--controllers=*,-nodeipam,-service-lb-controller,-cloud-node-lifecycle"]).start()
+        self.add("kube-scheduler", [
+            self.program("kube-scheduler"),
+            f"--kubeconfig={pki.kubeconfig('scheduler', server, pki.scheduler)}",
+            f"--authentication-kubeconfig={self.kubeconfig}", f"--authorization-kubeconfig={self.kubeconfig}",
+            "--leader-elect=false", "--bind-address=127.0.0.1"]).start()
+
+    def start_runtime(self):
+        config = os.path.join(self.run_dir, "containerd.toml")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write(f"""version = 3
+root = "/var/lib/containerd"
+state = "/run/containerd"
+[grpc]
+  address = "/run/containerd/containerd.sock"
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "{PAUSE_IMAGE}"
+[plugins.'io.containerd.cri.v1.runtime']
+  # No CAP_SYS_RESOURCE on these machines: lowering a sandbox's oom_score_adj would fail.
+  restrict_oom_score_adj = true
+  enable_cdi = true
+  cdi_spec_dirs = ["/etc/cdi", "{CDI_DIR}"]
+  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+    BinaryName = "/usr/sbin/runc"
+    SystemdCgroup = false
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["/usr/lib/cni"]
+    conf_dir = "/etc/cni/net.d"
+""")
+        env = {"PATH": f"{self.programs}:{os.environ['PATH']}"}
+        self.add("containerd", [self.program("containerd"), "--config", config], env=env).start()
+        wait_for("containerd's socket", lambda: self.ctr("version", check=False).returncode == 0, 30)
+
+    def import_image(self, archive):
+        self.ctr("images", "import", "--all-platforms", archive, timeout=300)
+
+    def ctr(self, *args, check=True, timeout=60):
+        result = run([self.program("ctr"), "--address", "/run/containerd/containerd.sock",
+                      "--namespace", "k8s.io", *args], check=False, timeout=timeout)
+        if check and result.returncode != 0:
+            raise RuntimeError(f"ctr {' '.join(args)}: {result.stderr}")
+        return result
+
+    def start_kubelet(self):
+        server = f"https://{NODE_IP}:6443"
+        kubelet_kubeconfig = self.pki.kubeconfig("kubelet", server, self.pki.kubelet)
+        config = os.path.join(self.run_dir, "kubelet.yaml")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write(f"""apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous: {{enabled: false}}
+  webhook: {{enabled: true}}
+  x509: {{clientCAFile: {self.pki.ca_cert}}}
+authorization: {{mode: Webhook}}
+# These machines have cgroup v1 and no systemd as PID 1.
+cgroupDriver: cgroupfs
+failCgroupV1: false
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+failSwapOn: false
+podCIDR: {POD_SUBNET}
+# The build machine's disk may be fuller than the defaults allow: never evict test pods.
+evictionHard: {{"memory.available": "1Mi", "nodefs.available": "1%", "imagefs.available": "1%"}}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+# The suite's images are imported, not pulled.
+serializeImagePulls: false
+syncFrequency: 10s
+nodeStatusUpdateFrequency: 4s
+""")
+        self.add("kubelet", [self.program("kubelet"), f"--config={config}",
+                             f"--kubeconfig={kubelet_kubeconfig}", f"--node-ip={NODE_IP}",
+                             f"--hostname-override={NODE_NAME}", "--v=2"]).start()
+        wait_for("the node Ready", self.node_ready, 120)
+
+    def node_ready(self):
+        node = self.get_json("node", NODE_NAME)
+        return any(c["type"] == "Ready" and c["status"] == "True"
+                   for c in node.get("status", {}).get("conditions", []))
+
+    # ---- clients ----------------------------------------------------------------------------
+
+    def kubectl(self, *args, check=True, timeout=120, input_text=None):
+        argv = [self.program("kubectl"), f"--kubeconfig={self.kubeconfig}", *args]
+        return run(argv, check=check, timeout=timeout, input_text=input_text)
+
+    def get_json(self, *args):
+        return json.loads(self.kubectl("get", "-o", "json", *args))
+
+    def helm(self, *args, timeout=300):
+        return run([os.path.join(self.build_dir, "tools", "helm"), f"--kubeconfig={self.kubeconfig}", *args],
+                   timeout=timeout)
+
+    # ---- bookkeeping ------------------------------------------------------------------------
+
+    def binary(self, relative):
+        return os.path.join(self.build_dir, relative)
+
+    def program(self, name):
+        return os.path.join(self.programs, name)
+
+    def add(self, name, argv, env=None, user=None):
+        program = Program(name, argv, self.log_dir, env=env, user=user)
+        self.components[name] = program
+        return program
+
+    def check_components(self):
+        for program in self.components.values():
+            program.check_running()
+
+    def stop(self):
+        # The kubelet first, so that it does not restart what the runtime is stopping; every
+        # process left (containers, shims) dies with the PID namespace when the suite exits.
+        for name in ["kubelet", "containerd", "kube-scheduler", "kube-controller-manager",
+                     "kube-apiserver", "etcd", "xpud-api-proxy", "xpud", "dbus-daemon"]:
+            if name in self.components:
+                self.components[name].stop()
+
+    def print_logs(self, names=None, lines=40):
+        for name, program in self.components.items():
+            if names is None or name in names:
+                print(f"---- {name} ({program.log_path})", flush=True)
+                print(program.tail(lines), flush=True)
+
+
+def remove_tree(path):
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def now():
+    return time.strftime("%H:%M:%S")
