@@ -248,9 +248,9 @@ nodeStatusUpdateFrequency: 4s
     def get_json(self, *args):
         return json.loads(self.kubectl("get", "-o", "json", *args))
 
-    def helm(self, *args, timeout=300):
+    def helm(self, *args, timeout=300, check=True):
         return run([os.path.join(self.build_dir, "tools", "helm"), f"--kubeconfig={self.kubeconfig}", *args],
-                   timeout=timeout)
+                   timeout=timeout, check=check)
 
     # ---- bookkeeping ------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import sys
 import time
 import shutil
 import signal
+import subprocess
 import traceback
 import urllib.parse
 import urllib.request
@@ -392,6 +393,35 @@ class Suite:
                     "get", "namespace", "psa-test", check=False).returncode != 0, 60)
 
 
+    def s12_readme(self):
+        """The README's "Try it on a real node" block, as written, on this node."""
+        readme = open(os.path.join(self.source_dir, "README.md"), encoding="utf-8").read()
+        block = readme.split("### Try it on a real node", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+        script = block.replace("<node>", NODE_NAME)
+        if os.path.realpath(self.node.build_dir) != os.path.realpath(os.path.join(self.source_dir, "build")):
+            script = script.replace(" build/", f" {self.node.build_dir}/")
+        # This node's stand-in for a registry: the busybox the README names is the test's own.
+        self.node.ctr("images", "tag", "--force", images.BUSYBOX, "docker.io/library/busybox:latest")
+        env = {"KUBECONFIG": self.node.kubeconfig,
+               "PATH": f"{self.node.programs}:{os.path.join(self.node.build_dir, 'tools')}:{os.environ['PATH']}"}
+        try:
+            result = subprocess.run(["sh", "-e", "-x", "-c", script], cwd=self.source_dir, env={**os.environ, **env},
+                                    capture_output=True, text=True, timeout=600)
+            output = result.stdout
+            expect(result.returncode == 0, f"the README's block stopped ({result.returncode}):\n"
+                                           f"{result.stderr[-3000:]}")
+            for wanted in ["xpu-device-plugin-daemonset", "xpu-exporter", "xpu-rbac-token-gen",
+                           "XPU_VISIBLE_DEVICES=", "KUNLUNXIN_XPU_UUIDS=", "/dev/xpu"]:
+                expect(wanted in output, f"the README's block printed no {wanted!r}:\n{output}")
+            capacity = [line for line in output.splitlines() if line.strip() == f"{RESOURCE}:  8"]
+            expect(len(capacity) == 2, f"describe node | grep: {output}")
+            print("  " + "\n  ".join(line for line in output.splitlines() if "XPU" in line or "/dev/xpu" in line))
+        finally:
+            self.node.kubectl("delete", "pod", "xpu-demo", "--ignore-not-found", "--wait=true", check=False)
+            self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait", check=False)
+            self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}-", check=False)
+            shutil.rmtree("/tmp/xpu-image", ignore_errors=True)  # where the block builds the image
+
 class PrometheusServer:
     """Debian's Prometheus scraping one target every second, queried over its HTTP API."""
 
@@ -483,7 +513,7 @@ def expect(condition, message):
 SCENARIOS = [
     (1, "s1_install"), (2, "s2_capacity"), (3, "s3_allocation"), (4, "s4_fault"),
     (5, "s5_kubelet_restart"), (6, "s6_xpud_killed"), (7, "s7_prometheus_labels"), (8, "s8_token"),
-    (10, "s10_bus_boundary"), (11, "s11_pod_security"), (9, "s9_upgrades"),
+    (10, "s10_bus_boundary"), (11, "s11_pod_security"), (9, "s9_upgrades"), (12, "s12_readme"),
 ]
 
 
