@@ -2,12 +2,12 @@
 # Installs what a caller needs on Debian 12, in tiers (run as root; uses sudo otherwise):
 #   build  compilers, the libraries, dbus-daemon and a Go of 1.21+: building and scripts/demo.sh
 #   test   build + GoogleTest, Python, and the Prometheus programs: scripts/test.sh
-#   ci     test + package builders and the boot-test tools: .ci/run's labelled suites
+#   ci     test + package and image builders and the boot-test tools: .ci/run's labelled suites
 # Usage: scripts/install-deps.sh [build|test|ci]   (default: test)
 #
-# No tier enables or starts a service on this machine. Prometheus and node_exporter are servers
-# whose Debian packages enable a unit; the tests only need their programs, so those are taken
-# out of the very .deb apt would install (apt-get download, dpkg-deb -x) into
+# No tier enables or starts a service on this machine. Prometheus, node_exporter, podman and
+# containerd are servers whose Debian packages enable a unit; the tests only need their programs,
+# so those are taken out of the very .deb apt would install (apt-get download, dpkg-deb -x) into
 # /opt/xpu-test-tools/ and linked from /usr/local/bin. The other packages here ship no unit that
 # is enabled on install (dbus and systemd are already part of any Debian 12 with systemd).
 set -eu
@@ -87,6 +87,15 @@ extract_programs prometheus-node-exporter prometheus-node-exporter
 apt_install debhelper dpkg-dev lintian fakeroot rpm systemd-container debootstrap
 # Headless Chromium and a font for the exporter page's browser test (exporter_page_browser, e2e).
 apt_install chromium fonts-dejavu-core
+# The container image (packaging/container/build-image.sh) and its test (packaging.image): a
+# Debian root made by mmdebstrap, the archive loaded into podman and into containerd. Both of
+# those enable and start units on install (podman.service, podman.socket, podman-restart.service,
+# podman-auto-update.timer; containerd.service), so their programs are taken out of their .debs;
+# what they run (conmon, crun, runc), containers-common's policy.json and netavark ship none.
+apt_install mmdebstrap conmon crun runc netavark golang-github-containers-common \
+  libgpgme11 libdevmapper1.02.1 libsubid4 libseccomp2
+extract_programs podman podman
+extract_programs containerd containerd ctr containerd-shim-runc-v2
 
 # ci, the real-node suite (tests/cluster): runc, the CNI plugins, busybox for its workload image,
 # and etcd, whose package enables etcd.service: its programs only, as for Prometheus above.
