@@ -85,6 +85,11 @@ def render(*set_args, values_yaml=None, api_versions=()):
     return objects
 
 
+def chart_app_version():
+    with open(os.path.join(CHART, "Chart.yaml"), encoding="utf-8") as f:
+        return str(yaml.safe_load(f)["appVersion"])
+
+
 def render_failure(*set_args):
     args = ["template", "rel", CHART, "--namespace", NAMESPACE]
     for item in set_args:
@@ -239,13 +244,12 @@ class DefaultRender(unittest.TestCase):
                 # The roles that talk to xpud are pointed at the proxy's socket, before the role.
                 self.assertEqual(args[:2], XPUD_API_ARGS, name)
 
-    def test_one_image_with_the_seed_tags(self):
+    def test_one_image_tagged_with_the_app_version(self):
+        # The tag packaging/container/build-image.sh gives the image; the seed's per-role tags,
+        # kept in values.yaml, named the replaced add-on's own images.
         images = {name: container(self.objects, name)["image"] for name in DAEMONSETS}
-        self.assertEqual(images, {
-            DEVICE_PLUGIN: "ccr.ccs.tencentyun.com/kunlunxin/xpu-k8s-shim:v5.0.2-alpha.3",
-            EXPORTER: "ccr.ccs.tencentyun.com/kunlunxin/xpu-k8s-shim:v5.0.3-alpha.6",
-            TOKEN_GEN: "ccr.ccs.tencentyun.com/kunlunxin/xpu-k8s-shim:v1.0.0",
-        })
+        expected = f"ccr.ccs.tencentyun.com/kunlunxin/xpu-k8s-shim:{chart_app_version()}"
+        self.assertEqual(images, {name: expected for name in DAEMONSETS})
 
     def test_roles_and_default_arguments(self):
         common = ["--v", "5", "--log-level", "info", "--memory-unit", "MiB"]
@@ -408,10 +412,23 @@ class ReservedOptions(unittest.TestCase):
         self.assertEqual(container(objects, EXPORTER)["image"], "registry.local:5000/kunlunxin/xpu-k8s-shim:v9")
 
     def test_global_tag_overrides_every_role(self):
-        objects = render("global.image.tag=0.1.0")
+        objects = render("global.image.tag=7.7.7", "images.exporter.tag=v9")
         for name in DAEMONSETS:
             self.assertEqual(container(objects, name)["image"],
-                             "ccr.ccs.tencentyun.com/kunlunxin/xpu-k8s-shim:0.1.0", name)
+                             "ccr.ccs.tencentyun.com/kunlunxin/xpu-k8s-shim:7.7.7", name)
+
+    def test_role_tag_set_by_the_user_wins_over_the_app_version(self):
+        objects = render("images.devicePlugin.tag=v5.1.0", "images.rbacTokenGen.tag=2")
+        images = {name: container(objects, name)["image"] for name in DAEMONSETS}
+        self.assertEqual(images, {
+            DEVICE_PLUGIN: "ccr.ccs.tencentyun.com/kunlunxin/xpu-k8s-shim:v5.1.0",
+            EXPORTER: f"ccr.ccs.tencentyun.com/kunlunxin/xpu-k8s-shim:{chart_app_version()}",
+            TOKEN_GEN: "ccr.ccs.tencentyun.com/kunlunxin/xpu-k8s-shim:2",
+        })
+
+    def test_no_host_leaves_the_repository_alone(self):
+        objects = render("global.image.host=", "global.image.repository=xpu-k8s-shim")
+        self.assertEqual(container(objects, EXPORTER)["image"], f"xpu-k8s-shim:{chart_app_version()}")
 
     def test_go_mem_limit_is_accepted_and_changes_nothing(self):
         self.assertEqual(render("exporter.goMemLimit=2GiB"), render())

@@ -15,12 +15,19 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{/*
-The one image every role runs; `tag` is the role's own tag, overridden by global.image.tag.
+The one image every role runs, `role` being its key under `images`. Its tag, first found of:
+global.image.tag; the role's images.<role>.tag when a user set it to something other than the
+seed's default; the chart's appVersion, which is the tag packaging/container/build-image.sh gives
+the image. values.yaml keeps the seed's per-role defaults (every seed key keeps its default), but
+those tags named the replaced add-on's three images, which no build of this image produces.
 */}}
 {{- define "xpu-k8s-shim.image" -}}
 {{- $image := .root.Values.global.image -}}
-{{- $tag := $image.tag | default .tag | toString -}}
-{{- if not $tag }}{{ fail "an image tag is empty: set global.image.tag or the role's images.<role>.tag" }}{{ end -}}
+{{- $seedTags := dict "devicePlugin" "v5.0.2-alpha.3" "exporter" "v5.0.3-alpha.6" "rbacTokenGen" "v1.0.0" -}}
+{{- $roleTag := dig .role "tag" "" (.root.Values.images | default dict) | toString -}}
+{{- if eq $roleTag (get $seedTags .role) }}{{ $roleTag = "" }}{{ end -}}
+{{- $tag := $image.tag | default $roleTag | default .root.Chart.AppVersion | toString -}}
+{{- if not $tag }}{{ fail "the image tag is empty: set global.image.tag, images.<role>.tag or the chart's appVersion" }}{{ end -}}
 {{- if $image.host -}}
 {{ printf "%s/%s:%s" (trimSuffix "/" $image.host) $image.repository $tag }}
 {{- else -}}
