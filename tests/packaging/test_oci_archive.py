@@ -207,6 +207,7 @@ class References(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        sys.dont_write_bytecode = True  # no __pycache__ in the source tree
         spec = importlib.util.spec_from_file_location("oci_archive", WRITER)
         cls.writer = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(cls.writer)
