@@ -5,23 +5,24 @@
 # `ctr images import` accept, named with the chart's default reference.
 #
 # Usage: packaging/container/build-image.sh [--output DIR] [--binary PATH] [--version V]
-#   --output DIR   where the archive, the cached base root and the shim's build go
+#   --output DIR   where the archive and the shim's build go
 #                  (default: build-image/ in the source tree)
 #   --binary PATH  put this xpu-k8s-shim in the image instead of building one (it must report
 #                  version V); it is stripped on the way in
 #   --version V    the version, which is also the image tag (default: the project's version,
 #                  the chart's appVersion)
-# Environment: XPU_DEBIAN_MIRROR (default http://deb.debian.org/debian) and
-# XPU_DEBIAN_SECURITY_MIRROR (default http://deb.debian.org/debian-security).
+# Environment: XPU_DEBIAN_MIRROR (default http://deb.debian.org/debian),
+# XPU_DEBIAN_SECURITY_MIRROR (default http://deb.debian.org/debian-security) and XPU_IMAGE_CACHE
+# (default ~/.cache/xpu-k8s-shim-image).
 # Needs root (mmdebstrap in root mode keeps the packages' file owners), mmdebstrap, curl,
 # dpkg-shlibdeps, python3 with yaml; cmake and ninja unless --binary is given.
 #
-# The slow part, the Debian root with the runtime packages, is cached in DIR/base/ under a key
+# The slow part, the Debian root with the runtime packages, is cached in XPU_IMAGE_CACHE under a key
 # made of the mmdebstrap command line (package list included) and the Date of each suite's
 # InRelease on the mirror: a security update or a new library for the binary makes a new root.
 set -euo pipefail
 
-usage() { sed -n 's/^# \{0,1\}//; 7,15p' "$0"; }
+usage() { sed -n 's/^# \{0,1\}//; 7,16p' "$0"; }
 die() { echo "build-image.sh: $*" >&2; exit 1; }
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "build-image.sh: $1 needs a value" >&2; usage >&2; exit 2; }; }
 
@@ -67,9 +68,12 @@ EOF
 
 mkdir -p "$output"
 output=$(cd "$output" && pwd)
-# One build per output directory at a time: they share the cached root.
-exec 9>"$output/.lock"
-flock -n 9 || { echo "build-image.sh: waiting for another build in $output"; flock 9; }
+# The base root is cached per user, not per output directory, so that every build on a machine
+# (the tests', an operator's) makes it once. One build at a time uses the cache.
+cache=${XPU_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/xpu-k8s-shim-image}
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+flock -n 9 || { echo "build-image.sh: waiting for another build using $cache"; flock 9; }
 
 work=$(mktemp -d "$output/.work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -135,18 +139,18 @@ if [ -n "$dates" ]; then
   key=$recipe-$(printf '%s' "$dates" | sha256sum | cut -c1-16)
 else
   # Offline: the newest root made from the same recipe will do, and says so.
-  key=$(cd "$output/base" 2>/dev/null && ls -1t -d "$recipe"-* 2>/dev/null | head -1) || true
+  key=$(cd "$cache" 2>/dev/null && ls -1t -d "$recipe"-* 2>/dev/null | head -1) || true
   [ -n "$key" ] || {
     cat "$work/curl.log" >&2
     die "cannot read $mirror/dists/$suite/InRelease and no cached root to fall back on"
   }
   log "the mirror is not reachable: using the cached root $key"
 fi
-base=$output/base/$key
+base=$cache/$key
 if [ -f "$base/done" ]; then
   log "base root cached ($base)"
 else
-  log "making the base root with mmdebstrap (a few minutes; cached in $output/base)"
+  log "making the base root with mmdebstrap (a few minutes; cached in $cache)"
   rm -rf "$base"
   mkdir -p "$base"
   # mmdebstrap makes the same root from the same mirror state when told that state's time
@@ -172,12 +176,13 @@ else
   printf '%s\n' "$dates" >"$base/mirror-dates"
   touch "$base/done"
   # Only the current root is kept: each is about 100 MB.
-  find "$output/base" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -exec rm -rf {} +
+  find "$cache" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -exec rm -rf {} +
 fi
 
 # 4. The image's root: the base plus the binary, written as one layer.
-# Hard links: fast, and the cached root stays as it is since only a new file is added.
-cp -al "$base/root" "$work/root"
+# Hard links: fast, and the cached root stays as it is since only a new file is added (a copy
+# where the cache is on another file system).
+cp -al "$base/root" "$work/root" 2>/dev/null || { rm -rf "$work/root"; cp -a "$base/root" "$work/root"; }
 install -m 0755 "$work/out/usr/bin/xpu-k8s-shim" "$work/root/usr/bin/xpu-k8s-shim"
 arch=$(dpkg --print-architecture)
 archive=$output/xpu-k8s-shim-image-$version-$arch.tar

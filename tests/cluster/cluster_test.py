@@ -14,6 +14,7 @@ Usage: cluster_test.py SOURCE_DIR BUILD_DIR [--keep] [--only N,N]
 """
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -33,6 +34,9 @@ from node import NODE_DIRECTORIES  # noqa: E402
 KUBELET_SYSCTLS = ["vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops"]
 CARD_NODES = [f"/dev/xpu{i}" for i in range(8)] + ["/dev/xpuctrl"]
 CGROUP_ROOT = "/sys/fs/cgroup"
+# Where the node's programs write by default: the test fails if one of them appears on the host.
+WATCHED_PATHS = ["/opt/containerd", "/run/containerd", "/etc/cni", "/var/lib/kubelet",
+                 "/var/lib/containerd", "/etc/kubernetes", "/var/run/cdi", "/xpu-runtime"]
 
 
 def main():
@@ -68,6 +72,14 @@ def run_outside(source_dir, build_dir, args):
         print(f"FAIL: missing {', '.join(missing)} (scripts/install-deps.sh ci installs them; "
               "helm comes from the packaging.helm_tool test)")
         return 1
+    # One node per machine: a second run would share the host's mount points and device nodes.
+    os.makedirs(os.path.join(build_dir, "cluster"), exist_ok=True)
+    lock = open(os.path.join(build_dir, "cluster", ".lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print("FAIL: another cluster suite is running from this build directory")
+        return 1
     started = time.monotonic()
     programs = os.path.join(build_dir, "cluster", "programs")
     build_programs(source_dir, programs)
@@ -83,6 +95,7 @@ def run_outside(source_dir, build_dir, args):
     with open(os.path.join(run_dir, "images.json"), "w", encoding="utf-8") as f:
         json.dump(archives, f)
     saved = {name: read(f"/proc/sys/{name}") for name in KUBELET_SYSCTLS}
+    existed = {path for path in WATCHED_PATHS if os.path.lexists(path)}
     made = []
     code = 1
     try:
@@ -119,6 +132,7 @@ def run_outside(source_dir, build_dir, args):
         if not args.keep and code == 0:
             shutil.rmtree(run_dir, ignore_errors=True)
     left = [path for path in made if os.path.lexists(path)]
+    left += [path for path in WATCHED_PATHS if path not in existed and os.path.lexists(path)]
     changed = [name for name, value in saved.items() if read(f"/proc/sys/{name}") != value]
     if left or changed:
         print(f"FAIL: the host was not restored: left {left}, sysctls changed {changed}")

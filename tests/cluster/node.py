@@ -172,6 +172,9 @@ root = "/var/lib/containerd"
 state = "/run/containerd"
 [grpc]
   address = "/run/containerd/containerd.sock"
+[plugins.'io.containerd.internal.v1.opt']
+  # Not the host's /opt/containerd.
+  path = "/var/lib/containerd/opt"
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]

@@ -26,7 +26,6 @@ RESOURCE = "kunlunxin.com/xpu"
 NODE_LABEL = "kunlun-device-enable"
 DAEMONSETS = ["xpu-device-plugin-daemonset", "xpu-exporter", "xpu-rbac-token-gen"]
 FIGURES = []
-TAG_OVERRIDE = ["--set", "global.image.tag=0.1.0"]  # TODO: drop once the chart defaults to appVersion
 
 
 def figure(name, seconds):
@@ -107,7 +106,7 @@ class Suite:
 
     def helm_install(self, *values):
         return self.node.helm("upgrade", "--install", RELEASE, self.chart, "--namespace", CHART_NAMESPACE,
-                              "--set", "global.image.pullPolicy=Never", *TAG_OVERRIDE, *values)
+                              "--set", "global.image.pullPolicy=Never", *values)
 
     def workload(self, name, count, resource=RESOURCE):
         """A pod as in the replaced add-on's documentation: it asks for cards in its limits and
@@ -400,6 +399,10 @@ class Suite:
         script = block.replace("<node>", NODE_NAME)
         if os.path.realpath(self.node.build_dir) != os.path.realpath(os.path.join(self.source_dir, "build")):
             script = script.replace(" build/", f" {self.node.build_dir}/")
+        # A node as the README finds it: no release, no label, no pods of the other scenarios.
+        self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait", check=False)
+        self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}-", check=False)
+        self.node.kubectl("delete", "pods", "--all", "-n", "default", "--wait=true", "--timeout=90s")
         # This node's stand-in for a registry: the busybox the README names is the test's own.
         self.node.ctr("images", "tag", "--force", images.BUSYBOX, "docker.io/library/busybox:latest")
         env = {"KUBECONFIG": self.node.kubeconfig,

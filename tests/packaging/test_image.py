@@ -1,5 +1,5 @@
 """packaging/container/build-image.sh: builds the shim's image from the build tree's binary
-(the Debian root is cached in the build directory), then loads the archive the way a user
+(the Debian root is cached in ~/.cache/xpu-k8s-shim-image), then loads the archive the way a user
 would, into podman and into containerd, each with storage of its own that is removed afterwards,
 and checks what a user sees: the chart's default reference listed, user 65534:65534, the
 entrypoint and command, and the shim answering from inside the image.
