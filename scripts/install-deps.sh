@@ -3,18 +3,19 @@
 #   build  compilers, the libraries, dbus-daemon and a Go of 1.21+: building and scripts/demo.sh
 #   test   build + GoogleTest, Python, and the Prometheus programs: scripts/test.sh
 #   ci     test + package and image builders and the boot-test tools: .ci/run's labelled suites
-# Usage: scripts/install-deps.sh [build|test|ci]   (default: test)
+#   bench  ci + nginx and wrk: bench/run (on demand, not part of .ci/run)
+# Usage: scripts/install-deps.sh [build|test|ci|bench]   (default: test)
 #
-# No tier enables or starts a service on this machine. Prometheus, node_exporter, podman and
-# containerd are servers whose Debian packages enable a unit; the tests only need their programs,
-# so those are taken out of the very .deb apt would install (apt-get download, dpkg-deb -x) into
-# /opt/xpu-test-tools/ and linked from /usr/local/bin. The other packages here ship no unit that
-# is enabled on install (dbus and systemd are already part of any Debian 12 with systemd).
+# No tier enables or starts a service on this machine. Prometheus, node_exporter, podman,
+# containerd, etcd and nginx are servers whose Debian packages enable a unit; the tests only need
+# their programs, so those are taken out of the very .deb apt would install (apt-get download,
+# dpkg-deb -x) into /opt/xpu-test-tools/ and linked from /usr/local/bin. The other packages here
+# ship no unit that is enabled on install (dbus and systemd are already part of any Debian 12 with systemd).
 set -eu
 tier=${1:-test}
 case "$tier" in
-  build | test | ci) ;;
-  *) echo "usage: $0 [build|test|ci]" >&2; exit 2 ;;
+  build | test | ci | bench) ;;
+  *) echo "usage: $0 [build|test|ci|bench]" >&2; exit 2 ;;
 esac
 cd "$(dirname "$0")/.."
 SUDO=""
@@ -26,7 +27,8 @@ apt_install() {
 }
 
 # extract_programs PACKAGE PROGRAM...: the package's files under /opt/xpu-test-tools/PACKAGE
-# (refreshed when apt's candidate version changes), its programs linked into /usr/local/bin.
+# (refreshed when apt's candidate version changes), its programs (from usr/bin, or usr/sbin for
+# a daemon such as nginx) linked into /usr/local/bin.
 tools_dir=/opt/xpu-test-tools
 extract_programs() {
   package=$1
@@ -45,7 +47,10 @@ extract_programs() {
     rm -rf "$download"
   fi
   for program in "$@"; do
-    $SUDO ln -sf "$dir/usr/bin/$program" "/usr/local/bin/$program"
+    path=$dir/usr/bin/$program
+    [ -x "$path" ] || path=$dir/usr/sbin/$program
+    [ -x "$path" ] || { echo "install-deps: $package has no usr/bin or usr/sbin/$program" >&2; exit 1; }
+    $SUDO ln -sf "$path" "/usr/local/bin/$program"
   done
 }
 
@@ -102,3 +107,12 @@ extract_programs containerd containerd ctr containerd-shim-runc-v2
 # Kubernetes and containerd 2 are built from the Go module proxy by the suite itself.
 apt_install runc containernetworking-plugins busybox-static iproute2
 extract_programs etcd-server etcd
+
+[ "$tier" = ci ] && exit 0
+
+# bench: bench/run's baselines. Debian 12's nginx-light is a metapackage over `nginx`, which holds
+# /usr/sbin/nginx and depends on nginx-common, whose postinst enables and starts nginx.service: so
+# only the program is taken out of `nginx` (bench/run starts it with its own configuration in a
+# temporary folder), with the libraries it links installed as packages. wrk ships no service.
+apt_install libpcre2-8-0 libssl3 zlib1g libcrypt1 wrk
+extract_programs nginx nginx
