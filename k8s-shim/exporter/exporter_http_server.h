@@ -40,6 +40,9 @@ class ExporterHttpServer {
  public:
   // Produces the /metrics body; called from the server's threads, several at a time.
   using MetricsSource = std::function<std::string()>;
+  // The same as shared, immutable bytes: sent without a copy, so a body built once can be
+  // served to every scrape until it changes.
+  using SharedMetricsSource = std::function<std::shared_ptr<const std::string>()>;
   // Produces the `/` page (HTML), likewise; without one `/` is a static page of links.
   using PageSource = std::function<std::string()>;
 
@@ -48,6 +51,11 @@ class ExporterHttpServer {
   // Binds and starts serving before returning; an error names the address and the cause.
   static xpu::Result<std::unique_ptr<ExporterHttpServer>> start(const ListenAddress& listen,
                                                                 MetricsSource metrics,
+                                                                Limits limits = Limits{},
+                                                                WebConfig web = WebConfig{},
+                                                                PageSource status_page = {});
+  static xpu::Result<std::unique_ptr<ExporterHttpServer>> start(const ListenAddress& listen,
+                                                                SharedMetricsSource metrics,
                                                                 Limits limits = Limits{},
                                                                 WebConfig web = WebConfig{},
                                                                 PageSource status_page = {});
@@ -66,13 +74,13 @@ class ExporterHttpServer {
 
  private:
   class Daemon;
-  ExporterHttpServer(ListenAddress listen, ListenSocket socket, MetricsSource metrics,
+  ExporterHttpServer(ListenAddress listen, ListenSocket socket, SharedMetricsSource metrics,
                      PageSource status_page, Limits limits);
   xpu::Result<std::unique_ptr<Daemon>> start_daemon(WebConfig web);
 
   const ListenAddress listen_;
   ListenSocket socket_;  // outlives every daemon: declared before daemon_
-  MetricsSource metrics_;
+  SharedMetricsSource metrics_;
   PageSource status_page_;
   Limits limits_;
   std::mutex reconfiguring_;

@@ -138,7 +138,15 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
 
   try {
     xpu::XpudClient xpud(xpu::ClientOptions{options.bus_address, kXpudCallTimeout});
-    xpud.watch([last_present = std::optional<bool>()](const xpu::DeviceView& view) mutable {
+    exporter::PodResourcesClient kubelet(podresources_socket, kListDeadline);
+    exporter::PodOwnersCache owners([&kubelet] { return kubelet.list(); }, kPodMapMaxAge,
+                                    exporter::PodMapBuilder(resource_domain));
+    exporter::Scraper scraper(xpud, owners);
+    // Every change the watcher reports (a card's health, a card added or gone, xpud leaving)
+    // tells the scraper that its cached body is out of date.
+    xpud.watch([view_changed = scraper.view_change_notifier(),
+                last_present = std::optional<bool>()](const xpu::DeviceView& view) mutable {
+      view_changed();
       if (last_present == view.xpud_present) return;
       last_present = view.xpud_present;
       if (view.xpud_present)
@@ -148,16 +156,13 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
         spdlog::warn("xpud is not on the bus; scrapes report xpu_exporter_xpud_up 0");
     });
 
-    exporter::PodResourcesClient kubelet(podresources_socket, kListDeadline);
-    exporter::PodOwnersCache owners([&kubelet] { return kubelet.list(); }, kPodMapMaxAge,
-                                    exporter::PodMapBuilder(resource_domain));
-    exporter::Scraper scraper(xpud, owners);
-
     // Declared last, so it stops (and finishes requests in flight) before what it uses goes.
     const bool tls = web.config.tls.has_value();
     const bool basic_auth = !web.config.basic_auth_users.empty();
     auto server = exporter::ExporterHttpServer::start(
-        *listen, [&scraper] { return scraper.scrape(); }, limits, web.config,
+        *listen,
+        exporter::ExporterHttpServer::SharedMetricsSource([&scraper] { return scraper.scrape_shared(); }),
+        limits, web.config,
         [&scraper] { return scraper.status_page(); });
     if (!server) {
       spdlog::error("{}", server.error());

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -22,6 +23,8 @@ class PodOwnersCache {
     bool up = false;  // the List behind `pods` answered; pods is empty otherwise
     PodMap pods;
     std::set<std::string> shared_cards;  // PodMapBuilder::cards_with_several_holders
+
+    bool operator==(const Owners&) const = default;
   };
 
   PodOwnersCache(Lister lister, std::chrono::milliseconds max_age, PodMapBuilder builder = PodMapBuilder())
@@ -30,7 +33,12 @@ class PodOwnersCache {
   // Thread-safe. Calls the lister when the last answer (or failure) is max_age older than `now`
   // (when the caller's scrape started); concurrent callers wait for that one call instead of
   // issuing their own.
-  Owners get(Clock::time_point now);
+  Owners get(Clock::time_point now) { return *get_shared(now); }
+
+  // The same, without copying the map: the object is replaced only when a List answer differs
+  // from the one before (or the kubelet stops or starts answering), so the pointer identifies
+  // the content and a scrape can tell from it alone whether the pod map changed.
+  std::shared_ptr<const Owners> get_shared(Clock::time_point now);
 
  private:
   Lister lister_;
@@ -38,7 +46,7 @@ class PodOwnersCache {
   std::mutex mutex_;  // guards everything below and serialises List calls
   PodMapBuilder builder_;
   std::optional<Clock::time_point> fetched_at_;
-  Owners owners_;
+  std::shared_ptr<const Owners> owners_ = std::make_shared<const Owners>();
 };
 
 }  // namespace shim::exporter

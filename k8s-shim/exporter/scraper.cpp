@@ -6,39 +6,63 @@
 #include "k8s-shim/exporter/status_page.h"
 
 namespace shim::exporter {
+namespace {
 
-Scraper::XpudSample Scraper::fetch(xpu::XpudClient& xpud) {
-  XpudSample sample{xpud.get_metrics(), std::nullopt};
-  if (!sample.metrics) return sample;
+double seconds_since(std::chrono::steady_clock::time_point started) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+}  // namespace
+
+Scraper::SharedSample Scraper::fetch(xpu::XpudClient& xpud) {
+  auto sample = std::make_shared<XpudSample>(XpudSample{xpud.get_metrics(), std::nullopt});
+  if (!sample->metrics) {
+    spdlog::debug("scrape: {}", sample->metrics.error());
+    return sample;
+  }
   auto processes = xpud.get_processes();
   if (processes)
-    sample.processes = std::move(*processes);
+    sample->processes = std::move(*processes);
   else
     spdlog::debug("scrape: {}", processes.error());
   return sample;
 }
 
-ScrapeInputs Scraper::gather() {
-  const auto started = std::chrono::steady_clock::now();
+ScrapeInputs Scraper::inputs_from(const XpudSample& sample, const PodOwnersCache::Owners& owners,
+                                  xpu::DeviceView view, double scrape_duration_seconds) {
   ScrapeInputs inputs;
-  auto sample = get_metrics_.run();
   if (sample.metrics) {
-    inputs.metrics = std::move(*sample.metrics);
-    inputs.processes = std::move(sample.processes);
-  } else {
-    spdlog::debug("scrape: {}", sample.metrics.error());
+    inputs.metrics = *sample.metrics;
+    inputs.processes = sample.processes;
   }
-  inputs.view = xpud_.current_view();
-  auto owners = pods_.get(started);
+  inputs.view = std::move(view);
   inputs.podresources_up = owners.up;
-  inputs.pods = std::move(owners.pods);
-  inputs.shared_cards = std::move(owners.shared_cards);
-  inputs.scrape_duration_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  inputs.pods = owners.pods;
+  inputs.shared_cards = owners.shared_cards;
+  inputs.scrape_duration_seconds = scrape_duration_seconds;
   return inputs;
 }
 
-std::string Scraper::scrape() { return render_text(build_families(gather())); }
+ScrapeInputs Scraper::gather() {
+  const auto started = std::chrono::steady_clock::now();
+  auto sample = get_metrics_.run();
+  auto view = xpud_.current_view();
+  auto owners = pods_.get_shared(started);
+  return inputs_from(*sample, *owners, std::move(view), seconds_since(started));
+}
+
+std::shared_ptr<const std::string> Scraper::scrape_shared() {
+  const auto started = std::chrono::steady_clock::now();
+  auto sample = get_metrics_.run();
+  const auto view_generation = view_generation_->load(std::memory_order_acquire);
+  auto owners = pods_.get_shared(started);
+  // The time spent collecting what the body shows: the scrape that built it.
+  const double collected_in = seconds_since(started);
+  return bodies_.get({sample, owners, view_generation}, [&] {
+    return render_text(
+        build_families(inputs_from(*sample, *owners, xpud_.current_view(), collected_in)));
+  });
+}
 
 std::string Scraper::status_page() {
   StatusPageOptions options;

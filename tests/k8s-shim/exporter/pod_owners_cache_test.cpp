@@ -74,5 +74,26 @@ TEST(PodOwnersCache, CallerThatStartedBeforeTheLastListUsesItsAnswer) {
   EXPECT_EQ(kubelet.calls, 1u);
 }
 
+// get_shared's object stands for its content: kept while List answers the same, replaced when
+// the answer (or the kubelet's being up) changes. The /metrics body cache relies on it.
+TEST(PodOwnersCache, SharedOwnersAreReplacedOnlyWhenTheAnswerChanges) {
+  ScriptedKubelet kubelet{{one_pod("demo", "uuid-a"), one_pod("demo", "uuid-a"),
+                           one_pod("later", "uuid-a"), xpu::Error{"connection refused"},
+                           xpu::Error{"connection refused"}}};
+  PodOwnersCache cache([&kubelet] { return kubelet(); }, 2000ms);
+  const auto t0 = PodOwnersCache::Clock::time_point{} + 1h;
+
+  auto demo = cache.get_shared(t0);
+  EXPECT_EQ(cache.get_shared(t0 + 2s), demo);  // asked again, same answer
+  auto later = cache.get_shared(t0 + 4s);
+  EXPECT_NE(later, demo);
+  EXPECT_EQ(later->pods.at("uuid-a").pod, "later");
+  auto down = cache.get_shared(t0 + 6s);
+  EXPECT_NE(down, later);
+  EXPECT_FALSE(down->up);
+  EXPECT_EQ(cache.get_shared(t0 + 8s), down);  // still down
+  EXPECT_EQ(kubelet.calls, 5u);
+}
+
 }  // namespace
 }  // namespace shim::exporter
