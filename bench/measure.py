@@ -8,6 +8,7 @@ import os
 import re
 import statistics
 import subprocess
+import sys
 import threading
 import time
 
@@ -67,6 +68,17 @@ def memory_kib(pid):
             if key in ("VmRSS", "RssAnon", "RssFile", "VmHWM", "Threads"):
                 values[key] = int(rest.split()[0])
     return values
+
+
+def library_load_cost(binary):
+    """How many shared libraries `binary` needs, and how many KiB of file-backed RSS loading them
+    costs an idle process that runs nothing of them (bench/load-libraries.py)."""
+    command = [sys.executable, os.path.join(HERE, "load-libraries.py"), binary]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        raise BenchError(f"{' '.join(command)} failed:\n{result.stderr[-1500:]}")
+    count, kib = (int(word) for word in result.stdout.split())
+    return count, kib, command
 
 
 def cpu_seconds(pid):

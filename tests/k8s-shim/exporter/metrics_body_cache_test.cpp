@@ -109,12 +109,15 @@ TEST(MetricsBodyCache, ViewChangeGivesANewBody) {
   auto sample = sample_with_temperature(45);
   auto owners = std::make_shared<const PodOwnersCache::Owners>();
 
-  auto healthy = cache.get({sample, owners, 1}, [&] { return render(*sample, *owners, one_card(true)); });
+  auto healthy =
+      cache.get({sample, owners, 1}, [&] { return render(*sample, *owners, one_card(true)); });
   // The watcher reported a change (the card became Unhealthy): the generation moved on.
   auto unhealthy =
       cache.get({sample, owners, 2}, [&] { return render(*sample, *owners, one_card(false)); });
-  EXPECT_THAT(*healthy, HasSubstr("\nxpu_healthy{xpu=\"0\",uuid=\"uuid-0\",model=\"R200\",pci_bus_id=\"0000:30:00.0\"} 1\n"));
-  EXPECT_THAT(*unhealthy, HasSubstr("\nxpu_healthy{xpu=\"0\",uuid=\"uuid-0\",model=\"R200\",pci_bus_id=\"0000:30:00.0\"} 0\n"));
+  const std::string series =
+      "\nxpu_healthy{xpu=\"0\",uuid=\"uuid-0\",model=\"R200\",pci_bus_id=\"0000:30:00.0\"} ";
+  EXPECT_THAT(*healthy, HasSubstr(series + "1\n"));
+  EXPECT_THAT(*unhealthy, HasSubstr(series + "0\n"));
   EXPECT_EQ(cache.builds(), 2u);
 }
 

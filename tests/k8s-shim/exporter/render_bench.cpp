@@ -1,7 +1,8 @@
 // What building one /metrics body costs, split into its two steps: the families (our code, the
 // prometheus-cpp model) and prometheus-cpp's text serialiser, for 8 and 64 cards shaped like the
 // sim backend's (every metric present, every other card held by a pod). bench/run reports it
-// beside the cost of serving a cached body. Run: build-bench/tests/k8s-shim/exporter/exporter_render_bench
+// beside the cost of serving a cached body.
+// Run: build-bench/tests/k8s-shim/exporter/exporter_render_bench
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
