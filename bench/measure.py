@@ -159,15 +159,38 @@ def scrape_new_connection(port):
         connection.close()
 
 
-def scrapes_with_health_flaps(port, xpud, count, flap_every):
-    """`count` scrapes, each on a new connection (so every server thread builds bodies in turn),
-    with card 1's health flipped every `flap_every` scrapes so that the body is built again and
-    again rather than served from the cache only."""
-    for n in range(count):
+def scrapes_with_health_flaps(port, xpud, start, count, flap_every):
+    """Scrapes number start+1 to start+count, each on a new connection (so every server thread
+    builds bodies in turn), with card 1's health flipped every `flap_every` scrapes so that the
+    body is built again and again rather than served from the cache only."""
+    for n in range(start, start + count):
         if n % flap_every == 0:
             xpud.bus.set_health(1, "Unhealthy" if (n // flap_every) % 2 == 0 else "Healthy", "bench flap")
         scrape_new_connection(port)
+
+
+def memory_over_scrapes(pid, port, xpud, marks, flap_every, samples=10, spacing=10):
+    """RSS around each mark (a number of scrapes): memory_kib() read after every `spacing`-th of
+    the last samples*spacing scrapes up to the mark. Between body builds (each followed by a trim)
+    the server's other work touches a few hundred KiB that the next trim returns, so one reading
+    depends on where in that cycle it falls; the median of several does not.
+    Returns {mark: {"median": {...}, "low": VmRSS, "high": VmRSS}}."""
+    done, readings = 0, {}
+    for mark in marks:
+        window_start = max(done, mark - samples * spacing)
+        scrapes_with_health_flaps(port, xpud, done, window_start - done, flap_every)
+        done = window_start
+        taken = []
+        while done < mark:
+            step = min(spacing, mark - done)
+            scrapes_with_health_flaps(port, xpud, done, step, flap_every)
+            done += step
+            taken.append(memory_kib(pid))
+        taken.sort(key=lambda memory: memory["VmRSS"])
+        readings[mark] = {"median": taken[len(taken) // 2], "low": taken[0]["VmRSS"],
+                          "high": taken[-1]["VmRSS"], "samples": len(taken)}
     xpud.bus.set_health(1, "Healthy", "bench flap over")
+    return readings
 
 
 def health_latency(plugin, count, card=3):
