@@ -45,14 +45,17 @@ def tool_version(command):
 
 class Table:
     """Rows of: what, figure, baseline measured in the same run, ratio, target and whether it
-    holds, and the command that reproduces the figure."""
+    holds; each row also records the bench/run section that takes it and how (the command or
+    the reading behind the figure)."""
 
     def __init__(self):
         self.rows = []
+        self.section = None  # set by bench/run before each section runs
 
     def add(self, what, figure, baseline="", ratio="", target="", holds=None, command=""):
         verdict = "" if holds is None else ("holds" if holds else "MISSED")
-        self.rows.append((what, figure, baseline, ratio, f"{target} {verdict}".strip(), command))
+        self.rows.append((what, figure, baseline, ratio, f"{target} {verdict}".strip(), command,
+                          self.section))
 
     def missed(self):
         return [row[0] for row in self.rows if row[4].endswith("MISSED")]
@@ -72,13 +75,17 @@ class Table:
         lines = ["| what | figure | baseline (same run) | ratio | target |", "|---|---|---|---|---|"]
         for row in self.rows:
             lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row[:5]) + " |")
-        lines.append("")
-        lines.append("Commands (after `bench/run --only SECTION` has started what they talk to, or as")
-        lines.append("`bench/run` runs them; ports are the kernel's picks of that run):")
-        lines.append("")
-        for row in self.rows:
-            if row[5]:
-                lines.append(f"- {row[0]}: `{row[5]}`")
+        lines += ["", "### How each figure is taken", "",
+                  "`bench/run --only SECTION` reruns one section (and starts what it needs); inside it, "
+                  "each figure comes from the command or reading below (process IDs and ports are "
+                  "those of this run).", ""]
+        for section in dict.fromkeys(row[6] for row in self.rows):
+            lines.append(f"`bench/run --only {section}`:")
+            lines.append("")
+            for row in self.rows:
+                if row[6] == section and row[5]:
+                    lines.append(f"- {row[0]}: {row[5]}")
+            lines.append("")
         return "\n".join(lines)
 
 
