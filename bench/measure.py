@@ -54,9 +54,9 @@ def median_of(runs, field):
     return statistics.median(run[field] for run in runs)
 
 
-def paired_ratio(numerator_runs, denominator_runs, field):
-    """Median over rounds of numerator/denominator, each pair taken in the same round."""
-    return statistics.median(n[field] / d[field] for n, d in zip(numerator_runs, denominator_runs))
+def paired_ratios(numerator_runs, denominator_runs, field):
+    """numerator/denominator for each round, both taken in the same round, sorted."""
+    return sorted(n[field] / d[field] for n, d in zip(numerator_runs, denominator_runs))
 
 
 def memory_kib(pid):
