@@ -12,20 +12,21 @@ import sys
 import threading
 import time
 
+import stack
 from stack import BenchError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WRK_SCRIPT = os.path.join(HERE, "wrk-report.lua")
 
 
-def wrk_command(url, seconds):
-    return ["wrk", "-t1", "-c1", f"-d{seconds}s", "--latency", url]
+def wrk_command(url, seconds, cpu):
+    return stack.on_cpu(cpu, ["wrk", "-t1", "-c1", f"-d{seconds}s", "--latency", url])
 
 
-def wrk(url, seconds):
-    """One `wrk -t1 -c1 --latency` run (one keep-alive connection for `seconds`): its p50 and p99
-    in microseconds and its request count. Any error or non-2xx answer fails the run."""
-    command = wrk_command(url, seconds) + ["-s", WRK_SCRIPT]
+def wrk(url, seconds, cpu):
+    """One `wrk -t1 -c1 --latency` run (one keep-alive connection for `seconds`), on `cpu`: its
+    p50 and p99 in microseconds and its request count. Any error or non-2xx answer fails it."""
+    command = wrk_command(url, seconds, cpu) + ["-s", WRK_SCRIPT]
     result = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 30)
     found = re.search(r"^BENCH (.*)$", result.stdout, re.M)
     if result.returncode != 0 or not found:
@@ -38,14 +39,14 @@ def wrk(url, seconds):
     return fields
 
 
-def latency_rounds(targets, rounds, seconds, progress):
+def latency_rounds(targets, rounds, seconds, cpu, progress):
     """wrk on every target in turn, `rounds` times, the order rotated each round so that no
     target always runs first or after the same neighbour: {key: [wrk fields per round]}."""
     results = {key: [] for key, _ in targets}
     for round_index in range(rounds):
         shift = round_index % len(targets)
         for key, url in targets[shift:] + targets[:shift]:
-            results[key].append(wrk(url, seconds))
+            results[key].append(wrk(url, seconds, cpu))
         progress(f"scrape latency: round {round_index + 1} of {rounds} done")
     return results
 

@@ -41,6 +41,11 @@ def wait_until(seconds, condition, what):
         time.sleep(0.02)
 
 
+def on_cpu(cpu, argv):
+    """argv run by taskset on one CPU (all its threads and children), or as it is for None."""
+    return argv if cpu is None else ["taskset", "-c", str(cpu)] + argv
+
+
 def free_loopback_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -191,11 +196,11 @@ class Exporter:
     """`xpu-k8s-shim exporter` on a loopback port the kernel picks, ready once it shows every card
     with pod labels."""
 
-    def __init__(self, run, binary, xpud, podresources, name):
+    def __init__(self, run, binary, xpud, podresources, name, cpu=None):
         self.name = name
-        self.process = run.start(name, [binary, "--bus-address", xpud.bus.address, "exporter",
-                                        "--listen", "127.0.0.1:0",
-                                        "--podresources-socket", podresources.socket])
+        self.process = run.start(name, on_cpu(cpu, [binary, "--bus-address", xpud.bus.address, "exporter",
+                                                    "--listen", "127.0.0.1:0",
+                                                    "--podresources-socket", podresources.socket]))
         self.pid = self.process.pid
         log = run.path(name + ".log")
 
@@ -221,7 +226,7 @@ class Nginx:
     bytes) on loopback with keep-alive, as Debian's nginx.conf sets it up (sendfile, tcp_nopush)
     but without an access log."""
 
-    def __init__(self, run, binary, files):
+    def __init__(self, run, binary, files, cpu=None):
         prefix = run.path("nginx")
         root = os.path.join(prefix, "www")
         os.makedirs(os.path.join(prefix, "temp"))
@@ -261,7 +266,7 @@ http {{
   }}
 }}
 """)
-        self.command = [binary, "-p", prefix + "/", "-c", config, "-e", prefix + "/error.log"]
+        self.command = on_cpu(cpu, [binary, "-p", prefix + "/", "-c", config, "-e", prefix + "/error.log"])
         self.process = run.start("nginx", self.command)
         first = next(iter(files))
         wait_until(10, lambda: run.check_running("nginx", self.process) or self._serves(first, files[first]),
@@ -280,10 +285,11 @@ http {{
 class NodeExporter:
     """Debian's node_exporter with its default collectors, on loopback."""
 
-    def __init__(self, run, binary):
+    def __init__(self, run, binary, cpu=None):
         self.port = free_loopback_port()
         self.url = f"http://127.0.0.1:{self.port}/metrics"
-        self.process = run.start("node_exporter", [binary, f"--web.listen-address=127.0.0.1:{self.port}"])
+        self.process = run.start("node_exporter",
+                                 on_cpu(cpu, [binary, f"--web.listen-address=127.0.0.1:{self.port}"]))
         self.pid = self.process.pid
         wait_until(10, lambda: run.check_running("node_exporter", self.process) or http_answers(self.url),
                    "node_exporter serving /metrics")
