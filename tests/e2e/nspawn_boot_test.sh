@@ -5,11 +5,10 @@
 # watchdog and a clean stop.
 #
 # Usage: nspawn_boot_test.sh BUILD_DIR
-# The debootstrap root is cached in BUILD_DIR/e2e-root-cache (about 2.5 minutes to make).
+# The debootstrap root is made once and cached in BUILD_DIR/e2e-root-cache (debian_root.sh).
 set -euo pipefail
 
 build=$(realpath "$1")
-cache="$build/e2e-root-cache"
 work=$(mktemp -d /var/tmp/xpu-e2e.XXXXXX)
 nspawn_pid=""
 leader=""
@@ -51,18 +50,9 @@ for tool in systemd-nspawn debootstrap nsenter; do
   command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install systemd-container debootstrap)"; exit 1; }
 done
 
-# procps provides the kill(1) of ExecReload (a dependency of the xpud package).
-packages=systemd,systemd-sysv,dbus,procps,libsdbus-c++1,libinih1,libspdlog1.10,libfmt9,passwd
-if [ ! -f "$cache/stamp" ] || [ "$(cat "$cache/stamp")" != "$packages" ]; then
-  log "creating the Debian 12 root (debootstrap, cached in $cache)"
-  rm -rf "$cache"
-  mkdir -p "$cache"
-  debootstrap --variant=minbase --include="$packages" bookworm "$cache/root" http://deb.debian.org/debian \
-    >"$cache/debootstrap.log" 2>&1 || { tail -20 "$cache/debootstrap.log"; exit 1; }
-  echo "$packages" >"$cache/stamp"
-fi
+base=$("$(dirname "$0")"/debian_root.sh "$build")
 root="$work/root"
-cp -a "$cache/root" "$root"
+cp -a "$base" "$root"
 
 log "installing xpud into the root as the packages do"
 DESTDIR="$root" cmake --install "$build" --prefix /usr >"$work/install.log"
