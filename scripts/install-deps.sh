@@ -2,7 +2,7 @@
 # Installs what a caller needs on Debian 12, in tiers (run as root; uses sudo otherwise):
 #   build  compilers, the libraries, dbus-daemon and a Go of 1.21+: building and scripts/demo.sh
 #   test   build + GoogleTest, Python, and the Prometheus programs: scripts/test.sh
-#   ci     test + package and image builders and the boot-test tools: .ci/run's labelled suites
+#   ci     test + package and image builders, the boot-test tools and ccache: .ci/run
 #   bench  ci + nginx and wrk: bench/run (on demand, not part of .ci/run)
 # Usage: scripts/install-deps.sh [build|test|ci|bench]   (default: test)
 #
@@ -10,7 +10,8 @@
 # containerd, etcd and nginx are servers whose Debian packages enable a unit; the tests only need
 # their programs, so those are taken out of the very .deb apt would install (apt-get download,
 # dpkg-deb -x) into /opt/xpu-test-tools/ and linked from /usr/local/bin. The other packages here
-# ship no unit that is enabled on install (dbus and systemd are already part of any Debian 12 with systemd).
+# ship no unit that is enabled on install (dbus and systemd are part of any Debian 12 with
+# systemd).
 set -eu
 tier=${1:-test}
 case "$tier" in
@@ -107,6 +108,9 @@ extract_programs containerd containerd ctr containerd-shim-runc-v2
 # Kubernetes and containerd 2 are built from the Go module proxy by the suite itself.
 apt_install runc containernetworking-plugins busybox-static iproute2
 extract_programs etcd-server etcd
+# The compiler cache .ci/run builds through (scripts/test.sh, XPU_CCACHE_DIR), so that the
+# fresh-machine test's builds in a new root (tests/fresh) reuse this run's instead of compiling again.
+apt_install ccache
 
 [ "$tier" = ci ] && exit 0
 

@@ -4,6 +4,11 @@
 #   --no-deps  skip the apt step
 #   --fast     skip the sanitizer build
 # XPU_TEST_LABELS (a ctest -L regex) adds the labelled slow suites, e.g. XPU_TEST_LABELS='packaging|e2e|hostile'.
+# XPU_TEST_LAST_LABELS (a ctest -L regex) runs those suites last, after the sanitizer pass, e.g.
+#   fresh (the fresh-machine test, whose builds reuse the compiler cache this run filled).
+# XPU_CCACHE_DIR (a directory) compiles through ccache with that cache, keyed on the compiler's
+#   content and on paths relative to this checkout, so that another checkout at the same path (the
+#   fresh-machine test's root) hits what this run compiled. It takes effect in a new build directory.
 set -eu
 cd "$(dirname "$0")/.."
 deps=1 fast=0
@@ -14,13 +19,25 @@ for arg in "$@"; do
     *) echo "usage: $0 [--no-deps] [--fast]" >&2; exit 2 ;;
   esac
 done
-# The labelled suites (packaging, boot) need the ci tier's tools; the default set the test tier's.
+# The labelled suites (packaging, boot, fresh machine) and the compiler cache need the ci tier's
+# tools; the default set the test tier's.
 if [ "$deps" -eq 1 ]; then
-  if [ -n "${XPU_TEST_LABELS:-}" ]; then scripts/install-deps.sh ci; else scripts/install-deps.sh test; fi
+  if [ -n "${XPU_TEST_LABELS:-}${XPU_TEST_LAST_LABELS:-}${XPU_CCACHE_DIR:-}" ]; then
+    scripts/install-deps.sh ci
+  else
+    scripts/install-deps.sh test
+  fi
+fi
+if [ -n "${XPU_CCACHE_DIR:-}" ]; then
+  command -v ccache >/dev/null 2>&1 ||
+    { echo "test.sh: XPU_CCACHE_DIR is set but ccache is missing (scripts/install-deps.sh ci installs it)" >&2; exit 1; }
+  mkdir -p "$XPU_CCACHE_DIR"
+  export CCACHE_DIR="$XPU_CCACHE_DIR" CCACHE_BASEDIR="$(pwd)" CCACHE_NOHASHDIR=1 CCACHE_COMPILERCHECK=content
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
 fi
 
 jobs=$(nproc)
-slow_labels='slow|packaging|e2e|bench|hostile'
+slow_labels='slow|packaging|e2e|bench|hostile|fresh'
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build -j"$jobs"
@@ -39,4 +56,10 @@ if [ "$fast" -eq 0 ]; then
   # detect_leaks stays on; the abandoned driver thread of a hung-call test is joined before exit.
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
      ctest -j"$jobs" --output-on-failure --timeout 600 -LE "$slow_labels")
+fi
+
+if [ -n "${XPU_TEST_LAST_LABELS:-}" ]; then
+  echo "== last: ${XPU_TEST_LAST_LABELS} =="
+  # -V: the fresh-machine test's report (its steps, their times, the packages each tier added).
+  (cd build && ctest -j1 -V --timeout 3600 -L "$XPU_TEST_LAST_LABELS")
 fi
