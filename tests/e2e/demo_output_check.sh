@@ -12,22 +12,22 @@ set -eu
 out=$1 root=${2:-}
 failed=0
 expect() {
-  grep -q -- "$2" "$out" || { echo "demo output: no $1 (no line matching: $2)"; failed=1; }
+  grep -q -- "$2" "$out" || { echo "demo output lacks $1 (no line matching: $2)"; failed=1; }
 }
 expect_count() {
   n=$(grep -c -- "$3" "$out" || true)
   [ "$n" -eq "$2" ] || { echo "demo output: $n lines of $1, expected $2 (lines matching: $3)"; failed=1; }
 }
 
-expect "eight healthy cards in xpuctl" '8 devices, 8 healthy'
-expect "registration with the kubelet" 'registered: kunlunxin.com/xpu'
-expect "allocation of two cards" '^  devices: [^ ]* [^ ]*$'
+expect "xpuctl listing eight healthy cards" '8 devices, 8 healthy'
+expect "the device plugin's registration with the kubelet" 'registered: kunlunxin.com/xpu'
+expect "the allocation of two cards" '^  devices: [^ ]* [^ ]*$'
 expect "XPU_VISIBLE_DEVICES for two cards" '^  env XPU_VISIBLE_DEVICES=[0-9],[0-9]$'
 expect_count "card device nodes" 2 '^  device node: /dev/xpu[0-9] -> /dev/xpu[0-9]$'
 for file in token ca.crt namespace kubeconfig; do
-  expect "token sync file $file" " $file\$"
+  expect "the token sync's file $file" " $file\$"
 done
-expect "metrics from the exporter" '^xpu_memory_used_bytes{'
+expect "the exporter's metrics" '^xpu_memory_used_bytes{'
 expect "the fault in xpuctl" 'Health *Unhealthy (demo fault)'
 expect "the fault in /metrics" '^xpu_healthy{xpu="3".*} 0$'
 expect "the fault in ListAndWatch" '8 devices; .* Unhealthy'
