@@ -183,6 +183,9 @@ Suites: bookworm-security
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
+# The root is thrown away after the test: dpkg need not sync every file it unpacks (as in Debian's
+# container images). A third less time for the tiers' packages.
+echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/xpu-fresh-unsafe-io"
 mkdir -p "$root/usr/local/share/ca-certificates"
 cas=()
 for ca in /usr/local/share/ca-certificates/*.crt; do
