@@ -184,7 +184,7 @@ Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
 # The root is thrown away after the test: dpkg need not sync every file it unpacks (as in Debian's
-# container images). A third less time for the tiers' packages.
+# container images; the build tier in 34 s instead of 40 s on an idle machine).
 echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/xpu-fresh-unsafe-io"
 mkdir -p "$root/usr/local/share/ca-certificates"
 cas=()
@@ -248,8 +248,8 @@ if [ "${#passed[@]}" -ne 2 ] || [ "$(grep -c '^100% tests passed, 0 tests failed
   step_fail test "expected two summaries (plain, then ASan+UBSan) saying 100% passed, got: $(printf '[%s] ' "${passed[@]}")"
 fi
 say "ok: the test suite: ${passed[0]}; under ASan+UBSan: ${passed[1]}"
-not_run=$(sed -n '/^The following tests did not run:/,/^$/p' "$work/test.out")
-[ -z "$not_run" ] || say "note: $not_run"
+not_run=$(grep -E '^[[:space:]]*[0-9]+ - .* \((Skipped|Not Run|Disabled)\)$' "$work/test.out" | sed 's/^[[:space:]]*[0-9]* - //' | sort -u)
+[ -z "$not_run" ] || say "note: ctest did not run:" $not_run
 
 mkdir -p "$root/etc/xpud"
 printf '%s\n' "$example" >"$root/etc/xpud/xpud.conf"
