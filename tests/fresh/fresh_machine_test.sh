@@ -20,8 +20,11 @@
 #     CCACHE_*, as scripts/test.sh exports them under XPU_CCACHE_DIR): ccache is installed in the
 #     root as test setup and the environment carries the launcher, so the README's commands stay
 #     as written. Without one the root's two builds (plain and ASan) run cold, about 20 min more;
-#   - Go's build and module caches (the module cache also holds the toolchain scripts/go fetches);
-#   - apt's /var/cache/apt/archives.
+#   - Go's build and module caches (the module cache also holds the toolchain scripts/go fetches).
+# apt's archive (/var/cache/apt/archives) is shared by hard links instead: this machine's packages
+# are linked into the root before the steps and what the root downloads is linked back after each,
+# so nothing is downloaded twice, and the root's apt never takes this machine's apt's lock (a
+# bind-mounted archive made either fail at once while the other ran).
 # Each step runs in its own systemd-nspawn (not booted, host network), whose mounts and processes
 # end with it.
 #
@@ -88,7 +91,13 @@ stamp() {
 raw() { sed 's/^\[[0-9]*:[0-9]*\] //' "$logs/$1.log"; }
 
 packages() { dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${db:Status-Abbrev}\n' | grep -c '^ii'; }
-archived() { find /var/cache/apt/archives -maxdepth 1 -name '*.deb' | wc -l; }
+archived() { find "$root/var/cache/apt/archives" -maxdepth 1 -name '*.deb' | wc -l; }
+# link_debs FROM TO: the .deb files of apt's archive FROM that TO lacks, as hard links (copies
+# where the two are on different file systems).
+link_debs() {
+  find "$1" -maxdepth 1 -name '*.deb' -exec cp --link --no-clobber -t "$2" {} + 2>/dev/null ||
+    find "$1" -maxdepth 1 -name '*.deb' -exec cp --no-clobber -t "$2" {} +
+}
 duration() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
 summary=()
@@ -118,7 +127,8 @@ in_root() {
   stamp_pid=""
   step_seconds=$((SECONDS - started))
   local added=$(($(packages) - before_packages)) fetched=$(($(archived) - before_archived))
-  say "step '$step': exit $step_rc after $(duration "$step_seconds"); $added packages added, $fetched .deb files new in apt's archive"
+  link_debs "$root/var/cache/apt/archives" /var/cache/apt/archives
+  say "step '$step': exit $step_rc after $(duration "$step_seconds"); $added packages added, $fetched downloaded"
   summary+=("$(printf '%-8s %8s %6s' "$step" "$(duration "$step_seconds")" "$added")")
   if [ -f "$root/var/log/ccache-$step.log" ]; then
     local hits
@@ -195,7 +205,9 @@ for ca in /usr/local/share/ca-certificates/*.crt; do
 done
 
 # What the root's steps share with this machine: the caches, at the same paths.
-nspawn_args=(--bind=/var/cache/apt/archives --setenv=LANG=C.UTF-8)
+link_debs /var/cache/apt/archives "$root/var/cache/apt/archives"
+say "apt's archive: $(archived) packages from this machine's"
+nspawn_args=(--setenv=LANG=C.UTF-8)
 setup_packages=ca-certificates
 if [ "$(basename "${CMAKE_CXX_COMPILER_LAUNCHER:-none}")" = ccache ] && command -v ccache >/dev/null; then
   ccache_dir=$(ccache -k cache_dir)
