@@ -38,30 +38,31 @@ struct Response {
   std::string_view content_security_policy = {};  // sent when not empty
   bool allow_header = false;      // 405 says which methods are allowed
   bool ask_for_password = false;  // 401 names the scheme and realm
-  std::shared_ptr<const std::string> shared_body = {};  // sent instead of `body` when set
+  std::optional<MetricsBody> metrics_body = std::nullopt;  // sent instead of `body` when set
 };
 
 Response plain(unsigned status, std::string body) {
   return Response{status, kPlainText, std::move(body)};
 }
 
-// A shared body is lent to MHD, which holds one reference until it has sent the reply.
-MHD_Response* response_from_shared(std::shared_ptr<const std::string> body) {
-  auto reference = std::make_unique<std::shared_ptr<const std::string>>(std::move(body));
-  const std::string& bytes = **reference;
-  MHD_Response* response = MHD_create_response_from_buffer_with_free_callback_cls(
-      bytes.size(), const_cast<char*>(bytes.data()),
-      [](void* held) { delete static_cast<std::shared_ptr<const std::string>*>(held); },
-      reference.get());
-  if (response != nullptr) reference.release();  // MHD's now, freed by the callback
+// A /metrics body is lent to MHD as it is, kept bytes and tail (no copy); MHD frees it through
+// the callback once it has sent the reply.
+MHD_Response* response_from_metrics_body(MetricsBody body) {
+  auto held = std::make_unique<MetricsBody>(std::move(body));
+  const MHD_IoVec parts[] = {{held->kept->data(), held->kept->size()},
+                             {held->tail.data(), held->tail.size()}};
+  MHD_Response* response = MHD_create_response_from_iovec(
+      parts, held->tail.empty() ? 1 : 2,
+      [](void* lent) { delete static_cast<MetricsBody*>(lent); }, held.get());
+  if (response != nullptr) held.release();  // MHD's now, freed by the callback
   return response;
 }
 
 MHD_Result send(MHD_Connection* connection, const Response& reply) {
   // MHD leaves the body out of a reply to HEAD by itself, keeping Content-Length.
   MHD_Response* response =
-      reply.shared_body
-          ? response_from_shared(reply.shared_body)
+      reply.metrics_body
+          ? response_from_metrics_body(*reply.metrics_body)
           : MHD_create_response_from_buffer(reply.body.size(), const_cast<char*>(reply.body.data()),
                                             MHD_RESPMEM_MUST_COPY);
   if (response == nullptr) return MHD_NO;
@@ -133,7 +134,7 @@ bool has_body(MHD_Connection* connection) {
 // whole daemon, so a request never sees half of an old and half of a new configuration.
 class ExporterHttpServer::Daemon {
  public:
-  Daemon(const SharedMetricsSource& metrics, const PageSource& status_page, WebConfig web,
+  Daemon(const MetricsBodySource& metrics, const PageSource& status_page, WebConfig web,
          std::chrono::milliseconds head_timeout)
       : metrics_(metrics),
         status_page_(status_page),
@@ -261,8 +262,8 @@ class ExporterHttpServer::Daemon {
         return page;
       }
       Response scrape{MHD_HTTP_OK, kTextContentType, {}};
-      scrape.shared_body = metrics_();
-      if (!scrape.shared_body) throw std::runtime_error("the metrics source returned no body");
+      scrape.metrics_body = metrics_();
+      if (!scrape.metrics_body->kept) throw std::runtime_error("the metrics source returned no body");
       return scrape;
     } catch (const std::exception& e) {
       // A scrape fails; the server keeps going.
@@ -294,7 +295,7 @@ class ExporterHttpServer::Daemon {
     return response;
   }
 
-  const SharedMetricsSource& metrics_;
+  const MetricsBodySource& metrics_;
   const PageSource& status_page_;
   const WebConfig web_;
   HeadDeadline head_deadline_;  // outlives the MHD daemon, which calls into it until stopped
@@ -302,7 +303,7 @@ class ExporterHttpServer::Daemon {
 };
 
 ExporterHttpServer::ExporterHttpServer(ListenAddress listen, ListenSocket socket,
-                                       SharedMetricsSource metrics, PageSource status_page,
+                                       MetricsBodySource metrics, PageSource status_page,
                                        Limits limits)
     : listen_(std::move(listen)),
       socket_(std::move(socket)),
@@ -330,14 +331,14 @@ xpu::Result<std::unique_ptr<ExporterHttpServer::Daemon>> ExporterHttpServer::sta
 xpu::Result<std::unique_ptr<ExporterHttpServer>> ExporterHttpServer::start(
     const ListenAddress& listen, MetricsSource metrics, Limits limits, WebConfig web,
     PageSource status_page) {
-  SharedMetricsSource shared = [metrics = std::move(metrics)] {
-    return std::make_shared<const std::string>(metrics());
+  MetricsBodySource whole = [metrics = std::move(metrics)] {
+    return MetricsBody{std::make_shared<const std::string>(metrics()), {}};
   };
-  return start(listen, std::move(shared), limits, std::move(web), std::move(status_page));
+  return start(listen, std::move(whole), limits, std::move(web), std::move(status_page));
 }
 
 xpu::Result<std::unique_ptr<ExporterHttpServer>> ExporterHttpServer::start(
-    const ListenAddress& listen, SharedMetricsSource metrics, Limits limits, WebConfig web,
+    const ListenAddress& listen, MetricsBodySource metrics, Limits limits, WebConfig web,
     PageSource status_page) {
   auto socket = open_listen_socket(listen);
   if (!socket) return xpu::Error{socket.error()};

@@ -16,6 +16,7 @@
 #include "common/result.h"
 #include "k8s-shim/exporter/listen_address.h"
 #include "k8s-shim/exporter/listen_socket.h"
+#include "k8s-shim/exporter/metrics_body_cache.h"
 #include "k8s-shim/exporter/web_config.h"
 
 namespace shim::exporter {
@@ -40,9 +41,9 @@ class ExporterHttpServer {
  public:
   // Produces the /metrics body; called from the server's threads, several at a time.
   using MetricsSource = std::function<std::string()>;
-  // The same as shared, immutable bytes: sent without a copy, so a body built once can be
-  // served to every scrape until it changes.
-  using SharedMetricsSource = std::function<std::shared_ptr<const std::string>()>;
+  // The same in two parts (MetricsBody): the kept bytes are sent without a copy, so a body built
+  // once can be served to every scrape until it changes, followed by the scrape's own tail.
+  using MetricsBodySource = std::function<MetricsBody()>;
   // Produces the `/` page (HTML), likewise; without one `/` is a static page of links.
   using PageSource = std::function<std::string()>;
 
@@ -55,7 +56,7 @@ class ExporterHttpServer {
                                                                 WebConfig web = WebConfig{},
                                                                 PageSource status_page = {});
   static xpu::Result<std::unique_ptr<ExporterHttpServer>> start(const ListenAddress& listen,
-                                                                SharedMetricsSource metrics,
+                                                                MetricsBodySource metrics,
                                                                 Limits limits = Limits{},
                                                                 WebConfig web = WebConfig{},
                                                                 PageSource status_page = {});
@@ -74,13 +75,13 @@ class ExporterHttpServer {
 
  private:
   class Daemon;
-  ExporterHttpServer(ListenAddress listen, ListenSocket socket, SharedMetricsSource metrics,
+  ExporterHttpServer(ListenAddress listen, ListenSocket socket, MetricsBodySource metrics,
                      PageSource status_page, Limits limits);
   xpu::Result<std::unique_ptr<Daemon>> start_daemon(WebConfig web);
 
   const ListenAddress listen_;
   ListenSocket socket_;  // outlives every daemon: declared before daemon_
-  SharedMetricsSource metrics_;
+  MetricsBodySource metrics_;
   PageSource status_page_;
   Limits limits_;
   std::mutex reconfiguring_;

@@ -173,8 +173,8 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
     // Declared last, so it stops (and finishes requests in flight) before what it uses goes.
     const bool tls = web.config.tls.has_value();
     const bool basic_auth = !web.config.basic_auth_users.empty();
-    const exporter::ExporterHttpServer::SharedMetricsSource metrics = [&scraper] {
-      return scraper.scrape_shared();
+    const exporter::ExporterHttpServer::MetricsBodySource metrics = [&scraper] {
+      return scraper.scrape_body();
     };
     auto server = exporter::ExporterHttpServer::start(
         *listen, metrics, limits, web.config, [&scraper] { return scraper.status_page(); });

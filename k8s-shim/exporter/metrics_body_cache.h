@@ -1,5 +1,6 @@
 // The /metrics body, built once per change of what it is made of and then served as the same
-// bytes to every scrape until the next change. The body is a function of one xpud sample (one
+// bytes to every scrape until the next change (followed by each scrape's own duration, see
+// MetricsBody). The body is a function of one xpud sample (one
 // GetMetrics and GetProcesses trip, shared by the scrapes of a second), the pod map and the
 // watcher's device view (identity and health); building it costs a millisecond or more at 64
 // cards, sending it a fraction of that, so a burst of scrapes (several Prometheus servers, a
@@ -14,6 +15,14 @@
 #include <string>
 
 namespace shim::exporter {
+
+// A /metrics reply in two parts: the bytes kept between scrapes (everything but the scrape's own
+// duration), shared and sent without a copy, then the scrape's own tail (its duration family, a
+// few hundred bytes).
+struct MetricsBody {
+  std::shared_ptr<const std::string> kept;
+  std::string tail;
+};
 
 class MetricsBodyCache {
  public:

@@ -113,7 +113,7 @@ bool is_reason_kind(std::string_view kind) {
 
 }  // namespace
 
-std::vector<MetricFamily> build_families(const ScrapeInputs& inputs) {
+std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
   std::vector<MetricFamily> families;
   if (inputs.metrics) {
     std::map<unsigned, const xpu::DeviceInfo*> identity;
@@ -202,17 +202,26 @@ std::vector<MetricFamily> build_families(const ScrapeInputs& inputs) {
       gauge_family("xpu_exporter_podresources_up",
                    "1 when the kubelet pod-resources List answered (cached up to 2 s), else 0.");
   podresources_up.metric.push_back(gauge({}, inputs.podresources_up ? 1 : 0));
-  MetricFamily duration =
-      gauge_family("xpu_exporter_scrape_duration_seconds",
-                   "Time this scrape spent collecting from xpud and the kubelet, in seconds.");
-  duration.metric.push_back(gauge({}, inputs.scrape_duration_seconds));
   MetricFamily build_info = gauge_family(
       "xpu_exporter_build_info", "The exporter's version as a label; the value is always 1.");
   build_info.metric.push_back(gauge({{"version", XPU_VERSION}}, 1));
   families.push_back(std::move(build_info));
   families.push_back(std::move(xpud_up));
   families.push_back(std::move(podresources_up));
-  families.push_back(std::move(duration));
+  return families;
+}
+
+MetricFamily scrape_duration_family(double seconds) {
+  MetricFamily duration =
+      gauge_family("xpu_exporter_scrape_duration_seconds",
+                   "Time this scrape spent collecting from xpud and the kubelet, in seconds.");
+  duration.metric.push_back(gauge({}, seconds));
+  return duration;
+}
+
+std::vector<MetricFamily> build_families(const ScrapeInputs& inputs) {
+  std::vector<MetricFamily> families = build_state_families(inputs);
+  families.push_back(scrape_duration_family(inputs.scrape_duration_seconds));
   return families;
 }
 

@@ -37,6 +37,15 @@ struct ScrapeInputs {
 // without samples is omitted. The exporter's own four families are always present.
 std::vector<prometheus::MetricFamily> build_families(const ScrapeInputs& inputs);
 
+// build_families without its last family, the scrape's own duration: everything that depends
+// only on xpud's sample, the pod map and the device view, so a body made of it can be kept and
+// served again while those stay the same (MetricsBodyCache).
+std::vector<prometheus::MetricFamily> build_state_families(const ScrapeInputs& inputs);
+
+// xpu_exporter_scrape_duration_seconds, the last family of a body and the one that differs
+// from scrape to scrape: rendered alone, it is appended to a kept body.
+prometheus::MetricFamily scrape_duration_family(double seconds);
+
 std::string render_text(const std::vector<prometheus::MetricFamily>& families);
 
 }  // namespace shim::exporter

@@ -53,16 +53,17 @@ ScrapeInputs Scraper::gather() {
   return inputs_from(*sample, *owners, std::move(view), seconds_since(started));
 }
 
-std::shared_ptr<const std::string> Scraper::scrape_shared() {
+MetricsBody Scraper::scrape_body() {
   const auto started = std::chrono::steady_clock::now();
   auto sample = get_metrics_.run();
   const auto view_generation = view_generation_->load(std::memory_order_acquire);
   auto owners = pods_.get_shared(started);
-  // The time spent collecting what the body shows: the scrape that built it.
+  // This scrape's own time collecting (a cached body is served with it too: a scrape that sat
+  // out a List deadline says so, whether or not the pod map changed).
   const double collected_in = seconds_since(started);
-  return bodies_.get({sample, owners, view_generation}, [&] {
+  auto kept = bodies_.get({sample, owners, view_generation}, [&] {
     std::string body = render_text(
-        build_families(inputs_from(*sample, *owners, xpud_.current_view(), collected_in)));
+        build_state_families(inputs_from(*sample, *owners, xpud_.current_view(), collected_in)));
     // Building made and freed about a megabyte of small blocks at 64 cards (the families, then
     // the text's growing buffer); glibc keeps freed pages in the heap unless they sit at its
     // top, so give them back now rather than carry them until the next build (about 1 MiB of
@@ -71,6 +72,7 @@ std::shared_ptr<const std::string> Scraper::scrape_shared() {
     ::malloc_trim(0);
     return body;
   });
+  return MetricsBody{std::move(kept), render_text({scrape_duration_family(collected_in)})};
 }
 
 std::string Scraper::status_page() {

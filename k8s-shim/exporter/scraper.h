@@ -33,9 +33,13 @@ class Scraper {
   // Thread-safe; bounded by the xpud call timeout plus the pod-resources deadline, however many
   // scrapes run at once (they share one GetMetrics and one List). The body is built again only
   // when the sample, the pod map or the device view changed since the last one (see
-  // MetricsBodyCache); otherwise the same bytes are returned.
-  std::shared_ptr<const std::string> scrape_shared();
-  std::string scrape() { return *scrape_shared(); }
+  // MetricsBodyCache); otherwise the same bytes are returned, followed by this scrape's own
+  // xpu_exporter_scrape_duration_seconds.
+  MetricsBody scrape_body();
+  std::string scrape() {
+    auto body = scrape_body();
+    return *body.kept + body.tail;
+  }
 
   // The `/` page from the same inputs, under the same bounds.
   std::string status_page();

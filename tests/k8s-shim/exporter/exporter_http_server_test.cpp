@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/k8s-shim/exporter/http_test_client.h"
+#include "tests/support/wait.h"
 
 namespace shim::exporter {
 namespace {
@@ -311,6 +312,38 @@ TEST(ExporterHttpServer, StopWaitsForTheScrapeInProgressAndIsQuick) {
   EXPECT_TRUE(finished);  // the handler's state outlives no request
   EXPECT_LT(took, std::chrono::seconds(1));
   client.join();
+}
+
+// A body in two parts (kept bytes shared between scrapes, then the scrape's own tail) goes out
+// as one body, as large as a 64-card scrape and then some, and the server lets go of the kept
+// bytes once it has sent them.
+TEST(ExporterHttpServerBody, KeptBytesAndTailAreSentAsOneBodyAndReleased) {
+  std::string text;
+  while (text.size() < 300 * 1024)
+    text += "xpu_temperature_celsius{xpu=\"" + std::to_string(text.size()) + "\"} 45\n";
+  const auto kept = std::make_shared<const std::string>(text);
+  const std::string tail = "xpu_exporter_scrape_duration_seconds 0.00125\n";
+  std::atomic<int> scrapes{0};
+  const ExporterHttpServer::MetricsBodySource source = [&] {
+    ++scrapes;
+    return MetricsBody{kept, tail};
+  };
+  auto started = ExporterHttpServer::start(kLoopbackAnyPort, source);
+  ASSERT_TRUE(started) << started.error();
+  const auto port = (*started)->port();
+
+  auto reply = http_request(port, "GET", "/metrics");
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_EQ(reply->headers["content-length"], std::to_string(text.size() + tail.size()));
+  EXPECT_TRUE(reply->body == text + tail) << "a body of " << reply->body.size() << " bytes";
+  auto head = http_request(port, "HEAD", "/metrics");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->headers["content-length"], std::to_string(text.size() + tail.size()));
+  EXPECT_EQ(head->body, "");
+  EXPECT_EQ(scrapes, 2);
+  EXPECT_TRUE(xpu::test::wait_until([&] { return kept.use_count() == 1; }))
+      << "the server still holds the kept bytes: " << kept.use_count() - 1 << " references";
 }
 
 }  // namespace

@@ -185,5 +185,22 @@ TEST(MetricsBodyCache, FailedBuildIsNotRememberedAndReachesTheCaller) {
   EXPECT_EQ(cache.builds(), 1u);
 }
 
+// A kept body followed by a scrape's own duration is, byte for byte, the body a scrape built
+// whole would be: the families, their order and the number formatting are the same.
+TEST(MetricsBody, KeptPartAndDurationTailMakeTheWholeBody) {
+  ScrapeInputs inputs;
+  inputs.metrics = sample_with_temperature(45.5)->metrics;
+  inputs.view = one_card(false);
+  inputs.podresources_up = true;
+  inputs.pods = {{"uuid-0", {"default", "demo", "main"}}};
+  for (double seconds : {0.0, 0.000123456789, 0.4181, 12.5}) {
+    inputs.scrape_duration_seconds = seconds;
+    EXPECT_EQ(render_text(build_families(inputs)),
+              render_text(build_state_families(inputs)) +
+                  render_text({scrape_duration_family(seconds)}))
+        << seconds;
+  }
+}
+
 }  // namespace
 }  // namespace shim::exporter
