@@ -166,6 +166,10 @@ class Suite:
         figure("label removed to shim pods gone", seconds)
         self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable")
         wait_for("three DaemonSets ready again", self.daemonsets_ready, 120)
+        # A ready pod is not yet a registered plugin, and the node's status lags the kubelet's
+        # own view: wait for the new plugin to have sent its cards.
+        self.wait_plugin_serving()
+        self.wait_allocatable(8, 60)
 
     def s2_capacity(self):
         """kubectl describe node shows kunlunxin.com/xpu: 8 in capacity and allocatable."""
@@ -334,6 +338,15 @@ class Suite:
         exporter = [p for p in self.shim_pods() if p["metadata"]["name"].startswith("xpu-exporter")]
         return f"{exporter[0]['status']['podIP']}:9507"
 
+    def wait_plugin_serving(self, timeout=90):
+        def serving():
+            plugins = [p for p in self.shim_pods() if p["metadata"]["name"].startswith("xpu-device-plugin")]
+            if len(plugins) != 1:
+                return False
+            log = self.node.kubectl("logs", "-n", CHART_NAMESPACE, plugins[0]["metadata"]["name"], check=False)
+            return "ListAndWatch opened" in log.stdout
+        wait_for("the device plugin serving the kubelet", serving, timeout)
+
     def wait_rolled_out(self):
         wait_for("the DaemonSets rolled out", self.daemonsets_ready, 180)
         wait_for("one pod per DaemonSet", lambda: len(self.shim_pods()) == len(DAEMONSETS), 120)
@@ -403,6 +416,7 @@ class Suite:
         self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait", check=False)
         self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}-", check=False)
         self.node.kubectl("delete", "pods", "--all", "-n", "default", "--wait=true", "--timeout=90s")
+        self.wait_allocatable(0, 90)
         # This node's stand-in for a registry: the busybox the README names is the test's own.
         self.node.ctr("images", "tag", "--force", images.BUSYBOX, "docker.io/library/busybox:latest")
         env = {"KUBECONFIG": self.node.kubeconfig,
