@@ -430,7 +430,8 @@ class Suite:
             for wanted in ["xpu-device-plugin-daemonset", "xpu-exporter", "xpu-rbac-token-gen",
                            "XPU_VISIBLE_DEVICES=", "KUNLUNXIN_XPU_UUIDS=", "/dev/xpu"]:
                 expect(wanted in output, f"the README's block printed no {wanted!r}:\n{output}")
-            capacity = [line for line in output.splitlines() if line.strip() == f"{RESOURCE}:  8"]
+            # kubectl aligns the column to the longest resource name the node has had.
+            capacity = [line for line in output.splitlines() if line.split() == [f"{RESOURCE}:", "8"]]
             expect(len(capacity) == 2, f"describe node | grep: {output}")
             print("  " + "\n  ".join(line for line in output.splitlines() if "XPU" in line or "/dev/xpu" in line))
         finally:
