@@ -111,11 +111,11 @@ class Daemon {
     if (stop_requested) {
       spdlog::info("stopping before the first sample");
       notifier_.stopping();
-      return 0;
+      return leave(0);
     }
     if (!first) {
       spdlog::critical("no first sample within 60 s; giving up");
-      return 1;
+      return leave(1);
     }
 
     try {
@@ -153,11 +153,17 @@ class Daemon {
       // The bus may already be gone; nothing to release then.
     }
     service_.reset();
+    return leave(status);
+  }
+
+ private:
+  // Every way out once the sampler runs. A driver call may still be running on an abandoned
+  // thread, and may return at any moment into code whose globals (the logger, the library's own
+  // state) exit() would be tearing down: then, with everything this process owns released,
+  // leave without running destructors.
+  int leave(int status) {
     sampler_->stop();
     if (sampler_->driver_stuck()) {
-      // A driver call is still running on an abandoned thread and may return at any moment into
-      // code whose globals (the logger, the library's own state) exit() would be tearing down.
-      // Everything this process owns is already released; leave without running destructors.
       spdlog::warn("a driver call never returned; exiting without waiting for it");
       spdlog::default_logger()->flush();
       std::_Exit(status);
@@ -165,7 +171,6 @@ class Daemon {
     return status;
   }
 
- private:
   // The first sample, or nullptr after `timeout` or when SIGTERM/SIGINT came first (then
   // `stop_requested`): a slow driver at start-up must not make xpud deaf to systemd's stop. A
   // SIGHUP here is dropped: the configuration was read a moment ago.

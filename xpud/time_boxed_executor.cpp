@@ -55,6 +55,9 @@ void TimeBoxedExecutor::set_timeout(std::chrono::milliseconds timeout) {
 void TimeBoxedExecutor::interrupt() {
   std::lock_guard lock(state_->mutex);
   state_->interrupted = true;
+  // A job submitted but not picked up is never started now: after interrupt(), stuck() can
+  // only go from true to false, so the caller may decide on it how to leave.
+  state_->wake_worker.notify_all();
   // The caller waits on its own job, picked up by the driver thread or not yet.
   if (state_->pending) state_->pending->finished.notify_all();
   if (state_->running) state_->running->finished.notify_all();
@@ -99,8 +102,8 @@ void TimeBoxedExecutor::worker_loop(const std::shared_ptr<State>& state) {
   State& s = *state;
   std::unique_lock lock(s.mutex);
   while (true) {
-    s.wake_worker.wait(lock, [&] { return s.stopping || s.pending != nullptr; });
-    if (s.stopping) return;
+    s.wake_worker.wait(lock, [&] { return s.stopping || s.interrupted || s.pending != nullptr; });
+    if (s.stopping || s.interrupted) return;
     s.running = std::move(s.pending);
     auto job = s.running;
     lock.unlock();

@@ -247,7 +247,13 @@ class XpudOnPrivateBus(unittest.TestCase):
         # Shows that the denials above come from the policy, not from a missing method.
         self.assert_allowed(self.dbus_send(MANAGER, "com.kunlunxin.xpud1.Simulator.SetMetric",
                                            "uint32:0", "string:power_watts", "double:123.5"))
-        result = self.dbus_send(MANAGER, "com.kunlunxin.xpud1.Manager.GetMetrics", user_is_nobody=True)
+        # The injection reaches GetMetrics with the next sample, which it asks for at once.
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            result = self.dbus_send(MANAGER, "com.kunlunxin.xpud1.Manager.GetMetrics", user_is_nobody=True)
+            if "double 123.5" in result.stdout or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         self.assertIn("double 123.5", result.stdout)
         self.dbus_send(MANAGER, "com.kunlunxin.xpud1.Simulator.SetMetric",
                        "uint32:0", "string:power_watts", "double:nan")

@@ -76,21 +76,33 @@ struct ScriptedOpener {
 };
 
 std::unique_ptr<AutoBackend> make(const ScriptedOpener& opener, std::vector<DeviceIdentity> fallback_cards,
-                                  RetryBackoff backoff, std::chrono::milliseconds timeout = 1000ms) {
+                                  RetryBackoff backoff, std::chrono::milliseconds timeout = 1000ms,
+                                  std::shared_ptr<AutoBackend::Attempts> attempts = nullptr) {
+  if (!attempts) attempts = std::make_shared<AutoBackend::Attempts>();
   return std::make_unique<AutoBackend>(
       std::make_unique<ScriptedBackend>("sysfs", std::move(fallback_cards)), opener.opener(),
-      std::make_unique<TimeBoxedExecutor>(timeout), std::make_shared<AutoBackend::Attempts>(),
+      std::make_unique<TimeBoxedExecutor>(timeout), std::move(attempts),
       "xpumlInit(libxpuml.so.1): DRIVER_NOT_LOADED (9)", backoff);
+}
+
+// True once an attempt has handed over an initialised library that no discovery adopted yet.
+bool library_ready(AutoBackend::Attempts& attempts) {
+  std::lock_guard lock(attempts.mutex);
+  return attempts.ready != nullptr;
 }
 
 TEST(AutoBackend, ServesTheFallbackUntilAnAttemptSucceedsThenTheLibrary) {
   ScriptedOpener opener;
   opener.state->succeed_at = 4;
   opener.state->library_cards = {card(0, "u0")};
-  auto backend = make(opener, {card(0, "u0")}, RetryBackoff{20ms, 80ms});
+  auto attempts = std::make_shared<AutoBackend::Attempts>();
+  auto backend = make(opener, {card(0, "u0")}, RetryBackoff{20ms, 80ms}, 1000ms, attempts);
   EXPECT_EQ(backend->name(), "sysfs");
   ASSERT_TRUE(backend->discover());
-  ASSERT_TRUE(wait_until([&] { return opener.calls() >= 4; }, 5s));
+  // The opener's fourth call is not yet its reported success: wait for the report itself
+  // (under load the retry thread may be descheduled between the two).
+  ASSERT_TRUE(wait_until([&] { return library_ready(*attempts); }, 5s));
+  EXPECT_EQ(opener.calls(), 4u);
   EXPECT_EQ(backend->name(), "sysfs") << "switches only at a discovery";
   ASSERT_TRUE(backend->discover());
   EXPECT_EQ(backend->name(), "xpuml");
