@@ -19,7 +19,7 @@
 #   - the compiler cache, when this environment has one (CMAKE_CXX_COMPILER_LAUNCHER=ccache and
 #     CCACHE_*, as scripts/test.sh exports them under XPU_CCACHE_DIR): ccache is installed in the
 #     root as test setup and the environment carries the launcher, so the README's commands stay
-#     as written. Without one the root's two builds (plain and ASan) run cold, about 20 min more;
+#     as written. Without one the root's two builds (plain and ASan) run cold, about 23 min more;
 #   - Go's build and module caches (the module cache also holds the toolchain scripts/go fetches).
 # apt's archive (/var/cache/apt/archives) is shared by hard links instead: this machine's packages
 # are linked into the root before the steps and what the root downloads is linked back after each,
@@ -225,7 +225,7 @@ if [ "$(basename "${CMAKE_CXX_COMPILER_LAUNCHER:-none}")" = ccache ] && command 
   say "compiler cache: $ccache_dir ($(ccache -k compiler_check) compiler check, base dir $(ccache -k base_dir))"
 else
   say "no compiler cache in this environment (CMAKE_CXX_COMPILER_LAUNCHER=ccache, CCACHE_DIR):" \
-    "the root's builds run cold, about 20 minutes more"
+    "the root's builds run cold, about 23 minutes more"
 fi
 # (asked from /, outside any go.mod, so that asking fetches no toolchain)
 if go_caches=$(cd / && "$src/scripts/go" env GOCACHE GOMODCACHE 2>/dev/null); then
