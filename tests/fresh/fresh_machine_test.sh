@@ -65,7 +65,9 @@ cleanup() {
     # here, it is detached before the copy goes, so that rm never reaches into a cache.
     awk -v w="$work/" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
       while read -r mountpoint; do umount -l "$mountpoint" || true; done
+    local removing=$SECONDS
     rm -rf "$work"
+    say "the root copy removed ($(duration $((SECONDS - removing))))"
   fi
   exit "$rc"
 }
