@@ -10,6 +10,7 @@
 
 #include "k8s-shim/exporter/metrics_renderer.h"
 #include "k8s-shim/exporter/pod_owners_cache.h"
+#include "tests/k8s-shim/exporter/pod_resources_replies.h"
 
 namespace shim::exporter {
 namespace {
@@ -44,16 +45,7 @@ xpu::DeviceView one_card(bool healthy) {
 }
 
 v1::ListPodResourcesResponse pod_holding_card(const std::string& pod) {
-  v1::ListPodResourcesResponse reply;
-  auto* entry = reply.add_pod_resources();
-  entry->set_namespace_("default");
-  entry->set_name(pod);
-  auto* container = entry->add_containers();
-  container->set_name("main");
-  auto* devices = container->add_devices();
-  devices->set_resource_name("kunlunxin.com/xpu");
-  devices->add_device_ids("uuid-0");
-  return reply;
+  return test::one_pod_holding(pod, "uuid-0");
 }
 
 // Builds the body the way the scraper does, counting the builds itself too.

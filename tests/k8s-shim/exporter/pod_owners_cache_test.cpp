@@ -2,23 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/k8s-shim/exporter/pod_resources_replies.h"
+
 namespace shim::exporter {
 namespace {
 
 using namespace std::chrono_literals;
 
-v1::ListPodResourcesResponse one_pod(const std::string& pod, const std::string& uuid) {
-  v1::ListPodResourcesResponse reply;
-  auto* entry = reply.add_pod_resources();
-  entry->set_namespace_("default");
-  entry->set_name(pod);
-  auto* container = entry->add_containers();
-  container->set_name("main");
-  auto* devices = container->add_devices();
-  devices->set_resource_name("kunlunxin.com/xpu");
-  devices->add_device_ids(uuid);
-  return reply;
-}
+using test::one_pod_holding;
 
 struct ScriptedKubelet {
   std::vector<xpu::Result<v1::ListPodResourcesResponse>> replies;
@@ -31,7 +22,7 @@ struct ScriptedKubelet {
 };
 
 TEST(PodOwnersCache, AsksTheKubeletAtMostOncePerMaxAge) {
-  ScriptedKubelet kubelet{{one_pod("demo", "uuid-a"), one_pod("later", "uuid-a")}};
+  ScriptedKubelet kubelet{{one_pod_holding("demo", "uuid-a"), one_pod_holding("later", "uuid-a")}};
   PodOwnersCache cache([&kubelet] { return kubelet(); }, 2000ms);
   const auto t0 = PodOwnersCache::Clock::time_point{} + 1h;
 
@@ -47,8 +38,8 @@ TEST(PodOwnersCache, AsksTheKubeletAtMostOncePerMaxAge) {
 }
 
 TEST(PodOwnersCache, FailedListMeansDownWithoutPodLabelsAndIsRetriedAfterMaxAge) {
-  ScriptedKubelet kubelet{
-      {one_pod("demo", "uuid-a"), xpu::Error{"connection refused"}, one_pod("demo", "uuid-a")}};
+  ScriptedKubelet kubelet{{one_pod_holding("demo", "uuid-a"), xpu::Error{"connection refused"},
+                           one_pod_holding("demo", "uuid-a")}};
   PodOwnersCache cache([&kubelet] { return kubelet(); }, 2000ms);
   const auto t0 = PodOwnersCache::Clock::time_point{} + 1h;
 
@@ -66,7 +57,7 @@ TEST(PodOwnersCache, FailedListMeansDownWithoutPodLabelsAndIsRetriedAfterMaxAge)
 }
 
 TEST(PodOwnersCache, CallerThatStartedBeforeTheLastListUsesItsAnswer) {
-  ScriptedKubelet kubelet{{one_pod("demo", "uuid-a")}};
+  ScriptedKubelet kubelet{{one_pod_holding("demo", "uuid-a")}};
   PodOwnersCache cache([&kubelet] { return kubelet(); }, 2000ms);
   const auto t0 = PodOwnersCache::Clock::time_point{} + 1h;
   EXPECT_TRUE(cache.get(t0).up);
@@ -77,8 +68,8 @@ TEST(PodOwnersCache, CallerThatStartedBeforeTheLastListUsesItsAnswer) {
 // get_shared's object stands for its content: kept while List answers the same, replaced when
 // the answer (or the kubelet's being up) changes. The /metrics body cache relies on it.
 TEST(PodOwnersCache, SharedOwnersAreReplacedOnlyWhenTheAnswerChanges) {
-  ScriptedKubelet kubelet{{one_pod("demo", "uuid-a"), one_pod("demo", "uuid-a"),
-                           one_pod("later", "uuid-a"), xpu::Error{"connection refused"},
+  ScriptedKubelet kubelet{{one_pod_holding("demo", "uuid-a"), one_pod_holding("demo", "uuid-a"),
+                           one_pod_holding("later", "uuid-a"), xpu::Error{"connection refused"},
                            xpu::Error{"connection refused"}}};
   PodOwnersCache cache([&kubelet] { return kubelet(); }, 2000ms);
   const auto t0 = PodOwnersCache::Clock::time_point{} + 1h;
