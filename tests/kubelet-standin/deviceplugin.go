@@ -153,6 +153,15 @@ func (k *DevicePluginKubelet) Stop() {
 // Restart behaves like a kubelet restart: stop, delete every plain file in the plugin directory
 // except the checkpoint (plugin sockets included), forget registrations, serve kubelet.sock anew.
 func (k *DevicePluginKubelet) Restart() error {
+	if err := k.Crash(); err != nil {
+		return err
+	}
+	return k.Serve()
+}
+
+// Crash is the first half of a restart: the kubelet is gone (kubelet.sock and every plugin
+// socket deleted, streams closed) until Serve. Registrations after it belong to a new epoch.
+func (k *DevicePluginKubelet) Crash() error {
 	k.Stop()
 	entries, err := os.ReadDir(k.PluginDir)
 	if err != nil {
@@ -169,7 +178,17 @@ func (k *DevicePluginKubelet) Restart() error {
 	k.mu.Lock()
 	k.epoch++
 	k.mu.Unlock()
-	return k.serve()
+	return nil
+}
+
+// Serve serves kubelet.sock again after Crash.
+func (k *DevicePluginKubelet) Serve() error { return k.serve() }
+
+// Plugin is the current epoch's connection to resource's plugin, or nil before it registered.
+func (k *DevicePluginKubelet) Plugin(resource string) *PluginConn {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.plugins[resource]
 }
 
 // RecreateSocket stops and serves kubelet.sock anew without touching plugin sockets (a new
@@ -375,6 +394,16 @@ func (p *PluginConn) WaitUpdate(from int, cond func([]*pluginapi.Device) bool, t
 		}
 		p.changed.Wait()
 	}
+}
+
+// Latest returns the last message, false before the first.
+func (p *PluginConn) Latest() (Update, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.updates) == 0 {
+		return Update{}, false
+	}
+	return p.updates[len(p.updates)-1], true
 }
 
 // Update returns message i.
