@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
 #include <sdbus-c++/sdbus-c++.h>
@@ -38,6 +39,41 @@ DeviceView XpudWatcher::current_view() const {
   return view_;
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// A refresh every kResyncEvery is the safety net for a missed signal. A hung xpud (stopped,
+// or its event loop stuck) keeps its name and sends nothing, so while it answers it is pinged
+// every kProbeEvery; while it owns its name without answering it is asked again every
+// kNoAnswerRetry, so that it counts as present again within a second of answering.
+constexpr auto kResyncEvery = 30s;
+constexpr auto kProbeEvery = 5s;
+constexpr auto kNoAnswerRetry = 1s;
+
+// Peer.Ping, which sd-bus answers from xpud's own event loop: an answer means that loop runs.
+void ping(sdbus::IConnection& connection, std::chrono::milliseconds timeout) {
+  auto proxy = sdbus::createProxy(connection, std::string(names::kBusName), std::string(names::kManagerPath));
+  proxy->callMethod("Ping").onInterface("org.freedesktop.DBus.Peer").withTimeout(timeout).storeResultsTo();
+}
+
+// An error the bus or xpud answered (as opposed to the connection failing, which the caller
+// handles by reconnecting).
+bool is_bus_answer(const sdbus::Error& e) { return e.getName().rfind("org.freedesktop.DBus.Error.", 0) == 0; }
+
+bool is_not_on_bus(const sdbus::Error& e) {
+  return e.getName() == "org.freedesktop.DBus.Error.ServiceUnknown" ||
+         e.getName() == "org.freedesktop.DBus.Error.NameHasNoOwner";
+}
+
+int milliseconds_until(Clock::time_point when, Clock::time_point now) {
+  return static_cast<int>(std::clamp<std::int64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(when - now).count(), 0, 24 * 3600 * 1000));
+}
+
+}  // namespace
+
 void XpudWatcher::watch_loop() {
   auto backoff = std::chrono::milliseconds(250);
   bool first = true;
@@ -54,22 +90,32 @@ void XpudWatcher::watch_loop() {
       auto xpud_slot = connection->addMatch("type='signal',sender='" + bus_name + "'",
                                             [&](sdbus::Message&) { dirty = true; });
       backoff = std::chrono::milliseconds(250);
-      auto next_resync = std::chrono::steady_clock::now();
+      auto next_resync = Clock::now();
+      auto next_probe = Clock::time_point::max();
       while (!stop_) {
         while (connection->processPendingRequest()) {
         }
-        auto now = std::chrono::steady_clock::now();
+        auto now = Clock::now();
         if (dirty || first || now >= next_resync) {
           dirty = false;
-          refresh(*connection, first);
+          const Reach reach = refresh(*connection, first);
           first = false;
-          next_resync = now + std::chrono::seconds(30);
+          now = Clock::now();
+          next_resync = now + (reach == Reach::kNoAnswer ? kNoAnswerRetry : kResyncEvery);
+          next_probe = reach == Reach::kAnswered ? now + kProbeEvery : Clock::time_point::max();
+        } else if (now >= next_probe) {
+          if (probe(*connection)) {
+            next_probe = Clock::now() + kProbeEvery;
+          } else {
+            next_probe = Clock::time_point::max();
+            next_resync = Clock::now() + kNoAnswerRetry;
+          }
         }
+        now = Clock::now();
         auto poll_data = connection->getEventLoopPollData();
         int timeout = poll_data.getPollTimeout();
-        int until_resync = static_cast<int>(
-            std::chrono::duration_cast<std::chrono::milliseconds>(next_resync - now).count());
-        timeout = timeout < 0 ? until_resync : std::min(timeout, until_resync);
+        int until_next = milliseconds_until(std::min(next_resync, next_probe), now);
+        timeout = timeout < 0 ? until_next : std::min(timeout, until_next);
         pollfd fds[2] = {{poll_data.fd, poll_data.events, 0}, {wakeup_.get(), POLLIN, 0}};
         if (::poll(fds, 2, std::max(timeout, 0)) < 0 && errno != EINTR) break;
         if (fds[0].revents & (POLLHUP | POLLERR))
@@ -78,6 +124,7 @@ void XpudWatcher::watch_loop() {
     } catch (const sdbus::Error& e) {
       spdlog::warn("D-Bus connection to {} lost or unavailable: {}; retrying in {} ms",
                    bus_description(options_), e.getMessage(), backoff.count());
+      no_answer_reported_ = false;
       set_absent(first);
       first = false;
       wait_wakeup(backoff);
@@ -86,8 +133,30 @@ void XpudWatcher::watch_loop() {
   }
 }
 
-void XpudWatcher::refresh(sdbus::IConnection& connection, bool force_notify) {
+bool XpudWatcher::probe(sdbus::IConnection& connection) {
+  try {
+    ping(connection, options_.call_timeout);
+    return true;
+  } catch (const sdbus::Error& e) {
+    if (!is_bus_answer(e)) throw;
+    // Gone from the bus: NameOwnerChanged says so too, and the refresh it causes reports it.
+    if (is_not_on_bus(e)) return true;
+    report_no_answer(e);
+    set_absent(false);
+    return false;
+  }
+}
+
+void XpudWatcher::report_no_answer(const sdbus::Error& e) {
+  if (no_answer_reported_) return;
+  no_answer_reported_ = true;
+  spdlog::warn("xpud is on the bus but does not answer ({}); counting it as absent until it does, asking every {} s",
+               describe_call_failure(e, options_), kNoAnswerRetry.count());
+}
+
+XpudWatcher::Reach XpudWatcher::refresh(sdbus::IConnection& connection, bool force_notify) {
   DeviceView fresh;
+  Reach reach = Reach::kAnswered;
   try {
     auto manager = fetch_manager(connection, options_.call_timeout);
     auto devices = fetch_devices(connection, options_.call_timeout);
@@ -102,18 +171,23 @@ void XpudWatcher::refresh(sdbus::IConnection& connection, bool force_notify) {
   } catch (const sdbus::Error& e) {
     // An error the bus or xpud answered means xpud is absent or unusable for now; anything
     // else means the connection itself failed, which the loop handles by reconnecting.
-    const std::string& name = e.getName();
-    if (name != "org.freedesktop.DBus.Error.ServiceUnknown" &&
-        name != "org.freedesktop.DBus.Error.NameHasNoOwner" &&
-        name.rfind("org.freedesktop.DBus.Error.", 0) != 0)
-      throw;
-    spdlog::debug("xpud not available: {}", describe_call_failure(e, options_));
+    if (!is_bus_answer(e)) throw;
+    if (is_not_on_bus(e)) {
+      reach = Reach::kNotOnBus;
+      spdlog::debug("xpud not available: {}", describe_call_failure(e, options_));
+    } else {
+      reach = Reach::kNoAnswer;
+      report_no_answer(e);
+    }
   }
   if (!fresh.xpud_present) {
     set_absent(force_notify);
-    return;
+    return reach;
   }
+  if (no_answer_reported_) spdlog::info("xpud answers again");
+  no_answer_reported_ = false;
   publish(std::move(fresh), force_notify);
+  return reach;
 }
 
 void XpudWatcher::set_absent(bool force_notify) {

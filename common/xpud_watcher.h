@@ -4,7 +4,9 @@
 //
 // A change triggers a full refresh (GetAll on the Manager, GetManagedObjects): two calls that
 // cannot drift from xpud's state the way incremental updates could. A refresh every 30 s is the
-// safety net for a signal that was ever missed.
+// safety net for a signal that was ever missed. A hung xpud keeps its name and sends nothing, so
+// while it answers it is pinged every 5 s; one that stops answering counts as absent (and is
+// asked again every second) until it answers.
 #pragma once
 
 #include <atomic>
@@ -12,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include <sdbus-c++/Error.h>
 #include <sdbus-c++/IConnection.h>
 
 #include "common/unique_fd.h"
@@ -35,8 +38,14 @@ class XpudWatcher {
   DeviceView current_view() const;
 
  private:
+  // How a refresh found xpud: answering, not on the bus, or owning its name without answering.
+  enum class Reach { kAnswered, kNotOnBus, kNoAnswer };
+
   void watch_loop();
-  void refresh(sdbus::IConnection& connection, bool force_notify);
+  Reach refresh(sdbus::IConnection& connection, bool force_notify);
+  // Pings xpud; false (and the view set absent) when it owns its name but did not answer.
+  bool probe(sdbus::IConnection& connection);
+  void report_no_answer(const sdbus::Error& e);
   void set_absent(bool force_notify);
   void publish(DeviceView fresh, bool force_notify);
   void wait_wakeup(std::chrono::milliseconds timeout);
@@ -47,6 +56,7 @@ class XpudWatcher {
   Listener listener_;
   UniqueFd wakeup_;  // written to stop the thread
   std::atomic<bool> stop_ = false;
+  bool no_answer_reported_ = false;  // watcher thread only: one warning per episode
   std::thread thread_;
 };
 

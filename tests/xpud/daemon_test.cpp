@@ -274,6 +274,34 @@ TEST_F(XpudTest, WatcherReconnectsWhenTheBusRestarts) {
   ASSERT_TRUE(wait_until([&] { return last().xpud_present && last().devices.size() == 8; }, 15s));
 }
 
+// A stopped xpud keeps its bus name and sends nothing: the watcher's 30 s safety refresh was
+// all that noticed it, and it counted xpud as present again only at the next one, up to 30 s
+// after xpud ran again (found by the fault matrix). It pings xpud every 5 s instead, and asks a
+// silent one again every second.
+TEST_F(XpudTest, WatcherSeesAHungXpudWithinSecondsAndItsReturnWithinOne) {
+  start();
+  ViewRecorder views;  // declared before the client, whose destructor stops the watcher
+  auto watcher = client();  // 2 s call timeout
+  watcher.watch(views.listener());
+  auto last = [&] { return views.last(); };
+  ASSERT_TRUE(wait_until([&] { return last().xpud_present && last().devices.size() == 8; }));
+
+  xpud_->signal(SIGSTOP);
+  struct Resume {
+    const ChildProcess& xpud;
+    ~Resume() { xpud.signal(SIGCONT); }
+  } resume{*xpud_};
+  const auto stopped = std::chrono::steady_clock::now();
+  // At most one ping interval (5 s) and one call timeout (2 s), with slack for a loaded machine.
+  ASSERT_TRUE(wait_until([&] { return !last().xpud_present; }, 10s));
+  EXPECT_EQ(last().devices.size(), 8u) << "the last known cards stay listed";
+  EXPECT_GE(std::chrono::steady_clock::now() - stopped, 2s) << "absent before a call could time out";
+
+  xpud_->signal(SIGCONT);
+  // The retry every second, plus slack: not the 30 s safety refresh.
+  ASSERT_TRUE(wait_until([&] { return last().xpud_present && last().devices.size() == 8; }, 3s));
+}
+
 TEST_F(XpudTest, SimulatorErrorsAreNamedDbusErrors) {
   start();
   EXPECT_EQ(call_error("SetHealth", [](auto& m) { m.withArguments(99u, std::string("Unhealthy"), std::string("x")); }),
