@@ -47,8 +47,20 @@ int run_sync_loop(const TokenSyncConfig& config, std::chrono::seconds interval, 
   arm();
 
   remove_stale_temp_files(config);
-  sync_once(config);
-  auto next_sync = Clock::now() + interval;
+  // After a refused write the next pass comes after retry_delay, not the whole interval: a full
+  // disk that was freed would otherwise keep the runtime on a stale token for up to an interval.
+  std::chrono::seconds retry_delay = kFirstWriteRetry;
+  auto next_sync_after = [&](const SyncReport& report) {
+    if (!report.destination_failed) {
+      retry_delay = kFirstWriteRetry;
+      return Clock::now() + interval;
+    }
+    const auto delay = std::min(retry_delay, interval);
+    spdlog::info("trying {} again in {} s", config.dest_dir.string(), delay.count());
+    retry_delay = std::min(retry_delay * 2, interval);
+    return Clock::now() + delay;
+  };
+  auto next_sync = next_sync_after(sync_once(config));
   auto next_rewatch = Clock::now() + kRewatchDelay;
 
   while (true) {
@@ -86,10 +98,7 @@ int run_sync_loop(const TokenSyncConfig& config, std::chrono::seconds interval, 
       if (watcher && watcher->armed()) arm();
       due = true;
     }
-    if (due) {
-      sync_once(config);
-      next_sync = Clock::now() + interval;
-    }
+    if (due) next_sync = next_sync_after(sync_once(config));
   }
 }
 

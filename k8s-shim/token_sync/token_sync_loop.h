@@ -11,6 +11,9 @@ namespace shim::token_sync {
 
 // How soon a lost source watch (the directory vanished) is tried again.
 inline constexpr std::chrono::seconds kRewatchDelay{1};
+// How soon a pass whose write the destination refused is tried again; the delay doubles on each
+// failure, up to the interval.
+inline constexpr std::chrono::seconds kFirstWriteRetry{1};
 
 // Returns the exit status: 0 after a stop signal. Sync failures are logged and retried, never
 // fatal: the previous copy keeps serving the runtime meanwhile.

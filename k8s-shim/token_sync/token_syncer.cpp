@@ -37,6 +37,7 @@ bool write(DestinationDirectory& dir, std::string_view name, std::string_view co
   if (!update) {
     fail(report, "cannot update " + (dir.path() / name).string() + ": " + update.error() +
                      "; the previous copy stays in place");
+    report.destination_failed = true;
     return false;
   }
   log_update(dir, name, *update);
@@ -67,6 +68,7 @@ SyncReport sync_once(const TokenSyncConfig& config) {
   auto dir = open_destination(config.dest_dir);
   if (!dir) {
     fail(report, "not syncing: " + dir.error());
+    report.destination_failed = true;
     return report;
   }
 

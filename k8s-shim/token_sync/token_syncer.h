@@ -29,6 +29,9 @@ struct TokenSyncConfig {
 struct SyncReport {
   std::vector<std::string> changed_files;  // names within dest_dir that were written or fixed
   std::vector<std::string> errors;
+  // The destination refused a write (disk full, read-only, gone): unlike a bad source, no event
+  // says when it can take one again, so the caller retries soon.
+  bool destination_failed = false;
   bool ok() const { return errors.empty(); }
 };
 

@@ -307,6 +307,24 @@ TEST_F(TokenSyncProcessTest, TheIntervalSyncRepairsATamperedDestination) {
   expect_clean_stop(*child);
 }
 
+// A destination that refuses the files (here a plain file where the directory should be; in the
+// fault matrix a full disk) sends no event when it can take them again, so the pass is retried
+// after 1 s, 2 s, 4 s... rather than after the interval (found by the fault matrix: a freed disk
+// kept the runtime on the old token for up to a minute).
+TEST_F(TokenSyncProcessTest, ARefusedWriteIsRetriedSoonNotAfterTheInterval) {
+  const std::string record = framed_record(2, random_);
+  publish(record);
+  fs::create_directories(dest_.parent_path());
+  xpu::test::write_file(dest_, "in the way");
+  auto child = start({"--interval", "3600"});
+  ASSERT_TRUE(wait_until([&] { return log_text(log_).find("exists but is not a directory") != std::string::npos; },
+                         kDeadline)) << log_text(log_);
+  EXPECT_THAT(log_text(log_), HasSubstr("trying " + dest_.string() + " again in 1 s"));
+  fs::remove(dest_);
+  EXPECT_TRUE(wait_until([&] { return read_file(dest_ / "token") == record; }, kDeadline)) << log_text(log_);
+  expect_clean_stop(*child);
+}
+
 TEST_F(TokenSyncProcessTest, ASourceThatAppearsLaterIsPickedUp) {
   fs::remove_all(source_);
   auto child = start({"--interval", "3600"});
