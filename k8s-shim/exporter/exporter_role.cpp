@@ -167,7 +167,7 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
         spdlog::info("xpud {} ({} backend) is up with {} devices", view.manager.version,
                      view.manager.backend, view.devices.size());
       else
-        spdlog::warn("xpud is not on the bus; scrapes report xpu_exporter_xpud_up 0");
+        spdlog::warn("xpud is absent (gone from the bus, or not answering); scrapes report xpu_exporter_xpud_up 0");
     });
 
     // Declared last, so it stops (and finishes requests in flight) before what it uses goes.
