@@ -180,7 +180,7 @@ func startFaultNode(t *testing.T, options faultNodeOptions) *faultNode {
 	}
 
 	// Steady state: everything every row starts from.
-	n.waitAll("steady state", 20*time.Second, n.steadyState())
+	n.waitAll("steady state", time.Now(), 20*time.Second, n.steadyState())
 	return n
 }
 
@@ -446,10 +446,11 @@ const (
 )
 
 // waitAll waits until every observation holds, each first seen at its own time, and returns
-// those times from now; it fails the test naming the ones that never held.
-func (n *faultNode) waitAll(phase string, timeout time.Duration, observations []observation) []time.Duration {
+// those times from since (the fault, or the start of the repair); it fails the test naming the
+// ones that did not hold within timeout of since.
+func (n *faultNode) waitAll(phase string, since time.Time, timeout time.Duration, observations []observation) []time.Duration {
 	n.t.Helper()
-	started := time.Now()
+	started := since
 	seen := make([]time.Duration, len(observations))
 	done := make([]bool, len(observations))
 	why := make([]string, len(observations))
@@ -707,11 +708,14 @@ func TestFaultMatrix(t *testing.T) {
 		t.Run(row.name, func(t *testing.T) {
 			n := startFaultNode(t, row.options)
 			n.markLogs()
+			injected := time.Now()
 			row.inject(n)
-			during := n.waitAll("during the fault", row.within, row.during)
+			during := n.waitAll("during the fault", injected, row.within, row.during)
 			n.markLogs()
+			// From the start of the repair: a restart's own start-up counts.
+			repaired := time.Now()
 			row.repair(n)
-			after := n.waitAll("after the repair", 30*time.Second, row.after)
+			after := n.waitAll("after the repair", repaired, 30*time.Second, row.after)
 			result.detected = result.record("during", row.during, during)
 			result.recovered = result.record("after", row.after, after)
 			completed = true
