@@ -45,26 +45,34 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 // A refresh every kResyncEvery is the safety net for a missed signal. A hung xpud (stopped,
-// or its event loop stuck) keeps its name and sends nothing, so while it answers it is pinged
+// or its event loop stuck) keeps its name and sends nothing, so while it answers it is probed
 // every kProbeEvery; while it owns its name without answering it is asked again every
 // kNoAnswerRetry, so that it counts as present again within a second of answering.
 constexpr auto kResyncEvery = 30s;
 constexpr auto kProbeEvery = 5s;
 constexpr auto kNoAnswerRetry = 1s;
 
-// Peer.Ping, which sd-bus answers from xpud's own event loop: an answer means that loop runs.
-void ping(sdbus::IConnection& connection, std::chrono::milliseconds timeout) {
+// A read of the Manager's Version: answered from xpud's own event loop, so an answer means that
+// loop runs. (Not Peer.Ping: the system bus policy lets only root send that to xpud, and a
+// refused call would read as a hung xpud.)
+void probe_call(sdbus::IConnection& connection, std::chrono::milliseconds timeout) {
   auto proxy = sdbus::createProxy(connection, std::string(names::kBusName), std::string(names::kManagerPath));
-  proxy->callMethod("Ping").onInterface("org.freedesktop.DBus.Peer").withTimeout(timeout).storeResultsTo();
+  sdbus::Variant version;
+  proxy->callMethod("Get")
+      .onInterface("org.freedesktop.DBus.Properties")
+      .withTimeout(timeout)
+      .withArguments(std::string(names::kManagerInterface), std::string(names::property::kVersion))
+      .storeResultsTo(version);
 }
 
 // An error the bus or xpud answered (as opposed to the connection failing, which the caller
 // handles by reconnecting).
 bool is_bus_answer(const sdbus::Error& e) { return e.getName().rfind("org.freedesktop.DBus.Error.", 0) == 0; }
 
-bool is_not_on_bus(const sdbus::Error& e) {
-  return e.getName() == "org.freedesktop.DBus.Error.ServiceUnknown" ||
-         e.getName() == "org.freedesktop.DBus.Error.NameHasNoOwner";
+// xpud owns its name and let the call time out. Other refusals (a bus policy, a proxy) are
+// answers, and say nothing about whether xpud runs.
+bool is_no_answer(const sdbus::Error& e) {
+  return e.getName() == "org.freedesktop.DBus.Error.NoReply" || e.getName() == "org.freedesktop.DBus.Error.Timeout";
 }
 
 int milliseconds_until(Clock::time_point when, Clock::time_point now) {
@@ -135,12 +143,12 @@ void XpudWatcher::watch_loop() {
 
 bool XpudWatcher::probe(sdbus::IConnection& connection) {
   try {
-    ping(connection, options_.call_timeout);
+    probe_call(connection, options_.call_timeout);
     return true;
   } catch (const sdbus::Error& e) {
     if (!is_bus_answer(e)) throw;
     // Gone from the bus: NameOwnerChanged says so too, and the refresh it causes reports it.
-    if (is_not_on_bus(e)) return true;
+    if (!is_no_answer(e)) return true;
     report_no_answer(e);
     set_absent(false);
     return false;
@@ -172,12 +180,12 @@ XpudWatcher::Reach XpudWatcher::refresh(sdbus::IConnection& connection, bool for
     // An error the bus or xpud answered means xpud is absent or unusable for now; anything
     // else means the connection itself failed, which the loop handles by reconnecting.
     if (!is_bus_answer(e)) throw;
-    if (is_not_on_bus(e)) {
-      reach = Reach::kNotOnBus;
-      spdlog::debug("xpud not available: {}", describe_call_failure(e, options_));
-    } else {
+    if (is_no_answer(e)) {
       reach = Reach::kNoAnswer;
       report_no_answer(e);
+    } else {
+      reach = Reach::kUnavailable;
+      spdlog::debug("xpud not available: {}", describe_call_failure(e, options_));
     }
   }
   if (!fresh.xpud_present) {

@@ -5,7 +5,7 @@
 // A change triggers a full refresh (GetAll on the Manager, GetManagedObjects): two calls that
 // cannot drift from xpud's state the way incremental updates could. A refresh every 30 s is the
 // safety net for a signal that was ever missed. A hung xpud keeps its name and sends nothing, so
-// while it answers it is pinged every 5 s; one that stops answering counts as absent (and is
+// while it answers it is probed (Manager.Version) every 5 s; one that stops answering counts as absent (and is
 // asked again every second) until it answers.
 #pragma once
 
@@ -38,12 +38,13 @@ class XpudWatcher {
   DeviceView current_view() const;
 
  private:
-  // How a refresh found xpud: answering, not on the bus, or owning its name without answering.
-  enum class Reach { kAnswered, kNotOnBus, kNoAnswer };
+  // How a refresh found xpud: answering; not on the bus or refused (NameOwnerChanged or the
+  // safety refresh will tell when that changes); or owning its name without answering in time.
+  enum class Reach { kAnswered, kUnavailable, kNoAnswer };
 
   void watch_loop();
   Reach refresh(sdbus::IConnection& connection, bool force_notify);
-  // Pings xpud; false (and the view set absent) when it owns its name but did not answer.
+  // Reads a small property of xpud; false (and the view set absent) when it did not answer in time.
   bool probe(sdbus::IConnection& connection);
   void report_no_answer(const sdbus::Error& e);
   void set_absent(bool force_notify);

@@ -554,7 +554,7 @@ func faultRows() []faultRow {
 				journal(rolePlugin, `xpud is on the bus but does not answer`),
 				journal(rolePlugin, `xpud has been gone for the grace period`),
 				journal(roleExporter, `xpud is absent`)},
-			// A ping every 5 s, the device plugin's 5 s call timeout, the grace period.
+			// A probe every 5 s, the device plugin's 5 s call timeout, the grace period.
 			within: 5*time.Second + 5*time.Second + matrixGrace + 5*time.Second,
 			repair: func(n *faultNode) { _ = syscall.Kill(n.xpud.Pid(), syscall.SIGCONT) },
 			after: []observation{kubeletAllHealthy, metricsAllUp,

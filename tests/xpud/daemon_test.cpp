@@ -276,7 +276,7 @@ TEST_F(XpudTest, WatcherReconnectsWhenTheBusRestarts) {
 
 // A stopped xpud keeps its bus name and sends nothing: the watcher's 30 s safety refresh was
 // all that noticed it, and it counted xpud as present again only at the next one, up to 30 s
-// after xpud ran again (found by the fault matrix). It pings xpud every 5 s instead, and asks a
+// after xpud ran again (found by the fault matrix). It reads a property of xpud every 5 s instead, and asks a
 // silent one again every second.
 TEST_F(XpudTest, WatcherSeesAHungXpudWithinSecondsAndItsReturnWithinOne) {
   start();
@@ -292,7 +292,7 @@ TEST_F(XpudTest, WatcherSeesAHungXpudWithinSecondsAndItsReturnWithinOne) {
     ~Resume() { xpud.signal(SIGCONT); }
   } resume{*xpud_};
   const auto stopped = std::chrono::steady_clock::now();
-  // At most one ping interval (5 s) and one call timeout (2 s), with slack for a loaded machine.
+  // At most one probe interval (5 s) and one call timeout (2 s), with slack for a loaded machine.
   ASSERT_TRUE(wait_until([&] { return !last().xpud_present; }, 10s));
   EXPECT_EQ(last().devices.size(), 8u) << "the last known cards stay listed";
   EXPECT_GE(std::chrono::steady_clock::now() - stopped, 2s) << "absent before a call could time out";
