@@ -39,7 +39,7 @@ const (
 	matrixNormalCase = "devices 4\ndriver_version 5.0.21.21\n"
 	// xpud samples every 200 ms, gives a driver call 300 ms, and marks every card Unhealthy when
 	// a call has not returned within 1 s (the test's [sampling] settings, shorter than the
-	// defaults so that the matrix runs in about a minute).
+	// defaults so that the matrix runs in under a minute).
 	matrixXpudConfig = "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 200\ncall_timeout_ms = 300\n" +
 		"failure_threshold = 2\nstall_grace_ms = 1000\n[xpuml]\nlibrary = %s\n[sysfs]\nroot = %s\n"
 )
