@@ -37,7 +37,7 @@ if [ -n "${XPU_CCACHE_DIR:-}" ]; then
 fi
 
 jobs=$(nproc)
-slow_labels='slow|packaging|e2e|bench|hostile|cluster|fresh'
+slow_labels='slow|packaging|e2e|bench|hostile|cluster|soak|fresh'
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build -j"$jobs"
