@@ -22,6 +22,16 @@ constexpr const char* kDiscoveryCall = "xpumlDeviceGetCount";
 class IdleLibraryCalls : public ::testing::Test {
  protected:
   IdleLibraryCalls() { host.write_scenario("devices 8\n"); }
+  // A read that overran its time box is abandoned by the sampler's destructor and may return
+  // after this binary's exit() has destroyed spdlog's registry, then log into freed memory as it
+  // releases the library (ThreadSanitizer caught it). xpud itself leaves with _Exit then
+  // (daemon.cpp); here the test waits for the driver thread instead.
+  ~IdleLibraryCalls() override {
+    if (!sampler) return;
+    sampler->stop();
+    EXPECT_TRUE(xpu::test::wait_until([&] { return !sampler->driver_stuck(); }, 60s))
+        << "a library call has not returned";
+  }
 
   void start(std::chrono::milliseconds rescan_interval,
              std::chrono::milliseconds interval = 100ms) {
@@ -30,6 +40,9 @@ class IdleLibraryCalls : public ::testing::Test {
     SamplerSettings settings;
     settings.interval = interval;
     settings.rescan_interval = rescan_interval;
+    // These tests count calls, not time boxes: a read slowed past the default 2 s by a loaded
+    // machine or ThreadSanitizer must not turn into a driver stall that skips reads.
+    settings.call_timeout = 30s;
     sampler = std::make_unique<Sampler>(std::move(*backend), settings, [this] { ++cycles; });
     sampler->start();
     ASSERT_TRUE(xpu::test::wait_until([&] { return cycles >= 1; })) << "no first cycle";
