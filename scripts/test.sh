@@ -2,10 +2,12 @@
 # Builds everything and runs the test suite: the default set, then the same tests under ASan and
 # UBSan. Installs its own dependencies on Debian 12. Usage: scripts/test.sh [--no-deps] [--fast]
 #   --no-deps  skip the apt step
-#   --fast     skip the sanitizer build
+#   --fast     skip the sanitizer builds
 # XPU_TEST_LABELS (a ctest -L regex) adds the labelled slow suites, e.g. XPU_TEST_LABELS='packaging|e2e|hostile'.
 # XPU_TEST_LAST_LABELS (a ctest -L regex) runs those suites last, after the sanitizer pass, e.g.
 #   fresh (the fresh-machine test, whose builds reuse the compiler cache this run filled).
+# XPU_TEST_TSAN=1 adds, after the ASan pass, the default set again built with ThreadSanitizer
+#   (build-tsan); any report, in a test or in a daemon it started, fails the pass.
 # XPU_CCACHE_DIR (a directory) compiles through ccache with that cache, keyed on the compiler's
 #   content and on paths relative to this checkout, so that another checkout at the same path (the
 #   fresh-machine test's root) hits what this run compiled. It takes effect in a new build directory.
@@ -56,6 +58,21 @@ if [ "$fast" -eq 0 ]; then
   # detect_leaks stays on; the abandoned driver thread of a hung-call test is joined before exit.
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
      ctest -j"$jobs" --output-on-failure --no-tests=error --timeout 600 -LE "$slow_labels")
+fi
+
+if [ "$fast" -eq 0 ] && [ "${XPU_TEST_TSAN:-0}" = 1 ]; then
+  echo "== tests under ThreadSanitizer =="
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXPU_SANITIZE_THREAD=ON >/dev/null
+  ninja -C build-tsan -j"$jobs"
+  # Reports go to files, so that one in a daemon a test started (whose exit status the test may
+  # not look at) still fails the pass. tests/tsan.supp: third-party code only, each with its reason.
+  reports="$(pwd)/build-tsan/tsan-reports"
+  rm -rf "$reports" && mkdir -p "$reports"
+  tsan_failed=0
+  (cd build-tsan && TSAN_OPTIONS="halt_on_error=1:exitcode=66:log_path=$reports/report:suppressions=$(pwd)/../tests/tsan.supp" \
+     ctest -j"$jobs" --output-on-failure --no-tests=error --timeout 600 -LE "$slow_labels") || tsan_failed=1
+  if [ -n "$(ls -A "$reports")" ]; then cat "$reports"/* >&2; echo "ThreadSanitizer reported the above" >&2; exit 1; fi
+  [ "$tsan_failed" -eq 0 ] || exit 1
 fi
 
 if [ -n "${XPU_TEST_LAST_LABELS:-}" ]; then
