@@ -81,6 +81,32 @@ inline constexpr std::string_view kDriverStalled = "driver_stalled";  // a drive
 inline constexpr std::string_view kDeviceNodePrefix = "/dev/xpu";
 inline constexpr std::string_view kControlNode = "/dev/xpuctrl";
 
+// Container Device Interface: the kind of xpud's spec, and the device names in it (a card by
+// index or UUID, and every card as `all`), fully qualified as runtimes and the kubelet take them.
+namespace cdi {
+inline constexpr std::string_view kKind = "kunlunxin.com/xpu";
+inline constexpr std::string_view kAllDevices = "all";
+inline std::string qualified_name(std::string_view device) {
+  return std::string(kKind) + "=" + std::string(device);
+}
+// Whether `name` may be a CDI device name: letters, digits, '-', '_', '.', ':', starting and
+// ending with a letter or digit (the rule of the CDI library's parser).
+inline bool is_device_name(std::string_view name) {
+  auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  if (name.empty() || !alnum(name.front()) || !alnum(name.back())) return false;
+  for (char c : name)
+    if (!alnum(c) && c != '-' && c != '_' && c != '.' && c != ':') return false;
+  return true;
+}
+}  // namespace cdi
+
+// The environment a container gets with its cards, from the device plugin and the CDI spec
+// alike: host indices (comma-separated, ascending) and the cards' UUIDs in the same order.
+inline constexpr std::string_view kVisibleDevicesEnv = "XPU_VISIBLE_DEVICES";
+inline constexpr std::string_view kUuidsEnv = "KUNLUNXIN_XPU_UUIDS";
+
 // Keys of Manager.GetMetrics, in base units.
 namespace metric {
 inline constexpr std::string_view kUtilization = "utilization_ratio";

@@ -15,6 +15,7 @@
 
 #include "common/command_line.h"
 #include "common/logging.h"
+#include "xpud/cdi_spec_file.h"
 
 namespace xpud {
 namespace {
@@ -121,6 +122,23 @@ const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& sch
            if (v != "true" && v != "false")
              return xpu::Error{"'" + std::string(v) + "' is not true or false"};
            c.allow_cluster_reconfigure = v == "true";
+           return xpu::ok_status();
+         }}}},
+      {"cdi",
+       {{"enabled",
+         [](Config& c, std::string_view v) -> xpu::Status {
+           if (v == "auto") c.cdi_mode = CdiMode::kAuto;
+           else if (v == "true") c.cdi_mode = CdiMode::kOn;
+           else if (v == "false") c.cdi_mode = CdiMode::kOff;
+           else return xpu::Error{"'" + std::string(v) + "' is not one of auto, true, false"};
+           return xpu::ok_status();
+         }},
+        {"directory",
+         [](Config& c, std::string_view v) { return set_absolute_path(c.cdi_directory, v); }},
+        {"file",
+         [](Config& c, std::string_view v) -> xpu::Status {
+           if (xpu::Status status = validate_cdi_spec_file_name(v); !status) return status;
+           c.cdi_file = std::string(v);
            return xpu::ok_status();
          }}}},
   };

@@ -17,6 +17,8 @@ namespace xpud {
 
 inline constexpr const char* kDefaultConfigPath = "/etc/xpud/xpud.conf";
 
+enum class CdiMode { kAuto, kOn, kOff };
+
 struct Config {
   // [daemon]
   std::string backend = "auto";  // auto | xpuml | sysfs | sim
@@ -50,6 +52,12 @@ struct Config {
   // Whether the cluster (the device plugin, through xpud-api-proxy) may change the number of
   // SR-IOV virtual functions with ConfigureVirtualFunctions. Root on the host always may.
   bool allow_cluster_reconfigure = false;
+  // [cdi] The Container Device Interface spec of the cards (cdi_spec.h). `auto` writes it when
+  // xpud serves the system bus, i.e. when it is the host's daemon; an xpud on a private bus
+  // (--bus-address, --session: tests, demos) is not, and would replace the host daemon's spec.
+  CdiMode cdi_mode = CdiMode::kAuto;
+  std::filesystem::path cdi_directory = "/var/run/cdi";
+  std::string cdi_file = "kunlunxin-xpu.json";
 
   bool operator==(const Config&) const = default;
 };

@@ -14,6 +14,7 @@
 #include "common/names.h"
 #include "common/unique_fd.h"
 #include "xpud/backends/backend_factory.h"
+#include "xpud/cdi_spec_writer.h"
 #include "xpud/dbus_service.h"
 #include "xpud/device_event_watcher.h"
 #include "xpud/sampler.h"
@@ -43,6 +44,13 @@ bool backend_settings_differ(const Config& a, const Config& b) {
   return a.backend != b.backend || a.xpuml_library != b.xpuml_library ||
          a.sysfs_root != b.sysfs_root || a.topology_quirks != b.topology_quirks || a.sim_devices != b.sim_devices ||
          a.sim_model != b.sim_model || a.sim_memory_mib != b.sim_memory_mib;
+}
+
+std::vector<DeviceIdentity> cards_of(const Snapshot& snapshot) {
+  std::vector<DeviceIdentity> cards;
+  cards.reserve(snapshot.devices.size());
+  for (const auto& device : snapshot.devices) cards.push_back(device.identity);
+  return cards;
 }
 
 std::unique_ptr<sdbus::IConnection> connect(const DaemonOptions& options) {
@@ -87,6 +95,7 @@ class Daemon {
     }
     std::shared_ptr<Backend> shared_backend = std::move(backend->backend);
     simulator_ = std::move(backend->simulator);
+    host_node_stand_in_ = std::move(backend->host_node_stand_in);
     spdlog::info("backend {} started", shared_backend->name());
 
     wakeup_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -134,6 +143,8 @@ class Daemon {
           simulator_.get(), [this] { sampler_->request_sample(); }, *vf_requests_);
       service_->publish(first);
       published_sequence_ = first->sequence;
+      // Before the name and READY=1: a unit ordered after xpud finds the spec.
+      apply_cdi_settings(*first);
       connection_->requestName(std::string(xpu::names::kBusName));
     } catch (const sdbus::Error& e) {
       spdlog::critical("cannot serve on the bus: {} ({})", e.getMessage(), e.getName());
@@ -251,7 +262,35 @@ class Daemon {
     } catch (const sdbus::Error& e) {
       spdlog::error("publishing a snapshot failed: {}", e.getMessage());
     }
+    if (cdi_) cdi_->update(cards_of(*snapshot));
     notifier_.status(status_line(*service_));
+  }
+
+  // The spec's place for the running configuration: none when [cdi] turns it off (or `auto` on
+  // a private bus). The spec stays on disk when xpud stops: the device nodes it names do not
+  // depend on xpud, and a runtime starting a container while xpud restarts (an upgrade, a crash)
+  // must still resolve kunlunxin.com/xpu names. It goes only when the configuration moves it or
+  // turns it off, or when no card is left.
+  std::optional<std::filesystem::path> cdi_path(const Config& config) const {
+    const bool host_daemon = !options_.bus_address && !options_.session_bus;
+    if (config.cdi_mode == CdiMode::kOff || (config.cdi_mode == CdiMode::kAuto && !host_daemon))
+      return std::nullopt;
+    return config.cdi_directory / config.cdi_file;
+  }
+
+  void apply_cdi_settings(const Snapshot& snapshot) {
+    auto wanted = cdi_path(config_);
+    if (cdi_ && wanted && cdi_->path() == *wanted) return;
+    if (cdi_) cdi_->withdraw();
+    cdi_.reset();
+    if (!wanted) {
+      spdlog::info("CDI spec: not written ([cdi] enabled = {}{})",
+                   config_.cdi_mode == CdiMode::kOff ? "false" : "auto",
+                   config_.cdi_mode == CdiMode::kOff ? "" : ", and xpud serves a private bus");
+      return;
+    }
+    cdi_ = std::make_unique<CdiSpecWriter>(*wanted, host_node_stand_in_);
+    cdi_->update(cards_of(snapshot));
   }
 
   // Only a sampler that still completes cycles keeps the watchdog fed; a wedged sampler gets us
@@ -283,6 +322,7 @@ class Daemon {
     sampler_->update_settings(sampler_settings(*fresh));
     service_->set_cluster_reconfigure_allowed(fresh->allow_cluster_reconfigure);
     config_ = std::move(*fresh);
+    if (auto snapshot = sampler_->latest()) apply_cdi_settings(*snapshot);
     spdlog::info("configuration reloaded (interval {} ms, log level {})", config_.interval.count(),
                  spdlog::level::to_string_view(config_.log_level));
     notifier_.ready(status_line(*service_));
@@ -299,6 +339,8 @@ class Daemon {
   std::unique_ptr<DeviceEventWatcher> device_events_;  // calls sampler_: declared after it
   std::unique_ptr<sdbus::IConnection> connection_;
   std::unique_ptr<DbusService> service_;
+  std::string host_node_stand_in_;  // for the CDI spec's hostPath (backend_factory.h)
+  std::unique_ptr<CdiSpecWriter> cdi_;  // null while no spec is written
   std::uint64_t published_sequence_ = 0;
 };
 

@@ -23,6 +23,9 @@ TEST(Config, MissingOptionalFileGivesDefaults) {
   EXPECT_EQ(config->sim_model, "R200");
   EXPECT_EQ(config->sim_memory_mib, 32768u);
   EXPECT_FALSE(config->allow_cluster_reconfigure);
+  EXPECT_EQ(config->cdi_mode, CdiMode::kAuto);
+  EXPECT_EQ(config->cdi_directory, "/var/run/cdi");
+  EXPECT_EQ(config->cdi_file, "kunlunxin-xpu.json");
   // Where this build installs the table (/usr/share/xpud/topology.quirk in the packages).
   EXPECT_EQ(config->topology_quirks.filename(), "topology.quirk");
   EXPECT_EQ(config->topology_quirks.parent_path().filename(), "xpud");
@@ -44,9 +47,13 @@ TEST(Config, ReadsEveryKey) {
              "[xpuml]\nlibrary = /opt/xpu/libxpuml.so.1\n[sysfs]\nroot = /srv/fake\n"
              "[sim]\ndevices = 4\nmodel = RG800\nmemory_mib = 98304\n"
              "[sriov]\nallow_cluster_reconfigure = true\n"
-             "[topology]\nquirks = /etc/xpud/local.quirk\n");
+             "[topology]\nquirks = /etc/xpud/local.quirk\n"
+             "[cdi]\nenabled = false\ndirectory = /etc/cdi\nfile = kunlunxin-host.json\n");
   auto config = load_config(dir.path() / "xpud.conf", true);
   ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(config->cdi_mode, CdiMode::kOff);
+  EXPECT_EQ(config->cdi_directory, "/etc/cdi");
+  EXPECT_EQ(config->cdi_file, "kunlunxin-host.json");
   EXPECT_EQ(config->backend, "sim");
   EXPECT_EQ(config->log_level, spdlog::level::debug);
   EXPECT_EQ(config->interval.count(), 250);
@@ -70,6 +77,26 @@ TEST(Config, TopologyQuirksMustBeAnAbsolutePath) {
   ASSERT_FALSE(config);
   EXPECT_EQ(config.error(), (dir.path() / "xpud.conf").string() +
                                 ":2: bad value for topology.quirks: 'topology.quirk' is not an absolute path");
+}
+
+TEST(Config, CdiKeysRejectWhatARuntimeCouldNotUseWithFileLineAndReason) {
+  TempDir dir;
+  const auto path = dir.path() / "xpud.conf";
+  const std::pair<const char*, const char*> cases[] = {
+      {"enabled = yes", "bad value for cdi.enabled: 'yes' is not one of auto, true, false"},
+      {"directory = run/cdi", "bad value for cdi.directory: 'run/cdi' is not an absolute path"},
+      {"file = nvidia.json", "bad value for cdi.file: 'nvidia.json' does not start with 'kunlunxin'"},
+      {"file = kunlunxin.yaml", "bad value for cdi.file: 'kunlunxin.yaml' does not end in '.json' (the spec is JSON)"},
+      {"file = kunlunxin/../../etc/x.json", "bad value for cdi.file: 'kunlunxin/../../etc/x.json' is not a plain "
+                                            "file name (it contains '/'); set the directory with [cdi] directory"},
+      {"spec = on", "unknown key 'spec' in section [cdi]"},
+  };
+  for (const auto& [line, reason] : cases) {
+    write_file(path, std::string("[cdi]\n") + line + "\n");
+    auto config = load_config(path, true);
+    ASSERT_FALSE(config) << line;
+    EXPECT_EQ(config.error(), path.string() + ":2: " + reason);
+  }
 }
 
 TEST(Config, DropInsOverrideInNameOrder) {

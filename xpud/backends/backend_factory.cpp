@@ -25,7 +25,7 @@ std::shared_ptr<const topology::LinkTable> load_topology(const Config& config) {
 
 xpu::Result<StartedBackend> without_simulator(xpu::Result<std::unique_ptr<Backend>> made) {
   if (!made) return xpu::Error{made.error()};
-  return StartedBackend{std::move(*made), nullptr};
+  return StartedBackend{std::move(*made), nullptr, {}};
 }
 
 }  // namespace
@@ -33,7 +33,8 @@ xpu::Result<StartedBackend> without_simulator(xpu::Result<std::unique_ptr<Backen
 xpu::Result<StartedBackend> make_backend(const Config& config) {
   if (config.backend == "sim") {
     auto sim = make_sim_backend(SimOptions{config.sim_devices, config.sim_model, config.sim_memory_mib});
-    return StartedBackend{std::move(sim.backend), std::move(sim.simulator)};
+    return StartedBackend{std::move(sim.backend), std::move(sim.simulator),
+                          std::string(kSimDeviceNodeStandIn)};
   }
   auto links = load_topology(config);
   if (config.backend == "sysfs") return without_simulator(make_sysfs_backend(config.sysfs_root, links));

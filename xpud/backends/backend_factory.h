@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "common/result.h"
 #include "xpud/backends/backend.h"
@@ -16,6 +17,10 @@ namespace xpud {
 struct StartedBackend {
   std::shared_ptr<Backend> backend;
   std::shared_ptr<Simulator> simulator;
+  // Where the cards' device nodes really are on this host when not at their own paths, for the
+  // CDI spec's hostPath: the sim backend's /dev/xpuN do not exist, so they stand in for
+  // kSimDeviceNodeStandIn. Empty for the hardware backends: each node is at its path.
+  std::string host_node_stand_in;
 };
 
 xpu::Result<StartedBackend> make_backend(const Config& config);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "xpud/backends/backend.h"
 #include "xpud/backends/simulator.h"
@@ -25,6 +26,13 @@ struct SimBackend {
   std::shared_ptr<Backend> backend;
   std::shared_ptr<Simulator> simulator;
 };
+
+// The simulated cards list /dev/xpuN and /dev/xpuctrl as their nodes, like real ones, but no
+// such nodes exist on a host without cards. What a container runtime needs to inject them (CDI
+// hostPath) is a character device that exists everywhere and does nothing: /dev/null, which is
+// also what the real-node suite's stand-in nodes are (c 1 3). The container still sees
+// /dev/xpuN.
+inline constexpr std::string_view kSimDeviceNodeStandIn = "/dev/null";
 
 SimBackend make_sim_backend(const SimOptions& options);
 
