@@ -8,7 +8,8 @@
 namespace shim {
 
 xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
-                                                    const std::vector<std::string>& device_ids) {
+                                                    const std::vector<std::string>& device_ids,
+                                                    CdiMode cdi) {
   if (device_ids.empty()) return xpu::Error{"no device IDs requested"};
   ContainerAllocation allocation;
   std::set<std::string> seen;
@@ -62,6 +63,13 @@ xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
   if (control_needed) add_node(control);
   allocation.envs.emplace(kVisibleDevicesEnv, indices);
   allocation.envs.emplace(kUuidsEnv, uuids);
+  if (cdi != CdiMode::kOff && allocation.granted.size() == 1) {
+    const PluginDevice& card = allocation.granted.front();
+    const std::string& uuid = card.card_id.empty() ? card.id : card.card_id;
+    allocation.cdi_devices.push_back(xpu::names::cdi::qualified_name(
+        xpu::names::cdi::is_device_name(uuid) ? uuid : std::to_string(card.index)));
+    if (cdi == CdiMode::kOn) allocation.device_nodes.clear();
+  }
   return allocation;
 }
 

@@ -8,19 +8,29 @@
 // An SR-IOV virtual function gets the nodes xpud lists for it (its index in XPU_VISIBLE_DEVICES,
 // like a card). Replicas of a shared card map back to the card: its node, index and UUID appear
 // once however many of its replicas the container holds.
+//
+// CDI (--cdi, cdi_devices of the response): a container granted one card also gets that card's
+// CDI name, kunlunxin.com/xpu=<uuid> (its index when the UUID is not a CDI device name, which
+// xpud's spec then leaves out too), from the spec xpud writes; with CdiMode::kOn the raw device
+// nodes are left out, with kAuto they stay beside it for runtimes without CDI. A container
+// granted several cards gets the raw nodes only, whatever the mode: CDI replaces a variable that
+// several devices set, so per-card names would leave XPU_VISIBLE_DEVICES and KUNLUNXIN_XPU_UUIDS
+// naming the last card instead of all of them (a runtime applies CDI edits after the envs of
+// this response).
 #pragma once
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/names.h"
 #include "common/result.h"
 #include "k8s-shim/device_plugin/resource_plan.h"
 
 namespace shim {
 
-inline constexpr std::string_view kVisibleDevicesEnv = "XPU_VISIBLE_DEVICES";
-inline constexpr std::string_view kUuidsEnv = "KUNLUNXIN_XPU_UUIDS";
+inline constexpr std::string_view kVisibleDevicesEnv = xpu::names::kVisibleDevicesEnv;
+inline constexpr std::string_view kUuidsEnv = xpu::names::kUuidsEnv;
 
 struct DeviceNode {
   std::string container_path;
@@ -30,13 +40,19 @@ struct DeviceNode {
   bool operator==(const DeviceNode&) const = default;
 };
 
+// --cdi: false (kOff) raw device nodes only; true (kOn) CDI names where they carry the same
+// environment, raw nodes elsewhere; auto (kAuto) both.
+enum class CdiMode { kAuto, kOn, kOff };
+
 struct ContainerAllocation {
   std::vector<DeviceNode> device_nodes;
+  std::vector<std::string> cdi_devices;  // fully qualified: kunlunxin.com/xpu=<name>
   std::map<std::string, std::string> envs;
   std::vector<PluginDevice> granted;  // one per card, ascending index, for the log
 };
 
 xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
-                                                    const std::vector<std::string>& device_ids);
+                                                    const std::vector<std::string>& device_ids,
+                                                    CdiMode cdi = CdiMode::kOff);
 
 }  // namespace shim

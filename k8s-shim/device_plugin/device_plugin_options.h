@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/command_line.h"
+#include "k8s-shim/device_plugin/container_allocation.h"
 #include "k8s-shim/device_plugin/node_features.h"
 #include "k8s-shim/device_plugin/resource_plan.h"
 #include "k8s-shim/resource_name.h"
@@ -31,6 +32,8 @@ struct DevicePluginOptions {
   unsigned xpu_share_replicas = 4;
   // node-feature-discovery feature file for the node's XPU labels; empty: none written.
   std::string nfd_features_file{};
+  // --cdi: whether Allocate names cards by CDI (container_allocation.h).
+  CdiMode cdi = CdiMode::kAuto;
 };
 
 inline constexpr unsigned kMaxSriovNumVfs = 64;

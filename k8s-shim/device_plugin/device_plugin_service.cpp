@@ -20,8 +20,9 @@ grpc::Status invalid(std::size_t container, const std::string& message) {
 
 }  // namespace
 
-DevicePluginService::DevicePluginService(std::shared_ptr<ResourceFeed> feed, MemoryUnit memory_unit)
-    : feed_(std::move(feed)), memory_unit_(memory_unit) {}
+DevicePluginService::DevicePluginService(std::shared_ptr<ResourceFeed> feed, MemoryUnit memory_unit,
+                                         CdiMode cdi)
+    : feed_(std::move(feed)), memory_unit_(memory_unit), cdi_(cdi) {}
 
 void DevicePluginService::stop() { stopping_ = true; }
 
@@ -81,7 +82,7 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*, const v1beta1::
   std::vector<ContainerAllocation> allocations;
   for (int i = 0; i < request->container_requests_size(); ++i) {
     const auto& ids = request->container_requests(i).devices_ids();
-    auto allocation = allocate_container(*state, std::vector<std::string>(ids.begin(), ids.end()));
+    auto allocation = allocate_container(*state, std::vector<std::string>(ids.begin(), ids.end()), cdi_);
     if (!allocation) {
       spdlog::warn("{}: Allocate rejected: container request {}: {}", feed_->resource_name(), i,
                    allocation.error());
@@ -100,8 +101,10 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*, const v1beta1::
                  format_memory(device.memory_total_bytes, memory_unit_) + ")";
       total += device.memory_total_bytes;
     }
-    spdlog::info("{}: allocated to container request {}: {}; {} of XPU memory", feed_->resource_name(),
-                 i, granted, format_memory(total, memory_unit_));
+    std::string cdi;
+    for (const auto& name : allocations[i].cdi_devices) cdi += (cdi.empty() ? "; CDI " : ", ") + name;
+    spdlog::info("{}: allocated to container request {}: {}; {} of XPU memory{}", feed_->resource_name(),
+                 i, granted, format_memory(total, memory_unit_), cdi);
   }
   return grpc::Status::OK;
 }

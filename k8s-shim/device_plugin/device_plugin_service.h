@@ -8,6 +8,7 @@
 
 #include <deviceplugin_v1beta1.grpc.pb.h>
 
+#include "k8s-shim/device_plugin/container_allocation.h"
 #include "k8s-shim/device_plugin/resource_feed.h"
 #include "k8s-shim/shim_options.h"
 
@@ -15,7 +16,8 @@ namespace shim {
 
 class DevicePluginService final : public v1beta1::DevicePlugin::Service {
  public:
-  DevicePluginService(std::shared_ptr<ResourceFeed> feed, MemoryUnit memory_unit);
+  DevicePluginService(std::shared_ptr<ResourceFeed> feed, MemoryUnit memory_unit,
+                      CdiMode cdi = CdiMode::kOff);
 
   // Ends this service's ListAndWatch streams (its server is going away).
   void stop();
@@ -36,6 +38,7 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
  private:
   const std::shared_ptr<ResourceFeed> feed_;
   const MemoryUnit memory_unit_;
+  const CdiMode cdi_;
   std::atomic<bool> stopping_{false};
 };
 

@@ -34,6 +34,7 @@ class KubeletConnector {
   struct Options {
     std::filesystem::path plugin_dir;
     MemoryUnit memory_unit = MemoryUnit::MiB;
+    CdiMode cdi = CdiMode::kAuto;  // --cdi
     std::chrono::milliseconds register_timeout{5000};
     Clock::duration first_retry = std::chrono::milliseconds(250);
     Clock::duration max_retry = std::chrono::seconds(30);

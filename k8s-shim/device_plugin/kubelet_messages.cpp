@@ -50,6 +50,7 @@ void fill_container_response(const ContainerAllocation& allocation,
     spec->set_permissions(node.permissions);
   }
   for (const auto& [key, value] : allocation.envs) (*response.mutable_envs())[key] = value;
+  for (const auto& name : allocation.cdi_devices) response.add_cdi_devices()->set_name(name);
 }
 
 }  // namespace shim

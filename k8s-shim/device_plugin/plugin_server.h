@@ -19,7 +19,8 @@ class PluginServer {
  public:
   static xpu::Result<std::unique_ptr<PluginServer>> start(std::filesystem::path socket_path,
                                                           std::shared_ptr<ResourceFeed> feed,
-                                                          MemoryUnit memory_unit);
+                                                          MemoryUnit memory_unit,
+                                                          CdiMode cdi = CdiMode::kOff);
   ~PluginServer();
   PluginServer(const PluginServer&) = delete;
   PluginServer& operator=(const PluginServer&) = delete;

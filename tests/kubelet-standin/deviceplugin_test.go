@@ -112,6 +112,13 @@ type devicePluginEnv struct {
 // startDevicePluginEnv: bus, xpud, then the shim (before any kubelet exists), then the kubelet.
 func startDevicePluginEnv(t *testing.T, shimArgs ...string) *devicePluginEnv {
 	t.Helper()
+	return startDevicePluginEnvWith(t, "", shimArgs...)
+}
+
+// startDevicePluginEnvWith is startDevicePluginEnv with xpud reading xpudConfig (when not
+// empty) from a file in the test's directory, which {dir} in it names.
+func startDevicePluginEnvWith(t *testing.T, xpudConfig string, shimArgs ...string) *devicePluginEnv {
+	t.Helper()
 	e := &devicePluginEnv{xpudBin: BinaryFromEnv(t, "XPUD_BIN")}
 	shimBin := BinaryFromEnv(t, "XPU_K8S_SHIM_BIN")
 	e.dir = ShortTempDir(t)
@@ -119,8 +126,16 @@ func startDevicePluginEnv(t *testing.T, shimArgs ...string) *devicePluginEnv {
 	if err := os.Mkdir(e.pluginDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	var xpudArgs []string
+	if xpudConfig != "" {
+		path := filepath.Join(e.dir, "xpud.conf")
+		if err := os.WriteFile(path, []byte(strings.ReplaceAll(xpudConfig, "{dir}", e.dir)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		xpudArgs = []string{"--config", path}
+	}
 	e.bus = StartPrivateBus(t, e.dir)
-	e.xpud = StartXpud(t, e.dir, e.xpudBin, e.bus)
+	e.xpud = StartXpud(t, e.dir, e.xpudBin, e.bus, xpudArgs...)
 	e.uuids = deviceUUIDs(t, e.bus)
 	args := append([]string{"--plugin-dir", e.pluginDir}, shimArgs...)
 	e.shim = StartShim(t, e.dir, shimBin, e.bus, "device-plugin", args...)
@@ -473,6 +488,7 @@ func TestDevicePluginBadFlags(t *testing.T) {
 		{"--xpud-grace-period", "-1"},
 		{"--xpud-grace-period", "ten"},
 		{"--plugin-dir", ""},
+		{"--cdi=yes"},
 		{"--no-such-flag"},
 	} {
 		cmd := exec.Command(shimBin, append([]string{"device-plugin"}, args...)...)

@@ -118,5 +118,54 @@ TEST(ContainerAllocation, SharedReplicasMapBackToTheirCardOnce) {
   EXPECT_EQ(whole_card.error(), "device 'uuid-0' is not a kunlunxin.com/xpu-shared device of this node");
 }
 
+TEST(ContainerAllocation, CdiOffGivesNoCdiNames) {
+  auto allocation = allocate_container(three_cards(), {"uuid-3"}, CdiMode::kOff);
+  ASSERT_TRUE(allocation.ok()) << allocation.error();
+  EXPECT_TRUE(allocation->cdi_devices.empty());
+  EXPECT_EQ(allocation->device_nodes.size(), 2u);
+}
+
+TEST(ContainerAllocation, CdiAutoGivesTheCardsCdiNameBesideTheRawNodes) {
+  auto allocation = allocate_container(three_cards(), {"uuid-3"}, CdiMode::kAuto);
+  ASSERT_TRUE(allocation.ok()) << allocation.error();
+  EXPECT_EQ(allocation->cdi_devices, std::vector<std::string>{"kunlunxin.com/xpu=uuid-3"});
+  const std::vector<DeviceNode> nodes = {{"/dev/xpu3", "/dev/xpu3", "rw"}, {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
+  EXPECT_EQ(allocation->device_nodes, nodes);
+  EXPECT_EQ(allocation->envs.at("XPU_VISIBLE_DEVICES"), "3");
+}
+
+TEST(ContainerAllocation, CdiTrueGivesTheCdiNameInsteadOfRawNodes) {
+  auto allocation = allocate_container(three_cards(), {"uuid-1"}, CdiMode::kOn);
+  ASSERT_TRUE(allocation.ok()) << allocation.error();
+  EXPECT_EQ(allocation->cdi_devices, std::vector<std::string>{"kunlunxin.com/xpu=uuid-1"});
+  EXPECT_TRUE(allocation->device_nodes.empty());
+  // The environment still comes from the response too: it agrees with the spec's entry.
+  EXPECT_EQ(allocation->envs.at("XPU_VISIBLE_DEVICES"), "1");
+  EXPECT_EQ(allocation->envs.at("KUNLUNXIN_XPU_UUIDS"), "uuid-1");
+}
+
+TEST(ContainerAllocation, SeveralCardsGetRawNodesOnlyWhateverTheCdiMode) {
+  // Per-card CDI entries would each set XPU_VISIBLE_DEVICES, and the last would win.
+  for (CdiMode mode : {CdiMode::kAuto, CdiMode::kOn}) {
+    auto allocation = allocate_container(three_cards(), {"uuid-3", "uuid-1"}, mode);
+    ASSERT_TRUE(allocation.ok()) << allocation.error();
+    EXPECT_TRUE(allocation->cdi_devices.empty());
+    EXPECT_EQ(allocation->device_nodes.size(), 3u);
+    EXPECT_EQ(allocation->envs.at("XPU_VISIBLE_DEVICES"), "1,3");
+  }
+}
+
+TEST(ContainerAllocation, CdiNamesASharedCardByItsUuidAndAnOddUuidByIndex) {
+  auto replicas = allocate_container(shared_cards(), {"uuid-0::3", "uuid-0::1"}, CdiMode::kOn);
+  ASSERT_TRUE(replicas.ok()) << replicas.error();
+  EXPECT_EQ(replicas->cdi_devices, std::vector<std::string>{"kunlunxin.com/xpu=uuid-0"});
+
+  ResourceState state = three_cards();
+  state.devices[0].id = "odd_";  // a valid device-plugin ID, but no CDI name: xpud's spec has index 1
+  auto odd = allocate_container(state, {"odd_"}, CdiMode::kAuto);
+  ASSERT_TRUE(odd.ok()) << odd.error();
+  EXPECT_EQ(odd->cdi_devices, std::vector<std::string>{"kunlunxin.com/xpu=1"});
+}
+
 }  // namespace
 }  // namespace shim

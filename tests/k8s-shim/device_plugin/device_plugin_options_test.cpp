@@ -92,5 +92,15 @@ TEST(DevicePluginOptions, NfdFeaturesFileThatNfdWouldNotReadIsAUsageError) {
               "names a directory, not a file");
 }
 
+TEST(DevicePluginOptions, CdiIsAutoUnlessSetAndTakesOnlyItsThreeValues) {
+  EXPECT_EQ(parse({}).cdi, CdiMode::kAuto);
+  EXPECT_EQ(parse({"--cdi=auto"}).cdi, CdiMode::kAuto);
+  EXPECT_EQ(parse({"--cdi=true"}).cdi, CdiMode::kOn);
+  EXPECT_EQ(parse({"--cdi", "false"}).cdi, CdiMode::kOff);
+  EXPECT_EXIT(parse({"--cdi=yes"}), ::testing::ExitedWithCode(2),
+              "--cdi: 'yes' is not one of auto, true, false");
+  EXPECT_EXIT(parse({"--cdi="}), ::testing::ExitedWithCode(2), "--cdi: '' is not one of auto, true, false");
+}
+
 }  // namespace
 }  // namespace shim
