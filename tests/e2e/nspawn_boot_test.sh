@@ -96,6 +96,10 @@ expect_eq "bus name owned by the unit's process" \
   "$(in_container systemctl show -P MainPID xpud)"
 expect_contains "Manager interface on the system bus" \
   "$(in_container busctl introspect com.kunlunxin.xpud1 /com/kunlunxin/xpud1)" "com.kunlunxin.xpud1.Manager"
+# The sandboxed unit can write its CDI spec (the one directory it may write), world-readable.
+expect_eq "the CDI spec, written by the unit" \
+  "$(in_container stat -c '%a %U' /var/run/cdi/kunlunxin-xpu.json)" "644 root"
+expect_contains "the spec names every card" "$(in_container cat /var/run/cdi/kunlunxin-xpu.json)" '"name": "7"'
 
 log "an unprivileged user reads, but cannot inject"
 expect_contains "xpuctl list as an unprivileged user" "$(in_container runuser -u viewer -- xpuctl list)" "8 devices, 8 healthy"
