@@ -253,7 +253,8 @@ class DefaultRender(unittest.TestCase):
 
     def test_roles_and_default_arguments(self):
         common = ["--v", "5", "--log-level", "info", "--memory-unit", "MiB"]
-        self.assertEqual(args_of(self.objects, DEVICE_PLUGIN), XPUD_API_ARGS + ["device-plugin"] + common)
+        self.assertEqual(args_of(self.objects, DEVICE_PLUGIN),
+                         XPUD_API_ARGS + ["device-plugin"] + common + ["--cdi=auto"])
         self.assertEqual(args_of(self.objects, EXPORTER), XPUD_API_ARGS + ["exporter", "--listen", ":9507"] + common)
         self.assertEqual(args_of(self.objects, TOKEN_GEN), ["token-sync"] + common)
         for name in DAEMONSETS:
@@ -692,6 +693,26 @@ class NodeFeatureDiscovery(unittest.TestCase):
             result = render_failure("devicePlugin.nodeFeatureDiscovery.enabled=true", bad)
             self.assertNotEqual(result.returncode, 0, bad)
             self.assertIn(key, result.stderr, bad)
+
+
+class DevicePluginCdi(unittest.TestCase):
+    """devicePlugin.cdi: --cdi for the device plugin, auto by default; false and true as YAML
+    booleans (`--set devicePlugin.cdi=false`, `cdi: false` unquoted) mean what they say."""
+
+    def test_each_value_reaches_the_flag(self):
+        self.assertIn("--cdi=auto", args_of(render(), DEVICE_PLUGIN))
+        for value, flag in (("auto", "--cdi=auto"), ("true", "--cdi=true"), ("false", "--cdi=false")):
+            args = args_of(render(f"devicePlugin.cdi={value}"), DEVICE_PLUGIN)
+            self.assertEqual([a for a in args if a.startswith("--cdi")], [flag], value)
+            args = args_of(render(values_yaml=f"devicePlugin:\n  cdi: \"{value}\"\n"), DEVICE_PLUGIN)
+            self.assertEqual([a for a in args if a.startswith("--cdi")], [flag], value)
+        for name in (EXPORTER, TOKEN_GEN):
+            self.assertFalse([a for a in args_of(render(), name) if a.startswith("--cdi")], name)
+
+    def test_another_value_is_refused_naming_the_key(self):
+        result = render_failure("devicePlugin.cdi=maybe")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("cdi", result.stderr)
 
 
 @unittest.skipUnless(SHIM, "xpu-k8s-shim is not built (XPU_BUILD_SHIM=OFF)")
