@@ -100,6 +100,15 @@ inline bool is_device_name(std::string_view name) {
     if (!alnum(c) && c != '-' && c != '_' && c != '.' && c != ':') return false;
   return true;
 }
+// Whether a card's UUID can be its own name in xpud's spec: a device name that is neither "all"
+// nor all digits (an index's name). Otherwise the spec names the card by index only, and so must
+// everything that refers to it.
+inline bool is_uuid_name(std::string_view uuid) {
+  if (!is_device_name(uuid) || uuid == kAllDevices) return false;
+  for (char c : uuid)
+    if (c < '0' || c > '9') return true;
+  return false;
+}
 }  // namespace cdi
 
 // The environment a container gets with its cards, from the device plugin and the CDI spec

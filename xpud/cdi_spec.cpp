@@ -79,8 +79,7 @@ CdiSpecRendering render_cdi_spec(const CdiSpecInput& input) {
   if (entries.empty()) return out;
 
   json devices = json::array();
-  std::set<std::string> taken = {std::string(names::cdi::kAllDevices)};
-  for (const auto& entry : entries) taken.insert(std::to_string(entry.card->index));
+  std::set<std::string> taken_uuids;
   bool digit_names = false;
   std::string all_indices, all_uuids;
   std::vector<std::string> all_nodes;
@@ -90,14 +89,14 @@ CdiSpecRendering render_cdi_spec(const CdiSpecInput& input) {
     devices.push_back(device_json(index, entry.nodes, index, card.uuid, input.host_node_stand_in));
     out.devices.push_back(index);
     digit_names = true;
-    // A UUID the runtime could not parse, or one that would shadow an index or "all", is left
-    // out; the card stays reachable by its index.
-    if (!names::cdi::is_device_name(card.uuid)) {
+    // A UUID the runtime could not parse, one that would shadow an index or "all", or one two
+    // cards report, is left out; the card stays reachable by its index.
+    if (!names::cdi::is_uuid_name(card.uuid)) {
       out.skipped.push_back("xpu" + index + ": UUID '" + card.uuid +
-                            "' is not a CDI device name; reachable by index only");
-    } else if (!taken.insert(card.uuid).second) {
+                            "' cannot be a CDI device name of its own; reachable by index only");
+    } else if (!taken_uuids.insert(card.uuid).second) {
       out.skipped.push_back("xpu" + index + ": UUID '" + card.uuid +
-                            "' is already a device name in the spec; reachable by index only");
+                            "' is another card's too; reachable by index only");
     } else {
       devices.push_back(device_json(card.uuid, entry.nodes, index, card.uuid, input.host_node_stand_in));
       out.devices.push_back(card.uuid);

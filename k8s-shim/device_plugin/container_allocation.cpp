@@ -67,7 +67,7 @@ xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
     const PluginDevice& card = allocation.granted.front();
     const std::string& uuid = card.card_id.empty() ? card.id : card.card_id;
     allocation.cdi_devices.push_back(xpu::names::cdi::qualified_name(
-        xpu::names::cdi::is_device_name(uuid) ? uuid : std::to_string(card.index)));
+        xpu::names::cdi::is_uuid_name(uuid) ? uuid : std::to_string(card.index)));
     if (cdi == CdiMode::kOn) allocation.device_nodes.clear();
   }
   return allocation;

@@ -90,12 +90,13 @@ TEST(CdiSpecRender, AVirtualFunctionIsADeviceWithTheNodesXpudListsForIt) {
 
 TEST(CdiSpecRender, AUuidThatCannotBeANameLeavesTheCardReachableByIndex) {
   auto rendering = render_cdi_spec(
-      CdiSpecInput{{card(0, "bad uuid/with slash"), card(1, "all"), card(2, "0"), card(3, "-lead")}, ""});
+      CdiSpecInput{{card(0, "bad uuid/with slash"), card(1, "all"), card(2, "0"), card(3, "-lead"),
+                    card(4, "twin"), card(5, "twin"), card(6, "77")}, ""});
   json spec = json::parse(rendering.text);
-  EXPECT_EQ(rendering.devices, (std::vector<std::string>{"0", "1", "2", "3", "all"}));
-  EXPECT_EQ(rendering.skipped.size(), 4u);
+  EXPECT_EQ(rendering.devices, (std::vector<std::string>{"0", "1", "2", "3", "4", "twin", "5", "6", "all"}));
+  EXPECT_EQ(rendering.skipped.size(), 6u);
   // "all" stays every card, not card 1; "0" stays card 0, not card 2.
-  EXPECT_EQ(env(*device(spec, "all"))[0], "XPU_VISIBLE_DEVICES=0,1,2,3");
+  EXPECT_EQ(env(*device(spec, "all"))[0], "XPU_VISIBLE_DEVICES=0,1,2,3,4,5,6");
   EXPECT_EQ(env(*device(spec, "0"))[0], "XPU_VISIBLE_DEVICES=0");
 }
 

@@ -165,6 +165,11 @@ TEST(ContainerAllocation, CdiNamesASharedCardByItsUuidAndAnOddUuidByIndex) {
   auto odd = allocate_container(state, {"odd_"}, CdiMode::kAuto);
   ASSERT_TRUE(odd.ok()) << odd.error();
   EXPECT_EQ(odd->cdi_devices, std::vector<std::string>{"kunlunxin.com/xpu=1"});
+  // A UUID that is another card's index (or "all") would name the wrong card(s): the index.
+  state.devices[1].id = "1";
+  auto shadow = allocate_container(state, {"1"}, CdiMode::kAuto);
+  ASSERT_TRUE(shadow.ok()) << shadow.error();
+  EXPECT_EQ(shadow->cdi_devices, std::vector<std::string>{"kunlunxin.com/xpu=3"});
 }
 
 }  // namespace
