@@ -19,7 +19,9 @@ constexpr const char* kOldestReadVersion = "0.3.0";
 // The plugin gives the same: read and write, no mknod inside the container.
 constexpr const char* kNodePermissions = "rw";
 
-bool alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+bool alnum(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0;
+}
 
 // A node the spec may name: an absolute path under /dev/ without '..' or odd characters. The
 // identities come from xpud's own backends; this keeps a surprise in one of them (a sysfs tree
@@ -46,7 +48,8 @@ json node_json(const std::string& path, const std::string& stand_in) {
 }
 
 json device_json(const std::string& name, const std::vector<std::string>& nodes,
-                 const std::string& indices, const std::string& uuids, const std::string& stand_in) {
+                 const std::string& indices, const std::string& uuids,
+                 const std::string& stand_in) {
   json node_list = json::array();
   for (const auto& node : nodes) node_list.push_back(node_json(node, stand_in));
   return {{"name", name},
@@ -98,20 +101,22 @@ CdiSpecRendering render_cdi_spec(const CdiSpecInput& input) {
       out.skipped.push_back("xpu" + index + ": UUID '" + card.uuid +
                             "' is another card's too; reachable by index only");
     } else {
-      devices.push_back(device_json(card.uuid, entry.nodes, index, card.uuid, input.host_node_stand_in));
+      devices.push_back(
+          device_json(card.uuid, entry.nodes, index, card.uuid, input.host_node_stand_in));
       out.devices.push_back(card.uuid);
       digit_names = digit_names || std::isdigit(static_cast<unsigned char>(card.uuid.front()));
     }
     all_indices += (all_indices.empty() ? "" : ",") + index;
     all_uuids += (all_uuids.empty() ? "" : ",") + card.uuid;
     for (const auto& node : entry.nodes)
-      if (std::find(all_nodes.begin(), all_nodes.end(), node) == all_nodes.end()) all_nodes.push_back(node);
+      if (std::find(all_nodes.begin(), all_nodes.end(), node) == all_nodes.end())
+        all_nodes.push_back(node);
   }
   // Each card's own nodes first, in index order, then the shared control node.
   std::stable_partition(all_nodes.begin(), all_nodes.end(),
                         [](const std::string& node) { return node != names::kControlNode; });
-  devices.push_back(device_json(std::string(names::cdi::kAllDevices), all_nodes, all_indices, all_uuids,
-                                input.host_node_stand_in));
+  devices.push_back(device_json(std::string(names::cdi::kAllDevices), all_nodes, all_indices,
+                                all_uuids, input.host_node_stand_in));
   out.devices.emplace_back(names::cdi::kAllDevices);
 
   const bool needs_v050 = digit_names || !input.host_node_stand_in.empty();

@@ -33,9 +33,9 @@ struct CdiSpecInput {
 };
 
 struct CdiSpecRendering {
-  std::string text;                    // JSON, ends with a newline; empty when there are no devices
-  std::vector<std::string> skipped;    // why a card or one of its names was left out, for the log
-  std::vector<std::string> devices;    // the device names written ("0", "<uuid>", "all")
+  std::string text;                  // JSON, ends with a newline; empty when there are no devices
+  std::vector<std::string> skipped;  // why a card or one of its names was left out, for the log
+  std::vector<std::string> devices;  // the device names written ("0", "<uuid>", "all")
 };
 
 // A spec needs at least one device (the reference library rejects an empty one): with no card

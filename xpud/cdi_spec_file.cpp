@@ -22,7 +22,9 @@ namespace fs = std::filesystem;
 constexpr mode_t kFileMode = 0644;
 constexpr mode_t kDirectoryMode = 0755;
 
-std::string errno_text(int error) { return std::strerror(error); }
+std::string errno_text(int error) {
+  return std::strerror(error);
+}
 
 // True when `fd` holds exactly `expected`.
 bool holds(int fd, std::string_view expected) {
@@ -42,7 +44,9 @@ bool holds(int fd, std::string_view expected) {
 xpu::Status validate_cdi_spec_file_name(std::string_view name) {
   if (name.empty()) return xpu::Error{"must not be empty"};
   if (name.find('/') != std::string_view::npos)
-    return xpu::Error{"'" + std::string(name) + "' is not a plain file name (it contains '/'); set the directory with [cdi] directory"};
+    return xpu::Error{
+        "'" + std::string(name) +
+        "' is not a plain file name (it contains '/'); set the directory with [cdi] directory"};
   if (name.size() > 255) return xpu::Error{"longer than 255 bytes"};
   if (!name.starts_with("kunlunxin"))
     return xpu::Error{"'" + std::string(name) + "' does not start with 'kunlunxin'"};
@@ -51,7 +55,8 @@ xpu::Status validate_cdi_spec_file_name(std::string_view name) {
   if (!std::all_of(name.begin(), name.end(), [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
       }))
-    return xpu::Error{"'" + std::string(name) + "' has characters other than letters, digits, '-', '_' and '.'"};
+    return xpu::Error{"'" + std::string(name) +
+                      "' has characters other than letters, digits, '-', '_' and '.'"};
   return xpu::ok_status();
 }
 
@@ -88,14 +93,16 @@ xpu::Result<bool> CdiSpecFile::write(const std::string& content) {
   // The directory may be a symlink (followed: /var/run is one); the file and the temp file never
   // are (O_NOFOLLOW, and rename replaces a symlink rather than writing through it).
   xpu::UniqueFd dir(::open(directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid()) return xpu::Error{directory_.string() + ": cannot open directory: " + errno_text(errno)};
+  if (!dir.valid())
+    return xpu::Error{directory_.string() + ": cannot open directory: " + errno_text(errno)};
 
   // Only a regular file of the right size is opened and compared: anything else planted there
   // (a FIFO, a device node) is replaced without being opened.
   struct stat st {};
   if (::fstatat(dir.get(), name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
       static_cast<std::uint64_t>(st.st_size) == content.size()) {
-    xpu::UniqueFd existing(::openat(dir.get(), name_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    xpu::UniqueFd existing(
+        ::openat(dir.get(), name_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (existing.valid() && holds(existing.get(), content)) {
       written_ = stamp();
       return false;
@@ -112,7 +119,8 @@ xpu::Result<bool> CdiSpecFile::write(const std::string& content) {
     ::unlinkat(dir.get(), temp_name_.c_str(), 0);
     return xpu::Error{temp_where + ": " + what};
   };
-  if (auto status = xpu::write_all(temp.get(), content); !status) return fail("cannot write: " + status.error());
+  if (auto status = xpu::write_all(temp.get(), content); !status)
+    return fail("cannot write: " + status.error());
   if (::fchmod(temp.get(), kFileMode) != 0) return fail("cannot chmod 0644: " + errno_text(errno));
   // A runtime that reads the spec after a crash must find the whole old or the whole new one.
   if (::fsync(temp.get()) != 0) return fail("cannot fsync: " + errno_text(errno));
@@ -120,7 +128,8 @@ xpu::Result<bool> CdiSpecFile::write(const std::string& content) {
   if (::renameat(dir.get(), temp_name_.c_str(), dir.get(), name_.c_str()) != 0) {
     int error = errno;
     ::unlinkat(dir.get(), temp_name_.c_str(), 0);
-    return xpu::Error{where + ": cannot rename " + temp_name_ + " into place: " + errno_text(error)};
+    return xpu::Error{where + ": cannot rename " + temp_name_ +
+                      " into place: " + errno_text(error)};
   }
   if (::fsync(dir.get()) != 0)
     return xpu::Error{directory_.string() + ": cannot fsync directory: " + errno_text(errno)};

@@ -22,7 +22,8 @@ void CdiSpecWriter::update(const std::vector<DeviceIdentity>& cards) {
     rendered_for_ = cards;
     synced_ = false;
     for (const auto& skip : rendering_.skipped)
-      if (reported_skips_.insert(skip).second) spdlog::warn("CDI spec {}: {}", file_.path().string(), skip);
+      if (reported_skips_.insert(skip).second)
+        spdlog::warn("CDI spec {}: {}", file_.path().string(), skip);
   }
   // Between changes only a stat: the file must still be the one written (nobody removed or
   // replaced it), or it is put back.
@@ -44,11 +45,14 @@ void CdiSpecWriter::sync() {
     auto written = file_.write(rendering_.text);
     if (!written) {
       if (written.error() != last_error_)
-        spdlog::error("cannot write the CDI spec: {}; retrying with the next sample", written.error());
+        spdlog::error("cannot write the CDI spec: {}; retrying with the next sample",
+                      written.error());
       last_error_ = written.error();
       return;
     }
-    if (*written) spdlog::info("CDI spec written to {}: kunlunxin.com/xpu={}", where, joined(rendering_.devices));
+    if (*written)
+      spdlog::info("CDI spec written to {}: kunlunxin.com/xpu={}", where,
+                   joined(rendering_.devices));
   }
   if (!last_error_.empty()) spdlog::info("CDI spec {} is current again", where);
   last_error_.clear();

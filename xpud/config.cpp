@@ -61,7 +61,9 @@ const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& sch
          }}}},
       {"sampling",
        {{"interval_ms",
-         [](Config& c, std::string_view v) { return set_milliseconds(c.interval, v, 100, 3600000); }},
+         [](Config& c, std::string_view v) {
+           return set_milliseconds(c.interval, v, 100, 3600000);
+         }},
         {"call_timeout_ms",
          [](Config& c, std::string_view v) {
            return set_milliseconds(c.call_timeout, v, 10, 60000);
@@ -85,7 +87,8 @@ const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& sch
        {{"library",
          [](Config& c, std::string_view v) { return set_absolute_path(c.xpuml_library, v); }}}},
       {"sysfs",
-       {{"root", [](Config& c, std::string_view v) { return set_absolute_path(c.sysfs_root, v); }}}},
+       {{"root",
+         [](Config& c, std::string_view v) { return set_absolute_path(c.sysfs_root, v); }}}},
       {"topology",
        {{"quirks",
          [](Config& c, std::string_view v) { return set_absolute_path(c.topology_quirks, v); }}}},
@@ -127,10 +130,14 @@ const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& sch
       {"cdi",
        {{"enabled",
          [](Config& c, std::string_view v) -> xpu::Status {
-           if (v == "auto") c.cdi_mode = CdiMode::kAuto;
-           else if (v == "true") c.cdi_mode = CdiMode::kOn;
-           else if (v == "false") c.cdi_mode = CdiMode::kOff;
-           else return xpu::Error{"'" + std::string(v) + "' is not one of auto, true, false"};
+           if (v == "auto")
+             c.cdi_mode = CdiMode::kAuto;
+           else if (v == "true")
+             c.cdi_mode = CdiMode::kOn;
+           else if (v == "false")
+             c.cdi_mode = CdiMode::kOff;
+           else
+             return xpu::Error{"'" + std::string(v) + "' is not one of auto, true, false"};
            return xpu::ok_status();
          }},
         {"directory",

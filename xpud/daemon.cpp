@@ -19,8 +19,8 @@
 #include "xpud/device_event_watcher.h"
 #include "xpud/sampler.h"
 #include "xpud/systemd_notifier.h"
-#include "xpud/watchdog_allowance.h"
 #include "xpud/vf_requests.h"
+#include "xpud/watchdog_allowance.h"
 
 namespace xpud {
 namespace {
@@ -339,7 +339,7 @@ class Daemon {
   std::unique_ptr<DeviceEventWatcher> device_events_;  // calls sampler_: declared after it
   std::unique_ptr<sdbus::IConnection> connection_;
   std::unique_ptr<DbusService> service_;
-  std::string host_node_stand_in_;  // for the CDI spec's hostPath (backend_factory.h)
+  std::string host_node_stand_in_;      // for the CDI spec's hostPath (backend_factory.h)
   std::unique_ptr<CdiSpecWriter> cdi_;  // null while no spec is written
   std::uint64_t published_sequence_ = 0;
 };

@@ -67,17 +67,22 @@ void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& optio
                    options.nfd_features_file = std::string(value);
                    return xpu::ok_status();
                  });
-  cli.add_option("cdi", "auto|true|false",
-                 "name a container's card by CDI (kunlunxin.com/xpu=<uuid>, from the spec xpud "
-                 "writes) in Allocate: auto (default) beside the raw device nodes, true instead of "
-                 "them, false not at all; a container with several cards always gets raw nodes",
-                 [&options](std::string_view value) -> xpu::Status {
-                   if (value == "auto") options.cdi = CdiMode::kAuto;
-                   else if (value == "true") options.cdi = CdiMode::kOn;
-                   else if (value == "false") options.cdi = CdiMode::kOff;
-                   else return xpu::Error{"'" + std::string(value) + "' is not one of auto, true, false"};
-                   return xpu::ok_status();
-                 });
+  cli.add_option(
+      "cdi", "auto|true|false",
+      "name a container's card by CDI (kunlunxin.com/xpu=<uuid>, from the spec xpud "
+      "writes) in Allocate: auto (default) beside the raw device nodes, true instead of "
+      "them, false not at all; a container with several cards always gets raw nodes",
+      [&options](std::string_view value) -> xpu::Status {
+        if (value == "auto")
+          options.cdi = CdiMode::kAuto;
+        else if (value == "true")
+          options.cdi = CdiMode::kOn;
+        else if (value == "false")
+          options.cdi = CdiMode::kOff;
+        else
+          return xpu::Error{"'" + std::string(value) + "' is not one of auto, true, false"};
+        return xpu::ok_status();
+      });
 }
 
 xpu::Status check_device_plugin_options(const DevicePluginOptions& options) {

@@ -77,9 +77,8 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args, xp
   ResourceTracker tracker(resource_config(plugin),
                           plugin.xpud_grace_period, Clock::now());
   WakeEvent wake;
-  KubeletConnector connector(KubeletConnector::Options{.plugin_dir = plugin_dir,
-                                                       .memory_unit = options.memory_unit,
-                                                       .cdi = plugin.cdi});
+  KubeletConnector connector(KubeletConnector::Options{
+      .plugin_dir = plugin_dir, .memory_unit = options.memory_unit, .cdi = plugin.cdi});
   int status = 0;
   {
     // Declared after what its listener uses, so it stops calling back before they go away.

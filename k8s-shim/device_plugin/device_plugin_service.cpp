@@ -82,7 +82,8 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*, const v1beta1::
   std::vector<ContainerAllocation> allocations;
   for (int i = 0; i < request->container_requests_size(); ++i) {
     const auto& ids = request->container_requests(i).devices_ids();
-    auto allocation = allocate_container(*state, std::vector<std::string>(ids.begin(), ids.end()), cdi_);
+    auto allocation =
+        allocate_container(*state, std::vector<std::string>(ids.begin(), ids.end()), cdi_);
     if (!allocation) {
       spdlog::warn("{}: Allocate rejected: container request {}: {}", feed_->resource_name(), i,
                    allocation.error());
@@ -102,9 +103,10 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*, const v1beta1::
       total += device.memory_total_bytes;
     }
     std::string cdi;
-    for (const auto& name : allocations[i].cdi_devices) cdi += (cdi.empty() ? "; CDI " : ", ") + name;
-    spdlog::info("{}: allocated to container request {}: {}; {} of XPU memory{}", feed_->resource_name(),
-                 i, granted, format_memory(total, memory_unit_), cdi);
+    for (const auto& name : allocations[i].cdi_devices)
+      cdi += (cdi.empty() ? "; CDI " : ", ") + name;
+    spdlog::info("{}: allocated to container request {}: {}; {} of XPU memory{}",
+                 feed_->resource_name(), i, granted, format_memory(total, memory_unit_), cdi);
   }
   return grpc::Status::OK;
 }

@@ -138,8 +138,8 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint, const std::optiona
   }
   if (!endpoint.server) {
     if (Clock::now() < endpoint.next_attempt) return;
-    auto server = PluginServer::start(options_.plugin_dir / endpoint.feed->socket_name(), endpoint.feed,
-                                      options_.memory_unit, options_.cdi);
+    auto server = PluginServer::start(options_.plugin_dir / endpoint.feed->socket_name(),
+                                      endpoint.feed, options_.memory_unit, options_.cdi);
     if (!server) {
       if (endpoint.failures == 0) spdlog::error("{}: {}; retrying", resource, server.error());
       retry_later(endpoint);

@@ -25,7 +25,8 @@ PluginServer::PluginServer(std::filesystem::path socket_path,
 
 xpu::Result<std::unique_ptr<PluginServer>> PluginServer::start(std::filesystem::path socket_path,
                                                                std::shared_ptr<ResourceFeed> feed,
-                                                               MemoryUnit memory_unit, CdiMode cdi) {
+                                                               MemoryUnit memory_unit,
+                                                               CdiMode cdi) {
   const std::string path = socket_path.string();
   if (path.size() >= sizeof(sockaddr_un::sun_path))
     return xpu::Error{"socket path " + path + " is longer than a unix socket address allows (" +
@@ -41,8 +42,8 @@ xpu::Result<std::unique_ptr<PluginServer>> PluginServer::start(std::filesystem::
     return xpu::Error{"cannot inspect " + path + ": " + std::strerror(errno)};
   }
 
-  std::unique_ptr<PluginServer> server(
-      new PluginServer(socket_path, std::make_unique<DevicePluginService>(std::move(feed), memory_unit, cdi)));
+  std::unique_ptr<PluginServer> server(new PluginServer(
+      socket_path, std::make_unique<DevicePluginService>(std::move(feed), memory_unit, cdi)));
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
   builder.RegisterService(server->service_.get());

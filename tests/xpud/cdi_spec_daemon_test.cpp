@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sdbus-c++/sdbus-c++.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sdbus-c++/sdbus-c++.h>
 
 #include "common/names.h"
 #include "common/xpud_client.h"
@@ -47,7 +47,8 @@ struct FileStamp {
   ino_t inode = 0;
   timespec modified{};
   bool operator==(const FileStamp& o) const {
-    return inode == o.inode && modified.tv_sec == o.modified.tv_sec && modified.tv_nsec == o.modified.tv_nsec;
+    return inode == o.inode && modified.tv_sec == o.modified.tv_sec &&
+           modified.tv_nsec == o.modified.tv_nsec;
   }
 };
 
@@ -61,9 +62,10 @@ class XpudCdi : public ::testing::Test {
  protected:
   void start(const std::string& config) {
     xpu::test::write_file(config_path(), config);
-    xpud_.emplace(std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(),
-                                           "--config", config_path().string()},
-                  dir_.path() / "xpud.log", std::map<std::string, std::string>{{"NOTIFY_SOCKET", notify_.path()}});
+    xpud_.emplace(std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address",
+                                           bus_.address(), "--config", config_path().string()},
+                  dir_.path() / "xpud.log",
+                  std::map<std::string, std::string>{{"NOTIFY_SOCKET", notify_.path()}});
     ASSERT_GE(notify_.wait_for("READY=1", 10s), 0) << xpud_->output();
     client_.emplace(xpu::ClientOptions{bus_.address(), 2s});
   }
@@ -78,9 +80,11 @@ class XpudCdi : public ::testing::Test {
   }
 
   std::string sim_config(const std::string& cdi) const {
-    return "[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 100\n[sim]\ndevices = 4\n[cdi]\n" + cdi;
+    return "[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 100\n[sim]\ndevices = 4\n[cdi]\n" +
+           cdi;
   }
-  std::string enabled_in(const fs::path& directory, const std::string& file = "kunlunxin-xpu.json") const {
+  std::string enabled_in(const fs::path& directory,
+                         const std::string& file = "kunlunxin-xpu.json") const {
     return "enabled = true\ndirectory = " + directory.string() + "\nfile = " + file + "\n";
   }
 
@@ -88,14 +92,16 @@ class XpudCdi : public ::testing::Test {
   bool wait_cycles(unsigned n) {
     std::uint64_t last = 0;
     unsigned seen = 0;
-    return wait_until([&] {
-      auto metrics = client_->get_metrics();
-      if (metrics && metrics->timestamp_usec != last) {
-        if (last != 0) ++seen;
-        last = metrics->timestamp_usec;
-      }
-      return seen >= n;
-    }, 10s);
+    return wait_until(
+        [&] {
+          auto metrics = client_->get_metrics();
+          if (metrics && metrics->timestamp_usec != last) {
+            if (last != 0) ++seen;
+            last = metrics->timestamp_usec;
+          }
+          return seen >= n;
+        },
+        10s);
   }
 
   void set_health(unsigned index, const std::string& health, const std::string& reason) {
@@ -172,7 +178,8 @@ TEST_F(XpudCdi, AutoOnAPrivateBusWritesNothing) {
   start(sim_config("enabled = auto\ndirectory = " + cdi_dir().string() + "\n"));
   ASSERT_TRUE(wait_cycles(2));
   EXPECT_FALSE(fs::exists(cdi_dir())) << xpud_->output();
-  EXPECT_NE(xpud_->output().find("CDI spec: not written ([cdi] enabled = auto, and xpud serves a private bus)"),
+  EXPECT_NE(xpud_->output().find(
+                "CDI spec: not written ([cdi] enabled = auto, and xpud serves a private bus)"),
             std::string::npos)
       << xpud_->output();
 }
@@ -200,7 +207,8 @@ TEST_F(XpudCdi, AReloadMovesOrRemovesTheSpecAndACleanStopLeavesIt) {
   EXPECT_TRUE(fs::exists(first));
   EXPECT_EQ(std::vector<std::string>{"kunlunxin-xpu.json"}, [&] {
     std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(cdi_dir())) names.push_back(entry.path().filename());
+    for (const auto& entry : fs::directory_iterator(cdi_dir()))
+      names.push_back(entry.path().filename());
     return names;
   }()) << "no temp file left behind";
 }
@@ -225,10 +233,11 @@ TEST(XpudCdiHotplug, ACardThatComesOrGoesRewritesTheSpec) {
   tree.add_card(xpu::fakes::kunlunxin_r_series("0000:3b:00.0", 1, 0), 0);
   tree.publish_class_device("0000:3b:00.0", 0);
   const fs::path cdi = dir.path() / "cdi";
-  xpu::test::write_file(dir.path() / "xpud.conf",
-                        "[daemon]\nbackend = sysfs\n[sampling]\ninterval_ms = 100\nrescan_interval_ms = 1000\n"
-                        "[sysfs]\nroot = " + tree.root().string() + "\n[cdi]\nenabled = true\ndirectory = " +
-                            cdi.string() + "\n");
+  xpu::test::write_file(
+      dir.path() / "xpud.conf",
+      "[daemon]\nbackend = sysfs\n[sampling]\ninterval_ms = 100\nrescan_interval_ms = 1000\n"
+      "[sysfs]\nroot = " +
+          tree.root().string() + "\n[cdi]\nenabled = true\ndirectory = " + cdi.string() + "\n");
   ChildProcess xpud({binary_path("xpud/xpud").string(), "--bus-address", bus.address(), "--config",
                      (dir.path() / "xpud.conf").string()},
                     dir.path() / "xpud.log");

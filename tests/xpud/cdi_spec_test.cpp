@@ -40,7 +40,9 @@ std::vector<std::string> node_paths(const json& dev) {
   return paths;
 }
 
-std::vector<std::string> env(const json& dev) { return dev["containerEdits"]["env"]; }
+std::vector<std::string> env(const json& dev) {
+  return dev["containerEdits"]["env"];
+}
 
 TEST(CdiSpecRender, EachCardByIndexAndUuidAndAllWithItsNodesAndEnvironment) {
   auto rendering = render_cdi_spec(CdiSpecInput{{card(0, "uuid-a0"), card(1, "uuid-b1")}, ""});
@@ -57,7 +59,8 @@ TEST(CdiSpecRender, EachCardByIndexAndUuidAndAllWithItsNodesAndEnvironment) {
     const json* dev = device(spec, name);
     ASSERT_NE(dev, nullptr) << name;
     EXPECT_EQ(node_paths(*dev), (std::vector<std::string>{"/dev/xpu1", "/dev/xpuctrl"})) << name;
-    EXPECT_EQ(env(*dev), (std::vector<std::string>{"XPU_VISIBLE_DEVICES=1", "KUNLUNXIN_XPU_UUIDS=uuid-b1"}));
+    EXPECT_EQ(env(*dev),
+              (std::vector<std::string>{"XPU_VISIBLE_DEVICES=1", "KUNLUNXIN_XPU_UUIDS=uuid-b1"}));
     for (const auto& n : (*dev)["containerEdits"]["deviceNodes"]) {
       EXPECT_EQ(n["permissions"], "rw");
       EXPECT_FALSE(n.contains("hostPath")) << "a real node is at its own path";
@@ -66,15 +69,16 @@ TEST(CdiSpecRender, EachCardByIndexAndUuidAndAllWithItsNodesAndEnvironment) {
   const json* all = device(spec, "all");
   ASSERT_NE(all, nullptr);
   EXPECT_EQ(node_paths(*all), (std::vector<std::string>{"/dev/xpu0", "/dev/xpu1", "/dev/xpuctrl"}));
-  EXPECT_EQ(env(*all),
-            (std::vector<std::string>{"XPU_VISIBLE_DEVICES=0,1", "KUNLUNXIN_XPU_UUIDS=uuid-a0,uuid-b1"}));
+  EXPECT_EQ(env(*all), (std::vector<std::string>{"XPU_VISIBLE_DEVICES=0,1",
+                                                 "KUNLUNXIN_XPU_UUIDS=uuid-a0,uuid-b1"}));
 }
 
 TEST(CdiSpecRender, SimulatedNodesStandInForAnExistingDevice) {
   json spec = json::parse(render_cdi_spec(CdiSpecInput{{card(3, "u3")}, "/dev/null"}).text);
   const json* dev = device(spec, "3");
   ASSERT_NE(dev, nullptr);
-  for (const auto& n : (*dev)["containerEdits"]["deviceNodes"]) EXPECT_EQ(n["hostPath"], "/dev/null");
+  for (const auto& n : (*dev)["containerEdits"]["deviceNodes"])
+    EXPECT_EQ(n["hostPath"], "/dev/null");
   EXPECT_EQ(node_paths(*dev), (std::vector<std::string>{"/dev/xpu3", "/dev/xpuctrl"}));
 }
 
@@ -84,16 +88,19 @@ TEST(CdiSpecRender, AVirtualFunctionIsADeviceWithTheNodesXpudListsForIt) {
   vf.device_nodes = {"/dev/xpu8", "/dev/xpuctrl"};
   json spec = json::parse(render_cdi_spec(CdiSpecInput{{card(0, "pf-0"), vf}, ""}).text);
   ASSERT_NE(device(spec, "vf-8"), nullptr);
-  EXPECT_EQ(node_paths(*device(spec, "8")), (std::vector<std::string>{"/dev/xpu8", "/dev/xpuctrl"}));
+  EXPECT_EQ(node_paths(*device(spec, "8")),
+            (std::vector<std::string>{"/dev/xpu8", "/dev/xpuctrl"}));
   EXPECT_EQ(env(*device(spec, "all"))[0], "XPU_VISIBLE_DEVICES=0,8");
 }
 
 TEST(CdiSpecRender, AUuidThatCannotBeANameLeavesTheCardReachableByIndex) {
   auto rendering = render_cdi_spec(
       CdiSpecInput{{card(0, "bad uuid/with slash"), card(1, "all"), card(2, "0"), card(3, "-lead"),
-                    card(4, "twin"), card(5, "twin"), card(6, "77")}, ""});
+                    card(4, "twin"), card(5, "twin"), card(6, "77")},
+                   ""});
   json spec = json::parse(rendering.text);
-  EXPECT_EQ(rendering.devices, (std::vector<std::string>{"0", "1", "2", "3", "4", "twin", "5", "6", "all"}));
+  EXPECT_EQ(rendering.devices,
+            (std::vector<std::string>{"0", "1", "2", "3", "4", "twin", "5", "6", "all"}));
   EXPECT_EQ(rendering.skipped.size(), 6u);
   // "all" stays every card, not card 1; "0" stays card 0, not card 2.
   EXPECT_EQ(env(*device(spec, "all"))[0], "XPU_VISIBLE_DEVICES=0,1,2,3,4,5,6");
@@ -197,7 +204,8 @@ TEST(CdiSpecFile, AnUnwritableDirectoryIsAnErrorNamingIt) {
   CdiSpecFile file(dir.path() / "a-file" / "kunlunxin-xpu.json");
   auto written = file.write("spec\n");
   ASSERT_FALSE(written.ok());
-  EXPECT_NE(written.error().find((dir.path() / "a-file").string()), std::string::npos) << written.error();
+  EXPECT_NE(written.error().find((dir.path() / "a-file").string()), std::string::npos)
+      << written.error();
 }
 
 TEST(CdiSpecFile, RemoveSaysWhetherThereWasAFile) {
@@ -212,10 +220,11 @@ TEST(CdiSpecFile, RemoveSaysWhetherThereWasAFile) {
 TEST(CdiSpecFileName, OnlyAPlainKunlunxinJsonName) {
   EXPECT_TRUE(xpud::validate_cdi_spec_file_name("kunlunxin-xpu.json").ok());
   EXPECT_TRUE(xpud::validate_cdi_spec_file_name("kunlunxin.json").ok());
-  for (const char* bad : {"", "nvidia.json", "kunlunxin-xpu.yaml", "kunlunxin/../x.json", "../kunlunxin.json",
-                          "kunlunxin xpu.json", "kunlunxin-xpu"})
+  for (const char* bad : {"", "nvidia.json", "kunlunxin-xpu.yaml", "kunlunxin/../x.json",
+                          "../kunlunxin.json", "kunlunxin xpu.json", "kunlunxin-xpu"})
     EXPECT_FALSE(xpud::validate_cdi_spec_file_name(bad).ok()) << bad;
-  EXPECT_FALSE(xpud::validate_cdi_spec_file_name("kunlunxin" + std::string(300, 'x') + ".json").ok());
+  EXPECT_FALSE(
+      xpud::validate_cdi_spec_file_name("kunlunxin" + std::string(300, 'x') + ".json").ok());
 }
 
 }  // namespace
