@@ -224,8 +224,8 @@ TEST_F(XpudCdi, AnUnwritableDirectoryIsLoggedAndXpudKeepsServing) {
   EXPECT_EQ(log.find(message), log.rfind(message)) << "logged once, not every cycle";
 }
 
-// A card that comes is in the spec within a rescan; one that goes leaves it.
-TEST(XpudCdiHotplug, ACardThatComesOrGoesRewritesTheSpec) {
+// A card or virtual function that comes is in the spec within a rescan; one that goes leaves it.
+TEST(XpudCdiHotplug, ACardOrVirtualFunctionThatComesOrGoesRewritesTheSpec) {
   xpu::fakes::FakeSysfsTree tree;
   xpu::test::TempDir dir;
   xpu::test::PrivateBus bus;
@@ -252,6 +252,28 @@ TEST(XpudCdiHotplug, ACardThatComesOrGoesRewritesTheSpec) {
   auto devices = spec_devices(spec);
   EXPECT_EQ(devices[2], "1");
 
+  // A virtual function of card 0 (as the kernel makes it when sriov_numvfs is written) is a
+  // device of its own, with the node xpud lists for it.
+  tree.add_card(xpu::fakes::kunlunxin_vf("0000:3b:00.1", "0000:3b:00.0"), 2);
+  tree.publish_class_device("0000:3b:00.1", 2);
+  ASSERT_TRUE(wait_until([&] { return spec_devices(spec).size() == 7; }, 10s)) << xpud.output();
+  auto listed = xpu::XpudClient(xpu::ClientOptions{bus.address(), 2s}).list_devices();
+  ASSERT_TRUE(listed && listed->size() == 3u);
+  EXPECT_TRUE((*listed)[2].is_virtual_function);
+  auto spec_json = json::parse(read(spec));
+  unsigned vf_entries = 0;
+  for (const auto& d : spec_json["devices"]) {
+    if (d["name"] != "2" && d["name"] != (*listed)[2].uuid) continue;
+    ++vf_entries;
+    std::vector<std::string> nodes;
+    for (const auto& n : d["containerEdits"]["deviceNodes"]) nodes.push_back(n["path"]);
+    EXPECT_EQ(nodes, (std::vector<std::string>{"/dev/xpu2", "/dev/xpuctrl"})) << d.dump();
+    EXPECT_EQ(d["containerEdits"]["env"][0], "XPU_VISIBLE_DEVICES=2");
+  }
+  EXPECT_EQ(vf_entries, 2u) << "by index and by UUID";
+
+  tree.remove_pci_function("0000:3b:00.1");
+  tree.remove_device_node(2);
   tree.remove_pci_function("0000:3d:00.0");
   tree.remove_device_node(1);
   ASSERT_TRUE(wait_until([&] { return spec_devices(spec).size() == 3; }, 10s)) << xpud.output();
