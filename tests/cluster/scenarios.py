@@ -17,7 +17,7 @@ import urllib.parse
 import urllib.request
 
 import images
-from node import NODE_IP, NODE_NAME, Node
+from node import CDI_DIR, NODE_IP, NODE_NAME, Node
 from processes import Deadline, run, timed, wait_for
 
 CHART_NAMESPACE = "kube-system"
@@ -381,6 +381,45 @@ class Suite:
         self.wait_allocatable(0, 90)
         figure("helm uninstall to allocatable 0", time.monotonic() - started)
 
+    def s13_cdi(self):
+        """xpud's CDI spec is on the node; with devicePlugin.cdi=true the plugin hands out the
+        card's CDI name and no raw device nodes, and containerd injects the same nodes and
+        environment from the spec."""
+        spec_path = os.path.join(CDI_DIR, "kunlunxin-xpu.json")
+        with open(spec_path, encoding="utf-8") as f:
+            spec = json.load(f)
+        names = {d["name"] for d in spec["devices"]}
+        expect(spec["kind"] == "kunlunxin.com/xpu", f"{spec_path}: kind {spec['kind']}")
+        expect({str(i) for i in range(8)} | {"all"} <= names, f"{spec_path}: devices {sorted(names)}")
+        print(f"  {spec_path}: cdiVersion {spec['cdiVersion']}, {len(names)} device names")
+        started = time.monotonic()
+        self.helm_install("--reuse-values", "--set", "devicePlugin.cdi=true")
+        self.wait_rolled_out()
+        self.wait_plugin_serving()
+        self.wait_allocatable(8, 90)
+        figure("helm upgrade to devicePlugin.cdi=true, rolled out and serving", time.monotonic() - started)
+        args = [c.get("args", []) for p in self.shim_pods() if p["metadata"]["name"].startswith("xpu-device-plugin")
+                for c in p["spec"]["containers"]]
+        expect(any("--cdi=true" in a for a in args), f"the device plugin's arguments: {args}")
+        devices = {d["uuid"]: d for d in self.devices()}
+        try:
+            pod = self.workload("xpu-cdi", 1)
+            uuids = self.allocated_ids(pod["metadata"]["uid"])
+            indices = [devices[u]["index"] for u in uuids]
+            view = self.workload_view("xpu-cdi")
+            expect(view["XPU_VISIBLE_DEVICES"] == ",".join(map(str, indices)),
+                   f"xpu-cdi: XPU_VISIBLE_DEVICES {view['XPU_VISIBLE_DEVICES']}, allocated {indices}")
+            nodes = sorted(view["NODES"].split())
+            expected = sorted([f"xpu{i}" for i in indices] + ["xpuctrl"])
+            expect(nodes == expected, f"xpu-cdi: device nodes {nodes}, expected {expected} (from the CDI spec only)")
+            print(f"  xpu-cdi: card {indices} by its CDI name, nodes {' '.join(nodes)}")
+        finally:
+            self.delete_pods("xpu-cdi")
+            self.helm_install("--reuse-values", "--set", "devicePlugin.cdi=auto")
+            self.wait_rolled_out()
+            self.wait_plugin_serving()
+            self.wait_allocatable(8, 90)
+
     def s11_pod_security(self):
         """The chart's README says its namespace needs the privileged Pod Security level; the API
         server agrees: baseline warns about the hostPath volumes, privileged does not."""
@@ -531,7 +570,8 @@ def expect(condition, message):
 SCENARIOS = [
     (1, "s1_install"), (2, "s2_capacity"), (3, "s3_allocation"), (4, "s4_fault"),
     (5, "s5_kubelet_restart"), (6, "s6_xpud_killed"), (7, "s7_prometheus_labels"), (8, "s8_token"),
-    (10, "s10_bus_boundary"), (11, "s11_pod_security"), (9, "s9_upgrades"), (12, "s12_readme"),
+    (10, "s10_bus_boundary"), (11, "s11_pod_security"), (13, "s13_cdi"), (9, "s9_upgrades"),
+    (12, "s12_readme"),
 ]
 
 
