@@ -9,8 +9,7 @@
 #include <cstring>
 #include <system_error>
 
-#include "common/unique_fd.h"
-#include "common/write_all.h"
+#include "common/file_replacement.h"
 
 namespace xpud {
 namespace {
@@ -24,19 +23,6 @@ constexpr mode_t kDirectoryMode = 0755;
 
 std::string errno_text(int error) {
   return std::strerror(error);
-}
-
-// True when `fd` holds exactly `expected`.
-bool holds(int fd, std::string_view expected) {
-  std::string buffer(expected.size() + 1, '\0');
-  std::size_t got = 0;
-  while (got < buffer.size()) {
-    ssize_t n = ::read(fd, buffer.data() + got, buffer.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  return got == expected.size() && std::string_view(buffer.data(), got) == expected;
 }
 
 }  // namespace
@@ -63,8 +49,7 @@ xpu::Status validate_cdi_spec_file_name(std::string_view name) {
 CdiSpecFile::CdiSpecFile(fs::path path)
     : path_(std::move(path)),
       directory_(path_.parent_path()),
-      name_(path_.filename().string()),
-      temp_name_("." + name_ + ".tmp") {}
+      name_(path_.filename().string()) {}
 
 std::optional<CdiSpecFile::Stamp> CdiSpecFile::stamp() const {
   struct stat st {};
@@ -81,7 +66,6 @@ bool CdiSpecFile::unchanged_since_write() const {
 }
 
 xpu::Result<bool> CdiSpecFile::write(const std::string& content) {
-  const std::string where = path_.string();
   std::error_code ec;
   if (!fs::is_directory(directory_, ec)) {
     // Only the last component is made with our mode; its parents are the host's business
@@ -90,61 +74,16 @@ xpu::Result<bool> CdiSpecFile::write(const std::string& content) {
       return xpu::Error{directory_.string() + ": cannot create directory: " + errno_text(errno)};
     ::chmod(directory_.c_str(), kDirectoryMode);  // through the umask; runtimes list it
   }
-  // The directory may be a symlink (followed: /var/run is one); the file and the temp file never
-  // are (O_NOFOLLOW, and rename replaces a symlink rather than writing through it).
-  xpu::UniqueFd dir(::open(directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid())
-    return xpu::Error{directory_.string() + ": cannot open directory: " + errno_text(errno)};
-
-  // Only a regular file of the right size is opened and compared: anything else planted there
-  // (a FIFO, a device node) is replaced without being opened.
-  struct stat st {};
-  if (::fstatat(dir.get(), name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-      static_cast<std::uint64_t>(st.st_size) == content.size()) {
-    xpu::UniqueFd existing(
-        ::openat(dir.get(), name_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    if (existing.valid() && holds(existing.get(), content)) {
-      written_ = stamp();
-      return false;
-    }
-  }
-
-  // A temp file left by a crash is ours to replace; O_EXCL then refuses anything planted since.
-  ::unlinkat(dir.get(), temp_name_.c_str(), 0);
-  const std::string temp_where = (directory_ / temp_name_).string();
-  xpu::UniqueFd temp(::openat(dir.get(), temp_name_.c_str(),
-                              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kFileMode));
-  if (!temp.valid()) return xpu::Error{temp_where + ": cannot create: " + errno_text(errno)};
-  auto fail = [&](const std::string& what) -> xpu::Result<bool> {
-    ::unlinkat(dir.get(), temp_name_.c_str(), 0);
-    return xpu::Error{temp_where + ": " + what};
-  };
-  if (auto status = xpu::write_all(temp.get(), content); !status)
-    return fail("cannot write: " + status.error());
-  if (::fchmod(temp.get(), kFileMode) != 0) return fail("cannot chmod 0644: " + errno_text(errno));
   // A runtime that reads the spec after a crash must find the whole old or the whole new one.
-  if (::fsync(temp.get()) != 0) return fail("cannot fsync: " + errno_text(errno));
-  temp.reset();
-  if (::renameat(dir.get(), temp_name_.c_str(), dir.get(), name_.c_str()) != 0) {
-    int error = errno;
-    ::unlinkat(dir.get(), temp_name_.c_str(), 0);
-    return xpu::Error{where + ": cannot rename " + temp_name_ +
-                      " into place: " + errno_text(error)};
-  }
-  if (::fsync(dir.get()) != 0)
-    return xpu::Error{directory_.string() + ": cannot fsync directory: " + errno_text(errno)};
-  written_ = stamp();
-  return true;
+  auto written = xpu::replace_file_if_changed(directory_, name_, content,
+                                              xpu::FileReplacement{kFileMode, /*durable=*/true});
+  if (written) written_ = stamp();
+  return written;
 }
 
 xpu::Result<bool> CdiSpecFile::remove() {
   written_.reset();
-  xpu::UniqueFd dir(::open(directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid()) return false;  // nothing of ours can be there
-  ::unlinkat(dir.get(), temp_name_.c_str(), 0);
-  if (::unlinkat(dir.get(), name_.c_str(), 0) == 0) return true;
-  if (errno == ENOENT) return false;
-  return xpu::Error{path_.string() + ": cannot remove: " + errno_text(errno)};
+  return xpu::remove_replaced_file(directory_, name_);
 }
 
 }  // namespace xpud

@@ -51,7 +51,6 @@ class CdiSpecFile {
   const std::filesystem::path path_;
   const std::filesystem::path directory_;
   const std::string name_;
-  const std::string temp_name_;
   std::optional<Stamp> written_;  // after the last successful write()
 };
 

@@ -46,7 +46,6 @@ class NodeFeatureFile {
   const std::filesystem::path path_;
   const std::filesystem::path directory_;
   const std::string name_;
-  const std::string temp_name_;
 
   std::mutex mutex_;  // guards the two below
   std::optional<std::string> content_;
