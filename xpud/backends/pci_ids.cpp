@@ -1,7 +1,10 @@
 #include "xpud/backends/pci_ids.h"
 
 #include <cctype>
+#include <charconv>
 #include <cstdio>
+#include <string_view>
+#include <system_error>
 
 namespace xpud::pci {
 
@@ -42,17 +45,38 @@ std::optional<std::string> model_from_board_id(unsigned board_id) {
   }
 }
 
+namespace {
+
+// One field of a PCI address: hex digits only (any number of leading zeros, as the library's
+// 8-digit domain has), at most `max`. Read with from_chars, which reports a value too large for
+// the type instead of wrapping it (sscanf's %x took "00200000000" for 0).
+std::optional<unsigned> parse_bus_id_field(std::string_view digits, unsigned max) {
+  if (digits.empty()) return std::nullopt;
+  for (char c : digits)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return std::nullopt;
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 16);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || value > max) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
 std::optional<std::string> normalize_bus_id(const std::string& text) {
-  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
-  int consumed = 0;
-  if (std::sscanf(text.c_str(), "%x:%x:%x.%x%n", &domain, &bus, &dev, &fn, &consumed) != 4 ||
-      static_cast<size_t>(consumed) != text.size())
-    return std::nullopt;
-  for (char c : text)
-    if (!std::isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.') return std::nullopt;
-  if (domain > 0xffff || bus > 0xff || dev > 0x1f || fn > 0x7) return std::nullopt;
+  const std::string_view address(text);
+  const auto first = address.find(':');
+  if (first == std::string_view::npos) return std::nullopt;
+  const auto second = address.find(':', first + 1);
+  if (second == std::string_view::npos) return std::nullopt;
+  const auto dot = address.find('.', second + 1);
+  if (dot == std::string_view::npos) return std::nullopt;
+  const auto domain = parse_bus_id_field(address.substr(0, first), 0xffff);
+  const auto bus = parse_bus_id_field(address.substr(first + 1, second - first - 1), 0xff);
+  const auto dev = parse_bus_id_field(address.substr(second + 1, dot - second - 1), 0x1f);
+  const auto fn = parse_bus_id_field(address.substr(dot + 1), 0x7);
+  if (!domain || !bus || !dev || !fn) return std::nullopt;
   char buf[16];
-  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", domain, bus, dev, fn);
+  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", *domain, *bus, *dev, *fn);
   return std::string(buf);
 }
 
