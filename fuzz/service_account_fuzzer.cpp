@@ -14,7 +14,7 @@
 #include "fuzz/fuzz_support.h"
 #include "k8s-shim/token_sync/api_server.h"
 #include "k8s-shim/token_sync/kubeconfig.h"
-#include "k8s-shim/token_sync/printable.h"
+#include "k8s-shim/printable.h"
 #include "k8s-shim/token_sync/service_account_source.h"
 
 namespace {
@@ -101,7 +101,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (files && url) check_kubeconfig(*url, files->namespace_name);
   // The quoting alone, on any text: the runtime must read back exactly these bytes.
   if (parts.size() > 3) check_kubeconfig(std::string(part(3)), std::string(part(2)));
-  const std::string excerpt = token_sync::printable_excerpt(std::string_view(
+  const std::string excerpt = shim::printable_excerpt(std::string_view(
       reinterpret_cast<const char*>(data), size));
   check(is_printable_line(excerpt), "printable_excerpt kept a control byte", excerpt);
   return 0;

@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "common/names.h"
 #include "xpud/backends/simulator.h"
+#include "xpud/method_arguments.h"
 #include "xpud/process_owner.h"
 #include "xpud/vf_requests.h"
 #include "xpud1/device_adaptor.h"
@@ -192,11 +193,8 @@ class SimulatorObject final
   void SetHealth(const uint32_t& index, const std::string& health,
                  const std::string& reason) override {
     authorize();
-    if (health != names::kHealthy && health != names::kUnhealthy)
-      throw sdbus::Error(std::string(names::kErrorInvalidArgument),
-                         "health must be 'Healthy' or 'Unhealthy', got '" + health + "'");
-    if (reason.size() > 1024)
-      throw sdbus::Error(std::string(names::kErrorInvalidArgument), "reason longer than 1024 bytes");
+    if (auto refusal = check_set_health_arguments(health, reason))
+      throw sdbus::Error(std::string(refusal->error_name), refusal->message);
     check(simulator_.set_health(index, health == names::kHealthy, reason));
     spdlog::info("simulator: xpu{} set {} ({})", index, health, reason);
     on_injection_();

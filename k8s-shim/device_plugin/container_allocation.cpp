@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/names.h"
+#include "k8s-shim/printable.h"
 
 namespace shim {
 
@@ -14,14 +15,18 @@ xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
   ContainerAllocation allocation;
   std::set<std::string> seen;
   for (const auto& id : device_ids) {
-    if (!seen.insert(id).second) return xpu::Error{"device '" + id + "' is requested twice"};
+    // IDs come from the kubelet's request and go into the log and the gRPC status: escaped.
+    auto shown = [&id] { return printable_excerpt(id); };
+    if (!seen.insert(id).second)
+      return xpu::Error{"device '" + shown() + "' is requested twice"};
     auto it = std::find_if(state.devices.begin(), state.devices.end(),
                            [&id](const PluginDevice& d) { return d.id == id; });
     if (it == state.devices.end())
-      return xpu::Error{"device '" + id + "' is not a " + state.resource_name + " device of this node"};
+      return xpu::Error{"device '" + shown() + "' is not a " + state.resource_name +
+                        " device of this node"};
     if (!it->healthy)
-      return xpu::Error{"device '" + id + "' (xpu" + std::to_string(it->index) + ") is Unhealthy: " +
-                        it->unhealthy_reason};
+      return xpu::Error{"device '" + shown() + "' (xpu" + std::to_string(it->index) +
+                        ") is Unhealthy: " + it->unhealthy_reason};
     allocation.granted.push_back(*it);
   }
   // Replicas of a shared card map back to the card: each card (and node) once.

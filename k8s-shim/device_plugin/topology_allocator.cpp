@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "k8s-shim/printable.h"
+
 namespace shim {
 namespace {
 
@@ -68,7 +70,8 @@ xpu::Status check_allocation_request(const AllocationRequest& request) {
                       std::to_string(available.size()) + " available devices"};
   for (const auto& id : must)
     if (!available.contains(id))
-      return xpu::Error{"must-include device '" + id + "' is not among the available devices"};
+      return xpu::Error{"must-include device '" + printable_excerpt(id) +
+                        "' is not among the available devices"};
   if (must.size() > static_cast<std::uint64_t>(request.size))
     return xpu::Error{"must-include lists " + std::to_string(must.size()) +
                       " devices, more than the allocation size " + std::to_string(request.size)};

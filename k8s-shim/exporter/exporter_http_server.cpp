@@ -18,6 +18,7 @@
 #include "k8s-shim/exporter/basic_auth.h"
 #include "k8s-shim/exporter/head_deadline.h"
 #include "k8s-shim/exporter/metrics_renderer.h"
+#include "k8s-shim/exporter/request_route.h"
 #include "k8s-shim/exporter/status_page.h"
 
 namespace shim::exporter {
@@ -119,13 +120,16 @@ PeerCertificate check_peer_certificate(MHD_Connection* connection) {
   return PeerCertificate::Valid;
 }
 
-// GET and HEAD carry no body here; one announced is refused before it is read.
-bool has_body(MHD_Connection* connection) {
-  const char* length =
-      MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-  if (length != nullptr && std::string_view(length) != "0") return true;
-  return MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
-                                     MHD_HTTP_HEADER_TRANSFER_ENCODING) != nullptr;
+// What route_request needs of the request's head.
+RequestHead request_head(MHD_Connection* connection, std::string_view path,
+                         std::string_view method) {
+  auto header = [connection](const char* name) {
+    return MHD_lookup_connection_value(connection, MHD_HEADER_KIND, name);
+  };
+  RequestHead head{method, path, std::nullopt, false};
+  if (const char* length = header(MHD_HTTP_HEADER_CONTENT_LENGTH)) head.content_length = length;
+  head.has_transfer_encoding = header(MHD_HTTP_HEADER_TRANSFER_ENCODING) != nullptr;
+  return head;
 }
 
 }  // namespace
@@ -211,7 +215,7 @@ class ExporterHttpServer::Daemon {
     // and closed, without reading what it sends.
     static char head_seen;
     if (*request_state == nullptr) static_cast<Daemon*>(self)->head_deadline_.head_received(connection);
-    if (*request_state == nullptr && !has_body(connection)) {
+    if (*request_state == nullptr && !announces_body(request_head(connection, url, method))) {
       *request_state = &head_seen;
       return MHD_YES;
     }
@@ -239,20 +243,26 @@ class ExporterHttpServer::Daemon {
   // A body is never read: a request that announces one is answered (with an error) before it
   // arrives, and MHD then closes the connection.
   Response answer(MHD_Connection* connection, std::string_view path, std::string_view method) {
-    const bool get_or_head = method == "GET" || method == "HEAD";
-    // The liveness probe's path needs no credentials: it tells nothing but that the server runs.
-    if (path == "/healthz" && get_or_head) return plain(MHD_HTTP_OK, "ok");
-    if (auto refused = check_credentials(connection)) return std::move(*refused);
-
-    if (path != "/" && path != "/metrics" && path != "/healthz")
-      return plain(MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
-    if (!get_or_head) {
-      Response response = plain(MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: use GET or HEAD\n");
-      response.allow_header = true;
-      return response;
+    const RequestHead head = request_head(connection, path, method);
+    if (needs_credentials(head))
+      if (auto refused = check_credentials(connection)) return std::move(*refused);
+    switch (route_request(head)) {
+      case Answer::Health:
+        return plain(MHD_HTTP_OK, "ok");
+      case Answer::NotFound:
+        return plain(MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
+      case Answer::MethodNotAllowed: {
+        Response response =
+            plain(MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: use GET or HEAD\n");
+        response.allow_header = true;
+        return response;
+      }
+      case Answer::BodyNotAccepted:
+        return plain(MHD_HTTP_CONTENT_TOO_LARGE, "a request body is not accepted here\n");
+      case Answer::Page:
+      case Answer::Metrics:
+        break;
     }
-    if (has_body(connection))
-      return plain(MHD_HTTP_CONTENT_TOO_LARGE, "a request body is not accepted here\n");
     if (path == "/" && !status_page_)
       return Response{MHD_HTTP_OK, kHtmlContentType, std::string(kLandingPage)};
     try {

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "common/command_line.h"
-#include "k8s-shim/token_sync/printable.h"
+#include "k8s-shim/printable.h"
 
 namespace shim::token_sync {
 namespace {

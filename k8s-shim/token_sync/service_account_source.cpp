@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "common/unique_fd.h"
-#include "k8s-shim/token_sync/printable.h"
+#include "k8s-shim/printable.h"
 
 namespace shim::token_sync {
 namespace {

@@ -52,6 +52,19 @@ TEST(ContainerAllocation, FailsAsAWholeNamingTheDevice) {
   EXPECT_EQ(error_of({}), "no device IDs requested");
 }
 
+// Found by fuzz/device_plugin_fuzzer: an ID with a newline went as it was into the refusal, which
+// the plugin logs and returns as the gRPC status, so a request could forge a log line.
+TEST(ContainerAllocation, RefusalEscapesTheRequestedId) {
+  auto allocation = allocate_container(three_cards(), {"uuid-0\nforged line", "uuid-1"});
+  ASSERT_FALSE(allocation.ok());
+  EXPECT_EQ(allocation.error(),
+            "device 'uuid-0\\x0aforged line' is not a kunlunxin.com/xpu device of this node");
+  allocation = allocate_container(three_cards(), {std::string(200, 'x')});
+  ASSERT_FALSE(allocation.ok());
+  EXPECT_EQ(allocation.error(), "device '" + std::string(80, 'x') +
+                                    "...' is not a kunlunxin.com/xpu device of this node");
+}
+
 
 TEST(ContainerAllocation, VirtualFunctionGetsItsOwnNodes) {
   ResourceState state{"kunlunxin.com/vxpu", "kunlunxin-vxpu.sock", {}};

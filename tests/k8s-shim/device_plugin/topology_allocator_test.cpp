@@ -202,6 +202,9 @@ TEST(TopologyAllocator, RejectsBadRequestsWithClearErrors) {
             "must-include device 'XPU-u' is not among the available devices");
   EXPECT_EQ(error_of({ids_of(0xff), ids_of(0x07), 2}),
             "must-include lists 3 devices, more than the allocation size 2");
+  // An ID from the kubelet is escaped in the refusal (found by fuzz/device_plugin_fuzzer).
+  EXPECT_EQ(error_of({ids_of(0x03), {"a\r\nb"}, 1}),
+            "must-include device 'a\\x0d\\x0ab' is not among the available devices");
 }
 
 TEST(TopologyAllocator, DuplicatesInTheRequestCountOnce) {

@@ -504,8 +504,13 @@ xpu::Result<std::unique_ptr<Backend>> make_xpuml_backend(
     bool* init_failed, std::shared_ptr<const topology::LinkTable> links) {
   auto loaded = Library::open(library, init_failed);
   if (!loaded) return xpu::Error{loaded.error()};
-  return std::unique_ptr<Backend>(
-      std::make_unique<XpumlBackend>(std::move(*loaded), sysfs_root, std::move(links)));
+  return make_xpuml_backend(std::move(*loaded), sysfs_root, std::move(links));
+}
+
+std::unique_ptr<Backend> make_xpuml_backend(std::unique_ptr<xpuml::Library> library,
+                                            const std::filesystem::path& sysfs_root,
+                                            std::shared_ptr<const topology::LinkTable> links) {
+  return std::make_unique<XpumlBackend>(std::move(library), sysfs_root, std::move(links));
 }
 
 }  // namespace xpud

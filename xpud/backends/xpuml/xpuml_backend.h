@@ -20,4 +20,13 @@ xpu::Result<std::unique_ptr<Backend>> make_xpuml_backend(
     const std::filesystem::path& library, const std::filesystem::path& sysfs_root,
     bool* init_failed = nullptr, std::shared_ptr<const topology::LinkTable> links = nullptr);
 
+namespace xpuml {
+class Library;
+}
+
+// The same over a library already open (xpuml::Library::open, or from_symbols for a fuzzer).
+std::unique_ptr<Backend> make_xpuml_backend(std::unique_ptr<xpuml::Library> library,
+                                            const std::filesystem::path& sysfs_root,
+                                            std::shared_ptr<const topology::LinkTable> links = nullptr);
+
 }  // namespace xpud

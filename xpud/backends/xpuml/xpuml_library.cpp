@@ -120,6 +120,10 @@ xpu::Result<std::unique_ptr<Library>> Library::open(const std::filesystem::path&
   return library;
 }
 
+std::unique_ptr<Library> Library::from_symbols(std::filesystem::path name, const Symbols& symbols) {
+  return std::unique_ptr<Library>(new Library(std::move(name), DlHandle{}, symbols));
+}
+
 Library::Library(std::filesystem::path path, DlHandle handle, Symbols symbols)
     : path_(std::move(path)), handle_(std::move(handle)), symbols_(symbols) {}
 

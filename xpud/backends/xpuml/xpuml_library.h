@@ -90,6 +90,11 @@ class Library {
   static xpu::Result<std::unique_ptr<Library>> open(const std::filesystem::path& path,
                                                     bool* init_failed = nullptr);
 
+  // A library whose functions are given rather than loaded: what fuzz/xpuml_results_fuzzer.cpp
+  // feeds the backend. No xpumlInit here; xpumlShutdown at destruction as for a loaded one.
+  // `name` stands for the file in messages.
+  static std::unique_ptr<Library> from_symbols(std::filesystem::path name, const Symbols& symbols);
+
   // xpumlShutdown, then dlclose. The owner must not destroy the library while a call is running
   // (xpud's sampler holds the backend in every call it has started, even one it gave up on).
   ~Library();

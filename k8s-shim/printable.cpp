@@ -1,6 +1,6 @@
-#include "k8s-shim/token_sync/printable.h"
+#include "k8s-shim/printable.h"
 
-namespace shim::token_sync {
+namespace shim {
 
 std::string printable_excerpt(std::string_view text, std::size_t max_chars) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -19,4 +19,4 @@ std::string printable_excerpt(std::string_view text, std::size_t max_chars) {
   return out;
 }
 
-}  // namespace shim::token_sync
+}  // namespace shim

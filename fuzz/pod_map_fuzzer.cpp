@@ -1,0 +1,111 @@
+// The kubelet's pod-resources List reply (k8s-shim/exporter/pod_map.cpp) as the exporter turns it
+// into the pod map, and the /metrics text built with that map. The input is a serialised
+// ListPodResourcesResponse; the exporter sees it first with its odd-numbered pods left out, then
+// whole, as two successive replies. Every owner the map names must be listed for that card in the
+// latest reply, and no pod, namespace or container name may break a line of the exposition.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <google/protobuf/stubs/logging.h>
+
+#include "fuzz/fuzz_support.h"
+#include "k8s-shim/exporter/metrics_renderer.h"
+#include "k8s-shim/exporter/pod_map.h"
+#include "k8s-shim/resource_name.h"
+#include "podresources_v1.pb.h"
+
+namespace {
+
+using xpu::fuzz::check;
+namespace exporter = shim::exporter;
+
+// Whether `reply` lists card `uuid` for `holder` under the exporter's resource domain.
+bool lists(const v1::ListPodResourcesResponse& reply, const std::string& uuid,
+           const exporter::ContainerRef& holder) {
+  for (const auto& pod : reply.pod_resources()) {
+    if (pod.namespace_() != holder.pod_namespace || pod.name() != holder.pod) continue;
+    for (const auto& container : pod.containers()) {
+      if (container.name() != holder.container) continue;
+      for (const auto& devices : container.devices()) {
+        if (!std::string_view(devices.resource_name()).starts_with("kunlunxin.com/")) continue;
+        for (const auto& id : devices.device_ids())
+          if (!id.empty() && shim::card_uuid_of_device_id(id) == uuid) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Two cards whose ids the seeds use, both held and reporting every kind of series.
+exporter::ScrapeInputs scrape_with(exporter::PodMap pods) {
+  exporter::ScrapeInputs inputs;
+  inputs.view.xpud_present = true;
+  inputs.view.manager.driver_version = "4.0.25";
+  for (unsigned index : {0u, 1u}) {
+    xpu::DeviceInfo card;
+    card.index = index;
+    card.name = "xpu" + std::to_string(index);
+    card.uuid = "uuid-" + std::to_string(index);
+    card.model = "R200";
+    card.pci_bus_id = "0000:3" + std::to_string(index) + ":00.0";
+    card.healthy = true;
+    inputs.view.devices.push_back(card);
+  }
+  xpu::MetricsSnapshot metrics;
+  metrics.devices = {{0, {{"utilization_ratio", 0.5}}}, {1, {{"memory_used_bytes", 4096}}}};
+  inputs.metrics = metrics;
+  inputs.podresources_up = true;
+  // The rendered cards' own uuids, plus whatever the reply named.
+  inputs.pods = std::move(pods);
+  return inputs;
+}
+
+void check_exposition(const std::string& text) {
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const auto end = rest.find('\n');
+    check(end != std::string_view::npos, "exposition does not end with a newline", text);
+    const std::string_view line = rest.substr(0, end);
+    check(line.starts_with("# HELP ") || line.starts_with("# TYPE ") || line.starts_with("xpu_"),
+          "a label value broke an exposition line", std::string(line));
+    rest.remove_prefix(end + 1);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  xpu::fuzz::quiet_logging();
+  // protobuf logs every string field that is not UTF-8 (and parses it anyway): our code must
+  // cope with those bytes, and the log would bury the fuzzer's report.
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  v1::ListPodResourcesResponse reply;
+  if (!reply.ParseFromArray(data, static_cast<int>(size))) return -1;  // not a reply: not kept
+
+  v1::ListPodResourcesResponse earlier;
+  for (int i = 0; i < reply.pod_resources_size(); i += 2)
+    *earlier.add_pod_resources() = reply.pod_resources(i);
+
+  exporter::PodMapBuilder builder;
+  builder.update(earlier);
+  const exporter::PodMap pods = builder.update(reply);
+  for (const auto& [uuid, holder] : pods) {
+    check(!uuid.empty(), "pod map key is empty",
+          uuid);
+    check(lists(reply, uuid, holder), "pod map names a holder the reply does not list",
+          uuid + " " + holder.pod_namespace + "/" + holder.pod + "/" + holder.container);
+  }
+  for (const auto& uuid : builder.cards_with_several_holders())
+    check(pods.count(uuid) == 1, "a shared card without an owner", uuid);
+
+  auto inputs = scrape_with(pods);
+  inputs.shared_cards = builder.cards_with_several_holders();
+  check_exposition(exporter::render_text(exporter::build_families(inputs)));
+  return 0;
+}

@@ -1,0 +1,28 @@
+// The checks xpud's D-Bus methods apply to their arguments before acting, apart from the bus
+// objects (dbus_service.cpp) so that they are tested and fuzzed without a bus. The bus has
+// already checked the types (and that strings are UTF-8); these check the values.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace xpud {
+
+// The most of a Simulator.SetHealth reason kept: it becomes the card's HealthReason, which every
+// client (the device plugin, the exporter's labels) carries along.
+inline constexpr std::size_t kMaxInjectedReasonBytes = 1024;
+
+// Why a call is refused: the D-Bus error name and the message the caller gets.
+struct ArgumentRefusal {
+  std::string_view error_name;
+  std::string message;
+};
+
+// Simulator.SetHealth(index, health, reason): health is "Healthy" or "Unhealthy", the reason at
+// most kMaxInjectedReasonBytes. The index is the simulator's to check.
+std::optional<ArgumentRefusal> check_set_health_arguments(std::string_view health,
+                                                          std::string_view reason);
+
+}  // namespace xpud
