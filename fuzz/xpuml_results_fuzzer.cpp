@@ -43,7 +43,7 @@ xpumlReturn_t next_code() {
 void fill(void* out, std::size_t size) {
   std::memset(out, 0, size);
   const auto bytes = answers->ConsumeBytes<std::uint8_t>(size);
-  std::memcpy(out, bytes.data(), bytes.size());
+  if (!bytes.empty()) std::memcpy(out, bytes.data(), bytes.size());
 }
 
 template <typename T>

@@ -2,7 +2,7 @@
 # Installs what a caller needs on Debian 12, in tiers (run as root; uses sudo otherwise):
 #   build  compilers, the libraries, dbus-daemon and a Go of 1.21+: building and scripts/demo.sh
 #   test   build + GoogleTest, Python, and the Prometheus programs: scripts/test.sh
-#   ci     test + package and image builders, the boot-test tools and ccache: .ci/run
+#   ci     test + package and image builders, the boot-test tools, ccache and clang: .ci/run
 #   bench  ci + nginx and wrk: bench/run (on demand, not part of .ci/run)
 # Usage: scripts/install-deps.sh [build|test|ci|bench]   (default: test)
 #
@@ -111,6 +111,9 @@ extract_programs etcd-server etcd
 # The compiler cache .ci/run builds through (scripts/test.sh, XPU_CCACHE_DIR), so that the
 # fresh-machine test's builds in a new root (tests/fresh) reuse this run's instead of compiling again.
 apt_install ccache
+# The fuzzers (scripts/fuzz.sh): clang, and libFuzzer with the sanitizer runtimes, which Debian 12
+# ships in libclang-rt-14-dev (clang-14 only recommends it).
+apt_install clang-14 libclang-rt-14-dev
 
 [ "$tier" = ci ] && exit 0
 

@@ -8,6 +8,8 @@
 #   fresh (the fresh-machine test, whose builds reuse the compiler cache this run filled).
 # XPU_TEST_TSAN=1 adds, after the ASan pass, the default set again built with ThreadSanitizer
 #   (build-tsan); any report, in a test or in a daemon it started, fails the pass.
+# XPU_TEST_FUZZ_SECONDS (seconds) runs every fuzzer that long after the sanitizer pass
+#   (scripts/fuzz.sh), e.g. 20.
 # XPU_CCACHE_DIR (a directory) compiles through ccache with that cache, keyed on the compiler's
 #   content and on paths relative to this checkout, so that another checkout at the same path (the
 #   fresh-machine test's root) hits what this run compiled. It takes effect in a new build directory.
@@ -21,10 +23,10 @@ for arg in "$@"; do
     *) echo "usage: $0 [--no-deps] [--fast]" >&2; exit 2 ;;
   esac
 done
-# The labelled suites (packaging, boot, fresh machine) and the compiler cache need the ci tier's
-# tools; the default set the test tier's.
+# The labelled suites (packaging, boot, fresh machine), the fuzzers (clang) and the compiler cache
+# need the ci tier's tools; the default set the test tier's.
 if [ "$deps" -eq 1 ]; then
-  if [ -n "${XPU_TEST_LABELS:-}${XPU_TEST_LAST_LABELS:-}${XPU_CCACHE_DIR:-}" ]; then
+  if [ -n "${XPU_TEST_LABELS:-}${XPU_TEST_LAST_LABELS:-}${XPU_CCACHE_DIR:-}${XPU_TEST_FUZZ_SECONDS:-}" ]; then
     scripts/install-deps.sh ci
   else
     scripts/install-deps.sh test
@@ -73,6 +75,11 @@ if [ "$fast" -eq 0 ] && [ "${XPU_TEST_TSAN:-0}" = 1 ]; then
      ctest -j"$jobs" --output-on-failure --no-tests=error --timeout 600 -LE "$slow_labels") || tsan_failed=1
   if [ -n "$(ls -A "$reports")" ]; then cat "$reports"/* >&2; echo "ThreadSanitizer reported the above" >&2; exit 1; fi
   [ "$tsan_failed" -eq 0 ] || exit 1
+fi
+
+if [ -n "${XPU_TEST_FUZZ_SECONDS:-}" ]; then
+  echo "== fuzzers: ${XPU_TEST_FUZZ_SECONDS} s each =="
+  scripts/fuzz.sh "$XPU_TEST_FUZZ_SECONDS"
 fi
 
 if [ -n "${XPU_TEST_LAST_LABELS:-}" ]; then
