@@ -65,8 +65,10 @@ xpumlReturn_t shutdown() { return XPUML_SUCCESS; }
 xpumlReturn_t driver_version(char* text, unsigned length) { return answer_text(text, length); }
 xpumlReturn_t device_count(unsigned* count) {
   const xpumlReturn_t code = next_code();
-  // Up to just past the backend's limit (4096): larger counts take the same path.
-  *count = answers->ConsumeIntegralInRange<unsigned>(0, 4100);
+  // A handful of cards, or any count at all (the backend refuses more than 4096 at once): a
+  // count in the thousands would only spend the input on cards that find no answers left.
+  *count = answers->ConsumeBool() ? answers->ConsumeIntegral<unsigned>()
+                                  : answers->ConsumeIntegralInRange<unsigned>(0, 16);
   return code;
 }
 xpumlReturn_t handle_by_index(unsigned index, xpumlDevice_t* device) {
