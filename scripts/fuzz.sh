@@ -40,8 +40,11 @@ for name in $names; do
   if ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       "$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$work/$name/found/" "$work/$name/corpus" >"$work/$name/log" 2>&1; then
-    # The last status line: executions, coverage (edges, features), corpus, speed.
-    grep -E '^#[0-9]+ +DONE' "$work/$name/log" | tail -n 1 | sed "s/^/$name: /"
+    # The last status line (executions, covered edges of the instrumented code and features,
+    # corpus, speed), and how many edges the instrumented code has in all.
+    edges=$(sed -n 's/^INFO: Loaded 1 PC tables (\([0-9]*\) PCs).*/\1/p' "$work/$name/log")
+    grep -E '^#[0-9]+[[:space:]]+DONE' "$work/$name/log" | tail -n 1 |
+      sed "s/^/$name: /; s/\(cov: [0-9]*\)/\1 of ${edges:-?}/"
   else
     grep -E 'ERROR|property broken|SUMMARY' "$work/$name/log" | head -n 5
     for input in "$work/$name/found"/*; do
