@@ -47,14 +47,21 @@ for name in $names; do
       sed "s/^/$name: /; s/\(cov: [0-9]*\)/\1 of ${edges:-?}/"
   else
     grep -E 'ERROR|property broken|SUMMARY' "$work/$name/log" | head -n 5
+    # Kept in the build directory: the scratch space may be tmpfs, gone after a reboot.
+    kept=$build/fuzz-found/$name
+    mkdir -p "$kept"
+    cp "$work/$name/log" "$kept/"
     for input in "$work/$name/found"/*; do
-      [ -e "$input" ] && echo "fuzz.sh: $name failed on $input (log: $work/$name/log)" >&2
+      [ -e "$input" ] || continue
+      cp "$input" "$kept/"
+      echo "fuzz.sh: $name failed on $kept/$(basename "$input") (log: $kept/log)" >&2
     done
     failed="$failed $name"
   fi
 done
 if [ -n "$failed" ]; then
-  echo "fuzz.sh: failed:$failed; inputs and logs kept in $work" >&2
+  echo "fuzz.sh: failed:$failed; inputs and logs kept in $build/fuzz-found/" >&2
+  rm -rf "$work"
   exit 1
 fi
 rm -rf "$work"
