@@ -13,9 +13,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "deviceplugin_v1beta1.pb.h"
-#include <google/protobuf/stubs/logging.h>
 
-#include "fuzz/fuzz_support.h"
+#include "fuzz/protobuf_support.h"
 #include "k8s-shim/device_plugin/device_plugin_service.h"
 #include "k8s-shim/device_plugin/resource_feed.h"
 
@@ -121,10 +120,7 @@ void check_allocated(const shim::ResourceState& state, const v1beta1::AllocateRe
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  xpu::fuzz::quiet_logging();
-  // protobuf logs every string field that is not UTF-8 (and parses it anyway): our code must
-  // cope with those bytes, and the log would bury the fuzzer's report.
-  google::protobuf::SetLogHandler(nullptr);
+  xpu::fuzz::quiet_logging_and_protobuf();
   return 0;
 }
 

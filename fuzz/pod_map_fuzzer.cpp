@@ -8,9 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include <google/protobuf/stubs/logging.h>
-
-#include "fuzz/fuzz_support.h"
+#include "fuzz/protobuf_support.h"
 #include "k8s-shim/exporter/metrics_renderer.h"
 #include "k8s-shim/exporter/pod_map.h"
 #include "k8s-shim/resource_name.h"
@@ -77,10 +75,7 @@ void check_exposition(const std::string& text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  xpu::fuzz::quiet_logging();
-  // protobuf logs every string field that is not UTF-8 (and parses it anyway): our code must
-  // cope with those bytes, and the log would bury the fuzzer's report.
-  google::protobuf::SetLogHandler(nullptr);
+  xpu::fuzz::quiet_logging_and_protobuf();
   return 0;
 }
 
