@@ -64,7 +64,7 @@ apt_install \
   libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
   prometheus-cpp-dev libinih-dev libspdlog-dev libfmt-dev \
-  libmicrohttpd-dev libgnutls28-dev libcrypt-dev libyaml-cpp-dev nlohmann-json3-dev \
+  libmicrohttpd-dev libgnutls28-dev libcrypt-dev libyaml-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev \
   dbus-daemon dbus-bin systemd python3
 # Go: Debian 12's own is 1.19, too old for the k8s.io modules; bookworm-backports has 1.23, which
 # fetches the toolchain go.mod names from the module proxy itself (scripts/go).
