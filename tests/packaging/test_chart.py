@@ -754,6 +754,103 @@ class ArgumentsMeetTheShim(unittest.TestCase):
                                     "devicePlugin.reconfigVxpu=true", "devicePlugin.enableXpuShare=true"))
 
 
+DRA_DRIVER = "xpu-dra-driver"
+DRA_PLUGIN_DIR = "/var/lib/kubelet/plugins/xpu.kunlunxin.com"
+
+
+class Allocation(unittest.TestCase):
+    """allocation: devicePlugin (the default, the seed's objects only), dra (the DRA driver, its
+    DeviceClass and its narrow RBAC instead of the device plugin), both (on disjoint nodes)."""
+
+    def test_device_plugin_by_default_and_no_dra_object(self):
+        for objects in (render(), render("allocation=devicePlugin")):
+            self.assertIn(("DaemonSet", DEVICE_PLUGIN), objects)
+            self.assertFalse([key for key in objects if "dra" in key[1] or key[0] == "DeviceClass"],
+                             sorted(objects))
+
+    def test_dra_replaces_the_device_plugin(self):
+        objects = render("allocation=dra")
+        self.assertNotIn(("DaemonSet", DEVICE_PLUGIN), objects)
+        self.assertNotIn(("ClusterRole", "xpu-device-plugin"), objects)
+        self.assertIn(("DaemonSet", EXPORTER), objects)
+        self.assertIn(("DaemonSet", TOKEN_GEN), objects)
+        device_class = objects[("DeviceClass", "xpu.kunlunxin.com")]
+        self.assertEqual(device_class["apiVersion"], "resource.k8s.io/v1")
+        expression = device_class["spec"]["selectors"][0]["cel"]["expression"]
+        self.assertIn('device.driver == "xpu.kunlunxin.com"', expression)
+        self.assertIn('device.attributes["xpu.kunlunxin.com"].healthy', expression)
+        spec = pod_spec(objects, DRA_DRIVER)
+        self.assertEqual(spec["serviceAccountName"], DRA_DRIVER)
+        self.assertEqual(spec["nodeSelector"], {"kunlun-device-enable": "enable"})
+        args = args_of(objects, DRA_DRIVER)
+        self.assertEqual(args[:3], XPUD_API_ARGS + ["dra-driver"])
+        self.assertEqual(option_value(args, "--node-name"), "$(NODE_NAME)")
+        env = container(objects, DRA_DRIVER)["env"]
+        self.assertEqual(env, [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}])
+
+    def test_dra_driver_gets_its_sockets_and_the_cdi_directory_only(self):
+        spec = pod_spec(render("allocation=dra"), DRA_DRIVER)
+        self.assertFalse(spec.get("hostPID") or spec.get("hostNetwork") or spec.get("hostIPC"))
+        host_paths = {v["hostPath"]["path"]: v["hostPath"]["type"] for v in spec["volumes"]}
+        self.assertEqual(host_paths, {XPUD_API_DIR: "Directory",
+                                      "/var/lib/kubelet/plugins_registry": "Directory",
+                                      DRA_PLUGIN_DIR: "DirectoryOrCreate",
+                                      "/var/run/cdi": "DirectoryOrCreate"})
+        by_volume = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
+        for mount in spec["containers"][0]["volumeMounts"]:
+            self.assertEqual(mount["mountPath"], by_volume[mount["name"]])
+        sc = spec["containers"][0]["securityContext"]
+        self.assertEqual(sc["capabilities"], {"drop": ["ALL"]})
+        self.assertIs(sc["allowPrivilegeEscalation"], False)
+        self.assertIs(sc["readOnlyRootFilesystem"], True)
+        self.assertFalse(sc.get("privileged", False))
+
+    def test_dra_rbac_is_what_the_driver_calls(self):
+        objects = render("allocation=dra", "rbac.minimal=false")
+        rules = objects[("ClusterRole", DRA_DRIVER)]["rules"]
+        self.assertEqual(normalized_rules(rules), normalized_rules([
+            {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},
+            {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
+             "verbs": ["list", "create", "update", "delete"]}]))
+        binding = objects[("ClusterRoleBinding", DRA_DRIVER)]
+        self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": DRA_DRIVER,
+                                                "namespace": NAMESPACE}])
+        policy = objects[("ValidatingAdmissionPolicy", "xpu-dra-driver-own-node")]
+        self.assertEqual(policy["spec"]["matchConditions"][0]["expression"],
+                         f'request.userInfo.username == "system:serviceaccount:{NAMESPACE}:{DRA_DRIVER}"')
+        self.assertEqual(objects[("ValidatingAdmissionPolicyBinding", "xpu-dra-driver-own-node")]["spec"],
+                         {"policyName": "xpu-dra-driver-own-node", "validationActions": ["Deny"]})
+
+    def test_both_without_disjoint_nodes_is_refused(self):
+        result = render_failure("allocation=both")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("allocation=both would hand every card out twice", result.stderr)
+        self.assertIn("dra.nodeSelector", result.stderr)
+
+    def test_both_splits_the_nodes(self):
+        objects = render("allocation=both", "dra.nodeSelector.kunlunxin\\.com/allocation=dra")
+        dra = pod_spec(objects, DRA_DRIVER)
+        self.assertEqual(dra["nodeSelector"], {"kunlun-device-enable": "enable",
+                                               "kunlunxin.com/allocation": "dra"})
+        plugin = pod_spec(objects, DEVICE_PLUGIN)
+        self.assertEqual(plugin["nodeSelector"], {"kunlun-device-enable": "enable"})
+        terms = plugin["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        self.assertEqual(terms["nodeSelectorTerms"], [{"matchExpressions": [
+            {"key": "kunlunxin.com/allocation", "operator": "NotIn", "values": ["dra"]}]}])
+
+    def test_another_mode_is_refused_naming_the_key(self):
+        result = render_failure("allocation=deviceplugin")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("allocation", result.stderr)
+
+    @unittest.skipUnless(SHIM, "xpu-k8s-shim is not built (XPU_BUILD_SHIM=OFF)")
+    def test_the_shim_accepts_the_dra_drivers_arguments(self):
+        # As the kubelet runs them: $(NODE_NAME) expanded from the pod's env.
+        args = [a.replace("$(NODE_NAME)", "node-1") for a in args_of(render("allocation=dra"), DRA_DRIVER)]
+        result = subprocess.run([SHIM, *args, "--help"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(result.returncode, 0, f"{args}: {result.stderr}")
+
+
 class SeedValues(unittest.TestCase):
     """values.yaml keeps every key of the seed with the seed's default."""
 
