@@ -2,9 +2,28 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/names.h"
+#include "k8s-shim/dra/dra_names.h"
 #include "k8s-shim/resource_name.h"
 
 namespace shim::exporter {
+namespace {
+
+// The card a DRA device stands for, from the CDI names the driver prepared it with: xpud's
+// per-card name kunlunxin.com/xpu=<uuid>. A card named by index only (a UUID that cannot be a
+// CDI name) yields nothing; the claim-level names (kunlunxin.com/claim=...) are not cards.
+std::string card_uuid_of_dra_device(const v1::ClaimResource& resource) {
+  const std::string prefix = xpu::names::cdi::qualified_name("");
+  for (const auto& cdi : resource.cdi_devices()) {
+    std::string_view name = cdi.name();
+    if (!name.starts_with(prefix)) continue;
+    name.remove_prefix(prefix.size());
+    if (xpu::names::cdi::is_uuid_name(name)) return std::string(name);
+  }
+  return {};
+}
+
+}  // namespace
 
 PodMap PodMapBuilder::update(const v1::ListPodResourcesResponse& response) {
   const std::uint64_t reply = ++replies_;
@@ -21,6 +40,21 @@ PodMap PodMapBuilder::update(const v1::ListPodResourcesResponse& response) {
         for (const auto& id : devices.device_ids()) {
           if (id.empty()) continue;
           Claim claim{std::string(card_uuid_of_device_id(id)), holder};
+          auto known = first_seen_.find(claim);
+          seen.emplace(claim, known == first_seen_.end() ? reply : known->second);
+        }
+      }
+      // Cards granted through Dynamic Resource Allocation (ResourceClaims of our DRA driver).
+      for (const auto& dynamic : container.dynamic_resources()) {
+        for (const auto& resource : dynamic.claim_resources()) {
+          if (resource.driver_name() != shim::dra::kDriverName) continue;
+          std::string uuid = card_uuid_of_dra_device(resource);
+          if (uuid.empty()) {
+            spdlog::debug("pod-resources: DRA device {} of claim {}/{} has no card UUID among its CDI names",
+                          resource.device_name(), dynamic.claim_namespace(), dynamic.claim_name());
+            continue;
+          }
+          Claim claim{std::move(uuid), holder};
           auto known = first_seen_.find(claim);
           seen.emplace(claim, known == first_seen_.end() ? reply : known->second);
         }

@@ -31,7 +31,9 @@ using PodMap = std::map<std::string, ContainerRef>;  // device UUID -> the conta
 // Read are the resources of one domain, the device plugin's (`<domain>/<anything>`): every name
 // the plugin advertises (the resource name, per-model names, `xpu-shared`, `vxpu`) is in the
 // domain of its --resource-name. Shared-mode IDs `<uuid>::<n>` count for the card `<uuid>`; a
-// container holding several replicas of one card holds that card once.
+// container holding several replicas of one card holds that card once. Cards granted through
+// Dynamic Resource Allocation come from `dynamic_resources`: the devices of the DRA driver
+// xpu.kunlunxin.com, each known by the kunlunxin.com/xpu=<uuid> CDI name it was prepared with.
 //
 // Pod-resources has no pod phase, and the kubelet keeps a finished pod's devices assigned until
 // it reuses them, so an exclusive card can show up in two containers: the finished one and the

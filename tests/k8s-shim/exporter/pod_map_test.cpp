@@ -44,6 +44,51 @@ TEST(PodMap, MapsEveryXpuUuidToItsContainer) {
                           {"uuid-d", {"default", "demo", "main"}}}));
 }
 
+// A device of a ResourceClaim as the kubelet lists it in dynamic_resources.
+struct DraDevice {
+  std::string driver, device;
+  std::vector<std::string> cdi_names;
+};
+
+void add_dra_container(v1::ListPodResourcesResponse& reply, const std::string& ns,
+                       const std::string& pod, const std::string& container,
+                       const std::vector<DraDevice>& devices) {
+  auto* entry = reply.add_pod_resources();
+  entry->set_namespace_(ns);
+  entry->set_name(pod);
+  auto* resources = entry->add_containers();
+  resources->set_name(container);
+  auto* dynamic = resources->add_dynamic_resources();
+  dynamic->set_claim_name(pod + "-xpus");
+  dynamic->set_claim_namespace(ns);
+  for (const auto& device : devices) {
+    auto* resource = dynamic->add_claim_resources();
+    resource->set_driver_name(device.driver);
+    resource->set_pool_name("node-1");
+    resource->set_device_name(device.device);
+    for (const auto& name : device.cdi_names) resource->add_cdi_devices()->set_name(name);
+  }
+}
+
+TEST(PodMap, CardsGrantedThroughDraBelongToTheirContainer) {
+  v1::ListPodResourcesResponse reply;
+  add_dra_container(reply, "ml", "train-dra", "worker",
+                    {{"xpu.kunlunxin.com", "xpu-0", {"kunlunxin.com/xpu=uuid-a"}},
+                     {"xpu.kunlunxin.com", "xpu-1",
+                      {"kunlunxin.com/xpu=uuid-b", "kunlunxin.com/claim=0f9e-req"}}});
+  // Another driver's device, and one of ours named by index only: neither is a card's UUID.
+  add_dra_container(reply, "ml", "other", "main",
+                    {{"gpu.example.com", "gpu-0", {"kunlunxin.com/xpu=uuid-x"}},
+                     {"xpu.kunlunxin.com", "xpu-7", {"kunlunxin.com/xpu=7"}}});
+  add_container(reply, "default", "plugin", "main", {{"kunlunxin.com/xpu", {"uuid-c"}}});
+
+  PodMap pods = PodMapBuilder().update(reply);
+
+  EXPECT_EQ(pods, (PodMap{{"uuid-a", {"ml", "train-dra", "worker"}},
+                          {"uuid-b", {"ml", "train-dra", "worker"}},
+                          {"uuid-c", {"default", "plugin", "main"}}}));
+}
+
 TEST(PodMap, IgnoresResourcesThatAreNotXpus) {
   v1::ListPodResourcesResponse reply;
   add_container(reply, "default", "mixed", "main",
