@@ -420,6 +420,232 @@ class Suite:
             self.wait_plugin_serving()
             self.wait_allocatable(8, 90)
 
+    # ---- Dynamic Resource Allocation ---------------------------------------------------------
+
+    def dra_slices(self):
+        return [s for s in self.node.get_json("resourceslices")["items"]
+                if s["spec"]["driver"] == DRA_DRIVER and s["spec"].get("nodeName") == NODE_NAME]
+
+    def dra_slice(self):
+        slices = self.dra_slices()
+        expect(len(slices) <= 1, f"{len(slices)} ResourceSlices of {DRA_DRIVER} for {NODE_NAME}")
+        return slices[0] if slices else None
+
+    def dra_devices(self):
+        slice_ = self.dra_slice()
+        return {d["name"]: d for d in slice_["spec"]["devices"]} if slice_ else {}
+
+    def dra_driver_pod(self):
+        pods = [p for p in self.shim_pods() if p["metadata"]["name"].startswith(DRA_DAEMONSET)]
+        return pods[0] if pods else None
+
+    def dra_driver_ready(self):
+        status = self.node.get_json("daemonset", "-n", CHART_NAMESPACE, DRA_DAEMONSET)["status"]
+        return status.get("numberReady") == 1 and status.get("updatedNumberScheduled") == 1
+
+    def claim_of(self, pod_name):
+        status = self.pod(pod_name)["status"]
+        names = [c.get("resourceClaimName") for c in status.get("resourceClaimStatuses", [])]
+        expect(names and names[0], f"{pod_name} has no generated ResourceClaim: {status}")
+        return self.node.get_json("resourceclaim", "-n", "default", names[0])
+
+    def s14_dra(self):
+        """allocation=dra: the DRA driver publishes the node's 8 cards with their attributes; a
+        claim for 2 cards of one model on one NUMA node gets them, with their nodes and
+        environment; an over-ask stays pending; an unhealthy card is marked in the slice; the
+        driver restarted keeps the claim; deleting the pod unprepares it."""
+        devices = {d["index"]: d for d in self.devices()}
+        # The device plugin's pods would keep cards the DRA driver is about to offer.
+        self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
+        started = time.monotonic()
+        self.helm_install("--reuse-values", "--set", "allocation=dra")
+        wait_for("the DRA driver ready", self.dra_driver_ready, 120)
+        wait_for("the device plugin's DaemonSet gone", lambda: self.node.kubectl(
+            "get", "daemonset", "-n", CHART_NAMESPACE, "xpu-device-plugin-daemonset", check=False).returncode != 0, 60)
+        wait_for("a ResourceSlice with the node's 8 cards", lambda: len(self.dra_devices()) == 8, 90)
+        figure("helm upgrade to allocation=dra, to the ResourceSlice with 8 cards", time.monotonic() - started)
+        try:
+            self.dra_check_slice(devices)
+            self.dra_check_admission()
+            self.dra_claims(devices)
+        finally:
+            self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
+            self.node.kubectl("delete", "resourceclaimtemplate", "-n", "default", "--all", check=False)
+            self.helm_install("--reuse-values", "--set", "allocation=devicePlugin")
+            wait_for("three DaemonSets ready", self.daemonsets_ready, 120)
+            self.wait_plugin_serving()
+            self.wait_allocatable(8, 90)
+
+    def dra_check_slice(self, devices):
+        slice_ = self.dra_slice()
+        spec = slice_["spec"]
+        expect(spec["pool"]["name"] == NODE_NAME, f"pool {spec['pool']}")
+        for index, card in devices.items():
+            published = self.dra_devices()[f"xpu-{index}"]
+            expected = {"model": card["model"], "uuid": card["uuid"], "index": index,
+                        "numaNode": card["numa_node"], "pciBusId": card["pci_bus_id"], "healthy": True}
+            got = {name: dra_attribute(published, name) for name in expected}
+            expect(got == expected, f"xpu-{index}: attributes {got}, expected {expected}")
+            memory = published["capacity"]["memory"]["value"]
+            expect(parse_quantity(memory) == card["memory_total_bytes"],
+                   f"xpu-{index}: capacity memory {memory}, card has {card['memory_total_bytes']}")
+        groups = {index: dra_attribute(self.dra_devices()[f"xpu-{index}"], "linkGroup") for index in devices}
+        for index, group in groups.items():
+            mates = [other for other, g in groups.items() if g == group]
+            linked = set(devices[index]["linked_devices"]) | {index}
+            expect(set(mates) <= linked, f"xpu-{index}'s link group {group} holds {mates}, "
+                                         f"but it links only {sorted(linked)}")
+        version = dra_attribute(self.dra_devices()["xpu-0"], "driverVersion")
+        print(f"  slice {slice_['metadata']['name']}: 8 cards, link groups {sorted(set(groups.values()))}, "
+              f"driverVersion {version}")
+
+    def dra_check_admission(self):
+        """The driver's own token may write only its node's slices; RBAC gives it nothing else."""
+        pod = self.dra_driver_pod()
+        token = self.node.kubectl("create", "token", "-n", CHART_NAMESPACE, "xpu-dra-driver",
+                                  "--bound-object-kind", "Pod", "--bound-object-name", pod["metadata"]["name"],
+                                  "--bound-object-uid", pod["metadata"]["uid"]).strip()
+        as_driver = [self.node.program("kubectl"), "--kubeconfig=/dev/null",
+                     f"--server=https://{NODE_IP}:6443", f"--certificate-authority={self.node.pki.ca_cert}",
+                     f"--token={token}"]
+        foreign = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                   "metadata": {"name": "forged-slice"},
+                   "spec": {"driver": DRA_DRIVER, "nodeName": "another-node",
+                            "pool": {"name": "another-node", "generation": 1, "resourceSliceCount": 1},
+                            "devices": []}}
+        result = run([*as_driver, "create", "-f", "-"], check=False, input_text=json.dumps(foreign))
+        expect(result.returncode != 0 and "may write only that node's ResourceSlices" in result.stderr,
+               f"a slice for another node: {result.stderr.strip()!r}")
+        print(f"  driver's token, slice for another node: {result.stderr.strip().splitlines()[-1][:140]}")
+        for verb in (["get", "secrets", "-A"], ["get", "pods", "-A"], ["create", "resourceclaim", "x"]):
+            result = run([*as_driver, *verb], check=False)
+            expect(result.returncode != 0 and "forbidden" in result.stderr.lower(),
+                   f"the driver's token may {' '.join(verb)}: {result.stderr.strip()!r}")
+        result = run([*as_driver, "get", "resourceslices"], check=False)
+        expect(result.returncode == 0, f"the driver's token cannot list slices: {result.stderr.strip()!r}")
+        print("  driver's token: secrets, pods and claims forbidden; its slices readable")
+
+    def dra_claims(self, devices):
+        model = devices[0]["model"]
+        selector = f'device.attributes["{DRA_DRIVER}"].model == "{model}"'
+        for template in (claim_template("xpu-pair", 2, selector, same="numaNode"),
+                         claim_template("xpu-too-many", 9)):
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(template))
+        started = time.monotonic()
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("xpu-dra-pair", "xpu-pair")))
+        self.wait_pod_running("xpu-dra-pair")
+        figure("DRA pod with 2 cards created to running", time.monotonic() - started)
+        claim = self.claim_of("xpu-dra-pair")
+        results = claim["status"]["allocation"]["devices"]["results"]
+        indices = sorted(int(r["device"].split("-")[1]) for r in results)
+        expect(len(indices) == 2 and all(r["driver"] == DRA_DRIVER and r["pool"] == NODE_NAME for r in results),
+               f"xpu-dra-pair's claim: {results}")
+        numa = {devices[i]["numa_node"] for i in indices}
+        expect(len(numa) == 1, f"xpu-dra-pair got cards {indices} on NUMA nodes {numa}")
+        view = self.workload_view("xpu-dra-pair")
+        shown = sorted(int(i) for i in view["XPU_VISIBLE_DEVICES"].split(",") if i)
+        expect(shown == indices, f"xpu-dra-pair: XPU_VISIBLE_DEVICES {view['XPU_VISIBLE_DEVICES']}, allocated {indices}")
+        uuids = sorted(view["KUNLUNXIN_XPU_UUIDS"].split(","))
+        expect(uuids == sorted(devices[i]["uuid"] for i in indices), f"xpu-dra-pair: KUNLUNXIN_XPU_UUIDS {uuids}")
+        nodes = sorted(view["NODES"].split())
+        expected_nodes = sorted([f"xpu{i}" for i in indices] + ["xpuctrl"])
+        expect(nodes == expected_nodes, f"xpu-dra-pair: device nodes {nodes}, expected {expected_nodes}")
+        print(f"  xpu-dra-pair: cards {indices} (NUMA node {numa.pop()}), nodes {' '.join(nodes)}, "
+              f"XPU_VISIBLE_DEVICES={view['XPU_VISIBLE_DEVICES']}")
+        prepared = self.dra_prepare_latencies()
+        expect(prepared, "the driver logged no NodePrepareResources")
+        print(f"  NodePrepareResources as the driver logged it: {prepared[-1]}")
+
+        self.dra_pod_labels("xpu-dra-pair", indices, devices)
+
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("xpu-dra-greedy", "xpu-too-many")))
+        def unschedulable():
+            for condition in self.pod("xpu-dra-greedy")["status"].get("conditions", []):
+                if condition["type"] == "PodScheduled" and condition.get("reason") == "Unschedulable":
+                    return condition.get("message", "")
+            return None
+        message = wait_for("xpu-dra-greedy unschedulable", unschedulable, 60)
+        expect(self.pod("xpu-dra-greedy")["status"]["phase"] == "Pending", "xpu-dra-greedy is not pending")
+        print(f"  xpu-dra-greedy (9 cards): Pending, scheduler: {message[:160]}")
+        self.delete_pods("xpu-dra-greedy")
+
+        # Health: a free card turns unhealthy on xpud, then recovers; the slice says so.
+        free = next(i for i in sorted(devices) if i not in indices)
+        before = self.dra_slice()
+        started = time.monotonic()
+        self.node.set_health(free, False)
+        wait_for(f"xpu-{free} healthy=false in the slice",
+                 lambda: dra_attribute(self.dra_devices()[f"xpu-{free}"], "healthy") is False, 60)
+        figure("card unhealthy on xpud to the ResourceSlice saying so", time.monotonic() - started)
+        after = self.dra_slice()
+        expect(after["spec"]["pool"]["generation"] > before["spec"]["pool"]["generation"],
+               f"pool generation {before['spec']['pool']['generation']} -> {after['spec']['pool']['generation']}")
+        started = time.monotonic()
+        self.node.set_health(free, True)
+        wait_for(f"xpu-{free} healthy=true in the slice",
+                 lambda: dra_attribute(self.dra_devices()[f"xpu-{free}"], "healthy") is True, 60)
+        figure("card healthy again to the ResourceSlice saying so", time.monotonic() - started)
+
+        # Idle: nothing changes, so nothing is written.
+        idle = self.dra_slice()["metadata"]["resourceVersion"]
+        idle_seconds = 30
+        time.sleep(idle_seconds)  # the figure is the absence of writes over this span
+        expect(self.dra_slice()["metadata"]["resourceVersion"] == idle,
+               f"the slice was rewritten while nothing changed ({idle_seconds} s idle)")
+        print(f"  idle for {idle_seconds} s: 0 slice writes")
+
+        # The driver restarted while the pod runs: the claim stays prepared, the slice untouched.
+        identity = container_identity(self.pod("xpu-dra-pair"))
+        old_driver = self.dra_driver_pod()["metadata"]["name"]
+        slice_version = self.dra_slice()["metadata"]["resourceVersion"]
+        self.node.kubectl("delete", "pod", "-n", CHART_NAMESPACE, old_driver, "--wait=true", "--timeout=60s")
+        wait_for("a new DRA driver pod ready", lambda: (p := self.dra_driver_pod()) is not None
+                 and p["metadata"]["name"] != old_driver and self.dra_driver_ready(), 90)
+        checkpoint = self.dra_checkpoint()
+        expect(claim["metadata"]["uid"] in checkpoint,
+               f"after the driver's restart the checkpoint lacks the claim: {sorted(checkpoint)}")
+        expect(container_identity(self.pod("xpu-dra-pair")) == identity, "xpu-dra-pair changed across the driver's restart")
+        time.sleep(3)  # the new driver's first reconcile has run by now; it must adopt, not rewrite
+        expect(self.dra_slice()["metadata"]["resourceVersion"] == slice_version,
+               "the restarted driver rewrote an unchanged slice")
+        print("  driver restarted: claim still prepared, pod untouched, slice not rewritten")
+
+        # Deleting the pod unprepares the claim: its CDI spec and checkpoint entry go, the cards are free.
+        claim_spec = os.path.join(CDI_DIR, f"kunlunxin-claim-{claim['metadata']['uid']}.json")
+        expect(os.path.exists(claim_spec), f"{claim_spec} missing while the pod runs")
+        started = time.monotonic()
+        self.delete_pods("xpu-dra-pair")
+        wait_for("the claim unprepared", lambda: claim["metadata"]["uid"] not in self.dra_checkpoint()
+                 and not os.path.exists(claim_spec), 60)
+        figure("DRA pod deleted to claim unprepared", time.monotonic() - started)
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("xpu-dra-again", "xpu-pair")))
+        self.wait_pod_running("xpu-dra-again")
+        print("  after the delete, a new pod gets two cards again")
+        self.delete_pods("xpu-dra-again")
+
+    def dra_checkpoint(self):
+        try:
+            with open(os.path.join(DRA_PLUGIN_DIR, "checkpoint.json"), encoding="utf-8") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def dra_prepare_latencies(self):
+        log = self.node.kubectl("logs", "-n", CHART_NAMESPACE, self.dra_driver_pod()["metadata"]["name"])
+        return [line.strip() for line in log.splitlines() if "prepared claim" in line]
+
+    def dra_pod_labels(self, pod_name, indices, devices):
+        """The exporter labels the DRA pod's cards with it (pod-resources dynamic_resources)."""
+        uuids = {devices[i]["uuid"] for i in indices}
+        def labelled():
+            found = set()
+            for line in self.exporter_metrics().splitlines():
+                if line.startswith("xpu_healthy{") and f'pod="{pod_name}"' in line:
+                    found |= {u for u in uuids if f'uuid="{u}"' in line}
+            return found == uuids
+        wait_for(f"the exporter labels {pod_name}'s cards", labelled, 90)
+        print(f"  exporter: xpu_healthy of cards {indices} carries pod=\"{pod_name}\"")
+
     def s11_pod_security(self):
         """The chart's README says its namespace needs the privileged Pod Security level; the API
         server agrees: baseline warns about the hostPath volumes, privileged does not."""
@@ -541,6 +767,52 @@ def container_pids(node):
     return {fields[0]: int(fields[1]) for fields in (line.split() for line in listing) if len(fields) >= 2}
 
 
+DRA_DRIVER = "xpu.kunlunxin.com"
+DRA_DAEMONSET = "xpu-dra-driver"
+DRA_PLUGIN_DIR = "/var/lib/kubelet/plugins/xpu.kunlunxin.com"
+
+
+def dra_attribute(device, name):
+    """A published attribute's value, whatever its type ({"int": 3} -> 3)."""
+    value = device.get("attributes", {}).get(name)
+    return None if value is None else next(iter(value.values()))
+
+
+def claim_template(name, count, selector=None, same=None):
+    request = {"name": "xpus", "exactly": {"deviceClassName": DRA_DRIVER, "allocationMode": "ExactCount",
+                                           "count": count}}
+    if selector:
+        request["exactly"]["selectors"] = [{"cel": {"expression": selector}}]
+    spec = {"devices": {"requests": [request]}}
+    if same:
+        spec["devices"]["constraints"] = [{"requests": ["xpus"], "matchAttribute": f"{DRA_DRIVER}/{same}"}]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": "default"}, "spec": {"spec": spec}}
+
+
+def dra_workload(name, template):
+    """The workload pod of the device-plugin scenarios, with a claim from `template` instead of
+    a resource limit."""
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "resourceClaims": [{"name": "xpus", "resourceClaimTemplateName": template}],
+            "containers": [{
+                "name": "main", "image": images.BUSYBOX, "imagePullPolicy": "Never",
+                "command": ["sh", "-c",
+                            "echo XPU_VISIBLE_DEVICES=$XPU_VISIBLE_DEVICES; "
+                            "echo KUNLUNXIN_XPU_UUIDS=$KUNLUNXIN_XPU_UUIDS; "
+                            "echo NODES=$(ls /dev | grep xpu | sort | tr '\\n' ' '); "
+                            "exec sleep 100000"],
+                "resources": {"claims": [{"name": "xpus"}]},
+            }],
+        },
+    }
+
+
 def container_identity(pod):
     status = pod["status"]["containerStatuses"][0]
     return (pod["metadata"]["uid"], status["containerID"], status["restartCount"],
@@ -562,6 +834,17 @@ def sections(text, headings):
     return blocks
 
 
+def parse_quantity(text):
+    """A Kubernetes quantity as the API server writes capacities: digits with an optional
+    binary or decimal suffix."""
+    suffixes = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+                "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+    for suffix, factor in suffixes.items():
+        if text.endswith(suffix):
+            return int(text[:-len(suffix)]) * factor
+    return int(text)
+
+
 def expect(condition, message):
     if not condition:
         raise AssertionError(message)
@@ -571,7 +854,7 @@ SCENARIOS = [
     (1, "s1_install"), (2, "s2_capacity"), (3, "s3_allocation"), (4, "s4_fault"),
     (5, "s5_kubelet_restart"), (6, "s6_xpud_killed"), (7, "s7_prometheus_labels"), (8, "s8_token"),
     (10, "s10_bus_boundary"), (11, "s11_pod_security"), (13, "s13_cdi"), (9, "s9_upgrades"),
-    (12, "s12_readme"),
+    (12, "s12_readme"), (14, "s14_dra"),
 ]
 
 

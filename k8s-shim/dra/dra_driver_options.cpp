@@ -1,0 +1,107 @@
+#include "k8s-shim/dra/dra_driver_options.h"
+
+#include <cstdlib>
+
+namespace shim::dra {
+namespace {
+
+auto path_option(std::string& target) {
+  return [&target](std::string_view value) -> xpu::Status {
+    if (value.empty() || value.front() != '/') return xpu::Error{"must be an absolute path"};
+    target = std::string(value);
+    return xpu::ok_status();
+  };
+}
+
+}  // namespace
+
+xpu::Status validate_node_name(std::string_view name) {
+  if (name.empty()) return xpu::Error{"a node name must not be empty"};
+  if (name.size() > 253) return xpu::Error{"a node name has at most 253 characters"};
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  std::size_t label_start = 0;
+  for (std::size_t i = 0; i <= name.size(); ++i) {
+    if (i < name.size() && name[i] != '.') {
+      if (!alnum(name[i]) && name[i] != '-')
+        return xpu::Error{"'" + std::string(name) + "' is not a node name (lower-case letters, digits, '-', '.')"};
+      continue;
+    }
+    std::string_view label = name.substr(label_start, i - label_start);
+    if (label.empty() || !alnum(label.front()) || !alnum(label.back()))
+      return xpu::Error{"'" + std::string(name) + "' is not a node name (each dot-separated part "
+                        "starts and ends with a letter or digit)"};
+    label_start = i + 1;
+  }
+  return xpu::ok_status();
+}
+
+void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options) {
+  cli.add_option("node-name", "NAME",
+                 "this node's name, the pool its cards are published in (default: $NODE_NAME)",
+                 [&options](std::string_view value) -> xpu::Status {
+                   if (auto status = validate_node_name(value); !status) return status;
+                   options.node_name = std::string(value);
+                   return xpu::ok_status();
+                 });
+  cli.add_option("plugin-dir", "DIR",
+                 "the DRA service's socket and the checkpoint of prepared claims (default " +
+                     std::string(kDefaultPluginDir) + ")",
+                 path_option(options.plugin_dir));
+  cli.add_option("registry-dir", "DIR",
+                 "the kubelet's plugin registration directory (default " +
+                     std::string(kDefaultRegistryDir) + ")",
+                 path_option(options.registry_dir));
+  cli.add_option("cdi-dir", "DIR",
+                 "where each prepared claim's CDI spec is written (default " +
+                     std::string(kDefaultCdiDir) + ")",
+                 path_option(options.cdi_dir));
+  cli.add_option("api-server", "URL",
+                 "the Kubernetes API server (default: in-cluster, from KUBERNETES_SERVICE_HOST "
+                 "and KUBERNETES_SERVICE_PORT)",
+                 [&options](std::string_view value) -> xpu::Status {
+                   if (!value.starts_with("https://") && !value.starts_with("http://"))
+                     return xpu::Error{"must start with https:// or http://"};
+                   options.api_server = std::string(value);
+                   return xpu::ok_status();
+                 });
+  cli.add_option("api-token-file", "PATH",
+                 "bearer token for the API server, re-read on every call (default: the pod's "
+                 "service-account token)",
+                 path_option(options.api_token_file));
+  cli.add_option("api-ca-file", "PATH",
+                 "CA bundle that signs the API server's certificate (default: the pod's "
+                 "service-account CA)",
+                 path_option(options.api_ca_file));
+}
+
+xpu::Status complete_dra_driver_options(
+    DraDriverOptions& options,
+    const std::function<std::optional<std::string>(std::string_view)>& getenv) {
+  if (options.node_name.empty()) {
+    auto env = getenv("NODE_NAME");
+    if (!env || env->empty()) return xpu::Error{"no node name: pass --node-name or set NODE_NAME"};
+    if (auto status = validate_node_name(*env); !status)
+      return xpu::Error{"NODE_NAME: " + status.error()};
+    options.node_name = *env;
+  }
+  if (options.plugin_dir == options.registry_dir)
+    return xpu::Error{"--plugin-dir and --registry-dir must differ: the kubelet would take the "
+                      "DRA socket for a registration socket"};
+  return xpu::ok_status();
+}
+
+DraDriverOptions parse_dra_driver_command_line(ShimOptions& options, std::span<const std::string> args) {
+  DraDriverOptions driver;
+  xpu::CommandLine cli("xpu-k8s-shim dra-driver", "[OPTIONS]");
+  add_dra_driver_options(cli, driver);
+  parse_role_command_line(cli, options, args, "dra-driver");
+  auto status = complete_dra_driver_options(driver, [](std::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (!value) return std::nullopt;
+    return std::string(value);
+  });
+  if (!status) xpu::exit_usage_error(cli.program(), status.error());
+  return driver;
+}
+
+}  // namespace shim::dra

@@ -1,0 +1,45 @@
+// The dra-driver role's own flags (besides the options every shim role takes).
+#pragma once
+
+#include <cstdlib>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "common/command_line.h"
+#include "k8s-shim/shim_options.h"
+
+namespace shim::dra {
+
+inline constexpr std::string_view kDefaultPluginDir = "/var/lib/kubelet/plugins/xpu.kunlunxin.com";
+inline constexpr std::string_view kDefaultRegistryDir = "/var/lib/kubelet/plugins_registry";
+inline constexpr std::string_view kDefaultCdiDir = "/var/run/cdi";
+inline constexpr std::string_view kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+struct DraDriverOptions {
+  std::string node_name;  // --node-name, else $NODE_NAME: the pool and the slice's node
+  std::string plugin_dir{kDefaultPluginDir};      // the DRA socket and the checkpoint
+  std::string registry_dir{kDefaultRegistryDir};  // the kubelet's plugin-registration directory
+  std::string cdi_dir{kDefaultCdiDir};            // per-claim CDI specs
+  // The API server; empty: in-cluster (KUBERNETES_SERVICE_HOST/PORT, the pod's token and CA).
+  std::string api_server;
+  std::string api_token_file;  // empty: the pod's service-account token
+  std::string api_ca_file;     // empty: the pod's service-account CA
+};
+
+// Whether `name` is a Kubernetes node name (a DNS subdomain: lower-case letters, digits, '-' and
+// '.', at most 253 characters, each label starting and ending with a letter or digit).
+xpu::Status validate_node_name(std::string_view name);
+
+void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options);
+
+// Fills what the flags left empty from the environment (NODE_NAME) and checks the combination.
+xpu::Status complete_dra_driver_options(DraDriverOptions& options,
+                                        const std::function<std::optional<std::string>(std::string_view)>& getenv);
+
+// The role's whole command line: bad flags, values or combinations print one line and exit 2.
+DraDriverOptions parse_dra_driver_command_line(ShimOptions& options, std::span<const std::string> args);
+
+}  // namespace shim::dra
