@@ -165,7 +165,7 @@ class Node:
             "--leader-elect=false", "--bind-address=127.0.0.1"]).start()
 
     def start_runtime(self):
-        config = os.path.join(self.run_dir, "containerd.toml")
+        config = self.containerd_config = os.path.join(self.run_dir, "containerd.toml")
         with open(config, "w", encoding="utf-8") as f:
             f.write(f"""version = 3
 root = "/var/lib/containerd"

@@ -16,6 +16,8 @@ import traceback
 import urllib.parse
 import urllib.request
 
+import yaml
+
 import images
 from node import CDI_DIR, NODE_IP, NODE_NAME, Node
 from processes import Deadline, run, timed, wait_for
@@ -385,6 +387,12 @@ class Suite:
         """xpud's CDI spec is on the node; with devicePlugin.cdi=true the plugin hands out the
         card's CDI name and no raw device nodes, and containerd injects the same nodes and
         environment from the spec."""
+        readme = open(os.path.join(self.source_dir, "README.md"), encoding="utf-8").read()
+        lines = readme.split("### CDI with containerd", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
+        config = open(self.node.containerd_config, encoding="utf-8").read()
+        for line in lines.strip().splitlines():
+            expect(line.strip() in config,
+                   f"the README's containerd line {line.strip()!r} is not in the node's config")
         spec_path = os.path.join(CDI_DIR, "kunlunxin-xpu.json")
         with open(spec_path, encoding="utf-8") as f:
             spec = json.load(f)
@@ -526,13 +534,19 @@ class Suite:
         print("  driver's token: secrets, pods and claims forbidden; its slices readable")
 
     def dra_claims(self, devices):
-        model = devices[0]["model"]
-        selector = f'device.attributes["{DRA_DRIVER}"].model == "{model}"'
-        for template in (claim_template("xpu-pair", 2, selector, same="numaNode"),
-                         claim_template("xpu-too-many", 9)):
-            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(template))
+        # The README's claim example, as written but for the image: the suite's is imported.
+        expect(devices[0]["model"] == "R200", f"the README's example selects R200, the cards are {devices[0]['model']}")
+        readme = open(os.path.join(self.source_dir, "README.md"), encoding="utf-8").read()
+        block = readme.split("### Dynamic Resource Allocation", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+        documents = list(yaml.safe_load_all(block))
+        for document in documents:
+            for c in document["spec"].get("containers", []):
+                c.update(image=images.BUSYBOX, imagePullPolicy="Never")
+        expect([d["kind"] for d in documents] == ["ResourceClaimTemplate", "Pod"], "the README's DRA example")
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(claim_template("xpu-too-many", 9)))
         started = time.monotonic()
-        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("xpu-dra-pair", "xpu-pair")))
+        for document in documents:
+            self.node.kubectl("apply", "-n", "default", "-f", "-", input_text=json.dumps(document))
         self.wait_pod_running("xpu-dra-pair")
         figure("DRA pod with 2 cards created to running", time.monotonic() - started)
         claim = self.claim_of("xpu-dra-pair")
