@@ -22,7 +22,7 @@
 #include "k8s-shim/device_plugin/node_features.h"
 #include "k8s-shim/device_plugin/resource_tracker.h"
 #include "k8s-shim/device_plugin/vf_reconfiguration.h"
-#include "k8s-shim/device_plugin/wake_event.h"
+#include "k8s-shim/wake_event.h"
 #include "k8s-shim/roles.h"
 
 namespace shim {
