@@ -1,0 +1,27 @@
+// A ResourceClaim as the kubelet plugin needs it from the API server: who it is and what the
+// scheduler allocated. The role adapts the API half's typed claim to this, so the decisions here
+// stay free of JSON and HTTP.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace shim::dra {
+
+// One entry of status.allocation.devices.results.
+struct AllocatedDevice {
+  std::string request;  // "<request>" or "<request>/<subrequest>" (prioritized list)
+  std::string driver, pool, device;
+
+  bool operator==(const AllocatedDevice&) const = default;
+};
+
+struct AllocatedClaim {
+  std::string name, namespace_name, uid;
+  bool allocated = false;  // status.allocation present
+  std::vector<AllocatedDevice> results;
+
+  bool operator==(const AllocatedClaim&) const = default;
+};
+
+}  // namespace shim::dra

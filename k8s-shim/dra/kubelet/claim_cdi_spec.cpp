@@ -1,0 +1,74 @@
+#include "k8s-shim/dra/kubelet/claim_cdi_spec.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/file_replacement.h"
+#include "common/names.h"
+#include "k8s-shim/dra/kubelet/claim_cdi_names.h"
+
+namespace shim::dra {
+
+std::string claim_cdi_spec_file_name(std::string_view uid) {
+  return "kunlunxin-claim-" + std::string(uid) + ".json";
+}
+
+std::string claim_cdi_spec_json(const PreparedClaim& claim) {
+  // Request -> its cards (index, uuid); std::map keeps the devices in a stable order.
+  std::map<std::string, std::vector<std::pair<unsigned, std::string>>> cards_of;
+  for (const PreparedDevice& device : claim.devices)
+    for (const std::string& request : device.requests)
+      cards_of[request].emplace_back(device.index, device.uuid);
+
+  nlohmann::json devices = nlohmann::json::array();
+  for (auto& [request, cards] : cards_of) {
+    std::sort(cards.begin(), cards.end());
+    std::string indices, uuids;
+    for (const auto& [index, uuid] : cards) {
+      if (!indices.empty()) indices += ',', uuids += ',';
+      indices += std::to_string(index);
+      uuids += uuid;
+    }
+    devices.push_back({
+        {"name", claim_cdi_device_name(claim.uid, request)},
+        {"containerEdits",
+         {{"env", {std::string(xpu::names::kVisibleDevicesEnv) + "=" + indices,
+                   std::string(xpu::names::kUuidsEnv) + "=" + uuids}}}},
+    });
+  }
+  nlohmann::json spec = {
+      {"cdiVersion", "0.5.0"},
+      {"kind", kClaimCdiKind},
+      {"devices", std::move(devices)},
+  };
+  return spec.dump(2) + "\n";
+}
+
+ClaimCdiSpecs::ClaimCdiSpecs(std::filesystem::path directory) : directory_(std::move(directory)) {}
+
+xpu::Status ClaimCdiSpecs::write(const PreparedClaim& claim) const {
+  if (!is_claim_uid(claim.uid)) return xpu::Error{"invalid claim UID \"" + claim.uid + "\""};
+  std::error_code error;
+  std::filesystem::create_directories(directory_, error);
+  if (error)
+    return xpu::Error{"cannot create CDI directory " + directory_.string() + ": " + error.message()};
+  auto written = xpu::replace_file_if_changed(directory_, claim_cdi_spec_file_name(claim.uid),
+                                              claim_cdi_spec_json(claim),
+                                              xpu::FileReplacement{.mode = 0644, .durable = false});
+  if (!written) return xpu::Error{written.error()};
+  return xpu::ok_status();
+}
+
+xpu::Status ClaimCdiSpecs::remove(std::string_view uid) const {
+  // Whatever the kubelet sends must not become a path outside the directory.
+  if (!is_claim_uid(uid)) return xpu::Error{"invalid claim UID \"" + std::string(uid) + "\""};
+  auto removed = xpu::remove_replaced_file(directory_, claim_cdi_spec_file_name(uid));
+  if (!removed) return xpu::Error{removed.error()};
+  return xpu::ok_status();
+}
+
+}  // namespace shim::dra

@@ -1,0 +1,39 @@
+// Each prepared claim's own CDI spec, kind kunlunxin.com/claim: one device per request, named
+// "<uid>-<request>", whose only edit is the environment naming all the request's cards (index and
+// UUID, as the device plugin sets them). It brings no device nodes: the cards' entries in xpud's
+// spec (kunlunxin.com/xpu=...) bring those, and the kubelet hands the runtime both.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "k8s-shim/dra/kubelet/claim_preparation.h"
+
+namespace shim::dra {
+
+// "kunlunxin-claim-<uid>.json".
+std::string claim_cdi_spec_file_name(std::string_view uid);
+
+// The spec's JSON text (cdiVersion 0.5.0: our names may start with a digit).
+std::string claim_cdi_spec_json(const PreparedClaim& claim);
+
+// Writes and removes the specs in one CDI directory (default /var/run/cdi). Stateless apart from
+// the directory, so any thread may use it; callers serialise per claim.
+class ClaimCdiSpecs {
+ public:
+  explicit ClaimCdiSpecs(std::filesystem::path directory);
+
+  // Atomically makes the claim's file hold its spec (a runtime reading it sees all or nothing).
+  xpu::Status write(const PreparedClaim& claim) const;
+  // Removes the claim's file; a missing file is success.
+  xpu::Status remove(std::string_view uid) const;
+
+  const std::filesystem::path& directory() const { return directory_; }
+
+ private:
+  std::filesystem::path directory_;
+};
+
+}  // namespace shim::dra

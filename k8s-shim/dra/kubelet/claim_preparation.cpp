@@ -1,0 +1,96 @@
+#include "k8s-shim/dra/kubelet/claim_preparation.h"
+
+#include <algorithm>
+
+#include "common/names.h"
+#include "k8s-shim/dra/dra_names.h"
+#include "k8s-shim/dra/kubelet/claim_cdi_names.h"
+
+namespace shim::dra {
+namespace {
+
+xpu::Error claim_error(const ClaimReference& reference, const std::string& reason) {
+  return xpu::Error{"claim " + claim_label(reference.namespace_name, reference.name) + ": " +
+                    reason};
+}
+
+// The card's name in xpud's CDI spec: its UUID when the spec names it so (stable across a
+// renumbering of the cards), else its index.
+std::string card_cdi_id(const xpu::DeviceInfo& card) {
+  namespace cdi = xpu::names::cdi;
+  return cdi::qualified_name(cdi::is_uuid_name(card.uuid) ? card.uuid : std::to_string(card.index));
+}
+
+const xpu::DeviceInfo* find_card(const std::vector<xpu::DeviceInfo>& cards, unsigned index) {
+  auto it = std::find_if(cards.begin(), cards.end(), [index](const xpu::DeviceInfo& card) {
+    return card.index == index && !card.is_virtual_function;
+  });
+  return it == cards.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+std::string claim_label(std::string_view namespace_name, std::string_view name) {
+  return std::string(namespace_name) + "/" + std::string(name);
+}
+
+xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference, const AllocatedClaim& claim,
+                                         std::string_view node_name,
+                                         const std::vector<xpu::DeviceInfo>& cards) {
+  if (claim.uid != reference.uid)
+    return claim_error(reference, "the API server has UID " + claim.uid + " where the kubelet has " +
+                                      reference.uid + " (the claim was recreated)");
+  if (!is_claim_uid(reference.uid))
+    return claim_error(reference, "UID \"" + reference.uid + "\" is not a valid claim UID");
+  if (!claim.allocated) return claim_error(reference, "it is not allocated");
+
+  PreparedClaim prepared{reference.uid, reference.namespace_name, reference.name, {}};
+  // Requests in the order of their first result, so the CDI names come out in a stable order.
+  std::vector<std::string> requests;
+  for (const AllocatedDevice& result : claim.results) {
+    if (result.driver != kDriverName) continue;
+    const std::string what = "device " + result.device + " of request " + result.request;
+    if (result.pool != node_name)
+      return claim_error(reference, what + " is in pool " + result.pool + ", not this node's (" +
+                                        std::string(node_name) + ")");
+    if (result.request.empty()) return claim_error(reference, "a result names no request");
+    const std::string cdi_name = claim_cdi_device_name(reference.uid, result.request);
+    if (!xpu::names::cdi::is_device_name(cdi_name))
+      return claim_error(reference, "request " + result.request + " gives no valid CDI name");
+    std::optional<unsigned> index = device_index(result.device);
+    if (!index) return claim_error(reference, what + " is not a device name of this driver");
+    const xpu::DeviceInfo* card = find_card(cards, *index);
+    if (!card) return claim_error(reference, what + " is not a card on this node");
+    // The kubelet retries a failed prepare; the scheduler should not have picked this card.
+    if (!card->healthy)
+      return claim_error(reference, what + " is unhealthy" +
+                                        (card->health_reason.empty() ? "" : ": " + card->health_reason));
+
+    if (std::find(requests.begin(), requests.end(), result.request) == requests.end())
+      requests.push_back(result.request);
+    auto same = std::find_if(prepared.devices.begin(), prepared.devices.end(),
+                             [&](const PreparedDevice& d) { return d.index == *index; });
+    if (same == prepared.devices.end()) {
+      prepared.devices.push_back(
+          PreparedDevice{{result.request}, result.pool, result.device, *index, card->uuid,
+                         {card_cdi_id(*card)}});
+    } else if (std::find(same->requests.begin(), same->requests.end(), result.request) ==
+               same->requests.end()) {
+      same->requests.push_back(result.request);
+    }
+  }
+
+  // A runtime applies CDI edits in order and the last value of a variable wins: the request's
+  // entry, which lists all its cards, goes after every card of the request.
+  for (const std::string& request : requests) {
+    auto last = std::find_if(prepared.devices.rbegin(), prepared.devices.rend(),
+                             [&](const PreparedDevice& d) {
+                               return std::find(d.requests.begin(), d.requests.end(), request) !=
+                                      d.requests.end();
+                             });
+    last->cdi_ids.push_back(claim_cdi_qualified_name(reference.uid, request));
+  }
+  return prepared;
+}
+
+}  // namespace shim::dra

@@ -1,0 +1,51 @@
+// What NodePrepareResources hands the kubelet for one claim, decided from the claim the API server
+// holds and the cards on this node. Pure: no gRPC, no files, no clock.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "common/xpud_client.h"
+#include "k8s-shim/dra/kubelet/allocated_claim.h"
+
+namespace shim::dra {
+
+// One card of a prepared claim, with every request of the claim that got it.
+struct PreparedDevice {
+  std::vector<std::string> requests;
+  std::string pool, device;  // as allocated: the node's name, "xpu-<index>"
+  unsigned index = 0;
+  std::string uuid;
+  // In the order the runtime must apply them: the card's own name in xpud's spec, then (on the
+  // last card of each request) the claim's entry for that request.
+  std::vector<std::string> cdi_ids;
+
+  bool operator==(const PreparedDevice&) const = default;
+};
+
+struct PreparedClaim {
+  std::string uid, namespace_name, name;
+  std::vector<PreparedDevice> devices;  // in the order of their first allocation result
+
+  bool operator==(const PreparedClaim&) const = default;
+};
+
+// The claim as the kubelet names it in NodePrepareResources.
+struct ClaimReference {
+  std::string namespace_name, uid, name;
+};
+
+// "<namespace>/<name>", how every message names a claim.
+std::string claim_label(std::string_view namespace_name, std::string_view name);
+
+// The claim's devices on this node. Errors (which name the claim and the reason): the API
+// server's claim has another UID (it was deleted and recreated), it is not allocated, one of our
+// results is for another node's pool, names no card of ours (or a VF), or an unhealthy card.
+// Results for other drivers are ignored.
+xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference, const AllocatedClaim& claim,
+                                         std::string_view node_name,
+                                         const std::vector<xpu::DeviceInfo>& cards);
+
+}  // namespace shim::dra

@@ -1,0 +1,151 @@
+#include "k8s-shim/dra/kubelet/dra_service.h"
+
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include "k8s-shim/dra/kubelet/claim_cdi_names.h"
+
+namespace shim::dra {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double milliseconds_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::string devices_text(const PreparedClaim& claim) {
+  std::string text;
+  for (const PreparedDevice& d : claim.devices) {
+    if (!text.empty()) text += ",";
+    text += d.device + "(" + d.uuid + ")";
+  }
+  return text.empty() ? "none" : text;
+}
+
+void fill(const PreparedClaim& claim, drapb::NodePrepareResourceResponse& out) {
+  for (const PreparedDevice& d : claim.devices) {
+    drapb::Device* device = out.add_devices();
+    for (const std::string& request : d.requests) device->add_request_names(request);
+    device->set_pool_name(d.pool);
+    device->set_device_name(d.device);
+    for (const std::string& id : d.cdi_ids) device->add_cdi_device_ids(id);
+  }
+}
+
+}  // namespace
+
+DraService::DraService(ClaimLookup lookup, CardSource cards, std::string node_name,
+                       PreparedClaims claims, ClaimCdiSpecs specs)
+    : lookup_(std::move(lookup)),
+      cards_(std::move(cards)),
+      node_name_(std::move(node_name)),
+      claims_(std::move(claims)),
+      specs_(std::move(specs)) {}
+
+std::size_t DraService::prepared_count() const {
+  std::lock_guard lock(mutex_);
+  return claims_.claims().size();
+}
+
+xpu::Result<PreparedClaim> DraService::prepare(const drapb::Claim& claim) {
+  const std::string label = claim_label(claim.namespace_(), claim.name());
+  if (claim.uid().empty() || claim.name().empty() || claim.namespace_().empty())
+    return xpu::Error{"claim " + label + ": the kubelet sent an empty namespace, name or UID"};
+  if (!is_claim_uid(claim.uid()))
+    return xpu::Error{"claim " + label + ": invalid UID \"" + claim.uid() + "\""};
+
+  std::lock_guard lock(mutex_);
+  if (const PreparedClaim* recorded = claims_.find(claim.uid())) {
+    // Prepared before (perhaps before a restart): answer the same cards without asking anyone,
+    // and put the spec back in case /var/run was emptied by a reboot.
+    if (auto written = specs_.write(*recorded); !written)
+      return xpu::Error{"claim " + label + ": " + written.error()};
+    return *recorded;
+  }
+  xpu::Result<AllocatedClaim> allocated = lookup_(claim.namespace_(), claim.name());
+  if (!allocated) return xpu::Error{"claim " + label + ": " + allocated.error()};
+  xpu::Result<PreparedClaim> prepared =
+      prepare_claim(ClaimReference{claim.namespace_(), claim.uid(), claim.name()}, *allocated,
+                    node_name_, cards_());
+  if (!prepared) return prepared;
+  // The spec before the record: a crash in between leaves a spec that the kubelet's next
+  // prepare rewrites, never a record without its spec.
+  if (auto written = specs_.write(*prepared); !written)
+    return xpu::Error{"claim " + label + ": " + written.error()};
+  if (auto recorded = claims_.add(*prepared); !recorded) {
+    if (auto removed = specs_.remove(claim.uid()); !removed)
+      spdlog::warn("claim {}: {}", label, removed.error());
+    return xpu::Error{"claim " + label + ": cannot record it: " + recorded.error()};
+  }
+  return prepared;
+}
+
+grpc::Status DraService::NodePrepareResources(grpc::ServerContext* /*context*/,
+                                              const drapb::NodePrepareResourcesRequest* request,
+                                              drapb::NodePrepareResourcesResponse* response) {
+  if (request->claims_size() > kMaxClaimsPerCall)
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "too many claims in one call (" + std::to_string(request->claims_size()) +
+                            ", at most " + std::to_string(kMaxClaimsPerCall) + ")");
+  for (const drapb::Claim& claim : request->claims()) {
+    const auto start = Clock::now();
+    xpu::Result<PreparedClaim> prepared = prepare(claim);
+    drapb::NodePrepareResourceResponse& out = (*response->mutable_claims())[claim.uid()];
+    if (prepared) {
+      fill(*prepared, out);
+      spdlog::info("prepared claim {} (uid {}): {} in {:.1f} ms",
+                   claim_label(claim.namespace_(), claim.name()), claim.uid(),
+                   devices_text(*prepared), milliseconds_since(start));
+    } else {
+      out.set_error(prepared.error());
+      spdlog::warn("prepare of claim uid {} failed in {:.1f} ms: {}", claim.uid(),
+                   milliseconds_since(start), prepared.error());
+    }
+  }
+  return grpc::Status::OK;
+}
+
+xpu::Result<std::string> DraService::unprepare(const drapb::Claim& claim) {
+  const std::string label = claim_label(claim.namespace_(), claim.name());
+  if (claim.uid().empty()) return xpu::Error{"claim " + label + ": the kubelet sent an empty UID"};
+  // A UID we could never have prepared: nothing to undo (failing would block the pod's deletion).
+  if (!is_claim_uid(claim.uid())) return std::string("none (never prepared)");
+  std::lock_guard lock(mutex_);
+  const PreparedClaim* recorded = claims_.find(claim.uid());
+  std::string devices = recorded ? devices_text(*recorded) : "none (not prepared here)";
+  // Spec first, then the record: a crash in between leaves a record whose unprepare the kubelet
+  // repeats, never a spec nobody will remove.
+  if (auto removed = specs_.remove(claim.uid()); !removed)
+    return xpu::Error{"claim " + label + ": " + removed.error()};
+  if (auto forgotten = claims_.remove(claim.uid()); !forgotten)
+    return xpu::Error{"claim " + label + ": cannot update the checkpoint: " + forgotten.error()};
+  return devices;
+}
+
+grpc::Status DraService::NodeUnprepareResources(grpc::ServerContext* /*context*/,
+                                                const drapb::NodeUnprepareResourcesRequest* request,
+                                                drapb::NodeUnprepareResourcesResponse* response) {
+  if (request->claims_size() > kMaxClaimsPerCall)
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "too many claims in one call (" + std::to_string(request->claims_size()) +
+                            ", at most " + std::to_string(kMaxClaimsPerCall) + ")");
+  for (const drapb::Claim& claim : request->claims()) {
+    const auto start = Clock::now();
+    xpu::Result<std::string> done = unprepare(claim);
+    drapb::NodeUnprepareResourceResponse& out = (*response->mutable_claims())[claim.uid()];
+    if (done) {
+      spdlog::info("unprepared claim {} (uid {}): {} in {:.1f} ms",
+                   claim_label(claim.namespace_(), claim.name()), claim.uid(), *done,
+                   milliseconds_since(start));
+    } else {
+      out.set_error(done.error());
+      spdlog::warn("unprepare of claim uid {} failed in {:.1f} ms: {}", claim.uid(),
+                   milliseconds_since(start), done.error());
+    }
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace shim::dra

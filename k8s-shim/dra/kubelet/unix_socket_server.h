@@ -1,0 +1,40 @@
+// One gRPC server on one unix socket, owned: start() binds (replacing a stale socket left at the
+// path by an earlier run), the destructor stops the server and removes the socket if it is still
+// the one it bound. The service is the caller's and must outlive the server.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <memory>
+
+#include <grpcpp/impl/service_type.h>
+#include <grpcpp/server.h>
+
+#include "common/result.h"
+
+namespace shim::dra {
+
+class UnixSocketServer {
+ public:
+  static xpu::Result<std::unique_ptr<UnixSocketServer>> start(std::filesystem::path socket_path,
+                                                              grpc::Service& service);
+  ~UnixSocketServer();
+  UnixSocketServer(const UnixSocketServer&) = delete;
+  UnixSocketServer& operator=(const UnixSocketServer&) = delete;
+
+  const std::filesystem::path& socket_path() const { return socket_path_; }
+  // False once the socket we bound is gone or replaced: the server must be started again.
+  bool socket_present() const;
+
+ private:
+  explicit UnixSocketServer(std::filesystem::path socket_path)
+      : socket_path_(std::move(socket_path)) {}
+
+  std::filesystem::path socket_path_;
+  std::unique_ptr<grpc::Server> server_;
+  dev_t socket_device_ = 0;
+  ino_t socket_inode_ = 0;
+};
+
+}  // namespace shim::dra
