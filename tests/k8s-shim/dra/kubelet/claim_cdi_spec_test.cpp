@@ -1,0 +1,90 @@
+#include "k8s-shim/dra/kubelet/claim_cdi_spec.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/names.h"
+#include "k8s-shim/dra/kubelet/claim_cdi_names.h"
+#include "tests/support/child_process.h"
+
+namespace shim::dra {
+namespace {
+
+using ::testing::ElementsAre;
+
+constexpr const char* kUid = "3f1c2a9e-1111-4222-8333-444455556666";
+
+PreparedClaim claim() {
+  PreparedClaim c{kUid, "team", "gpu-claim", {}};
+  // xpu-2 listed before xpu-0: the environment still comes out ascending by index.
+  c.devices.push_back({{"train", "infer"}, "node-a", "xpu-2", 2, "UUID-2", {}});
+  c.devices.push_back({{"train"}, "node-a", "xpu-0", 0, "UUID-0", {}});
+  return c;
+}
+
+std::string read(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(dra_ClaimCdiSpec, NamesFollowTheCdiRule) {
+  EXPECT_EQ(claim_cdi_spec_file_name(kUid), std::string("kunlunxin-claim-") + kUid + ".json");
+  EXPECT_EQ(claim_cdi_qualified_name(kUid, "train"), std::string("kunlunxin.com/claim=") + kUid + "-train");
+  EXPECT_TRUE(xpu::names::cdi::is_device_name(claim_cdi_device_name(kUid, "main/sub")));
+  EXPECT_FALSE(is_claim_uid("../x"));
+  EXPECT_FALSE(is_claim_uid(""));
+  EXPECT_TRUE(is_claim_uid(kUid));
+}
+
+TEST(dra_ClaimCdiSpec, OneDevicePerRequestWithTheEnvironmentOfAllItsCards) {
+  auto spec = nlohmann::json::parse(claim_cdi_spec_json(claim()));
+  EXPECT_EQ(spec["cdiVersion"], "0.5.0");
+  EXPECT_EQ(spec["kind"], "kunlunxin.com/claim");
+  ASSERT_EQ(spec["devices"].size(), 2u);
+  // Sorted by request name.
+  EXPECT_EQ(spec["devices"][0]["name"], std::string(kUid) + "-infer");
+  EXPECT_THAT(spec["devices"][0]["containerEdits"]["env"].get<std::vector<std::string>>(),
+              ElementsAre("XPU_VISIBLE_DEVICES=2", "KUNLUNXIN_XPU_UUIDS=UUID-2"));
+  EXPECT_EQ(spec["devices"][1]["name"], std::string(kUid) + "-train");
+  EXPECT_THAT(spec["devices"][1]["containerEdits"]["env"].get<std::vector<std::string>>(),
+              ElementsAre("XPU_VISIBLE_DEVICES=0,2", "KUNLUNXIN_XPU_UUIDS=UUID-0,UUID-2"));
+  // The cards' nodes come from xpud's spec, never from this one.
+  for (const auto& device : spec["devices"])
+    EXPECT_FALSE(device["containerEdits"].contains("deviceNodes"));
+  EXPECT_FALSE(spec.contains("containerEdits"));
+}
+
+TEST(dra_ClaimCdiSpec, WrittenReadableAndRemoved) {
+  xpu::test::TempDir dir;
+  ClaimCdiSpecs specs(dir.path() / "cdi");  // created on first write
+  ASSERT_TRUE(specs.write(claim()));
+  const auto file = dir.path() / "cdi" / claim_cdi_spec_file_name(kUid);
+  EXPECT_EQ(read(file), claim_cdi_spec_json(claim()));
+  struct stat st {};
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);  // runtimes read it, whoever they run as
+  ASSERT_TRUE(specs.write(claim()));    // again: idempotent
+  ASSERT_TRUE(specs.remove(kUid));
+  EXPECT_FALSE(std::filesystem::exists(file));
+  EXPECT_TRUE(specs.remove(kUid));  // already gone: fine
+}
+
+TEST(dra_ClaimCdiSpec, AUidThatIsNoFileNameIsRefused) {
+  xpu::test::TempDir dir;
+  ClaimCdiSpecs specs(dir.path());
+  PreparedClaim bad = claim();
+  bad.uid = "../escape";
+  EXPECT_FALSE(specs.write(bad));
+  EXPECT_FALSE(specs.remove("../escape"));
+}
+
+}  // namespace
+}  // namespace shim::dra

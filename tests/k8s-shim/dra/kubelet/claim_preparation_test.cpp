@@ -1,0 +1,181 @@
+#include "k8s-shim/dra/kubelet/claim_preparation.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace shim::dra {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr const char* kUid = "3f1c2a9e-1111-4222-8333-444455556666";
+constexpr const char* kNode = "node-a";
+constexpr const char* kDriver = "xpu.kunlunxin.com";
+
+xpu::DeviceInfo card(unsigned index, std::string uuid, bool healthy = true) {
+  xpu::DeviceInfo info;
+  info.index = index;
+  info.name = "xpu" + std::to_string(index);
+  info.uuid = std::move(uuid);
+  info.healthy = healthy;
+  return info;
+}
+
+std::vector<xpu::DeviceInfo> cards() {
+  return {card(0, "KL-UUID-0"), card(1, "KL-UUID-1"), card(2, "KL-UUID-2"), card(3, "123")};
+}
+
+ClaimReference reference() { return {"team", kUid, "gpu-claim"}; }
+
+AllocatedClaim allocated(std::vector<AllocatedDevice> results) {
+  return AllocatedClaim{"gpu-claim", "team", kUid, true, std::move(results)};
+}
+
+TEST(dra_ClaimPreparation, OneRequestTwoCardsGetsTheirOwnNamesAndTheClaimEntryLast) {
+  auto prepared = prepare_claim(reference(),
+                                allocated({{"train", kDriver, kNode, "xpu-1"},
+                                           {"train", kDriver, kNode, "xpu-0"}}),
+                                kNode, cards());
+  ASSERT_TRUE(prepared) << prepared.error();
+  EXPECT_EQ(prepared->uid, kUid);
+  EXPECT_EQ(prepared->namespace_name, "team");
+  EXPECT_EQ(prepared->name, "gpu-claim");
+  ASSERT_EQ(prepared->devices.size(), 2u);
+  const PreparedDevice& first = prepared->devices[0];
+  EXPECT_THAT(first.requests, ElementsAre("train"));
+  EXPECT_EQ(first.pool, kNode);
+  EXPECT_EQ(first.device, "xpu-1");
+  EXPECT_EQ(first.index, 1u);
+  EXPECT_EQ(first.uuid, "KL-UUID-1");
+  EXPECT_THAT(first.cdi_ids, ElementsAre("kunlunxin.com/xpu=KL-UUID-1"));
+  EXPECT_THAT(prepared->devices[1].cdi_ids,
+              ElementsAre("kunlunxin.com/xpu=KL-UUID-0",
+                          std::string("kunlunxin.com/claim=") + kUid + "-train"));
+}
+
+TEST(dra_ClaimPreparation, ACardWhoseUuidCannotBeACdiNameIsNamedByIndex) {
+  auto prepared = prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-3"}}), kNode,
+                                cards());
+  ASSERT_TRUE(prepared) << prepared.error();
+  EXPECT_THAT(prepared->devices[0].cdi_ids,
+              ElementsAre("kunlunxin.com/xpu=3", std::string("kunlunxin.com/claim=") + kUid + "-r"));
+}
+
+TEST(dra_ClaimPreparation, ResultsOfOtherDriversAreIgnored) {
+  auto prepared = prepare_claim(reference(),
+                                allocated({{"gpu", "gpu.example.com", "elsewhere", "gpu-0"},
+                                           {"x", kDriver, kNode, "xpu-2"}}),
+                                kNode, cards());
+  ASSERT_TRUE(prepared) << prepared.error();
+  ASSERT_EQ(prepared->devices.size(), 1u);
+  EXPECT_EQ(prepared->devices[0].device, "xpu-2");
+}
+
+TEST(dra_ClaimPreparation, OneCardInSeveralRequestsIsOneDeviceWithEveryRequest) {
+  auto prepared = prepare_claim(reference(),
+                                allocated({{"a", kDriver, kNode, "xpu-0"},
+                                           {"b", kDriver, kNode, "xpu-0"},
+                                           {"b", kDriver, kNode, "xpu-1"}}),
+                                kNode, cards());
+  ASSERT_TRUE(prepared) << prepared.error();
+  ASSERT_EQ(prepared->devices.size(), 2u);
+  EXPECT_THAT(prepared->devices[0].requests, ElementsAre("a", "b"));
+  EXPECT_THAT(prepared->devices[1].requests, ElementsAre("b"));
+  // a's last (only) card is xpu-0; b's last card is xpu-1.
+  EXPECT_THAT(prepared->devices[0].cdi_ids,
+              ElementsAre("kunlunxin.com/xpu=KL-UUID-0", std::string("kunlunxin.com/claim=") + kUid + "-a"));
+  EXPECT_THAT(prepared->devices[1].cdi_ids,
+              ElementsAre("kunlunxin.com/xpu=KL-UUID-1", std::string("kunlunxin.com/claim=") + kUid + "-b"));
+}
+
+TEST(dra_ClaimPreparation, ASubrequestGetsAValidCdiName) {
+  auto prepared = prepare_claim(reference(), allocated({{"main/big", kDriver, kNode, "xpu-0"}}),
+                                kNode, cards());
+  ASSERT_TRUE(prepared) << prepared.error();
+  EXPECT_THAT(prepared->devices[0].requests, ElementsAre("main/big"));
+  EXPECT_EQ(prepared->devices[0].cdi_ids.back(),
+            std::string("kunlunxin.com/claim=") + kUid + "-main.big");
+}
+
+TEST(dra_ClaimPreparation, ARecreatedClaimIsRefused) {
+  AllocatedClaim claim = allocated({{"r", kDriver, kNode, "xpu-0"}});
+  claim.uid = "99999999-1111-4222-8333-444455556666";
+  auto prepared = prepare_claim(reference(), claim, kNode, cards());
+  ASSERT_FALSE(prepared);
+  EXPECT_THAT(prepared.error(), HasSubstr("team/gpu-claim"));
+  EXPECT_THAT(prepared.error(), HasSubstr("recreated"));
+}
+
+TEST(dra_ClaimPreparation, AnUnallocatedClaimIsRefused) {
+  AllocatedClaim claim = allocated({});
+  claim.allocated = false;
+  auto prepared = prepare_claim(reference(), claim, kNode, cards());
+  ASSERT_FALSE(prepared);
+  EXPECT_THAT(prepared.error(), HasSubstr("team/gpu-claim"));
+  EXPECT_THAT(prepared.error(), HasSubstr("not allocated"));
+}
+
+TEST(dra_ClaimPreparation, AnotherNodesPoolIsRefused) {
+  auto prepared = prepare_claim(reference(), allocated({{"r", kDriver, "node-b", "xpu-0"}}), kNode,
+                                cards());
+  ASSERT_FALSE(prepared);
+  EXPECT_THAT(prepared.error(), HasSubstr("team/gpu-claim"));
+  EXPECT_THAT(prepared.error(), HasSubstr("pool node-b"));
+}
+
+TEST(dra_ClaimPreparation, ADeviceNameOfAnotherShapeIsRefused) {
+  for (const char* device : {"gpu-0", "xpu-01", "xpu-", "xpu0"}) {
+    auto prepared = prepare_claim(reference(), allocated({{"r", kDriver, kNode, device}}), kNode,
+                                  cards());
+    ASSERT_FALSE(prepared) << device;
+    EXPECT_THAT(prepared.error(), HasSubstr("not a device name")) << device;
+  }
+}
+
+TEST(dra_ClaimPreparation, AMissingCardOrAVirtualFunctionIsRefused) {
+  auto missing = prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-7"}}), kNode,
+                               cards());
+  ASSERT_FALSE(missing);
+  EXPECT_THAT(missing.error(), HasSubstr("xpu-7 of request r is not a card on this node"));
+
+  std::vector<xpu::DeviceInfo> with_vf = cards();
+  xpu::DeviceInfo vf = card(8, "VF-8");
+  vf.is_virtual_function = true;
+  with_vf.push_back(vf);
+  auto virtual_function =
+      prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-8"}}), kNode, with_vf);
+  ASSERT_FALSE(virtual_function);
+  EXPECT_THAT(virtual_function.error(), HasSubstr("not a card on this node"));
+}
+
+TEST(dra_ClaimPreparation, AnUnhealthyCardIsRefusedWithItsReason) {
+  std::vector<xpu::DeviceInfo> sick = cards();
+  sick[1].healthy = false;
+  sick[1].health_reason = "ECC errors";
+  auto prepared = prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-0"},
+                                                        {"r", kDriver, kNode, "xpu-1"}}),
+                                kNode, sick);
+  ASSERT_FALSE(prepared);
+  EXPECT_THAT(prepared.error(), HasSubstr("team/gpu-claim"));
+  EXPECT_THAT(prepared.error(), HasSubstr("xpu-1 of request r is unhealthy: ECC errors"));
+}
+
+TEST(dra_ClaimPreparation, AUidThatCannotBeAFileOrCdiNameIsRefused) {
+  ClaimReference bad = reference();
+  bad.uid = "../../etc";
+  AllocatedClaim claim = allocated({{"r", kDriver, kNode, "xpu-0"}});
+  claim.uid = bad.uid;
+  auto prepared = prepare_claim(bad, claim, kNode, cards());
+  ASSERT_FALSE(prepared);
+  EXPECT_THAT(prepared.error(), HasSubstr("not a valid claim UID"));
+}
+
+TEST(dra_ClaimPreparation, NoResultOfOursGivesNoDevices) {
+  auto prepared = prepare_claim(reference(), allocated({}), kNode, cards());
+  ASSERT_TRUE(prepared) << prepared.error();
+  EXPECT_TRUE(prepared->devices.empty());
+}
+
+}  // namespace
+}  // namespace shim::dra
