@@ -5,6 +5,9 @@
 //
 // Usage: cdi-check DIR [NAME...]
 //
+// A NAME may list several devices joined by ',' (which no CDI name holds): they are injected
+// together, in that order, as a runtime does for one container (later edits win).
+//
 // It prints one JSON object: "errors" (every error the library reported, by file), "devices"
 // (every fully qualified device name it found) and "resolved" (for each NAME given, what a
 // container gets when only that device is injected: its device nodes with type, major and minor,
@@ -17,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	oci "github.com/opencontainers/runtime-spec/specs-go"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
@@ -45,7 +49,7 @@ type report struct {
 
 func resolve(cache *cdi.Cache, name string) resolved {
 	spec := &oci.Spec{Process: &oci.Process{}, Linux: &oci.Linux{}}
-	if unresolved, err := cache.InjectDevices(spec, name); err != nil {
+	if unresolved, err := cache.InjectDevices(spec, strings.Split(name, ",")...); err != nil {
 		return resolved{Error: fmt.Sprintf("%v (unresolved: %v)", err, unresolved)}
 	}
 	out := resolved{Nodes: []node{}, Env: spec.Process.Env}
