@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
@@ -18,6 +19,9 @@ namespace {
 constexpr std::chrono::milliseconds kShutdownGrace{500};
 // The kubelet's messages are small (at most 128 claim references); anything larger is not it.
 constexpr int kMaxMessageBytes = 1 << 20;
+// The kubelet makes one call at a time per plugin; a few threads serve it, and a client that
+// opens many calls cannot make the server spawn a thread for each.
+constexpr int kMaxThreads = 8;
 
 }  // namespace
 
@@ -42,6 +46,9 @@ xpu::Result<std::unique_ptr<UnixSocketServer>> UnixSocketServer::start(
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  grpc::ResourceQuota quota("dra:" + path);
+  quota.SetMaxThreads(kMaxThreads);
+  builder.SetResourceQuota(quota);
   builder.RegisterService(&service);
   server->server_ = builder.BuildAndStart();
   if (!server->server_) return xpu::Error{"cannot serve gRPC on " + path};
