@@ -1,0 +1,29 @@
+// The resource.k8s.io/v1 request targets, and the checks that keep caller-supplied names from
+// reshaping them: a name goes into a path only when it is a valid Kubernetes name, and query
+// values are percent-encoded.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace shim::dra {
+
+// RFC 1123 label (namespaces): [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 characters.
+bool is_dns_label(std::string_view name);
+// RFC 1123 subdomain (object and node names, driver names): dot-separated labels, at most 253.
+bool is_dns_subdomain(std::string_view name);
+
+// Every byte but the RFC 3986 unreserved ones (A-Z a-z 0-9 - . _ ~) becomes %XX.
+std::string percent_encode(std::string_view text);
+
+inline constexpr std::string_view kResourceApiPrefix = "/apis/resource.k8s.io/v1";
+
+// Callers validate the names first; these only assemble.
+std::string resource_claim_path(std::string_view namespace_name, std::string_view name);
+std::string resource_slices_path();
+std::string resource_slice_path(std::string_view name);
+// The list of one node's slices of one driver (both field selectors exist in v1 since 1.34's
+// API; spec.pool.name does not, the server answers 400 to it).
+std::string resource_slices_of_node_target(std::string_view driver, std::string_view node);
+
+}  // namespace shim::dra

@@ -1,0 +1,89 @@
+#include "k8s-shim/dra/kube/kube_api.h"
+
+#include "k8s-shim/dra/kube/api_paths.h"
+
+namespace shim::dra {
+
+namespace {
+
+ApiError invalid(std::string_view what, std::string_view value, std::string_view rule) {
+  return ApiError{.code = 0,
+                  .reason = "Invalid",
+                  .message = std::string(what) + " \"" + std::string(value) + "\" is not " +
+                             std::string(rule) + "; nothing sent"};
+}
+
+// A 2xx answer we cannot read is reported like a failed call, with the method and the target.
+template <typename T>
+ApiResult<T> decoded(xpu::Result<T> parsed, std::string_view method, std::string_view target) {
+  if (parsed) return std::move(parsed).value();
+  return ApiError{.code = 0,
+                  .reason = "BadResponse",
+                  .message = std::string(method) + " " + std::string(target) + ": " +
+                             parsed.error()};
+}
+
+}  // namespace
+
+ApiResult<std::string> KubeApi::call(std::string method, std::string target, std::string body) {
+  HttpRequest request{.method = std::move(method), .target = std::move(target),
+                      .body = std::move(body)};
+  auto response = transport_.send(request);
+  if (!response) return ApiError{.code = 0, .reason = "", .message = response.error()};
+  if (response->status < 200 || response->status > 299)
+    return api_error_from_response(request.method, request.target, *response);
+  return std::move(response->body);
+}
+
+ApiResult<ResourceClaim> KubeApi::get_resource_claim(std::string_view namespace_name,
+                                                     std::string_view name) {
+  if (!is_dns_label(namespace_name)) return invalid("namespace", namespace_name, "a DNS label");
+  if (!is_dns_subdomain(name)) return invalid("claim name", name, "a DNS subdomain");
+  std::string target = resource_claim_path(namespace_name, name);
+  auto body = call("GET", target, {});
+  if (!body) return body.error();
+  return decoded(parse_resource_claim(body.value()), "GET", target);
+}
+
+ApiResult<std::vector<ResourceSlice>> KubeApi::list_resource_slices(std::string_view driver,
+                                                                    std::string_view node) {
+  if (!is_dns_subdomain(driver)) return invalid("driver", driver, "a DNS subdomain");
+  if (!is_dns_subdomain(node)) return invalid("node name", node, "a DNS subdomain");
+  std::string target = resource_slices_of_node_target(driver, node);
+  auto body = call("GET", target, {});
+  if (!body) return body.error();
+  return decoded(parse_resource_slice_list(body.value()), "GET", target);
+}
+
+ApiResult<ResourceSlice> KubeApi::create_resource_slice(const ResourceSlice& slice) {
+  if (!slice.name.empty())
+    return invalid("slice name", slice.name, "empty (create uses generateName)");
+  if (!is_dns_subdomain(slice.spec.node_name))
+    return invalid("node name", slice.spec.node_name, "a DNS subdomain");
+  std::string target = resource_slices_path();
+  auto body = call("POST", target, resource_slice_to_json(slice));
+  if (!body) return body.error();
+  return decoded(parse_resource_slice(body.value()), "POST", target);
+}
+
+ApiResult<ResourceSlice> KubeApi::update_resource_slice(const ResourceSlice& slice) {
+  if (!is_dns_subdomain(slice.name)) return invalid("slice name", slice.name, "a DNS subdomain");
+  // Without it the server would overwrite whatever is there: the 409 on a stale version is what
+  // makes concurrent writers safe.
+  if (slice.resource_version.empty())
+    return invalid("resourceVersion of slice", slice.name, "set");
+  std::string target = resource_slice_path(slice.name);
+  auto body = call("PUT", target, resource_slice_to_json(slice));
+  if (!body) return body.error();
+  return decoded(parse_resource_slice(body.value()), "PUT", target);
+}
+
+ApiResult<xpu::Ok> KubeApi::delete_resource_slice(std::string_view name) {
+  if (!is_dns_subdomain(name)) return invalid("slice name", name, "a DNS subdomain");
+  std::string target = resource_slice_path(name);
+  auto body = call("DELETE", target, {});
+  if (!body) return body.error();
+  return xpu::Ok{};
+}
+
+}  // namespace shim::dra

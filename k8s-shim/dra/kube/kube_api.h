@@ -1,0 +1,42 @@
+// Typed resource.k8s.io/v1 calls this driver makes, over an HttpTransport. Inputs that end up in
+// a path or query are validated before anything is sent; every failure is an ApiError naming the
+// method and the target.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "k8s-shim/dra/kube/api_error.h"
+#include "k8s-shim/dra/kube/http_transport.h"
+#include "k8s-shim/dra/kube/resource_claim.h"
+#include "k8s-shim/dra/kube/resource_slice.h"
+
+namespace shim::dra {
+
+// Holds no state of its own: as thread-safe as the transport it uses.
+class KubeApi {
+ public:
+  explicit KubeApi(HttpTransport& transport) : transport_(transport) {}
+
+  // GET /apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}
+  ApiResult<ResourceClaim> get_resource_claim(std::string_view namespace_name,
+                                              std::string_view name);
+  // GET /apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.driver=..,spec.nodeName=..
+  ApiResult<std::vector<ResourceSlice>> list_resource_slices(std::string_view driver,
+                                                             std::string_view node);
+  // POST; the slice must have no name (generateName is used). Returns the created object.
+  ApiResult<ResourceSlice> create_resource_slice(const ResourceSlice& slice);
+  // PUT /resourceslices/{name} with metadata.resourceVersion (required): a stale one is a 409.
+  ApiResult<ResourceSlice> update_resource_slice(const ResourceSlice& slice);
+  // DELETE /resourceslices/{name}
+  ApiResult<xpu::Ok> delete_resource_slice(std::string_view name);
+
+ private:
+  // Sends and returns the body of a 2xx answer; anything else becomes an ApiError.
+  ApiResult<std::string> call(std::string method, std::string target, std::string body);
+
+  HttpTransport& transport_;
+};
+
+}  // namespace shim::dra

@@ -1,0 +1,56 @@
+#include "k8s-shim/dra/kube/resource_claim.h"
+
+#include "k8s-shim/dra/kube/json_fields.h"
+
+namespace shim::dra {
+
+namespace jf = json_fields;
+
+xpu::Result<ResourceClaim> parse_resource_claim(std::string_view json) {
+  try {
+    nlohmann::json root = jf::parse_document(json);
+    jf::expect_object(root, "(document)");
+    std::string kind = jf::string_or(root, "", "kind");
+    if (!kind.empty() && kind != "ResourceClaim")
+      return xpu::Error{"expected a ResourceClaim, got kind \"" + kind + "\""};
+
+    ResourceClaim claim;
+    if (const auto* metadata = jf::find(root, "", "metadata")) {
+      jf::expect_object(*metadata, "metadata");
+      claim.name = jf::string_or(*metadata, "metadata", "name");
+      claim.namespace_name = jf::string_or(*metadata, "metadata", "namespace");
+      claim.uid = jf::string_or(*metadata, "metadata", "uid");
+    }
+    const auto* status = jf::find(root, "", "status");
+    if (!status) return claim;
+    jf::expect_object(*status, "status");
+    const auto* allocation = jf::find(*status, "status", "allocation");
+    if (!allocation) return claim;
+    jf::expect_object(*allocation, "status.allocation");
+    claim.allocated = true;
+    const auto* devices = jf::find(*allocation, "status.allocation", "devices");
+    if (!devices) return claim;
+    jf::expect_object(*devices, "status.allocation.devices");
+    const auto* results = jf::find(*devices, "status.allocation.devices", "results");
+    if (!results) return claim;
+    const std::string results_path = "status.allocation.devices.results";
+    jf::expect_array(*results, results_path);
+    for (std::size_t i = 0; i < results->size(); ++i) {
+      const std::string path = jf::element(results_path, i);
+      const auto& entry = jf::expect_object((*results)[i], path);
+      claim.results.push_back(DeviceAllocation{
+          .request = jf::string_or(entry, path, "request"),
+          .driver = jf::string_or(entry, path, "driver"),
+          .pool = jf::string_or(entry, path, "pool"),
+          .device = jf::string_or(entry, path, "device"),
+      });
+    }
+    return claim;
+  } catch (const jf::FieldError& error) {
+    return xpu::Error{std::string("ResourceClaim: ") + error.what()};
+  } catch (const nlohmann::json::exception& error) {
+    return xpu::Error{std::string("ResourceClaim: ") + error.what()};
+  }
+}
+
+}  // namespace shim::dra

@@ -1,0 +1,35 @@
+// The parts of a resource.k8s.io/v1 ResourceClaim this driver reads: who it is and which devices
+// the scheduler allocated to it.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace shim::dra {
+
+// One entry of status.allocation.devices.results.
+struct DeviceAllocation {
+  std::string request;
+  std::string driver;
+  std::string pool;
+  std::string device;
+
+  bool operator==(const DeviceAllocation&) const = default;
+};
+
+struct ResourceClaim {
+  std::string name;
+  std::string namespace_name;
+  std::string uid;
+  bool allocated = false;  // status.allocation present
+  std::vector<DeviceAllocation> results;  // of every driver; filter by driver before use
+};
+
+// Unknown fields are ignored; a known field of the wrong JSON type is an error naming its path.
+// Never throws.
+xpu::Result<ResourceClaim> parse_resource_claim(std::string_view json);
+
+}  // namespace shim::dra

@@ -1,0 +1,210 @@
+#include "k8s-shim/dra/kube/resource_slice.h"
+
+#include "k8s-shim/dra/dra_names.h"
+#include "k8s-shim/dra/kube/json_fields.h"
+#include "k8s-shim/dra/kube/quantity.h"
+
+namespace shim::dra {
+
+namespace jf = json_fields;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::string_view kApiVersion = "resource.k8s.io/v1";
+
+json attribute_to_json(const AttributeValue& value) {
+  return std::visit(
+      [](const auto& v) -> json {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, bool>) return {{"bool", v}};
+        if constexpr (std::is_same_v<T, std::int64_t>) return {{"int", v}};
+        if constexpr (std::is_same_v<T, std::string>) return {{"string", v}};
+        if constexpr (std::is_same_v<T, Version>) return {{"version", v.text}};
+      },
+      value);
+}
+
+AttributeValue attribute_from_json(const json& value, const std::string& path) {
+  jf::expect_object(value, path);
+  // v1 sets exactly one member; more than one means another API than the one we write for.
+  int set = 0;
+  AttributeValue result;
+  if (jf::find(value, path, "bool")) {
+    ++set;
+    result = jf::bool_or(value, path, "bool", false);
+  }
+  if (jf::find(value, path, "int")) {
+    ++set;
+    result = jf::int_or(value, path, "int", 0);
+  }
+  if (jf::find(value, path, "string")) {
+    ++set;
+    result = jf::string_or(value, path, "string");
+  }
+  if (jf::find(value, path, "version")) {
+    ++set;
+    result = Version{jf::string_or(value, path, "version")};
+  }
+  if (set != 1)
+    throw jf::FieldError(path + ": expected exactly one of bool, int, string, version");
+  return result;
+}
+
+SliceDevice device_from_json(const json& value, const std::string& path) {
+  jf::expect_object(value, path);
+  SliceDevice device;
+  device.name = jf::string_or(value, path, "name");
+  if (const auto* attributes = jf::find(value, path, "attributes")) {
+    std::string attributes_path = jf::child(path, "attributes");
+    jf::expect_object(*attributes, attributes_path);
+    for (const auto& [key, attribute] : attributes->items())
+      device.attributes[key] = attribute_from_json(attribute, jf::child(attributes_path, key));
+  }
+  if (const auto* capacity = jf::find(value, path, "capacity")) {
+    std::string capacity_path = jf::child(path, "capacity");
+    jf::expect_object(*capacity, capacity_path);
+    for (const auto& [key, entry] : capacity->items()) {
+      std::string entry_path = jf::child(capacity_path, key);
+      jf::expect_object(entry, entry_path);
+      // A Quantity is a string on the wire; a bare number is tolerated as the API does.
+      const json* raw = jf::find(entry, entry_path, "value");
+      if (!raw) throw jf::FieldError(jf::child(entry_path, "value") + ": missing");
+      xpu::Result<std::int64_t> parsed = std::int64_t{0};
+      if (raw->is_string())
+        parsed = parse_quantity(raw->get<std::string>());
+      else if (raw->is_number_integer())
+        parsed = jf::int_or(entry, entry_path, "value", 0);
+      else
+        throw jf::FieldError(jf::child(entry_path, "value") + ": expected a quantity string, got " +
+                             raw->type_name());
+      if (!parsed) throw jf::FieldError(jf::child(entry_path, "value") + ": " + parsed.error());
+      device.capacity[key] = *parsed;
+    }
+  }
+  return device;
+}
+
+ResourceSlice slice_from_json(const json& root, const std::string& path) {
+  jf::expect_object(root, path);
+  ResourceSlice slice;
+  if (const auto* metadata = jf::find(root, path, "metadata")) {
+    std::string metadata_path = jf::child(path, "metadata");
+    jf::expect_object(*metadata, metadata_path);
+    slice.name = jf::string_or(*metadata, metadata_path, "name");
+    slice.generate_name = jf::string_or(*metadata, metadata_path, "generateName");
+    slice.resource_version = jf::string_or(*metadata, metadata_path, "resourceVersion");
+    slice.uid = jf::string_or(*metadata, metadata_path, "uid");
+  }
+  const auto* spec = jf::find(root, path, "spec");
+  if (!spec) return slice;
+  std::string spec_path = jf::child(path, "spec");
+  jf::expect_object(*spec, spec_path);
+  slice.spec.driver = jf::string_or(*spec, spec_path, "driver");
+  slice.spec.node_name = jf::string_or(*spec, spec_path, "nodeName");
+  if (const auto* pool = jf::find(*spec, spec_path, "pool")) {
+    std::string pool_path = jf::child(spec_path, "pool");
+    jf::expect_object(*pool, pool_path);
+    slice.spec.pool.name = jf::string_or(*pool, pool_path, "name");
+    slice.spec.pool.generation = jf::int_or(*pool, pool_path, "generation", 0);
+    slice.spec.pool.resource_slice_count = jf::int_or(*pool, pool_path, "resourceSliceCount", 0);
+  }
+  if (const auto* devices = jf::find(*spec, spec_path, "devices")) {
+    std::string devices_path = jf::child(spec_path, "devices");
+    jf::expect_array(*devices, devices_path);
+    for (std::size_t i = 0; i < devices->size(); ++i)
+      slice.spec.devices.push_back(device_from_json((*devices)[i], jf::element(devices_path, i)));
+  }
+  return slice;
+}
+
+void expect_kind(const json& root, std::string_view path, std::string_view wanted) {
+  std::string kind = jf::string_or(root, path, "kind");
+  if (!kind.empty() && kind != wanted)
+    throw jf::FieldError("expected kind " + std::string(wanted) + ", got \"" + kind + "\"");
+}
+
+}  // namespace
+
+std::string slice_generate_name(std::string_view node_name) {
+  return std::string(node_name) + "-" + std::string(kDriverName) + "-";
+}
+
+std::string resource_slice_to_json(const ResourceSlice& slice) {
+  json metadata = json::object();
+  if (slice.name.empty()) {
+    metadata["generateName"] = slice.generate_name.empty()
+                                   ? slice_generate_name(slice.spec.node_name)
+                                   : slice.generate_name;
+  } else {
+    metadata["name"] = slice.name;
+  }
+  if (!slice.resource_version.empty()) metadata["resourceVersion"] = slice.resource_version;
+  if (!slice.uid.empty()) metadata["uid"] = slice.uid;
+
+  json devices = json::array();
+  for (const SliceDevice& device : slice.spec.devices) {
+    json entry = {{"name", device.name}};
+    if (!device.attributes.empty()) {
+      json attributes = json::object();
+      for (const auto& [key, value] : device.attributes) attributes[key] = attribute_to_json(value);
+      entry["attributes"] = std::move(attributes);
+    }
+    if (!device.capacity.empty()) {
+      json capacity = json::object();
+      for (const auto& [key, value] : device.capacity)
+        capacity[key] = {{"value", format_quantity(value)}};
+      entry["capacity"] = std::move(capacity);
+    }
+    devices.push_back(std::move(entry));
+  }
+
+  json spec = {
+      {"driver", slice.spec.driver},
+      {"nodeName", slice.spec.node_name},
+      {"pool",
+       {{"name", slice.spec.pool.name},
+        {"generation", slice.spec.pool.generation},
+        {"resourceSliceCount", slice.spec.pool.resource_slice_count}}},
+      {"devices", std::move(devices)},
+  };
+  json root = {{"apiVersion", kApiVersion},
+               {"kind", "ResourceSlice"},
+               {"metadata", std::move(metadata)},
+               {"spec", std::move(spec)}};
+  return root.dump();
+}
+
+xpu::Result<ResourceSlice> parse_resource_slice(std::string_view text) {
+  try {
+    json root = jf::parse_document(text);
+    jf::expect_object(root, "(document)");
+    expect_kind(root, "", "ResourceSlice");
+    return slice_from_json(root, "");
+  } catch (const jf::FieldError& error) {
+    return xpu::Error{std::string("ResourceSlice: ") + error.what()};
+  } catch (const json::exception& error) {
+    return xpu::Error{std::string("ResourceSlice: ") + error.what()};
+  }
+}
+
+xpu::Result<std::vector<ResourceSlice>> parse_resource_slice_list(std::string_view text) {
+  try {
+    json root = jf::parse_document(text);
+    jf::expect_object(root, "(document)");
+    expect_kind(root, "", "ResourceSliceList");
+    std::vector<ResourceSlice> slices;
+    const json* items = jf::find(root, "", "items");
+    if (!items) return slices;  // an empty list may come without items
+    jf::expect_array(*items, "items");
+    for (std::size_t i = 0; i < items->size(); ++i)
+      slices.push_back(slice_from_json((*items)[i], jf::element("items", i)));
+    return slices;
+  } catch (const jf::FieldError& error) {
+    return xpu::Error{std::string("ResourceSliceList: ") + error.what()};
+  } catch (const json::exception& error) {
+    return xpu::Error{std::string("ResourceSliceList: ") + error.what()};
+  }
+}
+
+}  // namespace shim::dra

@@ -1,0 +1,73 @@
+// resource.k8s.io/v1 ResourceSlice as this driver writes and reads it: typed attributes and
+// capacities, JSON out for create/update, JSON in for get/list. Parsing normalises what the API
+// server canonicalises (capacities "32Gi" vs 34359738368), so that a listed slice equals the one
+// we would write and the publisher can skip unchanged writes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "common/result.h"
+
+namespace shim::dra {
+
+// A semantic version attribute ({"version": "5.0.21"}), kept apart from plain strings.
+struct Version {
+  std::string text;
+  bool operator==(const Version&) const = default;
+};
+
+// v1 DeviceAttribute: exactly one of {"bool"}, {"int"}, {"string"}, {"version"}.
+using AttributeValue = std::variant<bool, std::int64_t, std::string, Version>;
+
+struct SliceDevice {
+  std::string name;  // a DNS label: device_name(index)
+  std::map<std::string, AttributeValue> attributes;  // unqualified: in the driver's domain
+  std::map<std::string, std::int64_t> capacity;      // {"memory": {"value": "34359738368"}}
+
+  bool operator==(const SliceDevice&) const = default;
+};
+
+struct SlicePool {
+  std::string name;
+  std::int64_t generation = 0;
+  std::int64_t resource_slice_count = 1;
+
+  bool operator==(const SlicePool&) const = default;
+};
+
+struct ResourceSliceSpec {
+  std::string driver;
+  std::string node_name;
+  SlicePool pool;
+  std::vector<SliceDevice> devices;  // order matters: the API keeps it, we write by index
+
+  bool operator==(const ResourceSliceSpec&) const = default;
+};
+
+struct ResourceSlice {
+  std::string name;  // metadata.name, empty before create
+  std::string generate_name;  // for create; empty: "<node>-xpu.kunlunxin.com-"
+  std::string resource_version;  // required by update
+  std::string uid;
+  ResourceSliceSpec spec;
+};
+
+// The generateName this driver creates its slices with: "<node>-xpu.kunlunxin.com-".
+std::string slice_generate_name(std::string_view node_name);
+
+// The object to POST (no name: metadata.generateName) or PUT (metadata.name and
+// metadata.resourceVersion).
+std::string resource_slice_to_json(const ResourceSlice& slice);
+
+// A single ResourceSlice, and the items of a ResourceSliceList. Unknown fields are ignored; a
+// known field of the wrong type, an attribute with no known value type or a capacity that is not
+// a whole-number Quantity is an error naming the field path. Never throw.
+xpu::Result<ResourceSlice> parse_resource_slice(std::string_view json);
+xpu::Result<std::vector<ResourceSlice>> parse_resource_slice_list(std::string_view json);
+
+}  // namespace shim::dra

@@ -1,0 +1,64 @@
+#include "k8s-shim/dra/kube/resource_claim.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/k8s-shim/dra/kube/replay_transport.h"
+
+namespace shim::dra {
+namespace {
+
+using testing::recorded;
+
+TEST(ResourceClaim, ReadsAnAllocatedClaim) {
+  auto claim = parse_resource_claim(recorded("resourceclaim_allocated.json"));
+  ASSERT_TRUE(claim) << claim.error();
+  EXPECT_EQ(claim->name, "train-xpu");
+  EXPECT_EQ(claim->namespace_name, "default");
+  EXPECT_EQ(claim->uid, "521225ba-a34a-46e9-b94f-ba4b7bccfd20");
+  EXPECT_TRUE(claim->allocated);
+  ASSERT_EQ(claim->results.size(), 2u);
+  EXPECT_EQ(claim->results[0],
+            (DeviceAllocation{"xpu", "xpu.kunlunxin.com", "node-a", "xpu-0"}));
+  EXPECT_EQ(claim->results[1].device, "xpu-1");
+}
+
+TEST(ResourceClaim, ReadsAClaimWithoutAllocation) {
+  auto claim = parse_resource_claim(recorded("resourceclaim_unallocated.json"));
+  ASSERT_TRUE(claim) << claim.error();
+  EXPECT_EQ(claim->name, "train-xpu");
+  EXPECT_FALSE(claim->allocated);
+  EXPECT_TRUE(claim->results.empty());
+}
+
+TEST(ResourceClaim, NamesAFieldOfTheWrongType) {
+  auto bad_name = parse_resource_claim(R"({"metadata":{"name":5}})");
+  ASSERT_FALSE(bad_name);
+  EXPECT_NE(bad_name.error().find("metadata.name"), std::string::npos) << bad_name.error();
+
+  auto bad_device = parse_resource_claim(
+      R"({"status":{"allocation":{"devices":{"results":[{"device":"xpu-0"},{"device":["x"]}]}}}})");
+  ASSERT_FALSE(bad_device);
+  EXPECT_NE(bad_device.error().find("status.allocation.devices.results[1].device"),
+            std::string::npos)
+      << bad_device.error();
+
+  auto bad_results = parse_resource_claim(R"({"status":{"allocation":{"devices":{"results":{}}}}})");
+  ASSERT_FALSE(bad_results);
+  EXPECT_NE(bad_results.error().find("status.allocation.devices.results"), std::string::npos);
+}
+
+TEST(ResourceClaim, IgnoresUnknownFieldsAndRefusesGarbage) {
+  auto claim = parse_resource_claim(
+      R"({"kind":"ResourceClaim","metadata":{"name":"a","future":{"x":1}},"extra":[1,2]})");
+  ASSERT_TRUE(claim) << claim.error();
+  EXPECT_EQ(claim->name, "a");
+  EXPECT_FALSE(parse_resource_claim(""));
+  EXPECT_FALSE(parse_resource_claim("<html>bad gateway</html>"));
+  EXPECT_FALSE(parse_resource_claim("[1,2]"));
+  EXPECT_FALSE(parse_resource_claim(R"({"metadata":{"name":"a"})"));
+  EXPECT_FALSE(parse_resource_claim(recorded("resourceclaim_notfound.json")));  // a Status
+  EXPECT_FALSE(parse_resource_claim(std::string(100000, '[')));
+}
+
+}  // namespace
+}  // namespace shim::dra
