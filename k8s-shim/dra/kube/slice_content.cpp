@@ -1,0 +1,183 @@
+#include "k8s-shim/dra/kube/slice_content.h"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include "k8s-shim/dra/dra_names.h"
+
+namespace shim::dra {
+
+namespace {
+
+// The API's limit on string and version attribute values.
+constexpr std::size_t kMaxAttributeLength = 64;
+
+bool is_numeric(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(),
+                                      [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A numeric identifier without leading zeros, as semver requires.
+std::string_view strip_leading_zeros(std::string_view digits) {
+  while (digits.size() > 1 && digits.front() == '0') digits.remove_prefix(1);
+  return digits;
+}
+
+// Semver pre-release / build identifiers: non-empty, [0-9A-Za-z-], dot-separated.
+bool valid_identifiers(std::string_view text) {
+  if (text.empty()) return false;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t dot = text.find('.', start);
+    std::string_view part = text.substr(start, dot == std::string_view::npos ? dot : dot - start);
+    if (part.empty()) return false;
+    for (char c : part)
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-'))
+        return false;
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
+}
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  while (true) {
+    std::size_t at = text.find(separator);
+    parts.push_back(text.substr(0, at));
+    if (at == std::string_view::npos) return parts;
+    text.remove_prefix(at + 1);
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> semantic_driver_version(std::string_view raw) {
+  if (!raw.empty() && raw.front() == 'v') raw.remove_prefix(1);
+  // The numeric core ends at the first '-' (pre-release) or '+' (build).
+  std::size_t core_end = raw.find_first_of("-+");
+  std::string_view core = raw.substr(0, core_end);
+  std::string_view tail = core_end == std::string_view::npos ? "" : raw.substr(core_end);
+
+  std::vector<std::string_view> parts = split(core, '.');
+  for (std::string_view part : parts)
+    if (!is_numeric(part)) return std::nullopt;
+
+  std::string version;
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (i > 0) version += '.';
+    version += i < parts.size() ? std::string(strip_leading_zeros(parts[i])) : "0";
+  }
+  if (parts.size() > 3) {
+    // Extra components are build metadata; a tail would need merging, which no driver needs.
+    if (!tail.empty()) return std::nullopt;
+    version += '+';
+    for (std::size_t i = 3; i < parts.size(); ++i) {
+      if (i > 3) version += '.';
+      version += parts[i];
+    }
+  } else if (!tail.empty()) {
+    // Already semver-shaped: "-pre.release" and/or "+build".
+    std::size_t plus = tail.find('+', 1);
+    std::string_view first = tail.substr(1, plus == std::string_view::npos ? plus : plus - 1);
+    if (!valid_identifiers(first)) return std::nullopt;
+    if (tail.front() == '-' && plus != std::string_view::npos &&
+        !valid_identifiers(tail.substr(plus + 1)))
+      return std::nullopt;
+    if (tail.front() == '+' && plus != std::string_view::npos) return std::nullopt;
+    version += tail;
+  }
+  if (version.size() > kMaxAttributeLength) return std::nullopt;
+  return version;
+}
+
+std::map<unsigned, unsigned> link_groups(const std::vector<xpu::DeviceInfo>& devices) {
+  std::set<std::pair<unsigned, unsigned>> links;
+  for (const xpu::DeviceInfo& device : devices)
+    for (unsigned peer : device.linked_devices) {
+      links.emplace(device.index, peer);
+      links.emplace(peer, device.index);
+    }
+  std::vector<unsigned> indexes;
+  for (const xpu::DeviceInfo& device : devices) indexes.push_back(device.index);
+  std::sort(indexes.begin(), indexes.end());
+  indexes.erase(std::unique(indexes.begin(), indexes.end()), indexes.end());
+
+  std::vector<std::vector<unsigned>> groups;  // in order of creation: the first fit wins
+  std::map<unsigned, unsigned> group_of;
+  for (unsigned index : indexes) {
+    auto fits = [&](const std::vector<unsigned>& group) {
+      return std::all_of(group.begin(), group.end(),
+                         [&](unsigned member) { return links.contains({index, member}); });
+    };
+    auto group = std::find_if(groups.begin(), groups.end(), fits);
+    if (group == groups.end()) {
+      groups.push_back({index});
+      group_of[index] = index;
+    } else {
+      group->push_back(index);
+      group_of[index] = group->front();  // members join in index order: front() is the lowest
+    }
+  }
+  return group_of;
+}
+
+ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view node_name,
+                                std::int64_t generation, std::vector<std::string>* omitted) {
+  namespace a = slice_attribute;
+  auto note = [&](std::string why) {
+    if (omitted) omitted->push_back(std::move(why));
+  };
+
+  ResourceSliceSpec spec;
+  spec.driver = std::string(kDriverName);
+  spec.node_name = std::string(node_name);
+  spec.pool = SlicePool{.name = std::string(node_name), .generation = generation,
+                        .resource_slice_count = 1};
+
+  std::vector<xpu::DeviceInfo> cards;
+  for (const xpu::DeviceInfo& device : view.devices)
+    if (!device.is_virtual_function) cards.push_back(device);
+  std::sort(cards.begin(), cards.end(),
+            [](const auto& a, const auto& b) { return a.index < b.index; });
+  // Links to a virtual function (or to a card not listed) cannot make a group.
+  std::map<unsigned, unsigned> groups = link_groups(cards);
+
+  std::optional<std::string> driver_version;
+  if (!view.manager.driver_version.empty()) {
+    driver_version = semantic_driver_version(view.manager.driver_version);
+    if (!driver_version)
+      note("driverVersion \"" + view.manager.driver_version +
+           "\" cannot be made a semantic version: attribute left out");
+  }
+
+  for (const xpu::DeviceInfo& card : cards) {
+    SliceDevice device;
+    device.name = device_name(card.index);
+    auto put_string = [&](std::string_view key, const std::string& value) {
+      if (value.empty()) return;  // unknown: better absent than an empty string to match on
+      if (value.size() > kMaxAttributeLength) {
+        note(device.name + ": " + std::string(key) + " longer than " +
+             std::to_string(kMaxAttributeLength) + " characters: attribute left out");
+        return;
+      }
+      device.attributes[std::string(key)] = value;
+    };
+    put_string(a::kModel, card.model);
+    put_string(a::kUuid, card.uuid);
+    put_string(a::kPciBusId, card.pci_bus_id);
+    device.attributes[std::string(a::kIndex)] = std::int64_t{card.index};
+    if (card.numa_node >= 0) device.attributes[std::string(a::kNumaNode)] = std::int64_t{card.numa_node};
+    if (driver_version) device.attributes[std::string(a::kDriverVersion)] = Version{*driver_version};
+    device.attributes[std::string(a::kHealthy)] = card.healthy;
+    device.attributes[std::string(a::kLinkGroup)] = std::int64_t{groups.at(card.index)};
+    if (card.memory_total_bytes > static_cast<std::uint64_t>(INT64_MAX))
+      note(device.name + ": memory size out of range: capacity left out");
+    else
+      device.capacity[std::string(a::kMemory)] = static_cast<std::int64_t>(card.memory_total_bytes);
+    spec.devices.push_back(std::move(device));
+  }
+  return spec;
+}
+
+}  // namespace shim::dra

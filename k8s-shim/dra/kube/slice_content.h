@@ -1,0 +1,53 @@
+// What this node's ResourceSlice should say, from the xpud watcher's view: pure, no I/O, so that
+// the attribute rules (names, version normalisation, link groups) are tested on their own.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/xpud_client.h"
+#include "k8s-shim/dra/kube/resource_slice.h"
+
+namespace shim::dra {
+
+// Attribute and capacity names (unqualified: the API puts them in the driver's domain, so CEL
+// reads device.attributes["xpu.kunlunxin.com"].model).
+namespace slice_attribute {
+inline constexpr std::string_view kModel = "model";
+inline constexpr std::string_view kUuid = "uuid";
+inline constexpr std::string_view kIndex = "index";
+inline constexpr std::string_view kNumaNode = "numaNode";
+inline constexpr std::string_view kPciBusId = "pciBusId";
+inline constexpr std::string_view kDriverVersion = "driverVersion";
+inline constexpr std::string_view kHealthy = "healthy";
+inline constexpr std::string_view kLinkGroup = "linkGroup";
+inline constexpr std::string_view kMemory = "memory";  // capacity, bytes
+}  // namespace slice_attribute
+
+// The driver version as a semantic version 2.0 string, which a {"version"} attribute must be:
+//   "5.0.21" stays; "5" -> "5.0.0"; "5.0" -> "5.0.0"; leading zeros go ("05.00.1" -> "5.0.1");
+//   a fourth and later numeric components become build metadata: "5.0.21.6" -> "5.0.21+6"
+//   (semver ignores build metadata when comparing, so 5.0.21.6 and 5.0.21.7 compare equal:
+//   CEL can compare major.minor.patch, which is what a constraint needs);
+//   "5.0.21-rc1" and "5.0.21+build" (already semver) stay. A leading "v" is dropped.
+// nullopt for anything else, and for results longer than the API's 64 characters.
+std::optional<std::string> semantic_driver_version(std::string_view raw);
+
+// Card index -> link group (the lowest index of the group). Taking the cards in index order, a
+// card joins the first group all of whose members it is directly linked to (links are treated as
+// symmetric), else it starts its own group.
+std::map<unsigned, unsigned> link_groups(const std::vector<xpu::DeviceInfo>& devices);
+
+// The spec for `view`'s physical cards (virtual functions are left out), sorted by index, with
+// pool = node name and one slice in the pool. An attribute that cannot be written validly is left
+// out, and why is appended to `omitted` (when given) for the caller to log. No cards: a spec with
+// no devices.
+ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view node_name,
+                                std::int64_t generation,
+                                std::vector<std::string>* omitted = nullptr);
+
+}  // namespace shim::dra

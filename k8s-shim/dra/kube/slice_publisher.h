@@ -1,0 +1,85 @@
+// Keeps this node's one ResourceSlice of xpu.kunlunxin.com equal to the cards xpud reports, with
+// the fewest writes: an equal slice found at start is adopted as is, and afterwards a write
+// happens only when the device list changes.
+//
+// Threads: set_devices() may be called from any thread (the xpud watcher's); reconcile() and
+// writes() from one thread at a time (the role's main loop). The desired state is the only thing
+// both touch and is guarded by a mutex; what the API holds is the reconcile thread's alone.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/xpud_client.h"
+#include "k8s-shim/dra/kube/kube_api.h"
+#include "k8s-shim/dra/kube/resource_slice.h"
+
+namespace shim::dra {
+
+class SlicePublisher {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Back-off after a failed call: from kFirstRetry doubling up to kMaxRetry.
+  static constexpr std::chrono::seconds kFirstRetry{1};
+  static constexpr std::chrono::seconds kMaxRetry{30};
+  // How often the published slice is checked against the API (someone may have deleted or edited
+  // it); a check that finds it as written costs one list and no write.
+  static constexpr std::chrono::minutes kResync{10};
+
+  SlicePublisher(KubeApi& api, std::string node_name);
+
+  // Stores the desired state for the next reconcile(). A view from an xpud that was never
+  // reached (not present, no devices) changes nothing, so nothing is published before xpud
+  // answered once.
+  void set_devices(const xpu::DeviceView& view);
+
+  // Makes at most the API calls needed now; returns when it wants to be called again. Calling
+  // sooner is harmless (during a back-off it returns at once); the caller should call it soon
+  // after set_devices() too, since the returned time does not know of later changes.
+  Clock::time_point reconcile(Clock::time_point now);
+
+  // Successful create/update/delete calls so far.
+  std::uint64_t writes() const { return writes_.load(); }
+
+ private:
+  struct Desired {
+    std::vector<SliceDevice> devices;
+    std::uint64_t version = 0;  // +1 per change of `devices`
+  };
+  enum class Outcome { done, retry_now, failed };
+
+  Outcome sync(const Desired& desired);
+  Outcome relist_and_converge(const Desired& desired);
+  Outcome write_change(const Desired& desired);
+  ResourceSliceSpec spec_for(const Desired& desired, std::int64_t generation) const;
+  // False when one could not be deleted (then a relist is due).
+  bool delete_extras(const std::vector<ResourceSlice>& extras);
+  void note_failure(const ApiError& error);
+
+  KubeApi& api_;
+  const std::string node_name_;
+
+  mutable std::mutex desired_mutex_;
+  std::optional<Desired> desired_;  // guarded by desired_mutex_; nullopt: publish nothing
+
+  // Reconcile thread only.
+  std::optional<ResourceSlice> published_;  // as the API last returned it
+  std::uint64_t published_version_ = 0;
+  bool need_list_ = true;
+  std::int64_t highest_generation_ = 0;
+  Clock::time_point next_attempt_{};
+  Clock::time_point next_resync_{};
+  std::chrono::seconds backoff_{0};
+  bool failing_ = false;
+  ApiError conflict_;  // the 409/404 that asked for the retry, logged if the retry fails too
+
+  std::atomic<std::uint64_t> writes_{0};
+};
+
+}  // namespace shim::dra

@@ -1,0 +1,107 @@
+// An in-memory stand-in for the ResourceSlice part of the API server, enough for the publisher:
+// list (all slices; the tests keep one node and one driver), create with generateName, update
+// with the resourceVersion check (409 on a stale one, 404 on a missing name), delete. Answers are
+// shaped like the recorded ones. Failures can be injected for the next requests.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "k8s-shim/dra/kube/http_transport.h"
+
+namespace shim::dra::testing {
+
+class FakeSliceServer : public HttpTransport {
+ public:
+  static constexpr std::string_view kSlices = "/apis/resource.k8s.io/v1/resourceslices";
+
+  // Puts an object in the store as another writer would; returns its name.
+  std::string add(nlohmann::json object) {
+    std::string name = object["metadata"].value("name", "");
+    if (name.empty()) name = object["metadata"].value("generateName", "slice-") + std::to_string(++names_);
+    object["metadata"]["name"] = name;
+    object["metadata"]["uid"] = "uid-" + name;
+    object["metadata"]["resourceVersion"] = std::to_string(++version_);
+    store_[name] = std::move(object);
+    return name;
+  }
+  // The next requests fail: with an HTTP status (a Status body), or (status 0) without an answer.
+  void fail_next(long status, std::string reason = "InternalError") {
+    failures_.push_back({status, std::move(reason)});
+  }
+  void remove(const std::string& name) { store_.erase(name); }
+  // Bumps a stored slice's resourceVersion, as another writer's change would.
+  void touch(const std::string& name) {
+    store_.at(name)["metadata"]["resourceVersion"] = std::to_string(++version_);
+  }
+
+  xpu::Result<HttpResponse> send(const HttpRequest& request) override {
+    requests.push_back(request);
+    if (!failures_.empty()) {
+      auto [status, reason] = failures_.front();
+      failures_.pop_front();
+      if (status == 0) return xpu::Error{"connection refused (injected)"};
+      return status_answer(status, reason, "injected failure");
+    }
+    std::string_view target = request.target;
+    if (request.method == "GET" && target.starts_with(std::string(kSlices) + "?")) {
+      nlohmann::json list = {{"kind", "ResourceSliceList"},
+                             {"apiVersion", "resource.k8s.io/v1"},
+                             {"metadata", {{"resourceVersion", std::to_string(version_)}}},
+                             {"items", nlohmann::json::array()}};
+      for (const auto& [name, object] : store_) list["items"].push_back(object);
+      return HttpResponse{200, list.dump()};
+    }
+    if (request.method == "POST" && target == kSlices) {
+      std::string name = add(nlohmann::json::parse(request.body));
+      return HttpResponse{201, store_[name].dump()};
+    }
+    std::string name(target.substr(std::min(target.size(), kSlices.size() + 1)));
+    auto it = store_.find(name);
+    if (!target.starts_with(std::string(kSlices) + "/") || it == store_.end())
+      return status_answer(404, "NotFound", "resourceslices \"" + name + "\" not found");
+    if (request.method == "PUT") {
+      auto object = nlohmann::json::parse(request.body);
+      if (object["metadata"].value("resourceVersion", "") !=
+          it->second["metadata"]["resourceVersion"])
+        return status_answer(409, "Conflict", "the object has been modified");
+      object["metadata"]["resourceVersion"] = std::to_string(++version_);
+      it->second = object;
+      return HttpResponse{200, object.dump()};
+    }
+    if (request.method == "DELETE") {
+      auto object = it->second;
+      store_.erase(it);
+      return HttpResponse{200, object.dump()};
+    }
+    return status_answer(405, "MethodNotAllowed", "not here");
+  }
+
+  const std::map<std::string, nlohmann::json>& store() const { return store_; }
+  std::size_t count(std::string_view method) const {
+    std::size_t n = 0;
+    for (const auto& request : requests) n += request.method == method;
+    return n;
+  }
+
+  std::vector<HttpRequest> requests;
+
+ private:
+  static HttpResponse status_answer(long code, const std::string& reason,
+                                    const std::string& message) {
+    nlohmann::json status = {{"kind", "Status"}, {"apiVersion", "v1"},  {"status", "Failure"},
+                             {"message", message}, {"reason", reason}, {"code", code}};
+    return HttpResponse{code, status.dump()};
+  }
+
+  std::map<std::string, nlohmann::json> store_;
+  std::deque<std::pair<long, std::string>> failures_;
+  int names_ = 0;
+  int version_ = 100;
+};
+
+}  // namespace shim::dra::testing

@@ -1,0 +1,123 @@
+#include "k8s-shim/dra/kube/slice_content.h"
+
+#include <gtest/gtest.h>
+
+namespace shim::dra {
+namespace {
+
+// Eight cards: 0-3 and 4-7 fully linked, plus 0-4, 1-5, 2-6, 3-7; card 5 unhealthy; card 3 with
+// no NUMA node; two virtual functions of card 0.
+xpu::DeviceView eight_cards(std::string driver_version = "5.0.21") {
+  xpu::DeviceView view;
+  view.xpud_present = true;
+  view.manager.driver_version = std::move(driver_version);
+  for (unsigned i = 0; i < 8; ++i) {
+    xpu::DeviceInfo card;
+    card.index = i;
+    card.name = "xpu" + std::to_string(i);
+    card.uuid = "XPU-UUID-" + std::to_string(i);
+    card.model = "P800";
+    card.pci_bus_id = "0000:0" + std::to_string(i) + ":00.0";
+    card.numa_node = i == 3 ? -1 : static_cast<int>(i / 4);
+    card.memory_total_bytes = std::uint64_t{96} << 30;
+    card.healthy = i != 5;
+    unsigned base = i < 4 ? 0 : 4;
+    for (unsigned peer = base; peer < base + 4; ++peer)
+      if (peer != i) card.linked_devices.push_back(peer);
+    card.linked_devices.push_back(i < 4 ? i + 4 : i - 4);
+    view.devices.push_back(card);
+  }
+  for (unsigned vf = 8; vf < 10; ++vf) {
+    xpu::DeviceInfo card;
+    card.index = vf;
+    card.is_virtual_function = true;
+    card.healthy = true;
+    view.devices.push_back(card);
+  }
+  // The watcher orders by index; desired_slice must not rely on it.
+  std::swap(view.devices[1], view.devices[6]);
+  return view;
+}
+
+const AttributeValue& attribute(const SliceDevice& device, std::string_view name) {
+  return device.attributes.at(std::string(name));
+}
+
+TEST(DesiredSlice, ListsThePhysicalCardsWithTheirAttributes) {
+  std::vector<std::string> omitted;
+  ResourceSliceSpec spec = desired_slice(eight_cards(), "node-a", 7, &omitted);
+  EXPECT_TRUE(omitted.empty());
+  EXPECT_EQ(spec.driver, "xpu.kunlunxin.com");
+  EXPECT_EQ(spec.node_name, "node-a");
+  EXPECT_EQ(spec.pool, (SlicePool{.name = "node-a", .generation = 7, .resource_slice_count = 1}));
+  ASSERT_EQ(spec.devices.size(), 8u);
+  for (unsigned i = 0; i < 8; ++i) {
+    const SliceDevice& device = spec.devices[i];
+    EXPECT_EQ(device.name, "xpu-" + std::to_string(i));
+    EXPECT_EQ(attribute(device, "index"), AttributeValue(std::int64_t{i}));
+    EXPECT_EQ(attribute(device, "model"), AttributeValue(std::string("P800")));
+    EXPECT_EQ(attribute(device, "uuid"), AttributeValue("XPU-UUID-" + std::to_string(i)));
+    EXPECT_EQ(attribute(device, "pciBusId"),
+              AttributeValue("0000:0" + std::to_string(i) + ":00.0"));
+    EXPECT_EQ(attribute(device, "driverVersion"), AttributeValue(Version{"5.0.21"}));
+    EXPECT_EQ(attribute(device, "healthy"), AttributeValue(i != 5));
+    EXPECT_EQ(attribute(device, "linkGroup"), AttributeValue(std::int64_t{i < 4 ? 0 : 4}));
+    EXPECT_EQ(device.capacity.at("memory"), std::int64_t{96} << 30);
+  }
+  EXPECT_EQ(attribute(spec.devices[0], "numaNode"), AttributeValue(std::int64_t{0}));
+  EXPECT_EQ(attribute(spec.devices[4], "numaNode"), AttributeValue(std::int64_t{1}));
+  EXPECT_FALSE(spec.devices[3].attributes.contains("numaNode"));
+}
+
+TEST(DesiredSlice, LeavesOutAVersionItCannotNormalise) {
+  std::vector<std::string> omitted;
+  ResourceSliceSpec spec = desired_slice(eight_cards("unknown"), "node-a", 1, &omitted);
+  ASSERT_EQ(omitted.size(), 1u);
+  EXPECT_NE(omitted[0].find("unknown"), std::string::npos);
+  EXPECT_FALSE(spec.devices[0].attributes.contains("driverVersion"));
+}
+
+TEST(DesiredSlice, NoCardsGiveNoDevices) {
+  xpu::DeviceView view;
+  ResourceSliceSpec spec = desired_slice(view, "node-a", 1);
+  EXPECT_TRUE(spec.devices.empty());
+  EXPECT_EQ(spec.pool.name, "node-a");
+}
+
+TEST(SemanticDriverVersion, Normalises) {
+  EXPECT_EQ(semantic_driver_version("5.0.21"), "5.0.21");
+  EXPECT_EQ(semantic_driver_version("5.0"), "5.0.0");
+  EXPECT_EQ(semantic_driver_version("5"), "5.0.0");
+  EXPECT_EQ(semantic_driver_version("v5.1.2"), "5.1.2");
+  EXPECT_EQ(semantic_driver_version("05.00.1"), "5.0.1");
+  EXPECT_EQ(semantic_driver_version("5.0.21.6"), "5.0.21+6");
+  EXPECT_EQ(semantic_driver_version("5.0.21.6.1"), "5.0.21+6.1");
+  EXPECT_EQ(semantic_driver_version("5.0.21-rc1"), "5.0.21-rc1");
+  EXPECT_EQ(semantic_driver_version("5.0.21-rc.1+build.7"), "5.0.21-rc.1+build.7");
+  EXPECT_EQ(semantic_driver_version("5.0.21+g1234"), "5.0.21+g1234");
+  for (std::string_view bad : {"", "unknown", "5..1", "5.0.x", "5.0.21-", "5.0.21-rc_1",
+                               "5.0.21.6-rc1", "5.0.21+a+b", " 5.0.21", "5.0.21-a..b"})
+    EXPECT_FALSE(semantic_driver_version(bad)) << bad;
+  EXPECT_FALSE(semantic_driver_version("1.2.3-" + std::string(70, 'a')));
+}
+
+TEST(LinkGroups, FirstFullyLinkedGroupWins) {
+  auto view = eight_cards();
+  auto groups = link_groups(view.devices);
+  for (unsigned i = 0; i < 8; ++i) EXPECT_EQ(groups.at(i), i < 4 ? 0u : 4u) << i;
+}
+
+TEST(LinkGroups, OneSidedLinksCountAndUnlinkedCardsStandAlone) {
+  std::vector<xpu::DeviceInfo> cards(4);
+  for (unsigned i = 0; i < 4; ++i) cards[i].index = i;
+  cards[1].linked_devices = {0};  // only card 1 reports the link
+  cards[3].linked_devices = {0};  // linked to 0 but not to 1: its own group
+  auto groups = link_groups(cards);
+  EXPECT_EQ(groups.at(0), 0u);
+  EXPECT_EQ(groups.at(1), 0u);
+  EXPECT_EQ(groups.at(2), 2u);
+  EXPECT_EQ(groups.at(3), 3u);
+}
+
+}  // namespace
+}  // namespace shim::dra

@@ -1,0 +1,215 @@
+#include "k8s-shim/dra/kube/slice_publisher.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "k8s-shim/dra/kube/slice_content.h"
+#include "tests/k8s-shim/dra/kube/fake_slice_server.h"
+
+namespace shim::dra {
+namespace {
+
+using testing::FakeSliceServer;
+using Clock = std::chrono::steady_clock;
+using std::chrono::seconds;
+
+xpu::DeviceView cards(unsigned count, unsigned unhealthy = 99) {
+  xpu::DeviceView view;
+  view.xpud_present = true;
+  view.manager.driver_version = "5.0.21";
+  for (unsigned i = 0; i < count; ++i) {
+    xpu::DeviceInfo card;
+    card.index = i;
+    card.uuid = "XPU-" + std::to_string(i);
+    card.model = "P800";
+    card.numa_node = 0;
+    card.memory_total_bytes = std::uint64_t{32} << 30;
+    card.healthy = i != unhealthy;
+    view.devices.push_back(card);
+  }
+  return view;
+}
+
+// The slice as the publisher would write it, as JSON the server would hold, with the memory in
+// the server's canonical binary form.
+nlohmann::json stored_slice(const xpu::DeviceView& view, std::int64_t generation,
+                            std::string name = "node-a-xpu.kunlunxin.com-abcde") {
+  ResourceSlice slice;
+  slice.name = std::move(name);
+  slice.spec = desired_slice(view, "node-a", generation);
+  auto json = nlohmann::json::parse(resource_slice_to_json(slice));
+  for (auto& device : json["spec"]["devices"]) device["capacity"]["memory"]["value"] = "32Gi";
+  return json;
+}
+
+struct Publisher : ::testing::Test {
+  FakeSliceServer server;
+  KubeApi api{server};
+  SlicePublisher publisher{api, "node-a"};
+  Clock::time_point now = Clock::now();
+
+  const nlohmann::json& only_slice() {
+    EXPECT_EQ(server.store().size(), 1u);
+    return server.store().begin()->second;
+  }
+};
+
+TEST_F(Publisher, PublishesNothingBeforeXpudAnswered) {
+  publisher.set_devices(xpu::DeviceView{});
+  publisher.reconcile(now);
+  EXPECT_TRUE(server.requests.empty());
+}
+
+TEST_F(Publisher, CreatesWhenNone) {
+  publisher.set_devices(cards(2));
+  publisher.reconcile(now);
+  EXPECT_EQ(publisher.writes(), 1u);
+  EXPECT_EQ(server.count("GET"), 1u);
+  EXPECT_EQ(server.count("POST"), 1u);
+  const auto& slice = only_slice();
+  EXPECT_EQ(slice["metadata"]["name"], "node-a-xpu.kunlunxin.com-1");
+  EXPECT_EQ(slice["spec"]["pool"]["generation"], 1);
+  EXPECT_EQ(slice["spec"]["devices"].size(), 2u);
+}
+
+TEST_F(Publisher, AdoptsAnEqualSliceWithoutWriting) {
+  server.add(stored_slice(cards(2), 5));
+  publisher.set_devices(cards(2));
+  publisher.reconcile(now);
+  EXPECT_EQ(publisher.writes(), 0u);
+  EXPECT_EQ(server.requests.size(), 1u);  // the list
+  // Nothing more to do until the resync.
+  publisher.set_devices(cards(2));
+  auto next = publisher.reconcile(now + seconds(1));
+  EXPECT_EQ(server.requests.size(), 1u);
+  EXPECT_GE(next, now + SlicePublisher::kResync);
+}
+
+TEST_F(Publisher, UpdatesADifferentSlice) {
+  server.add(stored_slice(cards(1), 5));
+  publisher.set_devices(cards(2));
+  publisher.reconcile(now);
+  EXPECT_EQ(publisher.writes(), 1u);
+  EXPECT_EQ(server.count("PUT"), 1u);
+  EXPECT_EQ(only_slice()["spec"]["pool"]["generation"], 6);
+  EXPECT_EQ(only_slice()["spec"]["devices"].size(), 2u);
+}
+
+TEST_F(Publisher, DeletesExtras) {
+  server.add(stored_slice(cards(2), 3, "node-a-xpu.kunlunxin.com-old"));
+  server.add(stored_slice(cards(1), 4, "node-a-xpu.kunlunxin.com-new"));
+  publisher.set_devices(cards(2));
+  publisher.reconcile(now);
+  EXPECT_EQ(server.count("PUT"), 1u);
+  EXPECT_EQ(server.count("DELETE"), 1u);
+  EXPECT_EQ(publisher.writes(), 2u);
+  EXPECT_EQ(only_slice()["metadata"]["name"], "node-a-xpu.kunlunxin.com-new");
+  EXPECT_EQ(only_slice()["spec"]["pool"]["generation"], 5);
+}
+
+TEST_F(Publisher, OneWritePerChangeAndNoneForTheSameView) {
+  publisher.set_devices(cards(4));
+  publisher.reconcile(now);
+  ASSERT_EQ(publisher.writes(), 1u);
+
+  for (int i = 0; i < 3; ++i) {
+    publisher.set_devices(cards(4));
+    publisher.reconcile(now + seconds(i + 1));
+  }
+  EXPECT_EQ(publisher.writes(), 1u);
+
+  publisher.set_devices(cards(4, /*unhealthy=*/2));
+  publisher.reconcile(now + seconds(10));
+  EXPECT_EQ(publisher.writes(), 2u);
+  auto healthy = only_slice()["spec"]["devices"][2]["attributes"]["healthy"];
+  EXPECT_EQ(healthy, nlohmann::json({{"bool", false}}));
+  EXPECT_EQ(only_slice()["spec"]["pool"]["generation"], 2);
+
+  publisher.set_devices(cards(4));
+  publisher.reconcile(now + seconds(11));
+  EXPECT_EQ(publisher.writes(), 3u);
+  EXPECT_EQ(only_slice()["spec"]["pool"]["generation"], 3);
+  EXPECT_EQ(server.count("GET"), 1u);  // listed once, at the start
+}
+
+TEST_F(Publisher, ConflictRelistsAndRetriesAtOnce) {
+  publisher.set_devices(cards(2));
+  publisher.reconcile(now);
+  std::string name = server.store().begin()->first;
+  server.touch(name);  // someone else wrote it: our resourceVersion is stale
+
+  publisher.set_devices(cards(2, 0));
+  publisher.reconcile(now + seconds(1));
+  // PUT (409), GET, PUT with the fresh version.
+  ASSERT_GE(server.requests.size(), 5u);
+  auto last = server.requests.end() - 3;
+  EXPECT_EQ(last[0].method, "PUT");
+  EXPECT_EQ(last[1].method, "GET");
+  EXPECT_EQ(last[2].method, "PUT");
+  EXPECT_EQ(publisher.writes(), 2u);
+  EXPECT_EQ(only_slice()["spec"]["devices"][0]["attributes"]["healthy"],
+            nlohmann::json({{"bool", false}}));
+}
+
+TEST_F(Publisher, RecreatesADeletedSlice) {
+  publisher.set_devices(cards(2));
+  publisher.reconcile(now);
+  server.requests.clear();
+  // Someone deleted our slice: the update answers 404, the relist finds none, we create.
+  server.remove(server.store().begin()->first);
+  publisher.set_devices(cards(3));
+  publisher.reconcile(now + seconds(1));
+  EXPECT_EQ(server.count("POST"), 1u);
+  EXPECT_EQ(only_slice()["spec"]["devices"].size(), 3u);
+  EXPECT_EQ(only_slice()["spec"]["pool"]["generation"], 2);
+}
+
+TEST_F(Publisher, BacksOffAfterFailures) {
+  publisher.set_devices(cards(2));
+  for (int i = 0; i < 7; ++i) server.fail_next(i % 2 ? 500 : 0);
+  std::vector<seconds> waits;
+  auto t = now;
+  for (int i = 0; i < 7; ++i) {
+    auto next = publisher.reconcile(t);
+    waits.push_back(std::chrono::duration_cast<seconds>(next - t));
+    // Called early: no request, same time back.
+    std::size_t before = server.requests.size();
+    EXPECT_EQ(publisher.reconcile(t + std::chrono::milliseconds(100)), next);
+    EXPECT_EQ(server.requests.size(), before);
+    t = next;
+  }
+  EXPECT_EQ(waits, (std::vector<seconds>{seconds(1), seconds(2), seconds(4), seconds(8),
+                                         seconds(16), seconds(30), seconds(30)}));
+  EXPECT_EQ(publisher.writes(), 0u);
+  publisher.reconcile(t);
+  EXPECT_EQ(publisher.writes(), 1u);
+  EXPECT_EQ(server.store().size(), 1u);
+  // The back-off starts again from 1 s at the next streak.
+  publisher.set_devices(cards(3));
+  server.fail_next(503);
+  auto next = publisher.reconcile(t + seconds(1));
+  EXPECT_EQ(next, t + seconds(2));
+}
+
+TEST_F(Publisher, RelistsAtTheResync) {
+  publisher.set_devices(cards(2));
+  auto next = publisher.reconcile(now);
+  EXPECT_EQ(server.count("GET"), 1u);
+  publisher.reconcile(next);
+  EXPECT_EQ(server.count("GET"), 2u);
+  EXPECT_EQ(publisher.writes(), 1u);  // found as written: no write
+}
+
+TEST_F(Publisher, KeepsTheLastListWhenXpudGoesAway) {
+  publisher.set_devices(cards(2));
+  publisher.reconcile(now);
+  xpu::DeviceView gone;  // xpud absent with no last known list
+  publisher.set_devices(gone);
+  publisher.reconcile(now + seconds(1));
+  EXPECT_EQ(publisher.writes(), 1u);
+  EXPECT_EQ(only_slice()["spec"]["devices"].size(), 2u);
+}
+
+}  // namespace
+}  // namespace shim::dra
