@@ -12,16 +12,17 @@ namespace shim::dra {
 SlicePublisher::SlicePublisher(KubeApi& api, std::string node_name)
     : api_(api), node_name_(std::move(node_name)) {}
 
-void SlicePublisher::set_devices(const xpu::DeviceView& view) {
-  if (!view.xpud_present && view.devices.empty()) return;
+bool SlicePublisher::set_devices(const xpu::DeviceView& view) {
+  if (!view.xpud_present && view.devices.empty()) return false;
   std::vector<std::string> omitted;
   ResourceSliceSpec spec = desired_slice(view, node_name_, 0, &omitted);
   std::lock_guard lock(desired_mutex_);
-  if (desired_ && desired_->devices == spec.devices) return;
+  if (desired_ && desired_->devices == spec.devices) return false;
   // Logged only on a change, so a steady problem is said once, not per watcher event.
   for (const std::string& why : omitted) spdlog::warn("dra: ResourceSlice: {}", why);
   std::uint64_t version = desired_ ? desired_->version + 1 : 1;
   desired_ = Desired{.devices = std::move(spec.devices), .version = version};
+  return true;
 }
 
 ResourceSliceSpec SlicePublisher::spec_for(const Desired& desired,

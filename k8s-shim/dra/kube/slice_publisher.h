@@ -34,10 +34,10 @@ class SlicePublisher {
 
   SlicePublisher(KubeApi& api, std::string node_name);
 
-  // Stores the desired state for the next reconcile(). A view from an xpud that was never
-  // reached (not present, no devices) changes nothing, so nothing is published before xpud
-  // answered once.
-  void set_devices(const xpu::DeviceView& view);
+  // Stores the desired state for the next reconcile(); true when it changed (the caller then
+  // wakes its reconcile loop). A view from an xpud that was never reached (not present, no
+  // devices) changes nothing, so nothing is published before xpud answered once.
+  bool set_devices(const xpu::DeviceView& view);
 
   // Makes at most the API calls needed now; returns when it wants to be called again. Calling
   // sooner is harmless (during a back-off it returns at once); the caller should call it soon

@@ -31,7 +31,11 @@ class FakeSliceServer : public HttpTransport {
   }
   // The next requests fail: with an HTTP status (a Status body), or (status 0) without an answer.
   void fail_next(long status, std::string reason = "InternalError") {
-    failures_.push_back({status, std::move(reason)});
+    failures_.push_back({"", status, std::move(reason)});
+  }
+  // The next request of `method` fails; others pass.
+  void fail_next_of(std::string method, long status, std::string reason = "InternalError") {
+    failures_.push_back({std::move(method), status, std::move(reason)});
   }
   void remove(const std::string& name) { store_.erase(name); }
   // Bumps a stored slice's resourceVersion, as another writer's change would.
@@ -41,11 +45,12 @@ class FakeSliceServer : public HttpTransport {
 
   xpu::Result<HttpResponse> send(const HttpRequest& request) override {
     requests.push_back(request);
-    if (!failures_.empty()) {
-      auto [status, reason] = failures_.front();
-      failures_.pop_front();
-      if (status == 0) return xpu::Error{"connection refused (injected)"};
-      return status_answer(status, reason, "injected failure");
+    for (auto it = failures_.begin(); it != failures_.end(); ++it) {
+      if (!it->method.empty() && it->method != request.method) continue;
+      Failure failure = *it;
+      failures_.erase(it);
+      if (failure.status == 0) return xpu::Error{"connection refused (injected)"};
+      return status_answer(failure.status, failure.reason, "injected failure");
     }
     std::string_view target = request.target;
     if (request.method == "GET" && target.starts_with(std::string(kSlices) + "?")) {
@@ -99,7 +104,12 @@ class FakeSliceServer : public HttpTransport {
   }
 
   std::map<std::string, nlohmann::json> store_;
-  std::deque<std::pair<long, std::string>> failures_;
+  struct Failure {
+    std::string method;  // empty: any
+    long status = 0;
+    std::string reason;
+  };
+  std::deque<Failure> failures_;
   int names_ = 0;
   int version_ = 100;
 };

@@ -56,7 +56,7 @@ struct Publisher : ::testing::Test {
 };
 
 TEST_F(Publisher, PublishesNothingBeforeXpudAnswered) {
-  publisher.set_devices(xpu::DeviceView{});
+  EXPECT_FALSE(publisher.set_devices(xpu::DeviceView{}));
   publisher.reconcile(now);
   EXPECT_TRUE(server.requests.empty());
 }
@@ -108,18 +108,46 @@ TEST_F(Publisher, DeletesExtras) {
   EXPECT_EQ(only_slice()["spec"]["pool"]["generation"], 5);
 }
 
+TEST_F(Publisher, AdoptsTheNewestEqualSliceAndDeletesOlderOnes) {
+  server.add(stored_slice(cards(1), 3, "node-a-xpu.kunlunxin.com-old"));
+  server.add(stored_slice(cards(2), 4, "node-a-xpu.kunlunxin.com-new"));
+  publisher.set_devices(cards(2));
+  publisher.reconcile(now);
+  EXPECT_EQ(server.count("PUT"), 0u);
+  EXPECT_EQ(server.count("DELETE"), 1u);
+  EXPECT_EQ(publisher.writes(), 1u);
+  EXPECT_EQ(only_slice()["metadata"]["name"], "node-a-xpu.kunlunxin.com-new");
+}
+
+TEST_F(Publisher, AFailedDeleteBacksOffAndIsRetriedWithoutRewriting) {
+  server.add(stored_slice(cards(2), 3, "node-a-xpu.kunlunxin.com-old"));
+  server.add(stored_slice(cards(1), 4, "node-a-xpu.kunlunxin.com-new"));
+  publisher.set_devices(cards(2));
+  server.fail_next_of("DELETE", 500);
+  auto next = publisher.reconcile(now);  // list, update "new", delete "old" fails
+  EXPECT_EQ(next, now + seconds(1));
+  EXPECT_EQ(publisher.writes(), 1u);
+  EXPECT_EQ(server.store().size(), 2u);
+
+  publisher.reconcile(next);  // relist: "new" is right and newest, so only the delete is left
+  EXPECT_EQ(server.count("PUT"), 1u);
+  EXPECT_EQ(server.count("DELETE"), 2u);
+  EXPECT_EQ(publisher.writes(), 2u);
+  EXPECT_EQ(only_slice()["metadata"]["name"], "node-a-xpu.kunlunxin.com-new");
+}
+
 TEST_F(Publisher, OneWritePerChangeAndNoneForTheSameView) {
   publisher.set_devices(cards(4));
   publisher.reconcile(now);
   ASSERT_EQ(publisher.writes(), 1u);
 
   for (int i = 0; i < 3; ++i) {
-    publisher.set_devices(cards(4));
+    EXPECT_FALSE(publisher.set_devices(cards(4)));
     publisher.reconcile(now + seconds(i + 1));
   }
   EXPECT_EQ(publisher.writes(), 1u);
 
-  publisher.set_devices(cards(4, /*unhealthy=*/2));
+  EXPECT_TRUE(publisher.set_devices(cards(4, /*unhealthy=*/2)));
   publisher.reconcile(now + seconds(10));
   EXPECT_EQ(publisher.writes(), 2u);
   auto healthy = only_slice()["spec"]["devices"][2]["attributes"]["healthy"];
@@ -205,7 +233,7 @@ TEST_F(Publisher, KeepsTheLastListWhenXpudGoesAway) {
   publisher.set_devices(cards(2));
   publisher.reconcile(now);
   xpu::DeviceView gone;  // xpud absent with no last known list
-  publisher.set_devices(gone);
+  EXPECT_FALSE(publisher.set_devices(gone));
   publisher.reconcile(now + seconds(1));
   EXPECT_EQ(publisher.writes(), 1u);
   EXPECT_EQ(only_slice()["spec"]["devices"].size(), 2u);
