@@ -2,6 +2,9 @@
 // the fewest writes: an equal slice found at start is adopted as is, and afterwards a write
 // happens only when the device list changes.
 //
+// Stopping leaves the slice in place on purpose: the kubelet removes the slices of a driver that
+// is gone, and a restarting shim adopts its own slice without a write.
+//
 // Threads: set_devices() may be called from any thread (the xpud watcher's); reconcile() and
 // writes() from one thread at a time (the role's main loop). The desired state is the only thing
 // both touch and is guarded by a mutex; what the API holds is the reconcile thread's alone.
