@@ -1,5 +1,5 @@
-// xpu-k8s-shim: one binary, three roles (device-plugin, exporter, token-sync), bridging xpud on
-// D-Bus to the kubelet, Prometheus and the XPU runtime.
+// xpu-k8s-shim: one binary, four roles (device-plugin, exporter, token-sync, dra-driver),
+// bridging xpud on D-Bus to the kubelet, Prometheus, the XPU runtime and the API server.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -15,7 +15,7 @@ constexpr const char* kProgram = "xpu-k8s-shim";
 int run(const std::vector<std::string>& args) {
   shim::ShimOptions options;
   bool help = false, version = false;
-  xpu::CommandLine cli(kProgram, "[OPTIONS] device-plugin|exporter|token-sync [ROLE OPTIONS]");
+  xpu::CommandLine cli(kProgram, "[OPTIONS] device-plugin|exporter|token-sync|dra-driver [ROLE OPTIONS]");
   cli.add_flag("help", &help, "show this help and exit");
   cli.add_flag("version", &version, "print the version and exit");
   shim::add_common_options(cli, options);
@@ -26,7 +26,8 @@ int run(const std::vector<std::string>& args) {
     std::fputs("\nRoles (each takes --help):\n"
                "  device-plugin   kubelet device plugin for kunlunxin.com/xpu\n"
                "  exporter        Prometheus exporter on :9507\n"
-               "  token-sync      copies the service-account token to /xpu-runtime/auth\n",
+               "  token-sync      copies the service-account token to /xpu-runtime/auth\n"
+               "  dra-driver      Dynamic Resource Allocation driver xpu.kunlunxin.com\n",
                stdout);
     return 0;
   }
@@ -34,7 +35,7 @@ int run(const std::vector<std::string>& args) {
     std::printf("%s %s\n", kProgram, XPU_VERSION);
     return 0;
   }
-  if (rest->empty()) xpu::exit_usage_error(kProgram, "missing role: device-plugin, exporter or token-sync");
+  if (rest->empty()) xpu::exit_usage_error(kProgram, "missing role: device-plugin, exporter, token-sync or dra-driver");
   const std::string role = rest->front();
   std::span<const std::string> role_args(rest->begin() + 1, rest->end());
 
@@ -43,6 +44,7 @@ int run(const std::vector<std::string>& args) {
   if (role == "device-plugin") return shim::run_device_plugin(options, role_args, stop);
   if (role == "exporter") return shim::run_exporter(options, role_args, stop);
   if (role == "token-sync") return shim::run_token_sync(options, role_args, stop);
+  if (role == "dra-driver") return shim::run_dra_driver(options, role_args, stop);
   xpu::exit_usage_error(kProgram, "unknown role '" + role + "'");
 }
 

@@ -1,4 +1,4 @@
-// The three roles of xpu-k8s-shim. Each parses its own arguments (after the role name), runs
+// The four roles of xpu-k8s-shim. Each parses its own arguments (after the role name), runs
 // until SIGTERM/SIGINT and returns the process exit status.
 #pragma once
 
@@ -13,5 +13,6 @@ namespace shim {
 int run_device_plugin(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
 int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
 int run_token_sync(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
+int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
 
 }  // namespace shim

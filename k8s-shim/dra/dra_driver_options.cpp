@@ -45,15 +45,15 @@ void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options) {
                  });
   cli.add_option("plugin-dir", "DIR",
                  "the DRA service's socket and the checkpoint of prepared claims (default " +
-                     std::string(kDefaultPluginDir) + ")",
+                     std::string(kDefaultPluginDirectory) + ")",
                  path_option(options.plugin_dir));
   cli.add_option("registry-dir", "DIR",
                  "the kubelet's plugin registration directory (default " +
-                     std::string(kDefaultRegistryDir) + ")",
+                     std::string(kDefaultRegistryDirectory) + ")",
                  path_option(options.registry_dir));
   cli.add_option("cdi-dir", "DIR",
                  "where each prepared claim's CDI spec is written (default " +
-                     std::string(kDefaultCdiDir) + ")",
+                     std::string(kDefaultCdiDirectory) + ")",
                  path_option(options.cdi_dir));
   cli.add_option("api-server", "URL",
                  "the Kubernetes API server (default: in-cluster, from KUBERNETES_SERVICE_HOST "

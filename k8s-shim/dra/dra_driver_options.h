@@ -9,20 +9,16 @@
 #include <string_view>
 
 #include "common/command_line.h"
+#include "k8s-shim/dra/kubelet/plugin_directory.h"
 #include "k8s-shim/shim_options.h"
 
 namespace shim::dra {
 
-inline constexpr std::string_view kDefaultPluginDir = "/var/lib/kubelet/plugins/xpu.kunlunxin.com";
-inline constexpr std::string_view kDefaultRegistryDir = "/var/lib/kubelet/plugins_registry";
-inline constexpr std::string_view kDefaultCdiDir = "/var/run/cdi";
-inline constexpr std::string_view kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
-
 struct DraDriverOptions {
   std::string node_name;  // --node-name, else $NODE_NAME: the pool and the slice's node
-  std::string plugin_dir{kDefaultPluginDir};      // the DRA socket and the checkpoint
-  std::string registry_dir{kDefaultRegistryDir};  // the kubelet's plugin-registration directory
-  std::string cdi_dir{kDefaultCdiDir};            // per-claim CDI specs
+  std::string plugin_dir{kDefaultPluginDirectory};      // the DRA socket and the checkpoint
+  std::string registry_dir{kDefaultRegistryDirectory};  // the kubelet's plugin registration
+  std::string cdi_dir{kDefaultCdiDirectory};            // per-claim CDI specs
   // The API server; empty: in-cluster (KUBERNETES_SERVICE_HOST/PORT, the pod's token and CA).
   std::string api_server;
   std::string api_token_file;  // empty: the pod's service-account token

@@ -1,0 +1,203 @@
+// The dra-driver role: xpud's cards (over D-Bus) published as this node's ResourceSlice (API
+// server, libcurl) and prepared for pods on the kubelet's request (gRPC, DRA v1).
+//
+// Threads: the xpud client's watcher thread hands each view to the role (under a mutex) and
+// wakes this thread; gRPC's threads serve NodePrepare/UnprepareResources, reading claims through
+// their own HTTP handle and the cards from the client's current view; this thread owns the slice
+// publisher (every API write), the kubelet plugin's sockets and the stop signals. A slow API
+// server can so delay a slice update but never a prepare, and the reverse.
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include <spdlog/spdlog.h>
+
+#include "common/xpud_client.h"
+#include "k8s-shim/dra/dra_driver_options.h"
+#include "k8s-shim/dra/dra_names.h"
+#include "k8s-shim/dra/kube/http_transport.h"
+#include "k8s-shim/dra/kube/kube_api.h"
+#include "k8s-shim/dra/kube/kube_api_config.h"
+#include "k8s-shim/dra/kube/slice_publisher.h"
+#include "k8s-shim/dra/kubelet/claim_cdi_spec.h"
+#include "k8s-shim/dra/kubelet/dra_service.h"
+#include "k8s-shim/dra/kubelet/kubelet_plugin.h"
+#include "k8s-shim/dra/kubelet/prepared_claims.h"
+#include "k8s-shim/roles.h"
+#include "k8s-shim/wake_event.h"
+
+namespace shim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Look at the sockets this often even when nothing else is due.
+constexpr std::chrono::seconds kIdleCheck{2};
+// How long xpud may be gone before its cards are published unhealthy (as the device plugin's
+// default --xpud-grace-period): a restart of xpud does not reach the scheduler.
+constexpr std::chrono::seconds kXpudGracePeriod{10};
+
+int poll_timeout_ms(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<long long>(left + 1, 0, 60'000));
+}
+
+std::optional<std::string> environment(std::string_view name) {
+  const char* value = std::getenv(std::string(name).c_str());
+  if (!value) return std::nullopt;
+  return std::string(value);
+}
+
+xpu::Result<dra::KubeApiConfig> api_config(const dra::DraDriverOptions& options) {
+  dra::KubeApiConfig config;
+  if (options.api_server.empty()) {
+    auto in_cluster = dra::in_cluster_config(environment);
+    if (!in_cluster) return xpu::Error{in_cluster.error() + " (or pass --api-server)"};
+    config = std::move(*in_cluster);
+  } else {
+    config.server = options.api_server;
+    config.token_file = dra::kServiceAccountTokenFile;
+    config.ca_file = dra::kServiceAccountCaFile;
+  }
+  if (!options.api_token_file.empty()) config.token_file = options.api_token_file;
+  if (!options.api_ca_file.empty()) config.ca_file = options.api_ca_file;
+  return config;
+}
+
+dra::AllocatedClaim allocated_claim(const dra::ResourceClaim& claim) {
+  dra::AllocatedClaim allocated{.name = claim.name, .namespace_name = claim.namespace_name,
+                                .uid = claim.uid, .allocated = claim.allocated, .results = {}};
+  for (const auto& result : claim.results)
+    allocated.results.push_back({result.request, result.driver, result.pool, result.device});
+  return allocated;
+}
+
+// The view the slice is made from: xpud's, but with every card unhealthy once xpud has been
+// gone for longer than the grace period (its last word on health is then too old to offer a
+// card on).
+class PublishedView {
+ public:
+  // Watcher thread.
+  void update(const xpu::DeviceView& view, Clock::time_point now) {
+    std::lock_guard lock(mutex_);
+    if (view.xpud_present)
+      absent_since_.reset();
+    else if (!absent_since_)
+      absent_since_ = now;
+    view_ = view;
+  }
+  // Role thread: the view to publish now, and when it changes by itself next (the grace period
+  // running out).
+  std::pair<xpu::DeviceView, std::optional<Clock::time_point>> at(Clock::time_point now) const {
+    std::lock_guard lock(mutex_);
+    xpu::DeviceView view = view_;
+    if (!absent_since_) return {view, std::nullopt};
+    const auto expiry = *absent_since_ + kXpudGracePeriod;
+    if (now < expiry) return {view, expiry};
+    for (auto& device : view.devices) {
+      device.healthy = false;
+      device.health_reason = "xpud has been unreachable for longer than the grace period";
+    }
+    return {view, std::nullopt};
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  xpu::DeviceView view_;
+  std::optional<Clock::time_point> absent_since_;
+};
+
+}  // namespace
+
+int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop) {
+  const dra::DraDriverOptions driver = dra::parse_dra_driver_command_line(options, args);
+  auto config = api_config(driver);
+  if (!config) {
+    spdlog::error("{}", config.error());
+    return 1;
+  }
+  spdlog::info("starting: driver {}, node {}, API server {}, plugin directory {}, registry {}, CDI {}",
+               dra::kDriverName, driver.node_name, config->server, driver.plugin_dir,
+               driver.registry_dir, driver.cdi_dir);
+  // Two handles: the publisher's calls (this thread) and the claim reads (gRPC threads) never
+  // wait for each other.
+  auto slice_transport = dra::CurlTransport::create(*config);
+  auto claim_transport = dra::CurlTransport::create(*config);
+  if (!slice_transport || !claim_transport) {
+    spdlog::error("{}", slice_transport ? claim_transport.error() : slice_transport.error());
+    return 1;
+  }
+  dra::KubeApi slice_api(**slice_transport);
+  dra::KubeApi claim_api(**claim_transport);
+  dra::SlicePublisher publisher(slice_api, driver.node_name);
+  PublishedView published;
+  WakeEvent wake;
+  int status = 0;
+  {
+    // Declared after what its listener uses, so it stops calling back before they go away.
+    xpu::XpudClient client(xpu::ClientOptions{.bus_address = options.bus_address});
+    auto lookup = [&claim_api](std::string_view ns, std::string_view name) -> xpu::Result<dra::AllocatedClaim> {
+      auto claim = claim_api.get_resource_claim(ns, name);
+      if (!claim) return xpu::Error{claim.error().message};
+      return allocated_claim(claim.value());
+    };
+    auto cards = [&client] { return client.current_view().devices; };
+    auto service = std::make_unique<dra::DraService>(
+        lookup, cards, driver.node_name,
+        dra::PreparedClaims::load(std::filesystem::path(driver.plugin_dir) / "checkpoint.json"),
+        dra::ClaimCdiSpecs(driver.cdi_dir));
+    auto plugin = dra::KubeletPlugin::start(
+        dra::KubeletPluginPaths{.plugin_directory = driver.plugin_dir,
+                                .registry_directory = driver.registry_dir},
+        std::move(service));
+    if (!plugin) {
+      spdlog::error("{}", plugin.error());
+      return 1;
+    }
+    spdlog::info("serving {} and registering through {}", (*plugin)->paths().dra_socket().string(),
+                 (*plugin)->paths().registration_socket().string());
+
+    client.watch([&published, &wake](const xpu::DeviceView& view) {
+      published.update(view, Clock::now());
+      wake.signal();
+    });
+
+    bool was_registered = false;
+    while (!stop.stop_requested()) {
+      const auto now = Clock::now();
+      auto [view, expiry] = published.at(now);
+      publisher.set_devices(view);
+      Clock::time_point deadline = std::min(publisher.reconcile(now), now + kIdleCheck);
+      if (expiry) deadline = std::min(deadline, *expiry);
+      if (!(*plugin)->sockets_present()) {
+        auto restarted = (*plugin)->restart_missing();
+        if (!restarted) spdlog::warn("{}", restarted.error());
+      }
+      if ((*plugin)->registered() != was_registered) {
+        was_registered = !was_registered;
+        if (was_registered) spdlog::info("the kubelet registered the driver");
+      }
+
+      pollfd fds[] = {{stop.fd(), POLLIN, 0}, {wake.fd(), POLLIN, 0}};
+      if (::poll(fds, std::size(fds), poll_timeout_ms(deadline)) < 0 && errno != EINTR) {
+        spdlog::error("poll failed: {}", std::strerror(errno));
+        status = 1;
+        break;
+      }
+      if (fds[0].revents & POLLIN) stop.take();
+      if (fds[1].revents & POLLIN) wake.clear();
+    }
+    spdlog::info("stopping: {} claims prepared stay in the checkpoint; {} slice writes this run",
+                 (*plugin)->service().prepared_count(), publisher.writes());
+    // The plugin goes first (its sockets are removed), then the xpud client's watcher.
+    plugin->reset();
+  }
+  spdlog::info("stopped");
+  return status;
+}
+
+}  // namespace shim
