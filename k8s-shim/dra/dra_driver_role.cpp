@@ -12,13 +12,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include <spdlog/spdlog.h>
 
 #include "common/xpud_client.h"
 #include "k8s-shim/dra/dra_driver_options.h"
 #include "k8s-shim/dra/dra_names.h"
+#include "k8s-shim/dra/published_view.h"
 #include "k8s-shim/dra/kube/http_transport.h"
 #include "k8s-shim/dra/kube/kube_api.h"
 #include "k8s-shim/dra/kube/kube_api_config.h"
@@ -37,9 +37,6 @@ using Clock = std::chrono::steady_clock;
 
 // Look at the sockets this often even when nothing else is due.
 constexpr std::chrono::seconds kIdleCheck{2};
-// How long xpud may be gone before its cards are published unhealthy (as the device plugin's
-// default --xpud-grace-period): a restart of xpud does not reach the scheduler.
-constexpr std::chrono::seconds kXpudGracePeriod{10};
 
 int poll_timeout_ms(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -76,41 +73,6 @@ dra::AllocatedClaim allocated_claim(const dra::ResourceClaim& claim) {
   return allocated;
 }
 
-// The view the slice is made from: xpud's, but with every card unhealthy once xpud has been
-// gone for longer than the grace period (its last word on health is then too old to offer a
-// card on).
-class PublishedView {
- public:
-  // Watcher thread.
-  void update(const xpu::DeviceView& view, Clock::time_point now) {
-    std::lock_guard lock(mutex_);
-    if (view.xpud_present)
-      absent_since_.reset();
-    else if (!absent_since_)
-      absent_since_ = now;
-    view_ = view;
-  }
-  // Role thread: the view to publish now, and when it changes by itself next (the grace period
-  // running out).
-  std::pair<xpu::DeviceView, std::optional<Clock::time_point>> at(Clock::time_point now) const {
-    std::lock_guard lock(mutex_);
-    xpu::DeviceView view = view_;
-    if (!absent_since_) return {view, std::nullopt};
-    const auto expiry = *absent_since_ + kXpudGracePeriod;
-    if (now < expiry) return {view, expiry};
-    for (auto& device : view.devices) {
-      device.healthy = false;
-      device.health_reason = "xpud has been unreachable for longer than the grace period";
-    }
-    return {view, std::nullopt};
-  }
-
- private:
-  mutable std::mutex mutex_;
-  xpu::DeviceView view_;
-  std::optional<Clock::time_point> absent_since_;
-};
-
 }  // namespace
 
 int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop) {
@@ -134,7 +96,7 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
   dra::KubeApi slice_api(**slice_transport);
   dra::KubeApi claim_api(**claim_transport);
   dra::SlicePublisher publisher(slice_api, driver.node_name);
-  PublishedView published;
+  dra::PublishedView published;
   WakeEvent wake;
   int status = 0;
   {
