@@ -10,15 +10,18 @@ namespace shim::exporter {
 namespace {
 
 // The card a DRA device stands for, from the CDI names the driver prepared it with: xpud's
-// per-card name kunlunxin.com/xpu=<uuid>. A card named by index only (a UUID that cannot be a
-// CDI name) yields nothing; the claim-level names (kunlunxin.com/claim=...) are not cards.
+// per-card name kunlunxin.com/xpu=<uuid>, the last one listed. The kubelet (1.34) lists under
+// each device of a claim the CDI names of that device and of every device before it in the
+// claim, so only the last card name is this device's own. A card named by index only (a UUID
+// that cannot be a CDI name) yields nothing; the claim-level names (kunlunxin.com/claim=...) are
+// not cards.
 std::string card_uuid_of_dra_device(const v1::ClaimResource& resource) {
   const std::string prefix = xpu::names::cdi::qualified_name("");
-  for (const auto& cdi : resource.cdi_devices()) {
-    std::string_view name = cdi.name();
+  for (auto cdi = resource.cdi_devices().rbegin(); cdi != resource.cdi_devices().rend(); ++cdi) {
+    std::string_view name = cdi->name();
     if (!name.starts_with(prefix)) continue;
     name.remove_prefix(prefix.size());
-    if (xpu::names::cdi::is_uuid_name(name)) return std::string(name);
+    return xpu::names::cdi::is_uuid_name(name) ? std::string(name) : std::string();
   }
   return {};
 }

@@ -5,7 +5,8 @@ Everything here is the real program: etcd from Debian, kube-apiserver, kube-cont
 kube-scheduler and kubelet built from the Go module proxy (kube/), containerd 2 and its runc shim
 built from the Go module proxy, runc and the CNI plugins from Debian. The node's network is a
 macvlan network on a bridge with no uplink, inside the suite's network namespace: nothing can
-leave the machine.
+leave the machine. Instead of kube-proxy, one DNAT rule leads the `kubernetes` Service to the API
+server.
 The host side is xpud on the sim backend, on a system-type bus with the package's policy file at
 /run/dbus/system_bus_socket (the namespace's own /run), and xpud-api-proxy serving
 /run/xpud-api/bus.sock as on an installed host.
@@ -73,12 +74,18 @@ class Node:
         run(["ip", "link", "set", "xpu-node0", "up"])
         # Go's address selection wants a default route; it leads onto the bridge only.
         run(["ip", "route", "add", "default", "dev", "xpu-node0"])
+        # What kube-proxy would do for the one Service pods use: the API server's `kubernetes`
+        # Service (KUBERNETES_SERVICE_HOST in every pod, where in-cluster clients such as the
+        # DRA driver connect) leads to the API server on this node. Pods route the Service range
+        # to the node (the CNI config below).
+        run(["iptables", "-t", "nat", "-A", "PREROUTING", "-d", f"{SERVICE_IP}/32", "-p", "tcp",
+             "--dport", "443", "-j", "DNAT", "--to-destination", f"{NODE_IP}:6443"])
         with open("/etc/cni/net.d/10-xpu-test.conflist", "w", encoding="utf-8") as f:
             json.dump({
                 "cniVersion": "1.0.0", "name": "xpu-test",
                 "plugins": [
                     {"type": "macvlan", "master": BRIDGE, "mode": "bridge",
-                     "ipam": {"type": "host-local", "routes": [],
+                     "ipam": {"type": "host-local", "routes": [{"dst": SERVICE_RANGE, "gw": NODE_IP}],
                               "ranges": [[{"subnet": POD_SUBNET, "rangeStart": POD_RANGE_START}]]}},
                 ],
             }, f)
