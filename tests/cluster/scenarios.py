@@ -569,7 +569,7 @@ class Suite:
               f"XPU_VISIBLE_DEVICES={view['XPU_VISIBLE_DEVICES']}")
         prepared = self.dra_prepare_latencies()
         expect(prepared, "the driver logged no NodePrepareResources")
-        print(f"  NodePrepareResources as the driver logged it: {prepared[-1]}")
+        print(f"  NodePrepareResources as the driver logged it: {prepared[-1][-60:]}")
 
         self.dra_pod_labels("xpu-dra-pair", indices, devices)
 
@@ -629,10 +629,16 @@ class Suite:
         claim_spec = os.path.join(CDI_DIR, f"kunlunxin-claim-{claim['metadata']['uid']}.json")
         expect(os.path.exists(claim_spec), f"{claim_spec} missing while the pod runs")
         started = time.monotonic()
-        self.delete_pods("xpu-dra-pair")
+        # The README's pod keeps the default 30 s grace period, which its sleep (PID 1, no
+        # handler) would use up: the figure is about unprepare, not about that.
+        self.node.kubectl("delete", "pod", "-n", "default", "--grace-period=1", "--wait=true",
+                          "--timeout=60s", "xpu-dra-pair")
         wait_for("the claim unprepared", lambda: claim["metadata"]["uid"] not in self.dra_checkpoint()
                  and not os.path.exists(claim_spec), 60)
-        figure("DRA pod deleted to claim unprepared", time.monotonic() - started)
+        figure("DRA pod deleted (grace period 1 s) to claim unprepared", time.monotonic() - started)
+        unprepared = [line for line in self.dra_driver_log() if "unprepared claim" in line]
+        expect(unprepared, "the driver logged no NodeUnprepareResources")
+        print(f"  NodeUnprepareResources as the driver logged it: {unprepared[-1][-60:]}")
         self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("xpu-dra-again", "xpu-pair")))
         self.wait_pod_running("xpu-dra-again")
         print("  after the delete, a new pod gets two cards again")
@@ -645,9 +651,12 @@ class Suite:
         except FileNotFoundError:
             return ""
 
-    def dra_prepare_latencies(self):
+    def dra_driver_log(self):
         log = self.node.kubectl("logs", "-n", CHART_NAMESPACE, self.dra_driver_pod()["metadata"]["name"])
-        return [line.strip() for line in log.splitlines() if "prepared claim" in line]
+        return [line.strip() for line in log.splitlines()]
+
+    def dra_prepare_latencies(self):
+        return [line for line in self.dra_driver_log() if "msg=\"prepared claim" in line]
 
     def dra_pod_labels(self, pod_name, indices, devices):
         """The exporter labels the DRA pod's cards with it (pod-resources dynamic_resources)."""
