@@ -47,6 +47,8 @@ class DraService final : public drapb::DRAPlugin::Service {
 
   // How many claims are prepared now (for the role's status line and the tests).
   std::size_t prepared_count() const;
+  // The node, which names our pool.
+  const std::string& node_name() const { return node_name_; }
 
  private:
   xpu::Result<PreparedClaim> prepare(const drapb::Claim& claim);

@@ -13,6 +13,7 @@ std::filesystem::path KubeletPluginPaths::registration_socket() const {
 KubeletPlugin::KubeletPlugin(KubeletPluginPaths paths, std::unique_ptr<DraService> service)
     : paths_(std::move(paths)),
       service_(std::move(service)),
+      health_(std::make_unique<HealthService>(service_->node_name())),
       // The kubelet dials the endpoint as given: make it absolute whatever the flags said.
       registration_(std::make_unique<RegistrationService>(
           std::string(kDriverName), std::filesystem::absolute(paths_.dra_socket()).string())) {}
@@ -34,6 +35,8 @@ xpu::Result<std::unique_ptr<KubeletPlugin>> KubeletPlugin::start(KubeletPluginPa
 KubeletPlugin::~KubeletPlugin() {
   // Registration first: the kubelet sees the driver go before its endpoint does.
   registration_server_.reset();
+  // Streams end cleanly (the kubelet sees EOF) instead of holding the server's grace period.
+  health_->close_all();
   dra_server_.reset();
 }
 
@@ -46,9 +49,11 @@ xpu::Result<bool> KubeletPlugin::restart_missing() {
   bool restarted = false;
   if (!dra_server_ || !dra_server_->socket_present()) {
     if (dra_server_) spdlog::warn("DRA socket {} is gone; serving it again", paths_.dra_socket().string());
-    // The old server stops before a new one takes the same service.
+    // The old server stops before a new one takes the same services.
+    health_->close_all();
     dra_server_.reset();
-    auto server = UnixSocketServer::start(paths_.dra_socket(), *service_);
+    auto server = UnixSocketServer::start(paths_.dra_socket(),
+                                          {service_.get(), health_.get()});
     if (!server) return xpu::Error{server.error()};
     dra_server_ = std::move(*server);
     restarted = true;

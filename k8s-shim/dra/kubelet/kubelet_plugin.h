@@ -2,10 +2,14 @@
 // registration service on <registry-dir>/xpu.kunlunxin.com-reg.sock, which the kubelet's plugin
 // watcher finds, asks GetInfo, and then dials the DRA endpoint.
 //
+// dra.sock also serves the health stream (HealthService, pool = the DRA service's node name): the
+// kubelet finds it by calling it, so GetInfo still names only v1.DRAPlugin. The role feeds it
+// through health().update().
+//
 // Owning the object means serving: start() creates the plugin directory (0750) if missing,
 // replaces stale sockets, serves DRA first and only then creates the registration socket (the
 // kubelet dials the endpoint right after GetInfo). The destructor stops both and removes the
-// sockets. The kubelet never deletes the registration socket, but someone else may: the role's
+// sockets; health streams are ended first. The kubelet never deletes the registration socket, but someone else may: the role's
 // loop checks sockets_present() and calls restart_missing(). Not synchronised: one thread (the
 // role's) calls the methods; gRPC's threads only reach the services.
 #pragma once
@@ -15,6 +19,7 @@
 
 #include "common/result.h"
 #include "k8s-shim/dra/kubelet/dra_service.h"
+#include "k8s-shim/dra/kubelet/health_service.h"
 #include "k8s-shim/dra/kubelet/plugin_directory.h"
 #include "k8s-shim/dra/kubelet/registration_service.h"
 #include "k8s-shim/dra/kubelet/unix_socket_server.h"
@@ -46,6 +51,7 @@ class KubeletPlugin {
 
   const KubeletPluginPaths& paths() const { return paths_; }
   DraService& service() { return *service_; }
+  HealthService& health() { return *health_; }
 
  private:
   KubeletPlugin(KubeletPluginPaths paths, std::unique_ptr<DraService> service);
@@ -53,6 +59,7 @@ class KubeletPlugin {
   const KubeletPluginPaths paths_;
   // Declared before the servers, which must stop before the services they call go.
   std::unique_ptr<DraService> service_;
+  std::unique_ptr<HealthService> health_;
   std::unique_ptr<RegistrationService> registration_;
   std::unique_ptr<UnixSocketServer> dra_server_;
   std::unique_ptr<UnixSocketServer> registration_server_;

@@ -19,14 +19,21 @@ namespace {
 constexpr std::chrono::milliseconds kShutdownGrace{500};
 // The kubelet's messages are small (at most 128 claim references); anything larger is not it.
 constexpr int kMaxMessageBytes = 1 << 20;
-// The kubelet makes one call at a time per plugin; a few threads serve it, and a client that
-// opens many calls cannot make the server spawn a thread for each.
-constexpr int kMaxThreads = 8;
+// The kubelet makes one call at a time per plugin, plus on dra.sock the health stream that holds
+// a thread for its life (at most HealthService::kMaxStreams of them); a few threads serve that,
+// and a client that opens many calls cannot make the server spawn a thread for each.
+constexpr int kMaxThreads = 12;
 
 }  // namespace
 
 xpu::Result<std::unique_ptr<UnixSocketServer>> UnixSocketServer::start(
     std::filesystem::path socket_path, grpc::Service& service) {
+  return start(std::move(socket_path), std::vector<grpc::Service*>{&service});
+}
+
+xpu::Result<std::unique_ptr<UnixSocketServer>> UnixSocketServer::start(
+    std::filesystem::path socket_path, const std::vector<grpc::Service*>& services) {
+  if (services.empty()) return xpu::Error{"no gRPC service to serve on " + socket_path.string()};
   const std::string path = socket_path.string();
   if (path.size() >= sizeof(sockaddr_un::sun_path))
     return xpu::Error{"socket path " + path + " is longer than a unix socket address allows (" +
@@ -49,7 +56,7 @@ xpu::Result<std::unique_ptr<UnixSocketServer>> UnixSocketServer::start(
   grpc::ResourceQuota quota("dra:" + path);
   quota.SetMaxThreads(kMaxThreads);
   builder.SetResourceQuota(quota);
-  builder.RegisterService(&service);
+  for (grpc::Service* service : services) builder.RegisterService(service);
   server->server_ = builder.BuildAndStart();
   if (!server->server_) return xpu::Error{"cannot serve gRPC on " + path};
   if (::stat(path.c_str(), &st) != 0)

@@ -1,12 +1,13 @@
 // One gRPC server on one unix socket, owned: start() binds (replacing a stale socket left at the
 // path by an earlier run), the destructor stops the server and removes the socket if it is still
-// the one it bound. The service is the caller's and must outlive the server.
+// the one it bound. The services are the caller's and must outlive the server.
 #pragma once
 
 #include <sys/types.h>
 
 #include <filesystem>
 #include <memory>
+#include <vector>
 
 #include <grpcpp/impl/service_type.h>
 #include <grpcpp/server.h>
@@ -19,6 +20,9 @@ class UnixSocketServer {
  public:
   static xpu::Result<std::unique_ptr<UnixSocketServer>> start(std::filesystem::path socket_path,
                                                               grpc::Service& service);
+  // Several services on one socket (the DRA endpoint serves DRAPlugin and DRAResourceHealth).
+  static xpu::Result<std::unique_ptr<UnixSocketServer>> start(
+      std::filesystem::path socket_path, const std::vector<grpc::Service*>& services);
   ~UnixSocketServer();
   UnixSocketServer(const UnixSocketServer&) = delete;
   UnixSocketServer& operator=(const UnixSocketServer&) = delete;

@@ -14,6 +14,7 @@
 #include <grpcpp/impl/client_unary_call.h>
 #include <grpcpp/impl/rpc_method.h>
 #include <grpcpp/security/credentials.h>
+#include <grpcpp/support/sync_stream.h>
 #include <grpcpp/support/channel_arguments.h>
 
 namespace shim::dra::test {
@@ -22,6 +23,7 @@ inline constexpr const char* kPreparePath = "/k8s.io.kubelet.pkg.apis.dra.v1.DRA
 inline constexpr const char* kUnpreparePath = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources";
 inline constexpr const char* kGetInfoPath = "/pluginregistration.Registration/GetInfo";
 inline constexpr const char* kNotifyPath = "/pluginregistration.Registration/NotifyRegistrationStatus";
+inline constexpr const char* kWatchHealthPath = "/v1alpha1.DRAResourceHealth/NodeWatchResources";
 
 inline std::shared_ptr<grpc::Channel> kubelet_channel(const std::filesystem::path& socket) {
   grpc::ChannelArguments arguments;
@@ -37,6 +39,16 @@ grpc::Status call(const std::shared_ptr<grpc::Channel>& channel, const char* pat
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   const grpc::internal::RpcMethod method(path, grpc::internal::RpcMethod::NORMAL_RPC);
   return grpc::internal::BlockingUnaryCall(channel.get(), method, &context, request, response);
+}
+
+// A server stream, opened as the kubelet opens it; the context (and its deadline) is the caller's.
+template <typename Response, typename Request>
+std::unique_ptr<grpc::ClientReader<Response>> open_stream(
+    const std::shared_ptr<grpc::Channel>& channel, const char* path, grpc::ClientContext* context,
+    const Request& request) {
+  const grpc::internal::RpcMethod method(path, grpc::internal::RpcMethod::SERVER_STREAMING);
+  return std::unique_ptr<grpc::ClientReader<Response>>(
+      grpc::internal::ClientReaderFactory<Response>::Create(channel.get(), method, context, request));
 }
 
 }  // namespace shim::dra::test

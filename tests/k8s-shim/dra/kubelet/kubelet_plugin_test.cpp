@@ -144,6 +144,34 @@ TEST(dra_KubeletPlugin, AMissingRegistryIsAnError) {
   EXPECT_FALSE(plugin);
 }
 
+TEST(dra_KubeletPlugin, TheDraSocketServesTheHealthStreamUntilThePluginGoes) {
+  Fixture f;
+  auto plugin = f.start();
+  xpu::DeviceInfo card;
+  card.index = 3;
+  card.healthy = true;
+  plugin->health().update({card});
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stream = test::open_stream<healthpb::NodeWatchResourcesResponse>(
+      test::kubelet_channel(f.paths.dra_socket()), test::kWatchHealthPath, &context,
+      healthpb::NodeWatchResourcesRequest{});
+  healthpb::NodeWatchResourcesResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  ASSERT_EQ(response.devices_size(), 1);
+  EXPECT_EQ(response.devices(0).device().pool_name(), "node-a");
+  EXPECT_EQ(response.devices(0).device().device_name(), "xpu-3");
+  EXPECT_EQ(response.devices(0).health(), healthpb::HEALTHY);
+  // The health service is found by calling it: GetInfo names only the DRAPlugin version.
+  EXPECT_THAT(get_info(f.paths.registration_socket()).supported_versions(), ElementsAre("v1.DRAPlugin"));
+
+  const auto before = std::chrono::steady_clock::now();
+  plugin.reset();
+  EXPECT_FALSE(stream->Read(&response));
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(2));
+}
+
 TEST(dra_KubeletPlugin, TheServiceNameIsTheKubelets) {
   EXPECT_STREQ(regpb::Registration::service_full_name(), "pluginregistration.Registration");
 }

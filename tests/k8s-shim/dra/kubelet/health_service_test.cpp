@@ -1,0 +1,192 @@
+// The health stream through a real gRPC channel on a unix socket, called by the method path the
+// kubelet dials.
+#include "k8s-shim/dra/kubelet/health_service.h"
+
+#include <atomic>
+#include <future>
+
+#include <gtest/gtest.h>
+
+#include "k8s-shim/dra/kubelet/unix_socket_server.h"
+#include "tests/k8s-shim/dra/kubelet/kubelet_client.h"
+#include "tests/support/child_process.h"
+#include "tests/support/wait.h"
+
+namespace shim::dra {
+namespace {
+
+using Stream = grpc::ClientReader<healthpb::NodeWatchResourcesResponse>;
+using std::chrono::seconds;
+
+xpu::DeviceInfo card(unsigned index, bool healthy, bool virtual_function = false) {
+  xpu::DeviceInfo info;
+  info.index = index;
+  info.name = "xpu" + std::to_string(index);
+  info.healthy = healthy;
+  info.is_virtual_function = virtual_function;
+  return info;
+}
+
+// What a message says, device by device: "pool/name HEALTH@time".
+std::vector<std::string> summary(const healthpb::NodeWatchResourcesResponse& response) {
+  std::vector<std::string> lines;
+  for (const auto& device : response.devices())
+    lines.push_back(device.device().pool_name() + "/" + device.device().device_name() + " " +
+                    healthpb::HealthStatus_Name(device.health()) + "@" +
+                    std::to_string(device.last_updated_time()));
+  return lines;
+}
+
+struct Fixture {
+  xpu::test::TempDir dir;
+  std::atomic<std::int64_t> clock{1000};  // unix seconds the service stamps changes with
+  HealthService service;
+  std::unique_ptr<UnixSocketServer> server;
+  std::shared_ptr<grpc::Channel> channel;
+
+  explicit Fixture(std::chrono::milliseconds resend = HealthService::kResendInterval)
+      : service("node-a", resend,
+                [this] { return std::chrono::system_clock::time_point(seconds(clock.load())); }) {
+    auto started = UnixSocketServer::start(dir.path() / "dra.sock", service);
+    if (!started) throw std::runtime_error(started.error());
+    server = std::move(*started);
+    channel = test::kubelet_channel(dir.path() / "dra.sock");
+  }
+  ~Fixture() {
+    service.close_all();
+    server.reset();
+  }
+
+  // A stream whose reads fail rather than hang once the deadline passes.
+  std::unique_ptr<Stream> watch(grpc::ClientContext& context) {
+    context.set_deadline(std::chrono::system_clock::now() + seconds(20));
+    return test::open_stream<healthpb::NodeWatchResourcesResponse>(
+        channel, test::kWatchHealthPath, &context, healthpb::NodeWatchResourcesRequest{});
+  }
+};
+
+std::vector<std::string> next(Stream& stream) {
+  healthpb::NodeWatchResourcesResponse response;
+  if (!stream.Read(&response)) return {"<stream ended>"};
+  return summary(response);
+}
+
+TEST(dra_HealthService, FirstMessageListsEveryCardWithItsHealth) {
+  Fixture f;
+  f.service.update({card(0, true), card(1, false), card(2, true, /*virtual_function=*/true)});
+  grpc::ClientContext context;
+  auto stream = f.watch(context);
+  EXPECT_EQ(next(*stream),
+            (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000", "node-a/xpu-1 UNHEALTHY@1000"}));
+}
+
+TEST(dra_HealthService, AHealthChangeSendsUnhealthyWithANewerTime) {
+  Fixture f;
+  f.service.update({card(0, true), card(1, true)});
+  grpc::ClientContext context;
+  auto stream = f.watch(context);
+  ASSERT_EQ(next(*stream).size(), 2u);
+  f.clock = 1060;
+  f.service.update({card(0, false), card(1, true)});
+  // The card that did not change keeps the time of its own last change.
+  EXPECT_EQ(next(*stream),
+            (std::vector<std::string>{"node-a/xpu-0 UNHEALTHY@1060", "node-a/xpu-1 HEALTHY@1000"}));
+}
+
+TEST(dra_HealthService, RapidUpdatesEndWithTheLatestState) {
+  Fixture f;
+  f.service.update({card(0, true)});
+  grpc::ClientContext context;
+  auto stream = f.watch(context);
+  ASSERT_EQ(next(*stream), (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000"}));
+  for (int i = 1; i <= 200; ++i) {
+    f.clock = 1000 + i;
+    f.service.update({card(0, i % 2 == 0), card(1, true)});
+  }
+  // Intermediate states may collapse; the last one must arrive (reads end at the deadline).
+  const std::vector<std::string> latest{"node-a/xpu-0 HEALTHY@1200", "node-a/xpu-1 HEALTHY@1001"};
+  std::vector<std::string> seen;
+  while (seen != latest && seen != std::vector<std::string>{"<stream ended>"}) seen = next(*stream);
+  EXPECT_EQ(seen, latest);
+}
+
+TEST(dra_HealthService, ResendsSoTheKubeletDoesNotTimeCardsOut) {
+  Fixture f(std::chrono::milliseconds(50));
+  f.service.update({card(0, true)});
+  grpc::ClientContext context;
+  auto stream = f.watch(context);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(next(*stream), (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000"}));
+}
+
+TEST(dra_HealthService, AClientCancelEndsTheServerSidePromptly) {
+  Fixture f;
+  f.service.update({card(0, true)});
+  grpc::ClientContext context;
+  auto stream = f.watch(context);
+  ASSERT_EQ(next(*stream).size(), 1u);
+  EXPECT_EQ(f.service.open_streams(), 1u);
+  context.TryCancel();
+  EXPECT_TRUE(xpu::test::wait_until([&] { return f.service.open_streams() == 0; }, seconds(2)));
+}
+
+TEST(dra_HealthService, CloseAllEndsTheStreamAndLaterStreamsAreServed) {
+  Fixture f;
+  f.service.update({card(0, true)});
+  grpc::ClientContext context;
+  auto stream = f.watch(context);
+  ASSERT_EQ(next(*stream).size(), 1u);
+  const auto before = std::chrono::steady_clock::now();
+  f.service.close_all();
+  EXPECT_EQ(next(*stream), std::vector<std::string>{"<stream ended>"});
+  EXPECT_LT(std::chrono::steady_clock::now() - before, seconds(2));
+  EXPECT_TRUE(stream->Finish().ok());  // the kubelet sees EOF, not an error
+
+  grpc::ClientContext again;
+  auto second = f.watch(again);
+  EXPECT_EQ(next(*second), (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000"}));
+}
+
+TEST(dra_HealthService, AFifthConcurrentStreamIsRefused) {
+  Fixture f;
+  f.service.update({card(0, true)});
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (std::size_t i = 0; i < HealthService::kMaxStreams; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    streams.push_back(f.watch(*contexts.back()));
+    // Its first message means the server counts it.
+    ASSERT_EQ(next(*streams.back()).size(), 1u);
+  }
+  grpc::ClientContext context;
+  auto refused = f.watch(context);
+  EXPECT_EQ(next(*refused), std::vector<std::string>{"<stream ended>"});
+  EXPECT_EQ(refused->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  // A slot frees when a stream goes.
+  contexts.front()->TryCancel();
+  ASSERT_TRUE(xpu::test::wait_until(
+      [&] { return f.service.open_streams() == HealthService::kMaxStreams - 1; }, seconds(2)));
+  grpc::ClientContext later;
+  auto admitted = f.watch(later);
+  EXPECT_EQ(next(*admitted).size(), 1u);
+}
+
+TEST(dra_HealthService, AStreamThatDoesNotReadNeverBlocksUpdate) {
+  Fixture f;
+  f.service.update({card(0, true)});
+  grpc::ClientContext context;
+  auto stream = f.watch(context);  // never read: its flow-control window fills
+  ASSERT_TRUE(xpu::test::wait_until([&] { return f.service.open_streams() == 1; }, seconds(5)));
+  // Far more bytes than a window holds, were each update a message of its own.
+  auto updates = std::async(std::launch::async, [&] {
+    for (int i = 0; i < 20000; ++i) {
+      f.clock = 2000 + i;
+      f.service.update({card(0, i % 2 == 0), card(1, i % 3 == 0), card(2, true)});
+    }
+  });
+  EXPECT_EQ(updates.wait_for(seconds(10)), std::future_status::ready);
+  context.TryCancel();  // unblocks a stuck Write, should the assertion above have failed
+}
+
+}  // namespace
+}  // namespace shim::dra
