@@ -1,5 +1,6 @@
 // The dra-driver role: xpud's cards (over D-Bus) published as this node's ResourceSlice (API
-// server, libcurl) and prepared for pods on the kubelet's request (gRPC, DRA v1).
+// server, libcurl), prepared for pods on the kubelet's request (gRPC, DRA v1), and their health
+// streamed to the kubelet (DRA health v1alpha1), which shows it in the pods' status.
 //
 // Threads: the xpud client's watcher thread hands each view to the role (under a mutex) and
 // wakes this thread; gRPC's threads serve NodePrepare/UnprepareResources, reading claims through
@@ -133,6 +134,8 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
       const auto now = Clock::now();
       auto [view, expiry] = published.at(now);
       publisher.set_devices(view);
+      // Sends only what changed for the kubelet (and resends on its own timer).
+      (*plugin)->health().update(view.devices);
       Clock::time_point deadline = std::min(publisher.reconcile(now), now + kIdleCheck);
       if (expiry) deadline = std::min(deadline, *expiry);
       if (!(*plugin)->sockets_present()) {

@@ -155,7 +155,10 @@ class Node:
             f"--service-account-signing-key-file={pki.service_account_key}",
             # The node name resolves nowhere: the API server reaches the kubelet by its address.
             "--kubelet-preferred-address-types=InternalIP",
-            "--allow-privileged=false", "--profiling=false"]).start()
+            "--allow-privileged=false", "--profiling=false",
+            # Alpha in 1.34: pods' status shows the health of the DRA devices they hold
+            # (allocatedResourcesStatus), which the kubelet reads from the driver's health stream.
+            "--feature-gates=ResourceHealthStatus=true"]).start()
         wait_for("kube-apiserver ready", lambda: self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 120)
         self.add("kube-controller-manager", [
             self.program("kube-controller-manager"),
@@ -238,6 +241,7 @@ imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 syncFrequency: 10s
 nodeStatusUpdateFrequency: 4s
+featureGates: {{ResourceHealthStatus: true}}
 """)
         self.add("kubelet", [self.program("kubelet"), f"--config={config}",
                              f"--kubeconfig={kubelet_kubeconfig}", f"--node-ip={NODE_IP}",

@@ -460,8 +460,9 @@ class Suite:
     def s14_dra(self):
         """allocation=dra: the DRA driver publishes the node's 8 cards with their attributes; a
         claim for 2 cards of one model on one NUMA node gets them, with their nodes and
-        environment; an over-ask stays pending; an unhealthy card is marked in the slice; the
-        driver restarted keeps the claim; deleting the pod unprepares it."""
+        environment; a held card's health shows in the pod's status; an over-ask stays pending;
+        an unhealthy card is marked in the slice; the driver restarted keeps the claim; deleting
+        the pod unprepares it."""
         devices = {d["index"]: d for d in self.devices()}
         # The device plugin's pods would keep cards the DRA driver is about to offer.
         self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
@@ -572,6 +573,7 @@ class Suite:
         print(f"  NodePrepareResources as the driver logged it: {prepared[-1][-60:]}")
 
         self.dra_pod_labels("xpu-dra-pair", indices, devices)
+        self.dra_pod_health("xpu-dra-pair", indices[0], devices[indices[0]]["uuid"])
 
         self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("xpu-dra-greedy", "xpu-too-many")))
         def unschedulable():
@@ -643,6 +645,27 @@ class Suite:
         self.wait_pod_running("xpu-dra-again")
         print("  after the delete, a new pod gets two cards again")
         self.delete_pods("xpu-dra-again")
+
+    def dra_pod_health(self, pod_name, index, uuid):
+        """A card the pod holds turns unhealthy on xpud: the driver's health stream tells the
+        kubelet, and the pod's own status names the card (allocatedResourcesStatus)."""
+        def reported(health):
+            for status in self.pod(pod_name)["status"].get("containerStatuses", []):
+                for entry in status.get("allocatedResourcesStatus") or []:
+                    for resource in entry.get("resources") or []:
+                        if uuid in resource.get("resourceID", "") and resource.get("health") == health:
+                            return f"{entry['name']}: {resource['resourceID']} {health}"
+            return None
+        wait_for(f"{pod_name}'s status: card {index} Healthy", lambda: reported("Healthy"), 60)
+        started = time.monotonic()
+        self.node.set_health(index, False)
+        try:
+            shown = wait_for(f"{pod_name}'s status: card {index} Unhealthy", lambda: reported("Unhealthy"), 60)
+            figure("held card unhealthy on xpud to the pod's status saying so", time.monotonic() - started)
+            print(f"  {pod_name} status: {shown}")
+        finally:
+            self.node.set_health(index, True)
+        wait_for(f"{pod_name}'s status: card {index} Healthy again", lambda: reported("Healthy"), 60)
 
     def dra_checkpoint(self):
         try:
