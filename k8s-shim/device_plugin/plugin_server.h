@@ -7,11 +7,13 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include <grpcpp/server.h>
 
 #include "common/result.h"
 #include "k8s-shim/device_plugin/device_plugin_service.h"
+#include "k8s-shim/socket_file.h"
 
 namespace shim {
 
@@ -36,8 +38,7 @@ class PluginServer {
   std::filesystem::path socket_path_;
   std::unique_ptr<DevicePluginService> service_;
   std::unique_ptr<grpc::Server> server_;
-  dev_t socket_device_ = 0;
-  ino_t socket_inode_ = 0;
+  std::optional<BoundSocketFile> socket_file_;
 };
 
 }  // namespace shim

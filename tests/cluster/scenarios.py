@@ -573,7 +573,7 @@ class Suite:
         print(f"  NodePrepareResources as the driver logged it: {prepared[-1][-60:]}")
 
         self.dra_pod_labels("xpu-dra-pair", indices, devices)
-        self.dra_pod_health("xpu-dra-pair", indices[0], devices[indices[0]]["uuid"])
+        self.dra_pod_health(devices)
 
         self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("xpu-dra-greedy", "xpu-too-many")))
         def unschedulable():
@@ -646,26 +646,47 @@ class Suite:
         print("  after the delete, a new pod gets two cards again")
         self.delete_pods("xpu-dra-again")
 
-    def dra_pod_health(self, pod_name, index, uuid):
-        """A card the pod holds turns unhealthy on xpud: the driver's health stream tells the
-        kubelet, and the pod's own status names the card (allocatedResourcesStatus)."""
-        def reported(health):
-            for status in self.pod(pod_name)["status"].get("containerStatuses", []):
-                for entry in status.get("allocatedResourcesStatus") or []:
-                    for resource in entry.get("resources") or []:
-                        if uuid in resource.get("resourceID", "") and resource.get("health") == health:
-                            return f"{entry['name']}: {resource['resourceID']} {health}"
-            return None
-        wait_for(f"{pod_name}'s status: card {index} Healthy", lambda: reported("Healthy"), 60)
-        started = time.monotonic()
-        self.node.set_health(index, False)
+    def dra_pod_health(self, devices):
+        """A card a pod holds turns unhealthy on xpud: the driver's health stream tells the
+        kubelet, and the pod's own status names the card (allocatedResourcesStatus). The 1.34
+        kubelet fills that in only where the pod's claim entry has the ResourceClaim's own name
+        (it matches the two), so this pod names a claim made beforehand."""
+        claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": "xpu-watched", "namespace": "default"},
+                 "spec": claim_template("unused", 1)["spec"]["spec"]}
+        pod = dra_workload("xpu-dra-watched", None)
+        pod["spec"]["resourceClaims"] = [{"name": "xpu-watched", "resourceClaimName": "xpu-watched"}]
+        pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "xpu-watched"}]
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(claim))
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(pod))
         try:
-            shown = wait_for(f"{pod_name}'s status: card {index} Unhealthy", lambda: reported("Unhealthy"), 60)
-            figure("held card unhealthy on xpud to the pod's status saying so", time.monotonic() - started)
-            print(f"  {pod_name} status: {shown}")
+            self.wait_pod_running("xpu-dra-watched")
+            result = self.node.get_json("resourceclaim", "-n", "default", "xpu-watched")["status"]["allocation"]
+            index = int(result["devices"]["results"][0]["device"].split("-")[1])
+            uuid = devices[index]["uuid"]
+
+            def reported(health):
+                for status in self.pod("xpu-dra-watched")["status"].get("containerStatuses", []):
+                    for entry in status.get("allocatedResourcesStatus") or []:
+                        for resource in entry.get("resources") or []:
+                            if uuid in resource.get("resourceID", "") and resource.get("health") == health:
+                                return f"{entry['name']}: {resource['resourceID']} {health}"
+                return None
+            wait_for(f"xpu-dra-watched's status: card {index} Healthy", lambda: reported("Healthy"), 60)
+            started = time.monotonic()
+            self.node.set_health(index, False)
+            try:
+                shown = wait_for(f"xpu-dra-watched's status: card {index} Unhealthy",
+                                 lambda: reported("Unhealthy"), 60)
+                figure("held card unhealthy on xpud to the pod's status saying so", time.monotonic() - started)
+                print(f"  xpu-dra-watched status: {shown}")
+            finally:
+                self.node.set_health(index, True)
+            wait_for(f"xpu-dra-watched's status: card {index} Healthy again", lambda: reported("Healthy"), 60)
         finally:
-            self.node.set_health(index, True)
-        wait_for(f"{pod_name}'s status: card {index} Healthy again", lambda: reported("Healthy"), 60)
+            self.node.kubectl("delete", "pod", "-n", "default", "--grace-period=1", "--wait=true",
+                              "--timeout=60s", "xpu-dra-watched", check=False)
+            self.node.kubectl("delete", "resourceclaim", "-n", "default", "xpu-watched", check=False)
 
     def dra_checkpoint(self):
         try:
@@ -839,7 +860,7 @@ def claim_template(name, count, selector=None, same=None):
 
 def dra_workload(name, template):
     """The workload pod of the device-plugin scenarios, with a claim from `template` instead of
-    a resource limit."""
+    a resource limit (callers with a claim of their own replace resourceClaims)."""
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": "default"},

@@ -3,16 +3,16 @@
 // the one it bound. The services are the caller's and must outlive the server.
 #pragma once
 
-#include <sys/types.h>
-
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <grpcpp/impl/service_type.h>
 #include <grpcpp/server.h>
 
 #include "common/result.h"
+#include "k8s-shim/socket_file.h"
 
 namespace shim::dra {
 
@@ -37,8 +37,7 @@ class UnixSocketServer {
 
   std::filesystem::path socket_path_;
   std::unique_ptr<grpc::Server> server_;
-  dev_t socket_device_ = 0;
-  ino_t socket_inode_ = 0;
+  std::optional<BoundSocketFile> socket_file_;
 };
 
 }  // namespace shim::dra
