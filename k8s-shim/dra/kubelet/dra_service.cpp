@@ -1,6 +1,7 @@
 #include "k8s-shim/dra/kubelet/dra_service.h"
 
 #include <chrono>
+#include <map>
 
 #include <spdlog/spdlog.h>
 
@@ -89,9 +90,19 @@ grpc::Status DraService::NodePrepareResources(grpc::ServerContext* /*context*/,
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "too many claims in one call (" + std::to_string(request->claims_size()) +
                             ", at most " + std::to_string(kMaxClaimsPerCall) + ")");
+  // The answer holds one entry per UID. A UID sent twice (never by a real kubelet, which keys its
+  // claims by UID) would get the devices of both copies, or an error and devices at once, and an
+  // answer that depends on which copy came first: it is refused, and nothing is prepared for it.
+  std::map<std::string_view, int> copies;
+  for (const drapb::Claim& claim : request->claims()) ++copies[claim.uid()];
   for (const drapb::Claim& claim : request->claims()) {
     const auto start = Clock::now();
-    xpu::Result<PreparedClaim> prepared = prepare(claim);
+    const int sent = copies[claim.uid()];
+    xpu::Result<PreparedClaim> prepared =
+        sent > 1 ? xpu::Result<PreparedClaim>(xpu::Error{
+                       "claim " + claim_label(claim.namespace_(), claim.name()) + ": UID \"" +
+                       claim.uid() + "\" appears " + std::to_string(sent) + " times in one call"})
+                 : prepare(claim);
     drapb::NodePrepareResourceResponse& out = (*response->mutable_claims())[claim.uid()];
     if (prepared) {
       fill(*prepared, out);

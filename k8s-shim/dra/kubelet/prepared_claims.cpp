@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -46,7 +48,30 @@ json to_json(const Claims& claims) {
   return out;
 }
 
-// Throws nlohmann's exceptions on a wrong shape; parse() turns them into an error.
+// A number of the file that is no whole number of T's range. nlohmann's get<int>() would cast a
+// float (undefined behaviour beyond int's range: "version": 1e40) and wrap a negative number
+// into an unsigned ("index": -1 as card 4294967295).
+class NotAnInteger : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+template <typename T>
+T integer_at(const json& object, const char* key) {
+  const json& value = object.at(key);
+  if (value.is_number_unsigned()) {
+    if (const auto v = value.get<std::uint64_t>(); std::in_range<T>(v)) return static_cast<T>(v);
+  } else if (value.is_number_integer()) {
+    if (const auto v = value.get<std::int64_t>(); std::in_range<T>(v)) return static_cast<T>(v);
+  }
+  // A number is short enough to quote; an object in its place might not be.
+  throw NotAnInteger(std::string("\"") + key + "\" is " +
+                     (value.is_number() ? value.dump() : std::string("a ") + value.type_name()) +
+                     ", not a whole number in range");
+}
+
+// Throws nlohmann's exceptions and NotAnInteger on a wrong shape; parse() turns them into an
+// error.
 Claims from_json(const json& in) {
   Claims claims;
   for (const auto& [uid, entry] : in.items()) {
@@ -56,7 +81,7 @@ Claims from_json(const json& in) {
       claim.devices.push_back(PreparedDevice{d.at("requests").get<std::vector<std::string>>(),
                                              d.at("pool").get<std::string>(),
                                              d.at("device").get<std::string>(),
-                                             d.at("index").get<unsigned>(),
+                                             integer_at<unsigned>(d, "index"),
                                              d.at("uuid").get<std::string>(),
                                              d.at("cdiIds").get<std::vector<std::string>>()});
     claims.emplace(uid, std::move(claim));
@@ -76,7 +101,7 @@ xpu::Result<Claims> PreparedClaims::parse(std::string_view text) {
   json file = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (file.is_discarded() || !file.is_object()) return xpu::Error{"not a JSON object"};
   try {
-    const int version = file.at("version").get<int>();
+    const int version = integer_at<int>(file, "version");
     if (version != kFormatVersion) return xpu::Error{"unknown format version " + std::to_string(version)};
     const json& body = file.at("claims");
     if (!body.is_object()) return xpu::Error{"\"claims\" is not an object"};
@@ -84,6 +109,8 @@ xpu::Result<Claims> PreparedClaims::parse(std::string_view text) {
       return xpu::Error{"checksum mismatch"};
     return from_json(body);
   } catch (const json::exception& error) {
+    return xpu::Error{std::string("unexpected content: ") + error.what()};
+  } catch (const NotAnInteger& error) {
     return xpu::Error{std::string("unexpected content: ") + error.what()};
   }
 }

@@ -178,6 +178,26 @@ TEST(dra_DraService, OneClaimsErrorLeavesTheOthersPrepared) {
   EXPECT_EQ(plugin.service->prepared_count(), 1u);
 }
 
+// Found by fuzz/dra_prepare_fuzzer: the second copy of a UID appended its devices to the first
+// copy's entry (or added devices to an error), and which copy failed decided the answer.
+TEST(dra_DraService, AUidSentTwiceInOneCallIsRefusedAndOthersArePrepared) {
+  xpu::test::TempDir dir;
+  FakeApiServer api;
+  api.add("team", "claim-a", kUidA, {"xpu-0"});
+  api.add("team", "claim-b", kUidB, {"xpu-1"});
+  Plugin plugin(dir.path(), api.lookup());
+  auto response = plugin.prepare(
+      {{"team", kUidA, "claim-a"}, {"team", kUidB, "claim-b"}, {"team", kUidA, "claim-a"}});
+  ASSERT_EQ(response.claims_size(), 2);
+  const auto& twice = response.claims().at(kUidA);
+  EXPECT_THAT(twice.error(), HasSubstr("appears 2 times in one call"));
+  EXPECT_EQ(twice.devices_size(), 0);
+  EXPECT_EQ(response.claims().at(kUidB).error(), "");
+  EXPECT_EQ(response.claims().at(kUidB).devices_size(), 1);
+  EXPECT_EQ(plugin.service->prepared_count(), 1u);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "cdi" / (std::string("kunlunxin-claim-") + kUidA + ".json")));
+}
+
 TEST(dra_DraService, TooManyClaimsInOneCallAreRefused) {
   xpu::test::TempDir dir;
   FakeApiServer api;

@@ -111,5 +111,33 @@ TEST(dra_PreparedClaims, AnUnknownVersionOrShapeIsRefused) {
   EXPECT_FALSE(PreparedClaims::parse(R"({"version":1,"claims":{}})"));
 }
 
+// Found by fuzz/dra_checkpoint_fuzzer: a version or index that is a float or out of range was
+// cast by nlohmann's get<int>() (undefined behaviour past int's range) or wrapped into an
+// unsigned. The checksums are those of each "claims" object, so that only the number is wrong.
+TEST(dra_PreparedClaims, AVersionOrIndexThatIsNoWholeNumberInRangeIsRefused) {
+  EXPECT_THAT(PreparedClaims::parse(R"({"version":2222222222222222222222222222222222222221,)"
+                                    R"("checksum":"x","claims":{}})")
+                  .error(),
+              HasSubstr("not a whole number"));
+  EXPECT_THAT(PreparedClaims::parse(R"({"version":1.0,"checksum":"x","claims":{}})").error(),
+              HasSubstr("not a whole number"));
+
+  const std::pair<const char*, const char*> indexes[] = {
+      {"-1", "77e156d0d87bf1fc"},
+      {"1.5", "e76543ac558521c0"},
+      {"1e+40", "7e2ff88719548a8d"},
+      {"4294967296", "4b1f6b6eaa634f64"},
+  };
+  for (const auto& [index, checksum] : indexes) {
+    const std::string text =
+        std::string(R"({"version":1,"checksum":"fnv1a64:)") + checksum +
+        R"(","claims":{"uid-a":{"devices":[{"cdiIds":[],"device":"xpu-0","index":)" + index +
+        R"(,"pool":"node-a","requests":["r"],"uuid":"U"}],"name":"c","namespace":"team"}}})";
+    auto parsed = PreparedClaims::parse(text);
+    ASSERT_FALSE(parsed) << index;
+    EXPECT_THAT(parsed.error(), HasSubstr("\"index\" is " + std::string(index))) << index;
+  }
+}
+
 }  // namespace
 }  // namespace shim::dra
