@@ -14,8 +14,8 @@
 
 namespace {
 
-using xpu::fuzz::check;
 using shim::dra::PreparedClaims;
+using xpu::fuzz::check;
 
 }  // namespace
 

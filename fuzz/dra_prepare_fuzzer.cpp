@@ -74,11 +74,12 @@ dra::AllocatedClaim allocation_from(const drapb::Claim& claim) {
 // The API server as the request implies it: a claim is found under its namespace and name with
 // the UID of the first claim in the request that has them.
 dra::ClaimLookup lookup_for(const drapb::NodePrepareResourcesRequest& request) {
-  return [&request](std::string_view ns, std::string_view name) -> xpu::Result<dra::AllocatedClaim> {
-    for (const drapb::Claim& claim : request.claims())
-      if (claim.namespace_() == ns && claim.name() == name) return allocation_from(claim);
-    return xpu::Error{"resourceclaims \"" + std::string(name) + "\" not found"};
-  };
+  return
+      [&request](std::string_view ns, std::string_view name) -> xpu::Result<dra::AllocatedClaim> {
+        for (const drapb::Claim& claim : request.claims())
+          if (claim.namespace_() == ns && claim.name() == name) return allocation_from(claim);
+        return xpu::Error{"resourceclaims \"" + std::string(name) + "\" not found"};
+      };
 }
 
 std::set<std::string> uids_of(const drapb::NodePrepareResourcesRequest& request) {
@@ -146,8 +147,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   drapb::NodePrepareResourcesResponse prepared;
   const grpc::Status status = service.NodePrepareResources(nullptr, &prepare_request, &prepared);
   if (prepare_request.claims_size() > dra::DraService::kMaxClaimsPerCall) {
-    check(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT,
-          "too many claims not refused", status.error_message());
+    check(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT, "too many claims not refused",
+          status.error_message());
     check(service.prepared_count() == 0, "a refused call prepared claims");
     return 0;
   }

@@ -195,7 +195,8 @@ TEST(dra_DraService, AUidSentTwiceInOneCallIsRefusedAndOthersArePrepared) {
   EXPECT_EQ(response.claims().at(kUidB).error(), "");
   EXPECT_EQ(response.claims().at(kUidB).devices_size(), 1);
   EXPECT_EQ(plugin.service->prepared_count(), 1u);
-  EXPECT_FALSE(std::filesystem::exists(dir.path() / "cdi" / (std::string("kunlunxin-claim-") + kUidA + ".json")));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "cdi" /
+                                       (std::string("kunlunxin-claim-") + kUidA + ".json")));
 }
 
 TEST(dra_DraService, TooManyClaimsInOneCallAreRefused) {
