@@ -132,7 +132,7 @@ SlicePublisher::Outcome SlicePublisher::relist_and_converge(const Desired& desir
       note_failure(created.error());
       return Outcome::failed;
     }
-    published_ = std::move(created).value();
+    record_write(std::move(created).value(), desired, generation);
   } else {
     // Keep the newest (highest generation) and delete the others once it is written, so the pool
     // is never without a slice in between.
@@ -144,23 +144,9 @@ SlicePublisher::Outcome SlicePublisher::relist_and_converge(const Desired& desir
     slice.uid = keep->uid;
     for (auto it = slices.begin(); it != slices.end(); ++it)
       if (it != keep) extras.push_back(std::move(*it));
-    auto updated = api_.update_resource_slice(slice);
-    if (!updated) {
-      if (updated.error().conflict() || updated.error().not_found()) {
-        conflict_ = updated.error();
-        return Outcome::retry_now;
-      }
-      note_failure(updated.error());
-      return Outcome::failed;
-    }
-    published_ = std::move(updated).value();
+    if (Outcome sent = send_update(slice, desired, generation); sent != Outcome::done) return sent;
   }
-  ++writes_;
-  highest_generation_ = generation;
-  published_version_ = desired.version;
   need_list_ = false;
-  spdlog::info("dra: published ResourceSlice {} of node {}: {} devices, generation {}",
-               published_->name, node_name_, desired.devices.size(), generation);
   return delete_extras(extras) ? Outcome::done : Outcome::failed;
 }
 
@@ -173,8 +159,15 @@ SlicePublisher::Outcome SlicePublisher::write_change(const Desired& desired) {
   std::int64_t generation = highest_generation_ + 1;
   ResourceSlice slice = *published_;
   slice.spec = spec_for(desired, generation);
+  return send_update(slice, desired, generation);
+}
+
+SlicePublisher::Outcome SlicePublisher::send_update(const ResourceSlice& slice,
+                                                    const Desired& desired,
+                                                    std::int64_t generation) {
   auto updated = api_.update_resource_slice(slice);
   if (!updated) {
+    // Someone else changed or deleted the slice since we read it: relist and try again.
     if (updated.error().conflict() || updated.error().not_found()) {
       conflict_ = updated.error();
       return Outcome::retry_now;
@@ -182,13 +175,18 @@ SlicePublisher::Outcome SlicePublisher::write_change(const Desired& desired) {
     note_failure(updated.error());
     return Outcome::failed;
   }
+  record_write(std::move(updated).value(), desired, generation);
+  return Outcome::done;
+}
+
+void SlicePublisher::record_write(ResourceSlice written, const Desired& desired,
+                                  std::int64_t generation) {
   ++writes_;
-  published_ = std::move(updated).value();
+  published_ = std::move(written);
   highest_generation_ = generation;
   published_version_ = desired.version;
   spdlog::info("dra: published ResourceSlice {} of node {}: {} devices, generation {}",
                published_->name, node_name_, desired.devices.size(), generation);
-  return Outcome::done;
 }
 
 bool SlicePublisher::delete_extras(const std::vector<ResourceSlice>& extras) {

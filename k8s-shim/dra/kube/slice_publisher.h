@@ -60,6 +60,10 @@ class SlicePublisher {
   Outcome sync(const Desired& desired);
   Outcome relist_and_converge(const Desired& desired);
   Outcome write_change(const Desired& desired);
+  // PUT of `slice` (written as `desired` at `generation`); a 409/404 asks for a relist.
+  Outcome send_update(const ResourceSlice& slice, const Desired& desired, std::int64_t generation);
+  // What the API returned for a create or update becomes what is published.
+  void record_write(ResourceSlice written, const Desired& desired, std::int64_t generation);
   ResourceSliceSpec spec_for(const Desired& desired, std::int64_t generation) const;
   // False when one could not be deleted (then a relist is due).
   bool delete_extras(const std::vector<ResourceSlice>& extras);
