@@ -10,6 +10,13 @@
 namespace shim::dra {
 namespace {
 
+// No pod holds that many claims: a call with more is not the kubelet's, and is refused whole.
+grpc::Status too_many_claims(int count) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      "too many claims in one call (" + std::to_string(count) + ", at most " +
+                          std::to_string(DraService::kMaxClaimsPerCall) + ")");
+}
+
 using Clock = std::chrono::steady_clock;
 
 double milliseconds_since(Clock::time_point start) {
@@ -86,10 +93,7 @@ xpu::Result<PreparedClaim> DraService::prepare(const drapb::Claim& claim) {
 grpc::Status DraService::NodePrepareResources(grpc::ServerContext* /*context*/,
                                               const drapb::NodePrepareResourcesRequest* request,
                                               drapb::NodePrepareResourcesResponse* response) {
-  if (request->claims_size() > kMaxClaimsPerCall)
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "too many claims in one call (" + std::to_string(request->claims_size()) +
-                            ", at most " + std::to_string(kMaxClaimsPerCall) + ")");
+  if (request->claims_size() > kMaxClaimsPerCall) return too_many_claims(request->claims_size());
   // The answer holds one entry per UID. A UID sent twice (never by a real kubelet, which keys its
   // claims by UID) would get the devices of both copies, or an error and devices at once, and an
   // answer that depends on which copy came first: it is refused, and nothing is prepared for it.
@@ -138,10 +142,7 @@ xpu::Result<std::string> DraService::unprepare(const drapb::Claim& claim) {
 grpc::Status DraService::NodeUnprepareResources(grpc::ServerContext* /*context*/,
                                                 const drapb::NodeUnprepareResourcesRequest* request,
                                                 drapb::NodeUnprepareResourcesResponse* response) {
-  if (request->claims_size() > kMaxClaimsPerCall)
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "too many claims in one call (" + std::to_string(request->claims_size()) +
-                            ", at most " + std::to_string(kMaxClaimsPerCall) + ")");
+  if (request->claims_size() > kMaxClaimsPerCall) return too_many_claims(request->claims_size());
   for (const drapb::Claim& claim : request->claims()) {
     const auto start = Clock::now();
     xpu::Result<std::string> done = unprepare(claim);
