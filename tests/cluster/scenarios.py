@@ -464,8 +464,10 @@ class Suite:
         an unhealthy card is marked in the slice; the driver restarted keeps the claim; deleting
         the pod unprepares it."""
         devices = {d["index"]: d for d in self.devices()}
-        # The device plugin's pods would keep cards the DRA driver is about to offer.
+        # The device plugin's pods would keep cards the DRA driver is about to offer. The node may
+        # come from scenario 12, which leaves it without the chart and without the label.
         self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
+        self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable", "--overwrite")
         started = time.monotonic()
         self.helm_install("--reuse-values", "--set", "allocation=dra")
         wait_for("the DRA driver ready", self.dra_driver_ready, 120)
