@@ -119,15 +119,7 @@ class Suite:
             "spec": {
                 "restartPolicy": "Never",
                 "terminationGracePeriodSeconds": 1,
-                "containers": [{
-                    "name": "main", "image": images.BUSYBOX, "imagePullPolicy": "Never",
-                    "command": ["sh", "-c",
-                                "echo XPU_VISIBLE_DEVICES=$XPU_VISIBLE_DEVICES; "
-                                "echo KUNLUNXIN_XPU_UUIDS=$KUNLUNXIN_XPU_UUIDS; "
-                                "echo NODES=$(ls /dev | grep xpu | sort | tr '\\n' ' '); "
-                                "exec sleep 100000"],
-                    "resources": {"limits": {resource: str(count)}},
-                }],
+                "containers": [workload_container({"limits": {resource: str(count)}})],
             },
         }
         self.node.kubectl("apply", "-f", "-", input_text=json.dumps(manifest))
@@ -837,6 +829,20 @@ def container_pids(node):
     return {fields[0]: int(fields[1]) for fields in (line.split() for line in listing) if len(fields) >= 2}
 
 
+def workload_container(resources):
+    """The container of every workload pod: it prints what it got (workload_view reads it), then
+    stays to hold it."""
+    return {
+        "name": "main", "image": images.BUSYBOX, "imagePullPolicy": "Never",
+        "command": ["sh", "-c",
+                    "echo XPU_VISIBLE_DEVICES=$XPU_VISIBLE_DEVICES; "
+                    "echo KUNLUNXIN_XPU_UUIDS=$KUNLUNXIN_XPU_UUIDS; "
+                    "echo NODES=$(ls /dev | grep xpu | sort | tr '\\n' ' '); "
+                    "exec sleep 100000"],
+        "resources": resources,
+    }
+
+
 DRA_DRIVER = "xpu.kunlunxin.com"
 DRA_DAEMONSET = "xpu-dra-driver"
 DRA_PLUGIN_DIR = "/var/lib/kubelet/plugins/xpu.kunlunxin.com"
@@ -870,15 +876,7 @@ def dra_workload(name, template):
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 1,
             "resourceClaims": [{"name": "xpus", "resourceClaimTemplateName": template}],
-            "containers": [{
-                "name": "main", "image": images.BUSYBOX, "imagePullPolicy": "Never",
-                "command": ["sh", "-c",
-                            "echo XPU_VISIBLE_DEVICES=$XPU_VISIBLE_DEVICES; "
-                            "echo KUNLUNXIN_XPU_UUIDS=$KUNLUNXIN_XPU_UUIDS; "
-                            "echo NODES=$(ls /dev | grep xpu | sort | tr '\\n' ' '); "
-                            "exec sleep 100000"],
-                "resources": {"claims": [{"name": "xpus"}]},
-            }],
+            "containers": [workload_container({"claims": [{"name": "xpus"}]})],
         },
     }
 

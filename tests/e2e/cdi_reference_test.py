@@ -13,87 +13,28 @@ Usage: cdi_reference_test.py SOURCE_DIR BUILD_DIR
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 import unittest
+
+from xpud_cdi_fixture import XpudWithCdi
 
 SOURCE_DIR = BUILD_DIR = WORK = None
 CARDS = 4
 
 
-def wait_for(what, seconds, condition):
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {seconds} s waiting for {what}")
-        time.sleep(0.05)
-
-
-def cdi_check(directory, *names):
-    result = subprocess.run([os.path.join(WORK, "cdi-check"), directory, *names],
-                            capture_output=True, text=True, timeout=60)
-    try:
-        report = json.loads(result.stdout)
-    except json.JSONDecodeError as error:
-        raise AssertionError(f"cdi-check printed no report ({error}): {result.stdout}{result.stderr}")
-    return result.returncode, report
-
-
 class Reference(unittest.TestCase):
-    processes = []
-
     @classmethod
     def setUpClass(cls):
-        env = dict(os.environ, GOFLAGS="-mod=mod")
-        built = subprocess.run([os.path.join(SOURCE_DIR, "scripts", "go"), "build", "-o",
-                                os.path.join(WORK, "cdi-check"), "."],
-                               cwd=os.path.join(SOURCE_DIR, "tests", "cdi-check"), env=env,
-                               capture_output=True, text=True, timeout=600)
-        if built.returncode != 0:
-            raise AssertionError(f"building tests/cdi-check failed: {built.stderr}")
-        cls.spec_dir = os.path.join(WORK, "cdi")
-        bus = os.path.join(WORK, "bus")
-        cls.address = f"unix:path={bus}"
-        config = os.path.join(WORK, "xpud.conf")
-        with open(config, "w", encoding="utf-8") as f:
-            f.write(f"[daemon]\nbackend = sim\n[sim]\ndevices = {CARDS}\n"
-                    f"[cdi]\nenabled = true\ndirectory = {cls.spec_dir}\n")
-        cls.start(["dbus-daemon", "--session", "--nofork", "--nopidfile", f"--address={cls.address}"], "dbus")
-        wait_for("the private bus", 10, lambda: os.path.exists(bus))
-        cls.xpud = cls.start([os.path.join(BUILD_DIR, "xpud", "xpud"), "--bus-address", cls.address,
-                              "--config", config], "xpud")
-        cls.spec = os.path.join(cls.spec_dir, "kunlunxin-xpu.json")
-        wait_for("xpud's CDI spec", 20, lambda: os.path.exists(cls.spec) and cls.uuid_of(CARDS - 1))
-        cls.uuids = [cls.uuid_of(i) for i in range(CARDS)]
-
-    @classmethod
-    def start(cls, argv, name):
-        with open(os.path.join(WORK, name + ".log"), "w", encoding="utf-8") as log:
-            process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-        cls.processes.append(process)
-        return process
-
-    @classmethod
-    def uuid_of(cls, index):
-        result = subprocess.run(["busctl", f"--address={cls.address}", "get-property", "com.kunlunxin.xpud1",
-                                 f"/com/kunlunxin/xpud1/devices/xpu{index}", "com.kunlunxin.xpud1.Device", "Uuid"],
-                                capture_output=True, text=True, timeout=10)
-        return result.stdout.split('"')[1] if result.returncode == 0 else None
+        cls.xpud = XpudWithCdi(SOURCE_DIR, BUILD_DIR, WORK, cards=CARDS)
+        cls.spec_dir, cls.spec, cls.uuids = cls.xpud.spec_dir, cls.xpud.spec, cls.xpud.uuids
 
     @classmethod
     def tearDownClass(cls):
-        for process in reversed(cls.processes):
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        cls.xpud.stop()
 
     def resolved(self, *names):
-        code, report = cdi_check(self.spec_dir, *names)
+        code, report = self.xpud.cdi_check(*names)
         self.assertEqual(report["errors"], {})
         self.assertEqual(code, 0, report)
         return report
@@ -126,7 +67,7 @@ class Reference(unittest.TestCase):
         self.assertIn("KUNLUNXIN_XPU_UUIDS=" + ",".join(self.uuids), got["env"])
 
     def test_an_unknown_card_does_not_resolve(self):
-        code, report = cdi_check(self.spec_dir, f"kunlunxin.com/xpu={CARDS}")
+        code, report = self.xpud.cdi_check(f"kunlunxin.com/xpu={CARDS}")
         self.assertEqual(code, 1)
         self.assertIn("unresolvable CDI devices", report["resolved"][f"kunlunxin.com/xpu={CARDS}"]["error"])
 
@@ -137,7 +78,7 @@ class Reference(unittest.TestCase):
         os.makedirs(copy, exist_ok=True)
         for name in ("kunlunxin-a.json", "kunlunxin-b.json"):
             shutil.copy(self.spec, os.path.join(copy, name))
-        code, report = cdi_check(copy)
+        code, report = self.xpud.cdi_check(directory=copy)
         self.assertEqual(code, 1)
         self.assertIn("conflicting device", json.dumps(report["errors"]))
 
