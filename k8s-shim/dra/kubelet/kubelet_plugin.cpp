@@ -52,8 +52,9 @@ xpu::Result<bool> KubeletPlugin::restart_missing() {
     // The old server stops before a new one takes the same services.
     health_->close_all();
     dra_server_.reset();
-    auto server = UnixSocketServer::start(paths_.dra_socket(),
-                                          {service_.get(), health_.get()});
+    std::vector<grpc::Service*> services{service_.get()};
+    for (grpc::Service* health : health_->grpc_services()) services.push_back(health);
+    auto server = UnixSocketServer::start(paths_.dra_socket(), services);
     if (!server) return xpu::Error{server.error()};
     dra_server_ = std::move(*server);
     restarted = true;

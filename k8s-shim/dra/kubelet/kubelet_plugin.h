@@ -2,8 +2,8 @@
 // registration service on <registry-dir>/xpu.kunlunxin.com-reg.sock, which the kubelet's plugin
 // watcher finds, asks GetInfo, and then dials the DRA endpoint.
 //
-// dra.sock also serves the health stream (HealthService, pool = the DRA service's node name): the
-// kubelet finds it by calling it, so GetInfo still names only v1.DRAPlugin. The role feeds it
+// dra.sock also serves the health stream in v1alpha1 and v1 (HealthService, pool = the DRA
+// service's node name); GetInfo names v1.DRAPlugin, then v1.DRAResourceHealth. The role feeds it
 // through health().update().
 //
 // Owning the object means serving: start() creates the plugin directory (0750) if missing,

@@ -14,6 +14,7 @@ grpc::Status RegistrationService::GetInfo(grpc::ServerContext* /*context*/,
   response->set_name(driver_name_);
   response->set_endpoint(endpoint_);
   response->add_supported_versions(kDraServiceVersion);
+  response->add_supported_versions(kDraHealthServiceVersion);
   return grpc::Status::OK;
 }
 

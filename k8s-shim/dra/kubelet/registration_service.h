@@ -17,6 +17,10 @@ namespace regpb = ::pluginregistration;
 // also knows "v1beta1.DRAPlugin"; we serve only v1).
 inline constexpr const char* kDraPluginType = "DRAPlugin";
 inline constexpr const char* kDraServiceVersion = "v1.DRAPlugin";
+// Kubelets with the GA health API call v1.DRAResourceHealth only when GetInfo lists it. It comes
+// after kDraServiceVersion: the 1.34 kubelet takes the first entry it knows for DRAPlugin and
+// skips ones it does not know, and it finds v1alpha1 health by calling it whatever the list says.
+inline constexpr const char* kDraHealthServiceVersion = "v1.DRAResourceHealth";
 
 class RegistrationService final : public regpb::Registration::Service {
  public:

@@ -24,6 +24,7 @@ inline constexpr const char* kUnpreparePath = "/k8s.io.kubelet.pkg.apis.dra.v1.D
 inline constexpr const char* kGetInfoPath = "/pluginregistration.Registration/GetInfo";
 inline constexpr const char* kNotifyPath = "/pluginregistration.Registration/NotifyRegistrationStatus";
 inline constexpr const char* kWatchHealthPath = "/v1alpha1.DRAResourceHealth/NodeWatchResources";
+inline constexpr const char* kWatchHealthV1Path = "/v1.DRAResourceHealth/NodeWatchResources";
 
 inline std::shared_ptr<grpc::Channel> kubelet_channel(const std::filesystem::path& socket) {
   grpc::ChannelArguments arguments;

@@ -75,7 +75,8 @@ TEST(dra_KubeletPlugin, GetInfoNamesTheDriverItsEndpointAndV1) {
   EXPECT_EQ(info.name(), "xpu.kunlunxin.com");
   EXPECT_EQ(info.endpoint(), f.paths.plugin_directory / "dra.sock");
   EXPECT_TRUE(std::filesystem::path(info.endpoint()).is_absolute());
-  EXPECT_THAT(info.supported_versions(), ElementsAre("v1.DRAPlugin"));
+  // DRAPlugin first: the 1.34 kubelet takes the first entry it knows (and skips the health one).
+  EXPECT_THAT(info.supported_versions(), ElementsAre("v1.DRAPlugin", "v1.DRAResourceHealth"));
   EXPECT_TRUE(prepare_answers(info.endpoint()));
 
   struct stat st {};
@@ -162,13 +163,26 @@ TEST(dra_KubeletPlugin, TheDraSocketServesTheHealthStreamUntilThePluginGoes) {
   EXPECT_EQ(response.devices(0).device().pool_name(), "node-a");
   EXPECT_EQ(response.devices(0).device().device_name(), "xpu-3");
   EXPECT_EQ(response.devices(0).health(), healthpb::HEALTHY);
-  // The health service is found by calling it: GetInfo names only the DRAPlugin version.
-  EXPECT_THAT(get_info(f.paths.registration_socket()).supported_versions(), ElementsAre("v1.DRAPlugin"));
+  // The same state in v1 on the same socket, as GetInfo advertises it.
+  grpc::ClientContext v1_context;
+  v1_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto v1_stream = test::open_stream<healthv1pb::NodeWatchResourcesResponse>(
+      test::kubelet_channel(f.paths.dra_socket()), test::kWatchHealthV1Path, &v1_context,
+      healthv1pb::NodeWatchResourcesRequest{});
+  healthv1pb::NodeWatchResourcesResponse v1_response;
+  ASSERT_TRUE(v1_stream->Read(&v1_response));
+  ASSERT_EQ(v1_response.devices_size(), 1);
+  EXPECT_EQ(v1_response.devices(0).device().device_name(), "xpu-3");
+  EXPECT_EQ(v1_response.devices(0).health(), healthv1pb::HEALTHY);
+  EXPECT_THAT(get_info(f.paths.registration_socket()).supported_versions(),
+              ElementsAre("v1.DRAPlugin", "v1.DRAResourceHealth"));
 
   const auto before = std::chrono::steady_clock::now();
   plugin.reset();
   EXPECT_FALSE(stream->Read(&response));
   EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_FALSE(v1_stream->Read(&v1_response));
+  EXPECT_TRUE(v1_stream->Finish().ok());
   EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(2));
 }
 
