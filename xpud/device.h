@@ -21,6 +21,10 @@ struct DeviceIdentity {
   std::vector<std::string> device_nodes;  // "/dev/xpu0", "/dev/xpuctrl"
   std::vector<unsigned> linked_devices;   // indices of directly linked cards
   bool is_virtual_function = false;
+  // A physical function whose SR-IOV virtual functions are enabled (the library's
+  // XPUML_HOST_VXPU_MODE_SRIOV_ON; sysfs: sriov_numvfs > 0): it has no compute of its own, so it
+  // stays visible to operators but is offered to no pod; its VFs are (docs/hardware.md).
+  bool sriov_enabled = false;
 
   bool operator==(const DeviceIdentity&) const = default;
 };
