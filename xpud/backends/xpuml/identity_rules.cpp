@@ -131,7 +131,8 @@ UuidDecision choose_uuid(const Answer<std::string>& uuid, std::string_view subje
   } else if (uuid.value && is_usable_device_uuid(*uuid.value)) {
     decision.uuid = *uuid.value;
   } else {
-    decision.warning = "xpumlDeviceGetUUID(" + std::string(subject) + "): unusable UUID; deriving one";
+    decision.warning =
+        "xpumlDeviceGetUUID(" + std::string(subject) + "): unusable UUID; deriving one";
   }
   return decision;
 }

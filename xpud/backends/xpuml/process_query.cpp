@@ -16,7 +16,8 @@ unsigned with_headroom(unsigned count) {
 
 ProcessQueryResult query_processes(const ProcessCall& call, unsigned hint) {
   ProcessQueryResult result;
-  unsigned capacity = std::max(kInitialProcessCapacity, with_headroom(std::min(hint, kMaxProcessRecords)));
+  unsigned capacity =
+      std::max(kInitialProcessCapacity, with_headroom(std::min(hint, kMaxProcessRecords)));
   std::vector<xpumlProcessInfo_t> records;
   for (unsigned attempt = 0; attempt < kProcessQueryAttempts; ++attempt) {
     records.assign(capacity, xpumlProcessInfo_t{});

@@ -167,7 +167,7 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(
     unsigned library_index, xpumlDevice_t handle,
     std::map<std::string, unsigned>& chips_at_address) {
   const auto& sym = library_->symbols();
-  std::string subject = "index " + std::to_string(library_index);
+  const std::string subject = "index " + std::to_string(library_index);
   Discovered found;
   found.library_index = library_index;
   found.handle = handle;
@@ -223,7 +223,8 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(
   naming.class_nodes = sysfs::published_device_nodes(function_dir);
   const auto name = xpuml::choose_name(naming);
   if (name.warning) warnings_.add(*name.warning);
-  if (name.differs_from_library_order && order_notes_logged_.insert(*name.differs_from_library_order).second)
+  if (name.differs_from_library_order &&
+      order_notes_logged_.insert(*name.differs_from_library_order).second)
     spdlog::info("{}", *name.differs_from_library_order);
   id.index = name.index;
 
@@ -247,11 +248,13 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(
                      sym.device_get_serial.name, subject, kMaxSerialLength);
   }
 
-  int mode = XPUML_HOST_VXPU_NON_SRIOV;
-  rc = library_->call(sym.device_get_host_vxpu_mode, handle, &mode);
+  std::optional<int> mode{XPUML_HOST_VXPU_NON_SRIOV};
+  rc = library_->call(sym.device_get_host_vxpu_mode, handle, &*mode);
   if (auto e = lost(rc, sym.device_get_host_vxpu_mode.name)) return *e;
-  if (rc != XPUML_SUCCESS)
+  if (rc != XPUML_SUCCESS) {
     spdlog::debug("{}", library_->error_message(sym.device_get_host_vxpu_mode.name, subject, rc));
+    mode.reset();
+  }
 
   xpuml::ModelInputs model_inputs;
   model_inputs.pci_model = pci_model;
@@ -267,9 +270,7 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(
   // library there is nothing better than our own name.
   found.pci_model = pci_model ? pci_model->model : id.model;
 
-  const auto role = xpuml::choose_sriov_role(
-      {pci_model, model_inputs.model_id,
-       rc == XPUML_SUCCESS ? std::optional<int>(mode) : std::nullopt});
+  const auto role = xpuml::choose_sriov_role({pci_model, model_inputs.model_id, mode});
   id.is_virtual_function = role.is_virtual_function;
   id.sriov_enabled = role.sriov_enabled;
 
@@ -507,9 +508,10 @@ std::optional<VfChangeError> XpumlBackend::set_virtual_function_count(const Devi
   // maxVFCount 0 or "not available" (all ones): no SR-IOV, never a limit of four billion.
   const auto limit = xpuml::virtual_function_limit(attributes.maxVFCount);
   if (!limit)
-    return VfChangeError{Kind::NotSupported,
-                         subject + " has no SR-IOV capability (maxVFCount " +
-                             (attributes.maxVFCount == 0 ? std::string("0") : "not available") + ")"};
+    return VfChangeError{
+        Kind::NotSupported,
+        subject + " has no SR-IOV capability (maxVFCount " +
+            (attributes.maxVFCount == 0 ? std::string("0") : std::string("not available")) + ")"};
   if (count > *limit)
     return VfChangeError{Kind::InvalidArgument,
                          subject + " supports at most " + std::to_string(*limit) +
