@@ -95,6 +95,7 @@ xpumlReturn_t processes(xpumlDevice_t, unsigned* count, xpumlProcessInfo_t* info
 xpumlReturn_t vxpu_mode(xpumlDevice_t, int* out) { return answer(out); }
 xpumlReturn_t name(xpumlDevice_t, char* text, unsigned length) { return answer_text(text, length); }
 xpumlReturn_t minor(xpumlDevice_t, unsigned* out) { return answer(out); }
+xpumlReturn_t physical_id(xpumlDevice_t, int* out) { return answer(out); }
 xpumlReturn_t uuid(xpumlDevice_t, char* text, unsigned length) { return answer_text(text, length); }
 const char* error_string(xpumlReturn_t) {
   // A library's own text: NUL-terminated (its contract), otherwise anything.
@@ -123,6 +124,7 @@ xpud::xpuml::Symbols stand_in_symbols() {
   s.device_get_host_vxpu_mode.fn = vxpu_mode;
   s.device_get_name.fn = name;
   s.device_get_minor_number.fn = minor;
+  s.device_get_id.fn = physical_id;
   s.device_get_uuid.fn = uuid;
   s.error_string.fn = error_string;
   return s;

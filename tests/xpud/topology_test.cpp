@@ -171,13 +171,13 @@ TEST_F(XpudTopologySysfs, AMissingTableCostsTheLinksNotTheService) {
 
 class XpudTopologyXpuml : public XpudTopology {
  protected:
-  // Eight R200s (board 100, PCI subsystem 2/1) at kBus with minors kIndexOf, plus `extra`.
+  // Eight R200s (board 100, PCI subsystem 2/1) at kBus with physical ids kIndexOf (their /dev/xpuN), plus `extra`.
   void start_with(const std::string& extra_devices, unsigned extra_count) {
     std::string scenario = "devices " + std::to_string(8 + extra_count) + "\n";
     for (unsigned k = 0; k < 8; ++k) {
       char bus[32];
       std::snprintf(bus, sizeof bus, "00000000:%02X:00.0", kBus[k]);
-      scenario += "device " + std::to_string(k) + "\nminor " + std::to_string(kIndexOf[k]) + "\nbus_id " + bus +
+      scenario += "device " + std::to_string(k) + "\nid " + std::to_string(kIndexOf[k]) + "\nbus_id " + bus +
                   "\nboard 100\n";
     }
     scenario += extra_devices;
@@ -195,7 +195,7 @@ TEST_F(XpudTopologyXpuml, EightR200sGetTheLinksOfTheFactsByPciOrder) {
 
 TEST_F(XpudTopologyXpuml, AnUnknownBoardGetsNoneAndSaysSoOnce) {
   // An R300: board 101, PCI subsystem 2/3.
-  start_with("device 8\nminor 8\nbus_id 00000000:D8:00.0\nboard 101\npci_subsystem_id 0x00030002\n", 1);
+  start_with("device 8\nid 8\nbus_id 00000000:D8:00.0\nboard 101\npci_subsystem_id 0x00030002\n", 1);
   auto found = devices(9);
   ASSERT_EQ(found.size(), 9u);
   EXPECT_EQ(found[8].model, "R300");

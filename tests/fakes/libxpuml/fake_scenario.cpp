@@ -11,7 +11,7 @@
 namespace xpuml_fake {
 namespace {
 
-constexpr std::array<std::string_view, 24> kFunctions = {
+constexpr std::array<std::string_view, 25> kFunctions = {
     "xpumlInit",
     "xpumlShutdown",
     "xpumlSystemGetDriverVersion",
@@ -34,6 +34,7 @@ constexpr std::array<std::string_view, 24> kFunctions = {
     "xpumlDeviceSetSriovVfNum",
     "xpumlDeviceGetName",
     "xpumlDeviceGetMinorNumber",
+    "xpumlDeviceGetId",
     "xpumlDeviceGetUUID",
     "xpumlErrorString",
 };
@@ -174,7 +175,7 @@ class Parser {
       auto own_pid = args == 3 ? parse_integer<unsigned>(words[3]) : host_pid;
       if (args < 2 || args > 3 || !host_pid || !memory || !own_pid)
         return "expected \"process HOST_PID MEMORY [PID]\"";
-      d.process_list.push_back(xpumlProcessInfo_t{*own_pid, *memory, 0, *host_pid});
+      d.process_list.push_back(process_record(*own_pid, *memory, *host_pid));
       d.processes = static_cast<unsigned>(d.process_list.size());
       return std::nullopt;
     }
@@ -183,6 +184,13 @@ class Parser {
     if (key == "state") return set(d.state, parse_state(value), key, value);
     if (key == "board") return set(d.board, parse_integer<int>(value), key, value);
     if (key == "arch") return set(d.arch, parse_integer<int>(value), key, value);
+    if (key == "id") return set(d.physical_id, parse_integer<int>(value), key, value);
+    if (key == "model_id") {
+      auto model = parse_integer<int>(value);
+      if (!model) return "bad value \"" + std::string(value) + "\" for \"model_id\"";
+      d.model_id = *model;
+      return std::nullopt;
+    }
     if (key == "vxpu_mode") return set(d.vxpu_mode, parse_integer<int>(value), key, value);
     if (key == "memory_total") return set(d.memory_total, parse_bytes(value), key, value);
     if (key == "memory_used") return set(d.memory_used, parse_bytes(value), key, value);
@@ -262,7 +270,8 @@ FakeDevice default_device(unsigned index) {
   std::snprintf(text, sizeof text, "fa4e0000-0000-4000-8000-%012x", index);
   d.uuid = text;
   d.name = "R200";
-  d.minor = index;
+  d.minor = 2 * index;
+  d.physical_id = static_cast<int>(index);
   std::snprintf(text, sizeof text, "%08X:%02X:%02X.%01X", 0u, 0x3bu + index, 0u, 0u);
   d.bus_id = text;
   d.pci_device_id = 0x3684u << 16 | 0x1d22u;
@@ -277,6 +286,29 @@ FakeDevice default_device(unsigned index) {
   d.power_mw = 60'000;
   d.clock_mhz = 1300;
   return d;
+}
+
+int model_id_for_board(int board) {
+  switch (board) {
+    case XPUML_DEVICE_BOARD_KL1_K100: return XPUML_DEVICE_MODEL_KL1_K100;
+    case XPUML_DEVICE_BOARD_KL1_K200: return XPUML_DEVICE_MODEL_KL1_K200;
+    case XPUML_DEVICE_BOARD_KL2_R200: return XPUML_DEVICE_MODEL_KL2_R200;
+    case XPUML_DEVICE_BOARD_KL2_R300: return XPUML_DEVICE_MODEL_KL2_R300;
+    case XPUML_DEVICE_BOARD_KL2_R200_8F: return XPUML_DEVICE_MODEL_KL2_R200_8F;
+    default: return XPUML_DEVICE_MODEL_UNKNOWN;
+  }
+}
+
+xpumlProcessInfo_t process_record(unsigned pid, std::uint64_t used_global, unsigned root_ns_pid) {
+  xpumlProcessInfo_t record{};
+  record.pid = pid;
+  record.usedGlobalMemory = used_global;
+  record.root_ns_pid = root_ns_pid;
+  return record;
+}
+
+bool has_sriov(const FakeDevice& device) {
+  return device.max_vfs != 0 && device.max_vfs != XPUML_VALUE_NOT_AVAILABLE_UNSIGNED;
 }
 
 xpu::Result<Scenario> parse_scenario(std::string_view text) {

@@ -16,8 +16,13 @@ TEST(FakeScenario, DevicesGetRealisticDefaults) {
   const FakeDevice& d = scenario->devices[1];
   EXPECT_EQ(d.serial, "02K00FAKE0001");
   EXPECT_EQ(d.bus_id, "00000000:3C:00.0");
-  EXPECT_EQ(d.minor, 1u);
+  EXPECT_EQ(d.minor, 2u);  // the driver hands minors out in steps of two
+  EXPECT_EQ(d.physical_id, 1);
   EXPECT_EQ(d.board, 100);
+  EXPECT_EQ(model_id_for_board(d.board), XPUML_DEVICE_MODEL_KL2_R200);
+  EXPECT_EQ(model_id_for_board(XPUML_DEVICE_BOARD_KL1_K200), XPUML_DEVICE_MODEL_KL1_K200);
+  EXPECT_FALSE(d.model_id);
+  EXPECT_EQ(d.max_vfs, XPUML_VALUE_NOT_AVAILABLE_UNSIGNED);
   EXPECT_EQ(d.memory_total, std::uint64_t{32} << 30);
   EXPECT_EQ(d.state, XPUML_DEVICE_STATE_RUNNING);
   EXPECT_FALSE(d.lost);
@@ -92,12 +97,22 @@ TEST(FakeScenario, ProcessLinesListProcessesAsWritten) {
   EXPECT_EQ(d.processes, 2u);
   EXPECT_EQ(d.process_list[0].root_ns_pid, 4242u);
   EXPECT_EQ(d.process_list[0].pid, 7u);
-  EXPECT_EQ(d.process_list[0].usedGlobal, std::uint64_t{2} << 30);
+  EXPECT_EQ(d.process_list[0].usedGlobalMemory, std::uint64_t{2} << 30);
   EXPECT_EQ(d.process_list[1].pid, 4300u);
   auto bad = parse_scenario("devices 1\ndevice 0\nprocess 4242\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error(), HasSubstr("line 3"));
   EXPECT_THAT(bad.error(), HasSubstr("process HOST_PID MEMORY [PID]"));
+}
+
+TEST(FakeScenario, PhysicalIdsAndModelIdsAreSetPerDevice) {
+  auto scenario = parse_scenario("devices 2\ndevice 0\nid 7\nmodel_id 201\ndevice 1\nid -1\n");
+  ASSERT_TRUE(scenario.ok()) << scenario.error();
+  EXPECT_EQ(scenario->devices[0].physical_id, 7);
+  EXPECT_EQ(scenario->devices[0].model_id, 201);
+  EXPECT_EQ(scenario->devices[1].physical_id, -1);  // impossible values pass, for xpud to reject
+  EXPECT_FALSE(parse_scenario("devices 1\ndevice 0\nid seven\n").ok());
+  EXPECT_TRUE(is_library_function("xpumlDeviceGetId"));
 }
 
 TEST(FakeScenario, EmptyScenarioHasNoDevices) {

@@ -1,8 +1,14 @@
 // A stand-in for the vendor's libxpuml.so.1, played from a scenario file (see README.md), so
 // that the xpuml backend and the whole daemon can be tested without Kunlunxin hardware.
 //
+// It behaves as the vendor's header, tools and driver say (docs/hardware.md), not as xpud expects:
+// minors in steps of two, a physical id per device (xpumlDeviceGetId), 128-byte process records
+// filled only up to the capacity the caller offers, SR-IOV PFs whose VFs are devices of their own,
+// model ids by board, and no xpumlDeviceGetUUID (no public header declares it).
+//
 // Built in variants (see CMakeLists.txt): XPUML_FAKE_OLD leaves out the symbols only newer
-// libraries have; XPUML_FAKE_WITHOUT_MEMORY_INFO also leaves out a required one.
+// libraries have; XPUML_FAKE_WITHOUT_MEMORY_INFO also leaves out a required one;
+// XPUML_FAKE_UUID adds xpumlDeviceGetUUID, for the tests of a library that would export it.
 
 // The C ABI is the only thing this library exports (the rest is built hidden), exactly like the
 // vendor's, so a missing symbol here is a missing symbol for dlsym.
@@ -112,7 +118,7 @@ class FakeLibrary {
     std::lock_guard lock(mutex_);
     if (plan.index >= scenario_.devices.size()) return XPUML_ERROR_XPU_IS_LOST;
     const FakeDevice& pf = scenario_.devices[plan.index];
-    if (pf.max_vfs == 0 || plan.index >= base_devices_.size()) return XPUML_ERROR_NOT_SUPPORTED;
+    if (!has_sriov(pf) || plan.index >= base_devices_.size()) return XPUML_ERROR_NOT_SUPPORTED;
     if (vf_num < 0 || static_cast<unsigned>(vf_num) > pf.max_vfs) return XPUML_ERROR_INVALID_ARGUMENT;
     vf_counts_[pf.bus_id] = static_cast<unsigned>(vf_num);
     add_virtual_functions();
@@ -262,19 +268,30 @@ class FakeLibrary {
   }
 
   // The scenario's devices, then the virtual functions of each PF in vf_counts_: bus ids
-  // <pf bus>:<dd>.<f> counting up from the PF's function, KL2 VF PCI ids, the next free index and
-  // minor. Called with the lock held.
+  // <pf bus>:<dd>.<f> counting up from the PF's function, KL2 VF PCI ids, the next free physical
+  // ids and minors (in steps of two, as the driver hands them out). A PF with VFs on reports
+  // SRIOV_ON and model id 200 (R200-PF); its VFs model id 201, 202 or 203 when it has one, two or
+  // three of them (the header's VF_ONE_OF_ONE/TWO/THREE: R200-VF-16G/-8G/-5G), unknown beyond,
+  // and each its share of the PF's memory. A VF reports NON_SRIOV: the vendor's device plugin
+  // skips every device in SRIOV_ON mode as a PF and offers the others, so its VFs cannot be in
+  // that mode. Called with the lock held.
   void add_virtual_functions() {
     scenario_.devices = base_devices_;
     unsigned next_minor = 0;
-    for (const auto& d : base_devices_) next_minor = std::max(next_minor, d.minor + 1);
+    int next_id = 0;
+    for (const auto& d : base_devices_) {
+      next_minor = std::max(next_minor, d.minor + 2);
+      next_id = std::max(next_id, d.physical_id + 1);
+    }
     // Every VF pushed below may move the devices: room for all of them first, so `pf` stays valid.
     scenario_.devices.reserve(kMaxDevices);
     for (std::size_t i = 0; i < base_devices_.size(); ++i) {
       FakeDevice& pf = scenario_.devices[i];
+      if (!has_sriov(pf)) continue;
       auto wanted = vf_counts_.find(pf.bus_id);
       const unsigned count = wanted == vf_counts_.end() ? 0 : std::min(wanted->second, pf.max_vfs);
-      if (pf.max_vfs > 0) pf.vxpu_mode = count > 0 ? XPUML_HOST_VXPU_SRIOV_ON : XPUML_HOST_VXPU_SRIOV_OFF;
+      pf.vxpu_mode = count > 0 ? XPUML_HOST_VXPU_SRIOV_ON : XPUML_HOST_VXPU_SRIOV_OFF;
+      if (count > 0) pf.model_id = XPUML_DEVICE_MODEL_KL2_R200_SRIOV_PF;
       unsigned domain = 0, bus = 0, dev = 0, fn = 0;
       if (std::sscanf(pf.bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4) continue;
       for (unsigned k = 1; k <= count && scenario_.devices.size() < kMaxDevices; ++k) {
@@ -287,9 +304,15 @@ class FakeLibrary {
         vf.bus_id = bus_id;
         vf.pci_device_id = 0x36851d22;
         vf.pci_subsystem_id = pf.pci_subsystem_id;
+        vf.board = pf.board;
+        vf.model_id = count <= 3 ? XPUML_DEVICE_MODEL_KL2_R200_SRIOV_PF + static_cast<int>(count)
+                                 : XPUML_DEVICE_MODEL_UNKNOWN;
         vf.name = "KL2-VF";
-        vf.minor = next_minor++;
-        vf.vxpu_mode = XPUML_HOST_VXPU_SRIOV_ON;
+        vf.minor = next_minor;
+        next_minor += 2;
+        vf.physical_id = next_id++;
+        vf.vxpu_mode = XPUML_HOST_VXPU_NON_SRIOV;
+        vf.max_vfs = XPUML_VALUE_NOT_AVAILABLE_UNSIGNED;
         vf.memory_total = pf.memory_total / count;
         scenario_.devices.push_back(std::move(vf));
       }
@@ -408,6 +431,7 @@ xpumlReturn_t xpumlDeviceGetAttributes(xpumlDevice_t device, xpumlDeviceAttribut
     *attributes = xpumlDeviceAttributes_t{};
     attributes->archId = d.arch;
     attributes->boardId = d.board;
+    attributes->modelId = d.model_id.value_or(xpuml_fake::model_id_for_board(d.board));
     attributes->clusterCount = 8;
     attributes->sdnnCount = 8;
     attributes->maxVFCount = d.max_vfs;
@@ -424,14 +448,14 @@ xpumlReturn_t xpumlDeviceGetMemoryInfo(xpumlDevice_t device, xpumlMemory_t* memo
   return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
     if (memory == nullptr) return XPUML_ERROR_INVALID_ARGUMENT;
     *memory = xpumlMemory_t{};
-    memory->pageSizeGlobal = 4096;
-    memory->totalGlobal = d.memory_total;
-    memory->usedGlobal = d.memory_used;
-    memory->freeGlobal = d.memory_total > d.memory_used ? d.memory_total - d.memory_used : 0;
-    memory->pageSizeL3 = 4096;
-    memory->totalL3 = d.l3_total;
-    memory->usedL3 = d.l3_used;
-    memory->freeL3 = d.l3_total > d.l3_used ? d.l3_total - d.l3_used : 0;
+    memory->pageSizeGlobalMemory = 4096;
+    memory->totalGlobalMemory = d.memory_total;
+    memory->usedGlobalMemory = d.memory_used;
+    memory->freeGlobalMemory = d.memory_total > d.memory_used ? d.memory_total - d.memory_used : 0;
+    memory->pageSizeL3Memory = 4096;
+    memory->totalL3Memory = d.l3_total;
+    memory->usedL3Memory = d.l3_used;
+    memory->freeL3Memory = d.l3_total > d.l3_used ? d.l3_total - d.l3_used : 0;
     return XPUML_SUCCESS;
   });
 }
@@ -474,21 +498,25 @@ xpumlReturn_t xpumlDeviceGetState(xpumlDevice_t device, int* state) {
   });
 }
 
-// NVML-style sizing: with room for fewer entries than there are processes, the call reports
-// the number needed and INSUFFICIENT_SIZE.
+// NVML's sizing protocol, as the header documents it: *count is the room the caller offers.
+// With more processes than that, nothing is written, *count becomes the number needed and the
+// call returns INSUFFICIENT_SIZE; otherwise exactly *count (now the number of processes) 128-byte
+// records are written. Never a record beyond the room offered (fake_xpuml_processes_test checks
+// with a canary).
 xpumlReturn_t xpumlDeviceGetComputeRunningProcesses(xpumlDevice_t device, unsigned* count,
                                                     xpumlProcessInfo_t* infos) {
   return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
     if (count == nullptr) return XPUML_ERROR_INVALID_ARGUMENT;
-    if (*count < d.processes) {
+    const unsigned room = *count;
+    if (room < d.processes) {
       *count = d.processes;
       return XPUML_ERROR_INSUFFICIENT_SIZE;
     }
     if (infos == nullptr && d.processes > 0) return XPUML_ERROR_INVALID_ARGUMENT;
-    for (unsigned i = 0; i < d.processes; ++i)
+    for (unsigned i = 0; i < d.processes && i < room; ++i)
       infos[i] = i < d.process_list.size()
                      ? d.process_list[i]
-                     : xpumlProcessInfo_t{1000 + i, std::uint64_t{1} << 30, 0, 1000 + i};
+                     : xpuml_fake::process_record(1000 + i, std::uint64_t{1} << 30, 1000 + i);
     *count = d.processes;
     return XPUML_SUCCESS;
   });
@@ -500,9 +528,9 @@ xpumlReturn_t xpumlDeviceGetBoardId(xpumlDevice_t device, unsigned* board_id) {
   });
 }
 
-xpumlReturn_t xpumlDeviceGetArchitecture(xpumlDevice_t device, int* arch) {
+xpumlReturn_t xpumlDeviceGetArchitecture(xpumlDevice_t device, unsigned* arch) {
   return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
-    return xpuml_fake::store(arch, d.arch);
+    return xpuml_fake::store(arch, static_cast<unsigned>(d.arch));
   });
 }
 
@@ -529,11 +557,20 @@ xpumlReturn_t xpumlDeviceGetMinorNumber(xpumlDevice_t device, unsigned* minor) {
   });
 }
 
+xpumlReturn_t xpumlDeviceGetId(xpumlDevice_t device, int* id) {
+  return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
+    return xpuml_fake::store(id, d.physical_id);
+  });
+}
+
+#ifdef XPUML_FAKE_UUID
+// Not in any public header: only the fake-xpuml-uuid variant has it.
 xpumlReturn_t xpumlDeviceGetUUID(xpumlDevice_t device, char* uuid, unsigned length) {
   return fake().device_call(__func__, device, [&](const FakeDevice& d) -> xpumlReturn_t {
     return xpuml_fake::copy_text(d.uuid, uuid, length);
   });
 }
+#endif
 
 // Worded differently from xpud's own descriptions, so tests can tell which one they got.
 const char* xpumlErrorString(xpumlReturn_t result) {

@@ -23,27 +23,6 @@ void add_node_if_named(const fs::path& entry, std::vector<unsigned>& nodes) {
   if (auto number = parse_device_node_name(entry.filename().string())) nodes.push_back(*number);
 }
 
-// Class devices sit either directly under the parent device or one level down in a directory
-// named after their class. Links (driver, subsystem, physfn, virtfnN...) lead elsewhere in the
-// tree and are not followed.
-std::vector<unsigned> find_published_nodes(const fs::path& function_dir) {
-  std::vector<unsigned> nodes;
-  std::error_code ec;
-  fs::directory_iterator it(function_dir, ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    add_node_if_named(it->path(), nodes);
-    std::error_code type_ec;
-    if (it->is_symlink(type_ec) || !it->is_directory(type_ec)) continue;
-    std::error_code sub_ec;
-    fs::directory_iterator sub(it->path(), sub_ec);
-    for (; !sub_ec && sub != end; sub.increment(sub_ec)) add_node_if_named(sub->path(), nodes);
-  }
-  if (ec) log_ignored_file(function_dir, "cannot list: " + ec.message());
-  std::sort(nodes.begin(), nodes.end());
-  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-  return nodes;
-}
-
 // Everything past the vendor check: only Kunlunxin functions get here.
 std::optional<PciFunction> read_kunlunxin_function(const fs::path& dir, std::string bus_id) {
   auto device = read_attribute(dir / "device", parse_pci_id);
@@ -74,11 +53,35 @@ std::optional<PciFunction> read_kunlunxin_function(const fs::path& dir, std::str
     function.sriov_numvfs = read_attribute(dir / "sriov_numvfs", parse_vf_count);
     function.sriov_totalvfs = read_attribute(dir / "sriov_totalvfs", parse_vf_count);
   }
-  function.published_nodes = find_published_nodes(dir);
+  function.published_nodes = published_device_nodes(dir);
   return function;
 }
 
 }  // namespace
+
+// Class devices sit either directly under the parent device or one level down in a directory
+// named after their class. Links (driver, subsystem, physfn, virtfnN...) lead elsewhere in the
+// tree and are not followed.
+std::vector<unsigned> published_device_nodes(const fs::path& function_dir) {
+  std::vector<unsigned> nodes;
+  std::error_code ec;
+  fs::directory_iterator it(function_dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    add_node_if_named(it->path(), nodes);
+    std::error_code type_ec;
+    if (it->is_symlink(type_ec) || !it->is_directory(type_ec)) continue;
+    std::error_code sub_ec;
+    fs::directory_iterator sub(it->path(), sub_ec);
+    for (; !sub_ec && sub != end; sub.increment(sub_ec)) add_node_if_named(sub->path(), nodes);
+  }
+  // A function without a directory (the xpuml backend asks about cards sysfs may not show) has
+  // simply no nodes.
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    log_ignored_file(function_dir, "cannot list: " + ec.message());
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
 
 std::optional<unsigned> parse_device_node_name(std::string_view name) {
   if (!name.starts_with("xpu")) return std::nullopt;

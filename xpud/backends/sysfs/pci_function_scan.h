@@ -41,6 +41,11 @@ struct PciFunction {
 xpu::Result<std::vector<PciFunction>> scan_kunlunxin_functions(
     const std::filesystem::path& devices_dir);
 
+// N of every class device "xpuN" the driver created under the PCI function at function_dir
+// (<dir>/xpuN or <dir>/<class>/xpuN), ascending; empty when there is none or the directory cannot
+// be listed. The xpuml backend names cards by it when the library has no physical id.
+std::vector<unsigned> published_device_nodes(const std::filesystem::path& function_dir);
+
 // N for a name "xpuN" (N without leading zeros, at most kMaxDeviceNodeNumber).
 std::optional<unsigned> parse_device_node_name(std::string_view name);
 

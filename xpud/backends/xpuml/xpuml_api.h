@@ -1,11 +1,16 @@
-// The C ABI of the vendor management library libxpuml.so.1, written from the facts in
-// xpu-facts.md (no vendor header is used).
+// The C ABI of the vendor management library libxpuml.so.1, declared from the layouts, values and
+// signatures of the vendor's public header (src/xpuml.h of zxw3221/libxpu-container, the same
+// layouts as pkg/xpuml/xpuml.h of kunlunxin/go-xpuml; docs/hardware.md lists each fact and its
+// source). No vendor header is used or copied.
 //
 // xpud never links against these functions: it resolves them with dlsym and uses decltype of the
 // declarations below as the pointer types. The fake library (tests/fakes/libxpuml) defines them,
-// so the compiler checks that the fake and the backend agree on every signature.
+// so the compiler checks that the fake and the backend agree on every signature. Every struct
+// the library fills is declared with all of the header's fields, reserved ones included, and its
+// size and field offsets are asserted below: a slip here lets the library write past our buffers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 extern "C" {
@@ -57,10 +62,52 @@ enum xpumlHostVxpuMode : int {
   XPUML_HOST_VXPU_SRIOV_ON = 2,
 };
 
+// The header's XPUML_VALUE_NOT_AVAILABLE is (-1); in an unsigned field such as maxVFCount it
+// reads 4294967295 (a K200 in go-xpuml's README sample), which means "not available", never a
+// limit.
+inline constexpr int XPUML_VALUE_NOT_AVAILABLE = -1;
+inline constexpr unsigned XPUML_VALUE_NOT_AVAILABLE_UNSIGNED =
+    static_cast<unsigned>(XPUML_VALUE_NOT_AVAILABLE);
+
+// Values of attributes.archId and xpumlDeviceGetArchitecture.
+enum xpumlDeviceArch : int {
+  XPUML_DEVICE_ARCH_UNKNOWN = 0,
+  XPUML_DEVICE_ARCH_KL1 = 1,
+  XPUML_DEVICE_ARCH_KL2 = 2,
+  XPUML_DEVICE_ARCH_KL3 = 3,
+};
+
+// Values of attributes.boardId and xpumlDeviceGetBoardId (the header's enum; pci_ids.cpp knows
+// a few more boards from the driver's PCI table).
+enum xpumlDeviceBoard : int {
+  XPUML_DEVICE_BOARD_UNKNOWN = 0,
+  XPUML_DEVICE_BOARD_KL1_K100 = 1,
+  XPUML_DEVICE_BOARD_KL1_K200 = 2,
+  XPUML_DEVICE_BOARD_KL2_R200 = 100,
+  XPUML_DEVICE_BOARD_KL2_R300 = 101,
+  XPUML_DEVICE_BOARD_KL2_R200_8F = 102,
+};
+
+// Values of attributes.modelId. 0 is a K200, not "unset".
+enum xpumlDeviceModel : int {
+  XPUML_DEVICE_MODEL_KL1_K200 = 0,
+  XPUML_DEVICE_MODEL_KL1_K100 = 1,
+  XPUML_DEVICE_MODEL_KL2_R200 = 2,
+  XPUML_DEVICE_MODEL_KL2_R300 = 3,
+  XPUML_DEVICE_MODEL_KL2_R200_8F = 4,
+  XPUML_DEVICE_MODEL_KL2_R200_SRIOV_PF = 200,              // R200-PF: its VFs are on
+  XPUML_DEVICE_MODEL_KL2_R200_SRIOV_VF_ONE_OF_ONE = 201,    // R200-VF-16G
+  XPUML_DEVICE_MODEL_KL2_R200_SRIOV_VF_ONE_OF_TWO = 202,    // R200-VF-8G
+  XPUML_DEVICE_MODEL_KL2_R200_SRIOV_VF_ONE_OF_THREE = 203,  // R200-VF-5G
+  XPUML_DEVICE_MODEL_UNKNOWN = 9999,
+};
+
 inline constexpr int XPUML_TEMPERATURE_SENSOR_DIE = 0;
 inline constexpr int XPUML_CLOCK_XPU = 0;
 
-// A device handle: a struct holding one opaque pointer, passed by value.
+// A device handle. The header's xpumlDevice_t is a pointer to an opaque struct; a struct holding
+// one pointer, passed by value, travels the same way (one integer register on x86-64 SysV and
+// AAPCS64) and cannot be confused with other pointers.
 struct xpumlDevice_t {
   void* opaque;
 };
@@ -72,8 +119,8 @@ struct xpumlPciInfo_t {
   unsigned bus;
   unsigned device;
   unsigned function;
-  unsigned pciDeviceId;               // device id << 16 | vendor id
-  unsigned pciSubSystemId;            // subsystem device id << 16 | subsystem vendor id
+  unsigned pciDeviceId;     // device id << 16 | vendor id
+  unsigned pciSubSystemId;  // subsystem device id << 16 | subsystem vendor id
   char busId[XPUML_PCI_BUS_ID_SIZE];  // "%08X:%02X:%02X.%01X"
   std::uint64_t reserved[9];
 };
@@ -88,7 +135,7 @@ struct xpumlDeviceAttributes_t {
   unsigned decoderCount;
   unsigned encoderCount;
   unsigned imgProcCount;
-  unsigned maxVFCount;
+  unsigned maxVFCount;  // XPUML_VALUE_NOT_AVAILABLE_UNSIGNED: the board has none
   std::uint64_t globalMemorySizeMB;
   std::uint64_t l3MemorySizeMB;
   std::uint64_t sn[2];
@@ -96,14 +143,14 @@ struct xpumlDeviceAttributes_t {
 };
 
 struct xpumlMemory_t {  // bytes
-  std::uint64_t pageSizeGlobal;
-  std::uint64_t totalGlobal;
-  std::uint64_t freeGlobal;
-  std::uint64_t usedGlobal;
-  std::uint64_t pageSizeL3;
-  std::uint64_t totalL3;
-  std::uint64_t freeL3;
-  std::uint64_t usedL3;
+  std::uint64_t pageSizeGlobalMemory;
+  std::uint64_t totalGlobalMemory;
+  std::uint64_t freeGlobalMemory;
+  std::uint64_t usedGlobalMemory;
+  std::uint64_t pageSizeL3Memory;
+  std::uint64_t totalL3Memory;
+  std::uint64_t freeL3Memory;
+  std::uint64_t usedL3Memory;
   std::uint64_t reserved[8];
 };
 
@@ -113,22 +160,70 @@ struct xpumlUtilization_t {  // percent
   std::uint64_t reserved[15];
 };
 
+// One record of xpumlDeviceGetComputeRunningProcesses: 128 bytes, the reserved tail included.
 struct xpumlProcessInfo_t {
   unsigned pid;
-  std::uint64_t usedGlobal;
-  std::uint64_t usedL3;
-  unsigned root_ns_pid;
+  std::uint64_t usedGlobalMemory;  // bytes
+  std::uint64_t usedL3Memory;      // bytes
+  unsigned root_ns_pid;            // the process in the root (host) PID namespace
+  unsigned reserved_u32;
+  std::uint64_t reserved[12];
 };
 
-// Every fixed-size structure of the library is 128 bytes; a layout slip here would make the
-// library write past our buffers.
-static_assert(sizeof(xpumlPciInfo_t) == 128);
-static_assert(sizeof(xpumlDeviceAttributes_t) == 128);
-static_assert(sizeof(xpumlMemory_t) == 128);
-static_assert(sizeof(xpumlUtilization_t) == 128);
+// Sizes the header states ("sizeof() = 8B * 16") and the offsets its field order gives under the
+// C ABI of every platform the vendor ships for (LP64: 4-byte int, 8-byte long long, natural
+// alignment).
 static_assert(sizeof(xpumlDevice_t) == sizeof(void*));
-// Natural alignment of the fields above; the facts give the fields, not the size.
-static_assert(sizeof(xpumlProcessInfo_t) == 32);
+
+static_assert(sizeof(xpumlPciInfo_t) == 128);
+static_assert(offsetof(xpumlPciInfo_t, domain) == 0);
+static_assert(offsetof(xpumlPciInfo_t, bus) == 4);
+static_assert(offsetof(xpumlPciInfo_t, device) == 8);
+static_assert(offsetof(xpumlPciInfo_t, function) == 12);
+static_assert(offsetof(xpumlPciInfo_t, pciDeviceId) == 16);
+static_assert(offsetof(xpumlPciInfo_t, pciSubSystemId) == 20);
+static_assert(offsetof(xpumlPciInfo_t, busId) == 24);
+static_assert(offsetof(xpumlPciInfo_t, reserved) == 56);
+
+static_assert(sizeof(xpumlDeviceAttributes_t) == 128);
+static_assert(offsetof(xpumlDeviceAttributes_t, archId) == 0);
+static_assert(offsetof(xpumlDeviceAttributes_t, boardId) == 4);
+static_assert(offsetof(xpumlDeviceAttributes_t, modelId) == 8);
+static_assert(offsetof(xpumlDeviceAttributes_t, clusterCount) == 12);
+static_assert(offsetof(xpumlDeviceAttributes_t, sdnnCount) == 16);
+static_assert(offsetof(xpumlDeviceAttributes_t, dmaEngineCount) == 20);
+static_assert(offsetof(xpumlDeviceAttributes_t, decoderCount) == 24);
+static_assert(offsetof(xpumlDeviceAttributes_t, encoderCount) == 28);
+static_assert(offsetof(xpumlDeviceAttributes_t, imgProcCount) == 32);
+static_assert(offsetof(xpumlDeviceAttributes_t, maxVFCount) == 36);
+static_assert(offsetof(xpumlDeviceAttributes_t, globalMemorySizeMB) == 40);
+static_assert(offsetof(xpumlDeviceAttributes_t, l3MemorySizeMB) == 48);
+static_assert(offsetof(xpumlDeviceAttributes_t, sn) == 56);
+static_assert(offsetof(xpumlDeviceAttributes_t, reserved) == 72);
+
+static_assert(sizeof(xpumlMemory_t) == 128);
+static_assert(offsetof(xpumlMemory_t, pageSizeGlobalMemory) == 0);
+static_assert(offsetof(xpumlMemory_t, totalGlobalMemory) == 8);
+static_assert(offsetof(xpumlMemory_t, freeGlobalMemory) == 16);
+static_assert(offsetof(xpumlMemory_t, usedGlobalMemory) == 24);
+static_assert(offsetof(xpumlMemory_t, pageSizeL3Memory) == 32);
+static_assert(offsetof(xpumlMemory_t, totalL3Memory) == 40);
+static_assert(offsetof(xpumlMemory_t, freeL3Memory) == 48);
+static_assert(offsetof(xpumlMemory_t, usedL3Memory) == 56);
+static_assert(offsetof(xpumlMemory_t, reserved) == 64);
+
+static_assert(sizeof(xpumlUtilization_t) == 128);
+static_assert(offsetof(xpumlUtilization_t, xpu) == 0);
+static_assert(offsetof(xpumlUtilization_t, memory) == 4);
+static_assert(offsetof(xpumlUtilization_t, reserved) == 8);
+
+static_assert(sizeof(xpumlProcessInfo_t) == 128);
+static_assert(offsetof(xpumlProcessInfo_t, pid) == 0);
+static_assert(offsetof(xpumlProcessInfo_t, usedGlobalMemory) == 8);
+static_assert(offsetof(xpumlProcessInfo_t, usedL3Memory) == 16);
+static_assert(offsetof(xpumlProcessInfo_t, root_ns_pid) == 24);
+static_assert(offsetof(xpumlProcessInfo_t, reserved_u32) == 28);
+static_assert(offsetof(xpumlProcessInfo_t, reserved) == 32);
 
 xpumlReturn_t xpumlInit(void);
 xpumlReturn_t xpumlShutdown(void);
@@ -148,13 +243,19 @@ xpumlReturn_t xpumlDeviceGetState(xpumlDevice_t device, int* state);
 xpumlReturn_t xpumlDeviceGetComputeRunningProcesses(xpumlDevice_t device, unsigned* count,
                                                     xpumlProcessInfo_t* infos);
 xpumlReturn_t xpumlDeviceGetBoardId(xpumlDevice_t device, unsigned* board_id);
-xpumlReturn_t xpumlDeviceGetArchitecture(xpumlDevice_t device, int* arch);
+// The header's xpumlDeviceArchitecture_t is an unsigned int.
+xpumlReturn_t xpumlDeviceGetArchitecture(xpumlDevice_t device, unsigned* arch);
 xpumlReturn_t xpumlDeviceGetHostVxpuMode(xpumlDevice_t device, int* mode);
 xpumlReturn_t xpumlDeviceSetSriovVfNum(xpumlDevice_t device, int vf_num);
 
 // Only in newer libraries.
 xpumlReturn_t xpumlDeviceGetName(xpumlDevice_t device, char* name, unsigned length);
+// The char-device minor: the driver hands them out in steps of two, so it names nothing.
 xpumlReturn_t xpumlDeviceGetMinorNumber(xpumlDevice_t device, unsigned* minor);
+// The physical id: the card's node is /dev/xpu<id>.
+xpumlReturn_t xpumlDeviceGetId(xpumlDevice_t device, int* id);
+// Commented out in every public header: no real library is known to export it. Resolved as an
+// optional symbol in case one does.
 xpumlReturn_t xpumlDeviceGetUUID(xpumlDevice_t device, char* uuid, unsigned length);
 const char* xpumlErrorString(xpumlReturn_t result);
 

@@ -16,8 +16,11 @@
 #include "xpud/backends/sriov_numvfs.h"
 #include "xpud/backends/virtual_functions.h"
 #include "xpud/backends/sysfs_attribute.h"
+#include "xpud/backends/sysfs/pci_function_scan.h"
 #include "xpud/backends/topology_links.h"
 #include "xpud/backends/xpuml/discovery_warnings.h"
+#include "xpud/backends/xpuml/identity_rules.h"
+#include "xpud/backends/xpuml/process_query.h"
 #include "xpud/backends/xpuml/xpuml_library.h"
 #include "xpud/backends/xpuml/xpuml_metrics.h"
 
@@ -28,22 +31,17 @@ using xpuml::Library;
 
 // More devices than any host can hold: a count beyond it is garbage, not hardware.
 constexpr unsigned kMaxDevices = 4096;
-// /dev/xpuN minors the driver hands out stay far below this.
-constexpr unsigned kMaxMinor = 65535;
 // Buffers for strings the library writes (serial, name, UUID, versions).
 constexpr std::size_t kTextBufferSize = 128;
 // Serials travel where device ids do (D-Bus, exporter labels): the same limit.
 constexpr std::size_t kMaxSerialLength = kMaxDeviceUuidLength;
-// Process entries offered per query; a card with more reports the total as INSUFFICIENT_SIZE
-// (the count is still published, the list is not).
-constexpr unsigned kProcessSlots = 64;
-
 constexpr std::string_view kDeviceLost = "device lost";
 
 // What read() needs to reach a card found by the last discover().
 struct Card {
   xpumlDevice_t handle;
   std::string uuid;
+  unsigned last_process_count = 0;  // where the next process query starts
 };
 
 class XpumlBackend final : public Backend, public VirtualFunctionControl {
@@ -73,8 +71,16 @@ class XpumlBackend final : public Backend, public VirtualFunctionControl {
   };
 
   // The card at `library_index`: its handle and identity.
-  xpu::Result<Discovered> identify(unsigned library_index);
-  xpu::Result<Discovered> read_identity(unsigned library_index, xpumlDevice_t handle);
+  // `chips_at_address` counts the library's devices per PCI address so far (a K200's two chips
+  // share one); identify adds this one.
+  xpu::Result<Discovered> identify(unsigned library_index,
+                                   std::map<std::string, unsigned>& chips_at_address);
+  xpu::Result<Discovered> read_identity(unsigned library_index, xpumlDevice_t handle,
+                                        std::map<std::string, unsigned>& chips_at_address);
+  // The answer of an optional text call (name, UUID).
+  xpuml::Answer<std::string> ask_text(
+      const xpuml::Function<xpumlReturn_t (*)(xpumlDevice_t, char*, unsigned)>& function,
+      xpumlDevice_t handle, const std::string& subject, xpumlReturn_t* code);
   std::optional<std::string> read_text(
       const xpuml::Function<xpumlReturn_t (*)(xpumlDevice_t, char*, unsigned)>& function,
       xpumlDevice_t handle, const std::string& subject);
@@ -88,6 +94,8 @@ class XpumlBackend final : public Backend, public VirtualFunctionControl {
   xpuml::DiscoveryWarnings warnings_;
   topology::LinkAssigner links_;
   bool version_failure_warned_ = false;
+  // Cards whose name differs from their library position, already logged (info, once each).
+  std::set<std::string> order_notes_logged_;
 };
 
 std::string XpumlBackend::driver_version() {
@@ -125,18 +133,39 @@ std::optional<std::string> XpumlBackend::read_text(
   return text;
 }
 
-xpu::Result<XpumlBackend::Discovered> XpumlBackend::identify(unsigned library_index) {
+xpuml::Answer<std::string> XpumlBackend::ask_text(
+    const xpuml::Function<xpumlReturn_t (*)(xpumlDevice_t, char*, unsigned)>& function,
+    xpumlDevice_t handle, const std::string& subject, xpumlReturn_t* code) {
+  *code = XPUML_SUCCESS;
+  xpuml::Answer<std::string> answer;
+  answer.available = function.available();
+  if (!answer.available) return answer;
+  std::array<char, kTextBufferSize> buffer{};
+  xpumlReturn_t rc =
+      library_->call(function, handle, buffer.data(), static_cast<unsigned>(buffer.size()));
+  *code = rc;
+  if (rc != XPUML_SUCCESS)
+    answer.failure = library_->error_message(function.name, subject, rc);
+  else
+    answer.value = xpuml::text_from_library(buffer.data(), buffer.size());
+  return answer;
+}
+
+xpu::Result<XpumlBackend::Discovered> XpumlBackend::identify(
+    unsigned library_index, std::map<std::string, unsigned>& chips_at_address) {
   const auto& function = library_->symbols().device_get_handle_by_index;
   xpumlDevice_t handle{};
   xpumlReturn_t rc = library_->call(function, library_index, &handle);
   if (rc != XPUML_SUCCESS)
     return xpu::Error{
         library_->error_message(function.name, "index " + std::to_string(library_index), rc)};
-  return read_identity(library_index, handle);
+  return read_identity(library_index, handle, chips_at_address);
 }
 
-xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned library_index,
-                                                                  xpumlDevice_t handle) {
+// Gathers what the library and sysfs say about the card, then applies identity_rules.h.
+xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(
+    unsigned library_index, xpumlDevice_t handle,
+    std::map<std::string, unsigned>& chips_at_address) {
   const auto& sym = library_->symbols();
   const std::string subject = "index " + std::to_string(library_index);
   Discovered found;
@@ -160,6 +189,7 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned libra
                       "): malformed PCI bus id \"" + shown + "\""};
   }
   id.pci_bus_id = *bus_id;
+  const unsigned chip = chips_at_address[id.pci_bus_id]++;
   const topology::PciMatch pci_ids{static_cast<std::uint16_t>(pci.pciDeviceId & 0xffff),
                                    static_cast<std::uint16_t>(pci.pciDeviceId >> 16),
                                    static_cast<std::uint16_t>(pci.pciSubSystemId & 0xffff),
@@ -174,30 +204,40 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned libra
     return xpu::Error{library_->error_message(function, subject, code)};
   };
 
-  id.index = library_index;
-  if (sym.device_get_minor_number.available()) {
-    unsigned minor = 0;
-    rc = library_->call(sym.device_get_minor_number, handle, &minor);
-    if (auto e = lost(rc, sym.device_get_minor_number.name)) return *e;
-    if (rc == XPUML_SUCCESS && minor <= kMaxMinor)
-      id.index = minor;
-    else if (rc == XPUML_SUCCESS)
-      warnings_.warn("{}({}): implausible minor number {}; using the library index",
-                     sym.device_get_minor_number.name, subject, minor);
+  // bus_id is normalised, so it cannot lead out of the devices directory.
+  const auto function_dir = sysfs_root_ / "sys/bus/pci/devices" / id.pci_bus_id;
+  xpuml::NamingInputs naming;
+  naming.subject = subject + " (" + id.pci_bus_id + ")";
+  naming.library_index = library_index;
+  naming.chip = chip;
+  naming.physical_id.available = sym.device_get_id.available();
+  if (naming.physical_id.available) {
+    int physical_id = -1;
+    rc = library_->call(sym.device_get_id, handle, &physical_id);
+    if (auto e = lost(rc, sym.device_get_id.name)) return *e;
+    if (rc == XPUML_SUCCESS)
+      naming.physical_id.value = physical_id;
     else
-      warnings_.warn("{}; using the library index",
-                     library_->error_message(sym.device_get_minor_number.name, subject, rc));
+      naming.physical_id.failure = library_->error_message(sym.device_get_id.name, subject, rc);
   }
+  naming.class_nodes = sysfs::published_device_nodes(function_dir);
+  const auto name = xpuml::choose_name(naming);
+  if (name.warning) warnings_.add(*name.warning);
+  if (name.differs_from_library_order &&
+      order_notes_logged_.insert(*name.differs_from_library_order).second)
+    spdlog::info("{}", *name.differs_from_library_order);
+  id.index = name.index;
 
-  xpumlDeviceAttributes_t attributes{};
-  rc = library_->call(sym.device_get_attributes, handle, &attributes);
+  std::optional<xpumlDeviceAttributes_t> attributes{xpumlDeviceAttributes_t{}};
+  rc = library_->call(sym.device_get_attributes, handle, &*attributes);
   if (auto e = lost(rc, sym.device_get_attributes.name)) return *e;
-  const bool have_attributes = rc == XPUML_SUCCESS;
-  if (!have_attributes)
+  if (rc != XPUML_SUCCESS) {
     spdlog::debug("{}", library_->error_message(sym.device_get_attributes.name, subject, rc));
-  if (have_attributes) {
-    found.topology_key.board_id = attributes.boardId;
-    found.topology_key.model_id = attributes.modelId;
+    attributes.reset();
+  }
+  if (attributes) {
+    found.topology_key.board_id = attributes->boardId;
+    found.topology_key.model_id = attributes->modelId;
   }
 
   if (auto serial = read_text(sym.device_get_serial, handle, subject)) {
@@ -208,66 +248,50 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(unsigned libra
                      sym.device_get_serial.name, subject, kMaxSerialLength);
   }
 
-  // Model: the board id names the exact board. A virtual function is not the whole board, so
-  // it keeps the PCI name ("KL2-VF"), as the sysfs backend reports it too.
-  std::optional<std::string> model;
-  if (pci_model && pci_model->is_virtual_function) model = pci_model->model;
-  if (!model && have_attributes && attributes.boardId >= 0)
-    model = pci::model_from_board_id(static_cast<unsigned>(attributes.boardId));
-  if (!model && pci_model && pci_model->model != pci::kUnknownModel) model = pci_model->model;
-  if (!model && sym.device_get_name.available())
-    model = read_text(sym.device_get_name, handle, subject);
-  id.model = model ? *model : pci::kUnknownModel;
+  std::optional<int> mode{XPUML_HOST_VXPU_NON_SRIOV};
+  rc = library_->call(sym.device_get_host_vxpu_mode, handle, &*mode);
+  if (auto e = lost(rc, sym.device_get_host_vxpu_mode.name)) return *e;
+  if (rc != XPUML_SUCCESS) {
+    spdlog::debug("{}", library_->error_message(sym.device_get_host_vxpu_mode.name, subject, rc));
+    mode.reset();
+  }
+
+  xpuml::ModelInputs model_inputs;
+  model_inputs.pci_model = pci_model;
+  if (attributes) {
+    model_inputs.board_id = attributes->boardId;
+    model_inputs.model_id = attributes->modelId;
+  }
+  if (sym.device_get_name.available())
+    model_inputs.library_name = read_text(sym.device_get_name, handle, subject);
+  id.model = xpuml::choose_model(model_inputs);
   // The sysfs backend sees only the PCI ids (a K100 is a "K200" there): derived ids use that
   // name, so the card keeps its id under either backend. Without Kunlunxin PCI ids from the
   // library there is nothing better than our own name.
   found.pci_model = pci_model ? pci_model->model : id.model;
 
-  if (pci_model) {
-    id.is_virtual_function = pci_model->is_virtual_function;
-  } else {
-    // PCI ids the library left out or we do not know: fall back on the library's own view.
-    int mode = 0;
-    rc = library_->call(sym.device_get_host_vxpu_mode, handle, &mode);
-    if (auto e = lost(rc, sym.device_get_host_vxpu_mode.name)) return *e;
-    id.is_virtual_function = rc == XPUML_SUCCESS && mode == XPUML_HOST_VXPU_SRIOV_ON;
-  }
+  const auto role = xpuml::choose_sriov_role({pci_model, model_inputs.model_id, mode});
+  id.is_virtual_function = role.is_virtual_function;
+  id.sriov_enabled = role.sriov_enabled;
 
-  xpumlMemory_t memory{};
-  rc = library_->call(sym.device_get_memory_info, handle, &memory);
+  std::optional<xpumlMemory_t> memory{xpumlMemory_t{}};
+  rc = library_->call(sym.device_get_memory_info, handle, &*memory);
   if (auto e = lost(rc, sym.device_get_memory_info.name)) return *e;
-  if (rc == XPUML_SUCCESS && memory.totalGlobal > 0 && memory.totalGlobal <= xpuml::kMaxMemoryBytes)
-    id.memory_total_bytes = memory.totalGlobal;
-  else if (have_attributes && attributes.globalMemorySizeMB > 0 &&
-           attributes.globalMemorySizeMB <= (xpuml::kMaxMemoryBytes >> 20))
-    id.memory_total_bytes = attributes.globalMemorySizeMB << 20;
+  if (rc != XPUML_SUCCESS) memory.reset();
+  if (auto total = xpuml::choose_memory_total(memory, attributes)) id.memory_total_bytes = *total;
 
   // UUID: the library's when it gives a usable one; discover() derives the others.
-  if (sym.device_get_uuid.available()) {
-    std::array<char, kTextBufferSize> buffer{};
-    rc = library_->call(sym.device_get_uuid, handle, buffer.data(),
-                        static_cast<unsigned>(buffer.size()));
-    if (auto e = lost(rc, sym.device_get_uuid.name)) return *e;
-    auto uuid =
-        rc == XPUML_SUCCESS ? xpuml::text_from_library(buffer.data(), buffer.size()) : std::nullopt;
-    if (uuid && is_usable_device_uuid(*uuid))
-      id.uuid = *uuid;
-    else if (rc == XPUML_SUCCESS)
-      warnings_.warn("{}({}): unusable UUID; deriving one", sym.device_get_uuid.name, subject);
-    else
-      warnings_.warn("{}; deriving a UUID",
-                     library_->error_message(sym.device_get_uuid.name, subject, rc));
-  }
+  xpumlReturn_t uuid_rc = XPUML_SUCCESS;
+  const auto uuid_answer = ask_text(sym.device_get_uuid, handle, subject, &uuid_rc);
+  if (auto e = lost(uuid_rc, sym.device_get_uuid.name)) return *e;
+  const auto uuid = xpuml::choose_uuid(uuid_answer, subject);
+  if (uuid.warning) warnings_.add(*uuid.warning);
+  id.uuid = uuid.uuid;
 
-  // bus_id is normalised, so it cannot lead out of the devices directory.
-  auto numa = sysfs::parse_attribute(
-      sysfs_root_ / "sys/bus/pci/devices" / id.pci_bus_id / "numa_node", sysfs::parse_numa_node);
-  if (numa) {
-    id.numa_node = numa->value_or(-1);
-  } else {
-    warnings_.warn("{}: {}; NUMA node unknown", id.pci_bus_id, numa.error());
-    id.numa_node = -1;
-  }
+  const auto numa = xpuml::choose_numa_node(
+      sysfs::parse_attribute(function_dir / "numa_node", sysfs::parse_numa_node), id.pci_bus_id);
+  if (numa.warning) warnings_.add(*numa.warning);
+  id.numa_node = numa.node;
 
   id.device_nodes = {xpu::names::device_node(id.index), std::string(xpu::names::kControlNode)};
   // linked_devices: set by discover() from the topology quirk table, once every card is known.
@@ -285,8 +309,9 @@ xpu::Result<std::vector<DeviceIdentity>> XpumlBackend::discover() {
                       " devices; more than " + std::to_string(kMaxDevices) + " is not a real host"};
 
   std::map<unsigned, Discovered> by_index;
+  std::map<std::string, unsigned> library_chips_at_address;
   for (unsigned i = 0; i < count; ++i) {
-    auto found = identify(i);
+    auto found = identify(i, library_chips_at_address);
     if (!found) {
       // A card already published keeps its last identity, so that read() reports it as lost
       // or failing (Unhealthy) rather than the card silently vanishing; a card leaves only
@@ -328,7 +353,11 @@ xpu::Result<std::vector<DeviceIdentity>> XpumlBackend::discover() {
       warnings_.warn("skipping device {}: UUID {} reported twice", id.pci_bus_id, id.uuid);
       continue;
     }
-    cards[index] = Card{found.handle, id.uuid};
+    Card card{found.handle, id.uuid};
+    // The process query starts from the count the card had last time.
+    if (auto last = cards_.find(index); last != cards_.end() && last->second.uuid == id.uuid)
+      card.last_process_count = last->second.last_process_count;
+    cards[index] = card;
     if (!id.is_virtual_function)
       physical_cards.push_back(topology::Card{index, id.pci_bus_id, id.model, found.topology_key});
     devices.push_back(id);
@@ -421,26 +450,28 @@ DeviceReading XpumlBackend::read(const DeviceIdentity& device) {
     xpuml::add_clock_metric(mhz, subject, reading.metrics);
   if (lost) return lost_reading();
 
-  // The library fills at most `slots` entries; with more processes it reports the total and
-  // INSUFFICIENT_SIZE, which answers our question just as well.
-  std::array<xpumlProcessInfo_t, kProcessSlots> processes{};
-  unsigned slots = kProcessSlots;
-  xpumlReturn_t rc =
-      library_->call(sym.device_get_compute_running_processes, handle, &slots, processes.data());
-  if (rc == XPUML_SUCCESS && slots <= kProcessSlots) {
+  // NVML's sizing protocol (process_query.h), starting from the count seen last time.
+  const auto& processes_fn = sym.device_get_compute_running_processes;
+  const auto processes = xpuml::query_processes(
+      [&](unsigned* count, xpumlProcessInfo_t* records) {
+        return library_->call(processes_fn, handle, count, records);
+      },
+      card->second.last_process_count);
+  if (!processes.implausible.empty()) {
     any_succeeded = true;
-    xpuml::add_process_count_metric(slots, subject, reading.metrics);
-    reading.processes = xpuml::process_list(std::span(processes.data(), slots), subject);
-  } else if (rc == XPUML_ERROR_INSUFFICIENT_SIZE && slots > kProcessSlots) {
+    spdlog::debug("{}: dropping {}: {} {}", subject, xpu::names::metric::kProcessCount,
+                  processes_fn.name, processes.implausible);
+  } else if (processes.count) {
     any_succeeded = true;
-    xpuml::add_process_count_metric(slots, subject, reading.metrics);
-  } else if (rc == XPUML_SUCCESS || rc == XPUML_ERROR_INSUFFICIENT_SIZE) {
-    any_succeeded = true;
-    spdlog::debug("{}: dropping {}: {} reported {} processes for {} slots", subject,
-                  xpu::names::metric::kProcessCount, sym.device_get_compute_running_processes.name,
-                  slots, kProcessSlots);
+    card->second.last_process_count = *processes.count;
+    xpuml::add_process_count_metric(*processes.count, subject, reading.metrics);
+    if (processes.records)
+      reading.processes = xpuml::process_list(*processes.records, subject);
+    else
+      spdlog::debug("{}: {} kept growing past the room offered; publishing the count only",
+                    subject, processes_fn.name);
   } else {
-    succeeded(rc, sym.device_get_compute_running_processes.name);
+    succeeded(processes.code, processes_fn.name);
   }
   if (lost) return lost_reading();
 
@@ -474,12 +505,16 @@ std::optional<VfChangeError> XpumlBackend::set_virtual_function_count(const Devi
     return VfChangeError{Kind::Failed, "cannot read the SR-IOV limit: " +
                                            library_->error_message(sym.device_get_attributes.name,
                                                                    subject, rc)};
-  if (attributes.maxVFCount == 0)
-    return VfChangeError{Kind::NotSupported,
-                         subject + " has no SR-IOV capability (maxVFCount 0)"};
-  if (count > attributes.maxVFCount)
+  // maxVFCount 0 or "not available" (all ones): no SR-IOV, never a limit of four billion.
+  const auto limit = xpuml::virtual_function_limit(attributes.maxVFCount);
+  if (!limit)
+    return VfChangeError{
+        Kind::NotSupported,
+        subject + " has no SR-IOV capability (maxVFCount " +
+            (attributes.maxVFCount == 0 ? std::string("0") : std::string("not available")) + ")"};
+  if (count > *limit)
     return VfChangeError{Kind::InvalidArgument,
-                         subject + " supports at most " + std::to_string(attributes.maxVFCount) +
+                         subject + " supports at most " + std::to_string(*limit) +
                              " virtual functions (maxVFCount), not " + std::to_string(count)};
   rc = library_->call(sym.device_set_sriov_vf_num, handle, static_cast<int>(count));
   if (rc == XPUML_SUCCESS) {

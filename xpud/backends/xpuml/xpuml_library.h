@@ -75,6 +75,10 @@ struct Symbols {
   Function<decltype(&::xpumlDeviceGetName)> device_get_name{nullptr, "xpumlDeviceGetName"};
   Function<decltype(&::xpumlDeviceGetMinorNumber)> device_get_minor_number{
       nullptr, "xpumlDeviceGetMinorNumber"};
+  // The physical id, which names the card (/dev/xpu<id>).
+  Function<decltype(&::xpumlDeviceGetId)> device_get_id{nullptr, "xpumlDeviceGetId"};
+  // No public header declares it (it is commented out in all of them); kept in case a library
+  // exports it.
   Function<decltype(&::xpumlDeviceGetUUID)> device_get_uuid{nullptr, "xpumlDeviceGetUUID"};
   Function<decltype(&::xpumlErrorString)> error_string{nullptr, "xpumlErrorString"};
   // Optional: without it, virtual functions are set through sysfs sriov_numvfs.

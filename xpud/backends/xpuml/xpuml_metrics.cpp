@@ -32,10 +32,10 @@ void add_pool(std::uint64_t used, std::uint64_t total, std::string_view used_key
 }  // namespace
 
 void add_memory_metrics(const xpumlMemory_t& memory, std::string_view device, Metrics& out) {
-  add_pool(memory.usedGlobal, memory.totalGlobal, metric::kMemoryUsed, metric::kMemoryTotal, device,
-           out);
-  add_pool(memory.usedL3, memory.totalL3, metric::kL3MemoryUsed, metric::kL3MemoryTotal, device,
-           out);
+  add_pool(memory.usedGlobalMemory, memory.totalGlobalMemory, metric::kMemoryUsed,
+           metric::kMemoryTotal, device, out);
+  add_pool(memory.usedL3Memory, memory.totalL3Memory, metric::kL3MemoryUsed,
+           metric::kL3MemoryTotal, device, out);
 }
 
 void add_utilization_metrics(const xpumlUtilization_t& utilization, std::string_view device,
@@ -85,12 +85,12 @@ std::vector<ProcessUsage> process_list(std::span<const xpumlProcessInfo_t> entri
   processes.reserve(entries.size());
   for (const auto& entry : entries) {
     const unsigned pid = entry.root_ns_pid != 0 ? entry.root_ns_pid : entry.pid;
-    if (pid == 0 || entry.usedGlobal > kMaxMemoryBytes) {
+    if (pid == 0 || entry.usedGlobalMemory > kMaxMemoryBytes) {
       spdlog::debug("{}: dropping process entry pid {} (host pid {}) with {} bytes", device,
-                    entry.pid, entry.root_ns_pid, entry.usedGlobal);
+                    entry.pid, entry.root_ns_pid, entry.usedGlobalMemory);
       continue;
     }
-    processes.push_back(ProcessUsage{pid, entry.usedGlobal});
+    processes.push_back(ProcessUsage{pid, entry.usedGlobalMemory});
   }
   return processes;
 }

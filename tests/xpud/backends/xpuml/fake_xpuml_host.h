@@ -20,6 +20,10 @@ namespace xpud::test {
 inline std::filesystem::path fake_xpuml_library() {
   return XPUML_FAKE_LIBRARY;
 }
+// The current library plus xpumlDeviceGetUUID, which no real one is known to export.
+inline std::filesystem::path fake_xpuml_uuid_library() {
+  return XPUML_FAKE_UUID_LIBRARY;
+}
 inline std::filesystem::path fake_xpuml_old_library() {
   return XPUML_FAKE_OLD_LIBRARY;
 }

@@ -5,6 +5,7 @@
 #include "tests/xpud/backends/captured_log.h"
 #include "tests/xpud/backends/xpuml/fake_xpuml_host.h"
 #include "xpud/backends/device_uuid.h"
+#include "xpud/backends/virtual_functions.h"
 #include "xpud/backends/xpuml/xpuml_backend.h"
 
 namespace xpud {
@@ -49,7 +50,8 @@ memory_total 16GiB
 )");
   host.write_numa_node("0000:3b:00.0", "0\n");
   host.write_numa_node("af12:af:1f.7", "1\n");
-  auto backend = load();
+  // The variant with xpumlDeviceGetUUID (no real library is known to have it).
+  auto backend = load(test::fake_xpuml_uuid_library());
   ASSERT_TRUE(backend);
   auto devices = discover(*backend);
   ASSERT_EQ(devices.size(), 2u);
@@ -115,9 +117,9 @@ name ""
   EXPECT_EQ(devices[3].model, "unknown");
 }
 
-TEST_F(XpumlDiscoverTest, VirtualFunctionsByPciIdOrHostVxpuMode) {
+TEST_F(XpumlDiscoverTest, VirtualFunctionsByPciIdOrModelIdAndSriovOnMarksAPhysicalFunction) {
   host.write_scenario(R"(
-devices 4
+devices 5
 device 0
 pci_device_id 0x36851d22
 device 1
@@ -128,29 +130,83 @@ pci_device_id 0
 vxpu_mode 1
 device 3
 vxpu_mode 2
+model_id 200
+device 4
+pci_device_id 0
+model_id 202
 )");
   auto backend = load();
   ASSERT_TRUE(backend);
   auto devices = discover(*backend);
-  ASSERT_EQ(devices.size(), 4u);
+  ASSERT_EQ(devices.size(), 5u);
   EXPECT_TRUE(devices[0].is_virtual_function);
   EXPECT_EQ(devices[0].model, "KL2-VF");
-  EXPECT_TRUE(devices[1].is_virtual_function);
+  // SRIOV_ON is a PF whose virtual functions are on, whatever its PCI ids: not a VF.
+  EXPECT_FALSE(devices[1].is_virtual_function);
+  EXPECT_TRUE(devices[1].sriov_enabled);
   EXPECT_FALSE(devices[2].is_virtual_function);
-  // A physical R200 (PCI id 0x3684) whose host has SR-IOV on is still the physical card.
+  EXPECT_FALSE(devices[2].sriov_enabled);
   EXPECT_FALSE(devices[3].is_virtual_function);
+  EXPECT_TRUE(devices[3].sriov_enabled);
   EXPECT_EQ(devices[3].model, "R200");
+  // A VF by its model id alone, named as the vendor's device plugin names it.
+  EXPECT_TRUE(devices[4].is_virtual_function);
+  EXPECT_FALSE(devices[4].sriov_enabled);
+  EXPECT_EQ(devices[4].model, "R200-VF-8G");
 }
 
-TEST_F(XpumlDiscoverTest, MinorNumberIsTheIndexAndCardsAreOrderedByIt) {
+TEST_F(XpumlDiscoverTest, PhysicalFunctionWithVirtualFunctionsOnAndItsVfs) {
+  host.write_scenario("devices 2\ndevice 0\nmax_vfs 3\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 2u);
+  ASSERT_NE(backend->virtual_functions(), nullptr);
+  ASSERT_EQ(backend->virtual_functions()->set_virtual_function_count(devices[0], 2), std::nullopt);
+
+  devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 4u);
+  EXPECT_EQ(devices[0].pci_bus_id, "0000:3b:00.0");
+  EXPECT_TRUE(devices[0].sriov_enabled);
+  EXPECT_FALSE(devices[0].is_virtual_function);
+  EXPECT_EQ(devices[0].model, "R200");
+  EXPECT_EQ(devices[1].pci_bus_id, "0000:3c:00.0");
+  EXPECT_FALSE(devices[1].sriov_enabled);
+  // The VFs: the next physical ids after the cards', their own model and share of memory.
+  for (unsigned i : {2u, 3u}) {
+    EXPECT_EQ(devices[i].index, i);
+    EXPECT_TRUE(devices[i].is_virtual_function);
+    EXPECT_FALSE(devices[i].sriov_enabled);
+    EXPECT_EQ(devices[i].model, "R200-VF-8G");
+    EXPECT_EQ(devices[i].memory_total_bytes, std::uint64_t{16} << 30);
+    EXPECT_EQ(devices[i].device_nodes,
+              (std::vector<std::string>{"/dev/xpu" + std::to_string(i), "/dev/xpuctrl"}));
+  }
+  EXPECT_EQ(devices[2].pci_bus_id, "0000:3b:00.1");
+}
+
+TEST_F(XpumlDiscoverTest, MaxVfCountNotAvailableMeansNoSriov) {
+  host.write_scenario("devices 1\n");  // maxVFCount 4294967295, as a K200 reports it
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 1u);
+  auto error = backend->virtual_functions()->set_virtual_function_count(devices[0], 2);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->kind, VfChangeError::Kind::NotSupported);
+  EXPECT_THAT(error->message, HasSubstr("no SR-IOV capability (maxVFCount not available)"));
+}
+
+TEST_F(XpumlDiscoverTest, PhysicalIdIsTheIndexNotTheMinorAndCardsAreOrderedByIt) {
+  // Minors 0, 2, 4 (the driver's steps of two) and physical ids in neither order.
   host.write_scenario(R"(
 devices 3
 device 0
-minor 5
+id 5
 device 1
-minor 1
+id 1
 device 2
-minor 3
+id 3
 )");
   auto backend = load();
   ASSERT_TRUE(backend);
@@ -161,8 +217,27 @@ minor 3
   EXPECT_EQ(devices[2].pci_bus_id, "0000:3b:00.0");
 }
 
+TEST_F(XpumlDiscoverTest, DefaultMinorsInStepsOfTwoNameNothing) {
+  host.write_scenario("devices 8\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  EXPECT_THAT(indices(discover(*backend)), ElementsAre(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+TEST_F(XpumlDiscoverTest, NamesThatDifferFromTheLibraryOrderAreNotedOnceAtInfoLevel) {
+  test::CapturedLog log;
+  host.write_scenario("devices 2\ndevice 0\nid 1\ndevice 1\nid 0\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  discover(*backend);
+  discover(*backend);
+  EXPECT_EQ(log.count("info", "index 0 (0000:3b:00.0) is xpu1; the vendor's container runtime"),
+            1);
+  EXPECT_EQ(log.count("info", "CXPU_VISIBLE_DEVICES"), 2);  // one line per card
+}
+
 TEST_F(XpumlDiscoverTest, SecondCardClaimingTheSameIndexIsSkipped) {
-  host.write_scenario("devices 2\ndevice 1\nminor 0\n");
+  host.write_scenario("devices 2\ndevice 1\nid 0\n");
   auto backend = load();
   ASSERT_TRUE(backend);
   auto devices = discover(*backend);
@@ -170,12 +245,61 @@ TEST_F(XpumlDiscoverTest, SecondCardClaimingTheSameIndexIsSkipped) {
   EXPECT_EQ(devices[0].pci_bus_id, "0000:3b:00.0");
 }
 
-TEST_F(XpumlDiscoverTest, MinorNumberFailureFallsBackToLibraryIndex) {
-  host.write_scenario(
-      "devices 2\ndevice 1\nminor 9\nfail xpumlDeviceGetMinorNumber NOT_SUPPORTED\n");
+TEST_F(XpumlDiscoverTest, GetIdFailureFallsBackOnTheClassLinkThenOnTheLibraryIndex) {
+  test::CapturedLog log;
+  host.write_scenario(R"(
+devices 3
+device 1
+id 9
+fail xpumlDeviceGetId UNKNOWN
+device 2
+id 8
+fail xpumlDeviceGetId UNKNOWN
+)");
+  // The driver's class device names the second card; the third has none.
+  host.tree().add_pci_function(xpu::fakes::kunlunxin_r_series("0000:3c:00.0", 1));
+  host.tree().add_pci_function(xpu::fakes::kunlunxin_r_series("0000:3d:00.0", 1));
+  host.tree().publish_class_device("0000:3c:00.0", 4);
   auto backend = load();
   ASSERT_TRUE(backend);
-  EXPECT_THAT(indices(discover(*backend)), ElementsAre(0, 1));
+  EXPECT_THAT(indices(discover(*backend)), ElementsAre(0, 2, 4));
+  EXPECT_EQ(log.count("warning", "naming it xpu4 after the xpu class device"), 1);
+  EXPECT_EQ(log.count("warning", "naming it xpu2 by the library's order"), 1);
+  // Once per appearance, not on every discovery.
+  discover(*backend);
+  EXPECT_EQ(log.count("warning", "naming it xpu2 by the library's order"), 1);
+}
+
+TEST_F(XpumlDiscoverTest, LibraryWithoutGetIdIsNamedByTheClassLinks) {
+  // An older library: sysfs's class devices name the cards, a K200's two chips included.
+  host.write_scenario(R"(
+devices 3
+device 0
+bus_id 00000000:5E:00.0
+board 2
+pci_subsystem_id 0
+device 1
+bus_id 00000000:5E:00.0
+board 2
+pci_subsystem_id 0
+device 2
+bus_id 00000000:3B:00.0
+)");
+  host.tree().add_pci_function(xpu::fakes::kunlunxin_k200("0000:5e:00.0"));
+  host.tree().add_pci_function(xpu::fakes::kunlunxin_r_series("0000:3b:00.0", 1));
+  host.tree().publish_class_device("0000:5e:00.0", 6);
+  host.tree().publish_class_device("0000:5e:00.0", 7);
+  host.tree().publish_class_device("0000:3b:00.0", 2);
+  test::CapturedLog log;
+  auto backend = load(test::fake_xpuml_old_library());
+  ASSERT_TRUE(backend);
+  auto devices = discover(*backend);
+  EXPECT_THAT(indices(devices), ElementsAre(2, 6, 7));
+  ASSERT_EQ(devices.size(), 3u);
+  EXPECT_EQ(devices[0].pci_bus_id, "0000:3b:00.0");
+  EXPECT_EQ(devices[1].uuid, derived_device_uuid("0000:5e:00.0", "K200", 0));
+  EXPECT_EQ(devices[2].uuid, derived_device_uuid("0000:5e:00.0", "K200", 1));
+  EXPECT_EQ(log.count("warning", "naming it"), 0);
 }
 
 TEST_F(XpumlDiscoverTest, OldLibraryUsesLibraryIndexAndDerivesStableUuids) {
@@ -297,14 +421,12 @@ devices 2
 device 0
 board 2
 pci_subsystem_id 0
-minor 1
-uuid ""
+id 1
 device 1
 board 2
 pci_subsystem_id 0
-minor 0
+id 0
 bus_id 00000000:3B:00.0
-uuid ""
 )");
   auto backend = load();
   ASSERT_TRUE(backend);
@@ -327,7 +449,7 @@ uuid ""
 device 2
 uuid aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 )");
-  auto backend = load();
+  auto backend = load(test::fake_xpuml_uuid_library());
   ASSERT_TRUE(backend);
   auto devices = discover(*backend);
   ASSERT_EQ(devices.size(), 3u);
@@ -344,7 +466,7 @@ uuid 4f1c2b3a-1111-4222-8333-444455556666
 device 2
 uuid 4f1c2b3a-1111-4222-8333-444455556666
 )");
-  auto backend = load();
+  auto backend = load(test::fake_xpuml_uuid_library());
   ASSERT_TRUE(backend);
   test::CapturedLog log;
   auto devices = discover(*backend);

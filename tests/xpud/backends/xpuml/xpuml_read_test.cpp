@@ -72,6 +72,44 @@ processes 3
   EXPECT_EQ(reading.metrics, expected);
 }
 
+TEST_F(XpumlReadTest, AHundredProcessesOnOneCardAndNoneOnAnother) {
+  // 100 records of 128 bytes, more than any fixed buffer xpud had (64 records of 32 bytes).
+  ASSERT_NO_FATAL_FAILURE(start("devices 2\ndevice 0\nprocesses 100\n"));
+  test::FakeXpumlCalls calls(test::fake_xpuml_library());
+  auto busy = read(0);
+  EXPECT_FALSE(busy.read_error);
+  EXPECT_EQ(busy.metrics.at(key(metric::kProcessCount)), 100.0);
+  ASSERT_TRUE(busy.processes);
+  ASSERT_EQ(busy.processes->size(), 100u);
+  for (unsigned i = 0; i < 100; ++i)
+    EXPECT_EQ((*busy.processes)[i], (ProcessUsage{1000 + i, std::uint64_t{1} << 30})) << i;
+
+  auto idle = read(1);
+  EXPECT_EQ(idle.metrics.at(key(metric::kProcessCount)), 0.0);
+  ASSERT_TRUE(idle.processes);
+  EXPECT_TRUE(idle.processes->empty());
+
+  // The next read starts from the count it saw: one question, not two.
+  const unsigned before = calls.count("xpumlDeviceGetComputeRunningProcesses");
+  EXPECT_EQ(read(0).processes.value_or(std::vector<ProcessUsage>{}).size(), 100u);
+  EXPECT_EQ(calls.count("xpumlDeviceGetComputeRunningProcesses"), before + 1);
+}
+
+TEST_F(XpumlReadTest, ProcessRecordsAreReadWhole) {
+  ASSERT_NO_FATAL_FAILURE(start(R"(
+devices 1
+device 0
+process 4242 2GiB 7
+process 4300 512MiB
+process 4400 1MiB 9
+)"));
+  auto reading = read(0);
+  EXPECT_EQ(reading.processes,
+            (std::optional<std::vector<ProcessUsage>>{{{4242, std::uint64_t{2} << 30},
+                                       {4300, std::uint64_t{512} << 20},
+                                       {4400, std::uint64_t{1} << 20}}}));
+}
+
 TEST_F(XpumlReadTest, MetricsThatCannotBeReadAreLeftOut) {
   ASSERT_NO_FATAL_FAILURE(start(R"(
 devices 2
