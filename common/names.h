@@ -52,14 +52,16 @@ inline constexpr std::string_view kHealthReason = "HealthReason";
 inline constexpr std::string_view kHealthReasonKind = "HealthReasonKind";
 inline constexpr std::string_view kHealthTransitions = "HealthTransitions";
 inline constexpr std::string_view kIsVirtualFunction = "IsVirtualFunction";
+inline constexpr std::string_view kSriovEnabled = "SriovEnabled";
 
 inline constexpr std::array<std::string_view, 6> kManager = {
     kVersion, kBackend, kDriverVersion, kDeviceCount, kHealthyDeviceCount,
     kClusterReconfigureAllowed};
-inline constexpr std::array<std::string_view, 15> kDevice = {
+inline constexpr std::array<std::string_view, 16> kDevice = {
     kIndex,     kName,         kUuid,          kSerial,       kModel,
     kPciBusId,  kNumaNode,     kMemoryTotalBytes, kDeviceNodes, kLinkedDevices,
-    kHealth,    kHealthReason, kHealthReasonKind, kHealthTransitions, kIsVirtualFunction};
+    kHealth,    kHealthReason, kHealthReasonKind, kHealthTransitions, kIsVirtualFunction,
+    kSriovEnabled};
 }  // namespace property
 
 inline constexpr std::string_view kErrorNoSuchDevice = "com.kunlunxin.xpud1.Error.NoSuchDevice";

@@ -39,6 +39,10 @@ struct DeviceInfo {
   // Health -> how often the card became it (an older xpud without the property: empty).
   std::map<std::string, std::uint64_t> health_transitions;
   bool is_virtual_function = false;
+  // A physical function with its SR-IOV virtual functions on: no compute of its own, so the
+  // cluster offers it to no pod (its virtual functions are offered instead). An older xpud
+  // without the property: false.
+  bool sriov_enabled = false;
 
   bool operator==(const DeviceInfo&) const = default;
 };

@@ -50,6 +50,7 @@ Result<DeviceInfo> parse_device(const PropertyMap& p) {
   // Added later than the rest: optional.
   get_property(p, property::kHealthReasonKind, d.health_reason_kind);
   get_property(p, property::kHealthTransitions, d.health_transitions);
+  get_property(p, property::kSriovEnabled, d.sriov_enabled);
   if (d.uuid.empty()) return Error{"empty Uuid"};
   if (health != names::kHealthy && health != names::kUnhealthy)
     return Error{"Health is '" + health + "'"};

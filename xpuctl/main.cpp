@@ -1,5 +1,6 @@
 // xpuctl: the operator's view of xpud over D-Bus: list, show INDEX, metrics, processes, each
 // with --json; and, as root, configure-vfs INDEX COUNT.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -61,6 +62,7 @@ void write_device_json(xpuctl::JsonWriter& json, const xpu::DeviceInfo& d) {
   for (unsigned index : d.linked_devices) json.value(index);
   json.end_array()
       .key("is_virtual_function").value(d.is_virtual_function)
+      .key("sriov_enabled").value(d.sriov_enabled)
       .key("health").value(d.healthy ? "Healthy" : "Unhealthy")
       .key("health_reason").value(d.health_reason)
       .end_object();
@@ -96,12 +98,20 @@ int cmd_list(xpu::XpudClient& client, bool json_output) {
     std::printf("%s\n", json.str().c_str());
     return 0;
   }
-  std::printf("xpud %s  backend %s  driver %s  %u devices, %u healthy\n\n", manager->version.c_str(),
+  const auto sriov_pfs = std::count_if(devices->begin(), devices->end(),
+                                       [](const xpu::DeviceInfo& d) { return d.sriov_enabled; });
+  // A PF with SR-IOV on is listed but no pod gets it: say so where the counts are read.
+  const std::string not_offered =
+      sriov_pfs == 0 ? ""
+                     : ", " + std::to_string(sriov_pfs) + (sriov_pfs == 1 ? " PF" : " PFs") +
+                           " with SR-IOV on (not offered)";
+  std::printf("xpud %s  backend %s  driver %s  %u devices, %u healthy%s\n\n", manager->version.c_str(),
               manager->backend.c_str(), manager->driver_version.empty() ? "unknown" : manager->driver_version.c_str(),
-              manager->device_count, manager->healthy_device_count);
+              manager->device_count, manager->healthy_device_count, not_offered.c_str());
   xpuctl::Table table({"XPU", "MODEL", "UUID", "PCI BUS ID", "NUMA", "MEMORY", "LINKS", "HEALTH"});
   for (const auto& d : *devices) {
-    table.add({std::to_string(d.index), d.model + (d.is_virtual_function ? " (VF)" : ""), d.uuid,
+    const char* kind = d.is_virtual_function ? " (VF)" : d.sriov_enabled ? " (PF, SR-IOV on)" : "";
+    table.add({std::to_string(d.index), d.model + kind, d.uuid,
                d.pci_bus_id, d.numa_node < 0 ? "-" : std::to_string(d.numa_node),
                d.memory_total_bytes ? format_mib(static_cast<double>(d.memory_total_bytes)) : "-",
                format_index_list(d.linked_devices), health_text(d)});
@@ -143,6 +153,7 @@ int cmd_show(xpu::XpudClient& client, unsigned index, bool json_output) {
   table.add({"PCI bus id", d.pci_bus_id});
   table.add({"NUMA node", d.numa_node < 0 ? "unknown" : std::to_string(d.numa_node)});
   table.add({"Virtual function", d.is_virtual_function ? "yes" : "no"});
+  if (d.sriov_enabled) table.add({"SR-IOV", "on (not offered to pods; its virtual functions are)"});
   table.add({"Device nodes", nodes});
   table.add({"Linked devices", format_index_list(d.linked_devices)});
   table.add({"Health", health_text(d)});

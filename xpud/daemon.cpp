@@ -33,9 +33,16 @@ SamplerSettings sampler_settings(const Config& config) {
                          config.stall_grace, config.rescan_interval};
 }
 
+// Physical functions with SR-IOV on count among the devices but are offered to no pod: an
+// operator who sees "8 devices" and 6 allocatable cards reads why here.
 std::string status_line(const DbusService& service) {
-  return std::to_string(service.device_count()) + " devices, " +
-         std::to_string(service.healthy_device_count()) + " healthy, backend " + service.backend() +
+  const unsigned sriov_pfs = service.sriov_enabled_count();
+  std::string line = std::to_string(service.device_count()) + " devices, " +
+                     std::to_string(service.healthy_device_count()) + " healthy, ";
+  if (sriov_pfs > 0)
+    line += std::to_string(sriov_pfs) + (sriov_pfs == 1 ? " PF" : " PFs") +
+            " with SR-IOV on (not offered), ";
+  return line + "backend " + service.backend() +
          (service.driver_stalled() ? ", driver stalled" : "");
 }
 

@@ -160,6 +160,7 @@ class DeviceObject final
     return {identity_.linked_devices.begin(), identity_.linked_devices.end()};
   }
   bool IsVirtualFunction() override { return identity_.is_virtual_function; }
+  bool SriovEnabled() override { return identity_.sriov_enabled; }
   std::string Health() override {
     return std::string(healthy_ ? names::kHealthy : names::kUnhealthy);
   }
@@ -298,6 +299,12 @@ unsigned DbusService::healthy_device_count() const {
   unsigned healthy = 0;
   for (const auto& [index, device] : devices_) healthy += device->healthy() ? 1 : 0;
   return healthy;
+}
+
+unsigned DbusService::sriov_enabled_count() const {
+  unsigned count = 0;
+  for (const auto& [index, device] : devices_) count += device->identity().sriov_enabled ? 1 : 0;
+  return count;
 }
 
 void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {

@@ -49,6 +49,8 @@ class DbusService {
 
   unsigned device_count() const;
   unsigned healthy_device_count() const;
+  // Devices that are physical functions with their SR-IOV virtual functions on (SriovEnabled).
+  unsigned sriov_enabled_count() const;
   const std::string& backend() const { return facts_.backend; }
   bool driver_stalled() const { return snapshot_ && snapshot_->driver_stalled; }
 

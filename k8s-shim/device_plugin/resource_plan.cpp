@@ -142,11 +142,18 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
   std::map<unsigned, std::string> id_of_index;
   std::vector<const xpu::DeviceInfo*> ordered;
   std::string skipped_functions;
+  std::string sriov_physical_functions;
   for (const auto& device : view.devices) ordered.push_back(&device);
   std::stable_sort(ordered.begin(), ordered.end(),
                    [](const auto* a, const auto* b) { return a->index < b->index; });
   for (const auto* device : ordered) {
     const std::string where = "device xpu" + std::to_string(device->index);
+    // No compute of its own (its virtual functions have it), with or without --enable-sriov,
+    // whole or shared: the vendor's device plugin skips such a PF too.
+    if (device->sriov_enabled) {
+      sriov_physical_functions += (sriov_physical_functions.empty() ? "" : ", ") + where.substr(7);
+      continue;
+    }
     if (device->is_virtual_function && !config.enable_sriov) {
       skipped_functions += (skipped_functions.empty() ? "" : ", ") + where.substr(7);
       continue;
@@ -190,6 +197,12 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
   if (!skipped_functions.empty())
     plan.notices.push_back("SR-IOV virtual functions " + skipped_functions +
                            " are not advertised: --enable-sriov is not set");
+  if (!sriov_physical_functions.empty())
+    plan.notices.push_back(
+        "physical functions " + sriov_physical_functions +
+        " are not advertised: their SR-IOV virtual functions are on, which leaves them no compute "
+        "of their own" +
+        (config.enable_sriov ? "" : " (--enable-sriov advertises the virtual functions)"));
 
   for (const auto* device : accepted) {
     PluginDevice out;

@@ -13,6 +13,8 @@
 // `<domain>/vxpu` on `kunlunxin-vxpu.sock` (per model: `<domain>/<Model>-vxpu` on
 // `kunlunxin-vxpu-<model>.sock`); without the flag they are left out (a notice, not a warning).
 // A virtual function needs the device nodes xpud lists for it; it is left out without them.
+// A physical function whose virtual functions are on (xpud's SriovEnabled) has no compute of its
+// own and is never advertised, neither whole nor shared (a notice).
 // Shared mode (share_replicas > 0): each physical card is advertised share_replicas times as
 // `<domain>/xpu-shared` on `kunlunxin-xpu-shared.sock` (per model: `<domain>/<Model>-shared` on
 // `kunlunxin-xpu-shared-<model>.sock`), device IDs `<uuid>::<replica>`, and the whole-card
@@ -80,7 +82,8 @@ struct ResourcePlan {
   // Devices xpud reported that cannot be advertised, each with the reason, and an SR-IOV count
   // that differs from --sriov-num-vfs (warnings for the log).
   std::vector<std::string> problems;
-  // Devices left out on purpose (virtual functions without --enable-sriov): info for the log.
+  // Devices left out on purpose (virtual functions without --enable-sriov, physical functions
+  // with SR-IOV on): info for the log.
   std::vector<std::string> notices;
 };
 

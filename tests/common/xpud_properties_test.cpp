@@ -44,6 +44,12 @@ TEST(XpudProperties, ACompleteDevice) {
   EXPECT_FALSE(device->healthy);
   EXPECT_EQ(device->health_reason_kind, "driver_fault");
   EXPECT_EQ(device->health_transitions.at("Unhealthy"), 2u);
+  EXPECT_FALSE(device->sriov_enabled);
+
+  p[std::string(property::kSriovEnabled)] = sdbus::Variant(true);
+  auto pf = parse_device(p);
+  ASSERT_TRUE(pf) << pf.error();
+  EXPECT_TRUE(pf->sriov_enabled);
 }
 
 TEST(XpudProperties, AnOlderXpudWithoutTheNewerPropertiesStillWorks) {
@@ -51,6 +57,7 @@ TEST(XpudProperties, AnOlderXpudWithoutTheNewerPropertiesStillWorks) {
   ASSERT_TRUE(device) << device.error();
   EXPECT_EQ(device->health_reason_kind, "");
   EXPECT_TRUE(device->health_transitions.empty());
+  EXPECT_FALSE(device->sriov_enabled);  // before SriovEnabled, an SR-IOV PF read as a VF
 }
 
 TEST(XpudProperties, MalformedDevicesAreErrors) {

@@ -163,6 +163,44 @@ wait_for "the reload to be logged" 10 \
   sh -c "nsenter --target $leader --all -- journalctl -u xpud -o cat | grep -q 'configuration reloaded (interval 700 ms'"
 expect_eq "still active after reload" "$(in_container systemctl is-active xpud)" "active"
 
+log "ConfigureVirtualFunctions under the sandbox: an SR-IOV PF's directory is writable, the rest of /sys is not"
+# ProtectKernelTunables=yes makes /sys read-only for xpud; xpud-generator names the real directory
+# of each Kunlunxin physical function with SR-IOV (whose sriov_numvfs ConfigureVirtualFunctions
+# writes) in a ReadWritePaths= drop-in. Generators skip that in a container, and this host has
+# no such card, so the test writes the drop-in the generator would, for a real PCI function of
+# the host (nothing is written to it: writability is checked with access(2)). nspawn mounts the
+# container's /sys read-only, where a host's is read-write, and a ReadWritePaths= mount keeps the
+# outside's mode: the container's /sys is read-write for this check only.
+pf_link=$(in_container sh -c 'ls -d /sys/bus/pci/devices/* | head -1')
+other_link=$(in_container sh -c 'ls -d /sys/bus/pci/devices/* | sed -n 2p')
+pf=$(in_container readlink -f "$pf_link")
+other=$(in_container readlink -f "$other_link")
+case "$pf" in /sys/devices/pci*) ;; *) fail "no PCI function to check with ($pf_link -> $pf)" ;; esac
+dropin=/run/systemd/system/xpud.service.d
+in_container mkdir -p "$dropin"
+printf '%s\n' '# As xpud-generator writes it for an SR-IOV physical function (e2e).' '[Service]' \
+  "ReadWritePaths=-$pf" | in_container tee "$dropin/50-xpu-sriov.conf" >/dev/null
+in_container mount -o remount,rw /sys
+in_container systemctl daemon-reload
+in_container systemctl restart xpud
+wait_for "xpud to be active with the drop-in" 30 in_container systemctl is-active --quiet xpud
+xpud_pid=$(in_container systemctl show -P MainPID xpud)
+mounts=$(in_container cat "/proc/$xpud_pid/mountinfo")
+expect_eq "xpud's /sys is read-only (ProtectKernelTunables=yes)" \
+  "$(awk '$5 == "/sys" { split($6, o, ","); print o[1] }' <<<"$mounts" | tail -1)" "ro"
+expect_eq "xpud's mount of the PF's real path $pf is read-write" \
+  "$(awk -v p="$pf" '$5 == p { split($6, o, ","); print o[1] }' <<<"$mounts" | tail -1)" "rw"
+in_xpud() { in_container nsenter --target "$xpud_pid" --mount -- "$@"; }
+writable() { if in_xpud test -w "$1"; then echo writable; else echo read-only; fi; }
+expect_eq "for xpud, the PF's directory" "$(writable "$pf")" "writable"
+expect_eq "for xpud, the PF through its bus link ($pf_link)" "$(writable "$pf_link")" "writable"
+expect_eq "for xpud, another PCI function ($other)" "$(writable "$other")" "read-only"
+expect_eq "for xpud, CPU hotplug" "$(writable /sys/devices/system/cpu)" "read-only"
+expect_eq "for xpud, /sys/bus/pci itself" "$(writable /sys/bus/pci)" "read-only"
+in_container rm "$dropin/50-xpu-sriov.conf"
+in_container mount -o remount,ro /sys
+in_container systemctl daemon-reload
+
 log "stop"
 in_container systemctl stop xpud
 expect_eq "stop result" "$(in_container systemctl show -P Result xpud)" "success"

@@ -189,17 +189,68 @@ class Generator(unittest.TestCase):
             "dev-xpuctrl.device.d/50-xpud.conf": {"Unit": [("JobRunningTimeoutSec", "30s")]},
         })
 
+    def run_generator_on_real_layout(self, directory, functions):
+        """Lays out sysfs as the kernel does (the bus entry a symlink into devices/pci<root>/);
+        `functions`: bus id -> (vendor, attribute names). Returns the sysfs root."""
+        sysfs = os.path.join(directory, "sys")
+        bus = os.path.join(sysfs, "bus", "pci", "devices")
+        os.makedirs(bus)
+        for bus_id, (vendor, attributes) in functions.items():
+            # Behind a root port on bus 0 of the function's own root: devices/pci0000:3b/0000:00:01.0/
+            real = os.path.join(sysfs, "devices", "pci" + bus_id[:7], bus_id[:5] + "00:01.0", bus_id)
+            os.makedirs(real)
+            with open(os.path.join(real, "vendor"), "w", encoding="utf-8") as f:
+                f.write(vendor + "\n")
+            for name in attributes:
+                if name == "physfn":
+                    os.symlink("..", os.path.join(real, name))
+                else:
+                    with open(os.path.join(real, name), "w", encoding="utf-8") as f:
+                        f.write("4\n")
+            os.symlink(os.path.relpath(real, bus), os.path.join(bus, bus_id))
+        return sysfs
+
+    def test_sriov_physical_functions_are_made_writable_and_nothing_else(self):
+        """ConfigureVirtualFunctions writes sriov_numvfs, which ProtectKernelTunables=yes makes
+        read-only: the drop-in opens the real directory of each Kunlunxin PF that can have VFs."""
+        directory = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, directory)
+        sysfs = self.run_generator_on_real_layout(directory, {
+            "0000:3b:00.0": ("0x1d22", ["sriov_totalvfs", "sriov_numvfs"]),
+            "0000:3b:00.1": ("0x1d22", ["physfn"]),            # one of its VFs
+            "0000:5e:00.0": ("0x1d22", []),                    # no SR-IOV capability
+            "0000:af:00.0": ("0x15b3", ["sriov_totalvfs"]),    # another vendor's SR-IOV NIC
+        })
+        out = os.path.join(directory, "out")
+        os.makedirs(out)
+        subprocess.run([GENERATOR, out], check=True, timeout=30, env=dict(os.environ, XPUD_GENERATOR_SYSFS=sysfs))
+        written = parse_unit(os.path.join(out, "xpud.service.d", "50-xpu-sriov.conf"))
+        real_sysfs = os.path.realpath(sysfs)
+        self.assertEqual(written, {"Service": [
+            ("ReadWritePaths", "-" + real_sysfs + "/devices/pci0000:3b/0000:00:01.0/0000:3b:00.0")]})
+        # The shipped unit itself opens no part of /sys.
+        unit = parse_unit(UNIT)
+        self.assertEqual([v for k, v in unit.get("Service", []) if k == "ReadWritePaths"], [])
+        self.assertIn(("ProtectKernelTunables", "yes"), unit["Service"])
+
+    def test_no_sriov_function_no_writable_path(self):
+        directory = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, directory)
+        sysfs = self.run_generator_on_real_layout(directory, {"0000:5e:00.0": ("0x1d22", [])})
+        out = os.path.join(directory, "out")
+        os.makedirs(out)
+        subprocess.run([GENERATOR, out], check=True, timeout=30, env=dict(os.environ, XPUD_GENERATOR_SYSFS=sysfs))
+        self.assertEqual(sorted(os.listdir(os.path.join(out, "xpud.service.d"))), ["50-xpu-device-nodes.conf"])
+
     def test_the_drop_ins_are_valid_for_systemd(self):
         written_dir = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, written_dir)
-        sysfs = os.path.join(written_dir, "sys", "bus", "pci", "devices", "0000:3b:00.0")
-        os.makedirs(sysfs)
-        with open(os.path.join(sysfs, "vendor"), "w", encoding="utf-8") as f:
-            f.write("0x1d22\n")
+        sysfs = self.run_generator_on_real_layout(
+            written_dir, {"0000:3b:00.0": ("0x1d22", ["sriov_totalvfs", "sriov_numvfs"])})
         out = os.path.join(written_dir, "out")
         os.makedirs(out)
-        subprocess.run([GENERATOR, out], check=True, timeout=30,
-                       env=dict(os.environ, XPUD_GENERATOR_SYSFS=os.path.join(written_dir, "sys")))
+        subprocess.run([GENERATOR, out], check=True, timeout=30, env=dict(os.environ, XPUD_GENERATOR_SYSFS=sysfs))
+        self.assertTrue(os.path.exists(os.path.join(out, "xpud.service.d", "50-xpu-sriov.conf")))
         # The unit with the generated drop-in, as systemd would load it.
         with open(UNIT, encoding="utf-8") as f:
             text = f.read().replace("ExecStart=/usr/sbin/xpud", f"ExecStart={os.path.abspath(XPUD)}")

@@ -188,6 +188,57 @@ TEST_F(SysfsSriovTest, TwoVirtualFunctionsBecomeTwoDeviceObjectsWithoutARestart)
   }, 5s)) << xpud_->output();
 }
 
+// The PF whose VFs are on stays a device (operators see it) and says why the cluster does not
+// offer it: on the bus (SriovEnabled), in the unit's STATUS line and in xpuctl list.
+TEST_F(SysfsSriovTest, APhysicalFunctionWithVirtualFunctionsOnSaysSo) {
+  start(config(false));
+  KernelStandIn kernel(tree_, "0000:3b:00.0", 2);
+  xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
+  ASSERT_GE(notify_.wait_for("STATUS=2 devices, 2 healthy, backend sysfs", 5s), 0);
+  auto before = client.list_devices();
+  ASSERT_TRUE(before);
+  ASSERT_EQ(before->size(), 2u);
+  EXPECT_FALSE((*before)[0].sriov_enabled);
+
+  ASSERT_TRUE(client.configure_virtual_functions(0, 2, kCallTimeout)) << xpud_->output();
+  ASSERT_TRUE(wait_until([&] {
+    auto devices = client.list_devices();
+    return devices && devices->size() == 4u && (*devices)[0].sriov_enabled;
+  }, 5s)) << xpud_->output();
+  auto devices = client.list_devices();
+  ASSERT_TRUE(devices);
+  EXPECT_EQ((*devices)[0].pci_bus_id, "0000:3b:00.0");
+  EXPECT_FALSE((*devices)[1].sriov_enabled);
+  EXPECT_FALSE((*devices)[2].sriov_enabled);
+  EXPECT_TRUE((*devices)[2].is_virtual_function);
+  const int on =
+      notify_.wait_for("STATUS=4 devices, 4 healthy, 1 PF with SR-IOV on (not offered), backend sysfs", 5s);
+  EXPECT_GE(on, 0);
+
+  auto xpuctl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {binary_path("xpuctl/xpuctl").string(), "--bus-address", bus_.address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess process(argv, dir_.path() / ("xpuctl." + std::to_string(++calls_)));
+    auto status = process.wait(15s);
+    return std::pair{status.value_or(-1), process.output()};
+  };
+  auto [status, listed] = xpuctl({"list"});
+  EXPECT_EQ(status, 0) << listed;
+  EXPECT_THAT(listed, HasSubstr("4 devices, 4 healthy, 1 PF with SR-IOV on (not offered)"));
+  EXPECT_THAT(listed, HasSubstr("(PF, SR-IOV on)"));
+  auto [json_status, json] = xpuctl({"list", "--json"});
+  EXPECT_EQ(json_status, 0) << json;
+  EXPECT_THAT(json, HasSubstr(R"("pci_bus_id":"0000:3b:00.0")"));
+  const auto first = json.find(R"("sriov_enabled":true)");
+  EXPECT_NE(first, std::string::npos) << json;
+  EXPECT_EQ(json.find(R"("sriov_enabled":true)", first + 1), std::string::npos) << "only the PF: " << json;
+
+  // Off again: the PF is a whole card once more.
+  ASSERT_TRUE(client.configure_virtual_functions(0, 0, kCallTimeout));
+  EXPECT_GE(notify_.wait_for("STATUS=2 devices, 2 healthy, backend sysfs", 5s, static_cast<size_t>(on + 1)), 0)
+      << xpud_->output();
+}
+
 TEST_F(SysfsSriovTest, ErrorsSayWhatIsWrong) {
   start(config(false));
   xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});

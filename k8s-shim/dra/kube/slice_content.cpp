@@ -5,6 +5,7 @@
 #include <set>
 
 #include "k8s-shim/dra/dra_names.h"
+#include "k8s-shim/dra/offered_cards.h"
 
 namespace shim::dra {
 
@@ -137,10 +138,11 @@ ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view no
 
   std::vector<xpu::DeviceInfo> cards;
   for (const xpu::DeviceInfo& device : view.devices)
-    if (!device.is_virtual_function) cards.push_back(device);
+    if (is_offered_card(device)) cards.push_back(device);
   std::sort(cards.begin(), cards.end(),
             [](const auto& a, const auto& b) { return a.index < b.index; });
-  // Links to a virtual function (or to a card not listed) cannot make a group.
+  // Links to a virtual function, to a PF with SR-IOV on (or to a card not listed) cannot make a
+  // group.
   std::map<unsigned, unsigned> groups = link_groups(cards);
 
   std::optional<std::string> driver_version;

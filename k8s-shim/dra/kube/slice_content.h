@@ -42,10 +42,10 @@ std::optional<std::string> semantic_driver_version(std::string_view raw);
 // symmetric), else it starts its own group.
 std::map<unsigned, unsigned> link_groups(const std::vector<xpu::DeviceInfo>& devices);
 
-// The spec for `view`'s physical cards (virtual functions are left out), sorted by index, with
-// pool = node name and one slice in the pool. An attribute that cannot be written validly is left
-// out, and why is appended to `omitted` (when given) for the caller to log. No cards: a spec with
-// no devices.
+// The spec for `view`'s physical cards (virtual functions and PFs with SR-IOV on are left out:
+// offered_cards.h), sorted by index, with pool = node name and one slice in the pool. An attribute
+// that cannot be written validly is left out, and why is appended to `omitted` (when given) for
+// the caller to log. No cards: a spec with no devices.
 ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view node_name,
                                 std::int64_t generation,
                                 std::vector<std::string>* omitted = nullptr);

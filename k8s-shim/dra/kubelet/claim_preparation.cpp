@@ -5,6 +5,7 @@
 #include "common/names.h"
 #include "k8s-shim/dra/dra_names.h"
 #include "k8s-shim/dra/kubelet/claim_cdi_names.h"
+#include "k8s-shim/dra/offered_cards.h"
 
 namespace shim::dra {
 namespace {
@@ -23,9 +24,20 @@ std::string card_cdi_id(const xpu::DeviceInfo& card) {
 
 const xpu::DeviceInfo* find_card(const std::vector<xpu::DeviceInfo>& cards, unsigned index) {
   auto it = std::find_if(cards.begin(), cards.end(), [index](const xpu::DeviceInfo& card) {
-    return card.index == index && !card.is_virtual_function;
+    return card.index == index && is_offered_card(card);
   });
   return it == cards.end() ? nullptr : &*it;
+}
+
+// Why the device at `index` is no card to prepare: a PF with SR-IOV on is named, since the
+// scheduler could only have picked it from a slice published before its VFs were turned on.
+std::string why_not_a_card(const std::vector<xpu::DeviceInfo>& cards, unsigned index) {
+  const bool sriov_pf =
+      std::any_of(cards.begin(), cards.end(), [index](const xpu::DeviceInfo& card) {
+        return card.index == index && card.sriov_enabled;
+      });
+  return sriov_pf ? " is a physical function with SR-IOV on, which has no compute of its own"
+                  : " is not a card on this node";
 }
 
 }  // namespace
@@ -60,7 +72,7 @@ xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference, const 
     std::optional<unsigned> index = device_index(result.device);
     if (!index) return claim_error(reference, what + " is not a device name of this driver");
     const xpu::DeviceInfo* card = find_card(cards, *index);
-    if (!card) return claim_error(reference, what + " is not a card on this node");
+    if (!card) return claim_error(reference, what + why_not_a_card(cards, *index));
     // The kubelet retries a failed prepare; the scheduler should not have picked this card.
     if (!card->healthy)
       return claim_error(reference, what + " is unhealthy" +

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "k8s-shim/dra/dra_names.h"
+#include "k8s-shim/dra/offered_cards.h"
 
 namespace shim::dra {
 namespace {
@@ -58,7 +59,7 @@ void HealthService::update(const std::vector<xpu::DeviceInfo>& cards) {
   std::lock_guard lock(mutex_);
   std::map<unsigned, DeviceState> next;
   for (const auto& card : cards) {
-    if (card.is_virtual_function) continue;
+    if (!is_offered_card(card)) continue;
     auto known = devices_.find(card.index);
     const bool unchanged = known != devices_.end() && known->second.healthy == card.healthy;
     next[card.index] =

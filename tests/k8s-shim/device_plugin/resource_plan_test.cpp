@@ -335,5 +335,63 @@ TEST(ResourcePlan, SharedModePerModelWithSriov) {
   EXPECT_EQ(plan.resources[1].devices[0].id, "vf-uuid-1");
 }
 
+// A PF with SR-IOV on has no compute of its own (the vendor's device plugin skips it as "PF
+// node"): listed by xpud, never advertised, in any mode; its virtual functions are.
+xpu::DeviceInfo sriov_physical_function(unsigned index, std::string model = "R200-PF") {
+  auto d = card(index, std::move(model));
+  d.sriov_enabled = true;
+  d.device_nodes = {"/dev/xpu" + std::to_string(index), "/dev/xpuctrl"};
+  return d;
+}
+
+TEST(ResourcePlan, APhysicalFunctionWithSriovOnIsNeverAdvertised) {
+  auto linked = card(1);
+  linked.linked_devices = {0};  // a link to the PF means nothing to a pod: dropped
+  const auto view = present({sriov_physical_function(0), linked, virtual_function(2, "R200-VF-16G"),
+                             virtual_function(3, "R200-VF-16G")});
+
+  auto whole = plan_resources({}, view, false, {});
+  ASSERT_EQ(whole.resources.size(), 1u);
+  ASSERT_EQ(whole.resources[0].devices.size(), 1u);
+  EXPECT_EQ(whole.resources[0].devices[0].id, "uuid-1");
+  EXPECT_TRUE(whole.resources[0].devices[0].linked_ids.empty());
+  EXPECT_TRUE(whole.problems.empty());
+  EXPECT_EQ(whole.notices,
+            (std::vector<std::string>{
+                "SR-IOV virtual functions xpu2, xpu3 are not advertised: --enable-sriov is not set",
+                "physical functions xpu0 are not advertised: their SR-IOV virtual functions are on, "
+                "which leaves them no compute of their own (--enable-sriov advertises the virtual "
+                "functions)"}));
+
+  ResourceConfig sriov;
+  sriov.enable_sriov = true;
+  auto with_vfs = plan_resources(sriov, view, false, {});
+  ASSERT_EQ(find_resource(with_vfs, "kunlunxin.com/xpu")->devices.size(), 1u);
+  const auto* vfs = find_resource(with_vfs, "kunlunxin.com/vxpu");
+  ASSERT_NE(vfs, nullptr);
+  ASSERT_EQ(vfs->devices.size(), 2u);
+  EXPECT_EQ(vfs->devices[0].id, "vf-uuid-2");
+  EXPECT_EQ(vfs->devices[0].model, "R200-VF-16G");
+  EXPECT_EQ(with_vfs.notices,
+            std::vector<std::string>{"physical functions xpu0 are not advertised: their SR-IOV "
+                                     "virtual functions are on, which leaves them no compute of "
+                                     "their own"});
+
+  ResourceConfig shared;
+  shared.share_replicas = 2;
+  shared.enable_sriov = true;
+  auto replicas = plan_resources(shared, view, false, {});
+  const auto* shared_cards = find_resource(replicas, "kunlunxin.com/xpu-shared");
+  ASSERT_NE(shared_cards, nullptr);
+  std::vector<std::string> ids;
+  for (const auto& d : shared_cards->devices) ids.push_back(d.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"uuid-1::0", "uuid-1::1"}));
+
+  ResourceConfig per_model;
+  per_model.per_model = true;
+  auto by_model = plan_resources(per_model, view, false, {});
+  EXPECT_EQ(find_resource(by_model, "kunlunxin.com/R200-PF"), nullptr);
+}
+
 }  // namespace
 }  // namespace shim

@@ -227,6 +227,17 @@ TEST(MetricsRenderer, CardsMissingFromTheViewAreSkippedAndRepeatsDropped) {
   EXPECT_THAT(text, Not(HasSubstr(R"(xpu="1")")));
 }
 
+// No pod gets a PF with SR-IOV on, but it is still the card its VFs run on: operators watch its
+// temperature, power and health like any other.
+TEST(MetricsRenderer, APhysicalFunctionWithSriovOnIsStillReported) {
+  auto inputs = two_cards();
+  inputs.view.devices[0].sriov_enabled = true;
+  std::string text = render_text(build_families(inputs));
+  EXPECT_THAT(samples_of(text, "xpu_healthy"), Contains(std::string("xpu_healthy{") + kCard0 + "} 1"));
+  EXPECT_THAT(samples_of(text, "xpu_temperature_celsius"),
+              ::testing::ElementsAre(std::string("xpu_temperature_celsius{") + kCard0 + "} 45"));
+}
+
 TEST(MetricsRenderer, SeriesAreOrderedByIndex) {
   auto inputs = two_cards();
   std::swap(inputs.metrics->devices[0], inputs.metrics->devices[1]);

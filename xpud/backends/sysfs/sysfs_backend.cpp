@@ -94,6 +94,9 @@ class SysfsBackend final : public Backend, public VirtualFunctionControl {
       device.pci_bus_id = function.pci_bus_id;
       device.numa_node = function.numa_node;
       device.is_virtual_function = function.is_virtual_function();
+      // Enabled VFs leave the PF without compute of its own (docs/hardware.md, SR-IOV); an
+      // unreadable or malformed count reads as none.
+      device.sriov_enabled = !device.is_virtual_function && function.sriov_numvfs.value_or(0) > 0;
       std::string node = xpu::names::device_node(slot.index);
       if (exists_under(root_, node)) device.device_nodes.push_back(std::move(node));
       if (has_control_node) device.device_nodes.emplace_back(xpu::names::kControlNode);

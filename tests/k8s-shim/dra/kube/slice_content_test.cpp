@@ -69,6 +69,19 @@ TEST(DesiredSlice, ListsThePhysicalCardsWithTheirAttributes) {
   EXPECT_FALSE(spec.devices[3].attributes.contains("numaNode"));
 }
 
+// A PF whose SR-IOV virtual functions are on has no compute of its own: xpud lists it, no
+// slice offers it, and the cards linked to it group without it.
+TEST(DesiredSlice, LeavesOutAPhysicalFunctionWithSriovOn) {
+  xpu::DeviceView view = eight_cards();
+  for (auto& device : view.devices)
+    if (device.index == 0) device.sriov_enabled = true;
+  ResourceSliceSpec spec = desired_slice(view, "node-a", 2);
+  ASSERT_EQ(spec.devices.size(), 7u);
+  EXPECT_EQ(spec.devices[0].name, "xpu-1");
+  EXPECT_EQ(attribute(spec.devices[0], "linkGroup"), AttributeValue(std::int64_t{1}));
+  EXPECT_EQ(attribute(spec.devices[3], "linkGroup"), AttributeValue(std::int64_t{4}));
+}
+
 TEST(DesiredSlice, LeavesOutAVersionItCannotNormalise) {
   std::vector<std::string> omitted;
   ResourceSliceSpec spec = desired_slice(eight_cards("unknown"), "node-a", 1, &omitted);

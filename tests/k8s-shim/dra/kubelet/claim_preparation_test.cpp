@@ -149,6 +149,18 @@ TEST(dra_ClaimPreparation, AMissingCardOrAVirtualFunctionIsRefused) {
   EXPECT_THAT(virtual_function.error(), HasSubstr("not a card on this node"));
 }
 
+// Its slice may predate the VFs being turned on: the kubelet's prepare still finds it refused.
+TEST(dra_ClaimPreparation, APhysicalFunctionWithSriovOnIsRefused) {
+  std::vector<xpu::DeviceInfo> with_sriov = cards();
+  with_sriov[2].sriov_enabled = true;
+  auto prepared =
+      prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-2"}}), kNode, with_sriov);
+  ASSERT_FALSE(prepared);
+  EXPECT_THAT(prepared.error(), HasSubstr("team/gpu-claim"));
+  EXPECT_THAT(prepared.error(), HasSubstr("xpu-2 of request r is a physical function with SR-IOV on"));
+  EXPECT_TRUE(prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-1"}}), kNode, with_sriov));
+}
+
 TEST(dra_ClaimPreparation, AnUnhealthyCardIsRefusedWithItsReason) {
   std::vector<xpu::DeviceInfo> sick = cards();
   sick[1].healthy = false;

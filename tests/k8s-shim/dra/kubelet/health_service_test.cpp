@@ -105,6 +105,21 @@ TEST(dra_HealthService, FirstMessageListsEveryCardWithItsHealth) {
             (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000", "node-a/xpu-1 UNHEALTHY@1000"}));
 }
 
+// Not published, so not reported either: the kubelet would hold health for a device it has
+// no slice entry for.
+TEST(dra_HealthService, APhysicalFunctionWithSriovOnIsLeftOut) {
+  Fixture f;
+  xpu::DeviceInfo pf = card(0, true);
+  pf.sriov_enabled = true;
+  f.service.update({pf, card(1, true), card(2, true, /*virtual_function=*/true)});
+  grpc::ClientContext context;
+  auto stream = f.watch(context);
+  EXPECT_EQ(next(*stream), (std::vector<std::string>{"node-a/xpu-1 HEALTHY@1000"}));
+  grpc::ClientContext context_v1;
+  auto stream_v1 = f.watch_v1(context_v1);
+  EXPECT_EQ(next(*stream_v1), (std::vector<std::string>{"node-a/xpu-1 HEALTHY@1000"}));
+}
+
 TEST(dra_HealthService, AHealthChangeSendsUnhealthyWithANewerTime) {
   Fixture f;
   f.service.update({card(0, true), card(1, true)});

@@ -205,6 +205,40 @@ TEST_P(SysfsBackend, VirtualFunctionsAreFlaggedAndNumberedAfterPhysicalFunctions
   EXPECT_EQ(devices[3].numa_node, 0);
 }
 
+// A PF whose VFs are on has no compute of its own: xpud says so (SriovEnabled) and the cluster
+// offers only its VFs. sriov_numvfs is the kernel's count of enabled VFs.
+TEST_P(SysfsBackend, APhysicalFunctionWithVirtualFunctionsOnIsSriovEnabled) {
+  FakePciFunction on = kunlunxin_r_series("0000:3b:00.0", kR200, 0);
+  on.sriov_totalvfs = 4;
+  on.sriov_numvfs = 2;
+  tree_.add_card(on, 0);
+  FakePciFunction off = kunlunxin_r_series("0000:5e:00.0", kR200, 1);
+  off.sriov_totalvfs = 4;
+  tree_.add_card(off, 1);
+  tree_.add_card(kunlunxin_vf("0000:3b:00.1", "0000:3b:00.0", 0), 2);
+  tree_.add_card(kunlunxin_vf("0000:3b:00.2", "0000:3b:00.0", 0), 3);
+  auto backend = make_backend();
+  ASSERT_TRUE(backend);
+
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 4u);
+  EXPECT_TRUE(devices[0].sriov_enabled);
+  EXPECT_FALSE(devices[0].is_virtual_function);
+  EXPECT_FALSE(devices[1].sriov_enabled);
+  EXPECT_FALSE(devices[2].sriov_enabled) << "a VF is not a PF with SR-IOV on";
+  EXPECT_FALSE(devices[3].sriov_enabled);
+
+  // What the kernel writes is read with the hostile-input readers: anything but a count is none.
+  for (std::string_view contents : {"0\n", "two\n", "-1\n", "", "99999999999999999999\n"}) {
+    tree_.write_attribute("0000:3b:00.0", "sriov_numvfs", contents);
+    devices = discover(*backend);
+    ASSERT_FALSE(devices.empty());
+    EXPECT_FALSE(devices[0].sriov_enabled) << "sriov_numvfs '" << contents << "'";
+  }
+  tree_.write_attribute("0000:3b:00.0", "sriov_numvfs", "2\n");
+  EXPECT_TRUE(discover(*backend)[0].sriov_enabled);
+}
+
 TEST_P(SysfsBackend, AFunctionWithAPhysfnLinkIsAVirtualFunctionWhateverItsId) {
   tree_.add_card(kunlunxin_r_series("0000:3b:00.0", kR200), 0);
   FakePciFunction vf = kunlunxin_r_series("0000:3b:00.4", kR200);
