@@ -114,6 +114,11 @@ inline bool is_uuid_name(std::string_view uuid) {
 // The environment a container gets with its cards, from the device plugin and the CDI spec
 // alike: host indices (comma-separated, ascending) and the cards' UUIDs in the same order.
 inline constexpr std::string_view kVisibleDevicesEnv = "XPU_VISIBLE_DEVICES";
+// The same indices for the vendor's container runtime (xpu-container-runtime), which injects the
+// cards this names into every container it runs; the vendor's base images set it to "all", so
+// without it a pod on a node whose default runtime is the vendor's sees every card. Its value
+// forms (indices, all, none, void/empty/unset) and why indices: docs/hardware.md.
+inline constexpr std::string_view kVendorRuntimeVisibleDevicesEnv = "CXPU_VISIBLE_DEVICES";
 inline constexpr std::string_view kUuidsEnv = "KUNLUNXIN_XPU_UUIDS";
 
 // Keys of Manager.GetMetrics, in base units.
