@@ -32,6 +32,7 @@ namespace property {
 // com.kunlunxin.xpud1.Manager
 inline constexpr std::string_view kVersion = "Version";
 inline constexpr std::string_view kBackend = "Backend";
+inline constexpr std::string_view kLibraryPath = "LibraryPath";
 inline constexpr std::string_view kDriverVersion = "DriverVersion";
 inline constexpr std::string_view kDeviceCount = "DeviceCount";
 inline constexpr std::string_view kHealthyDeviceCount = "HealthyDeviceCount";
@@ -53,8 +54,8 @@ inline constexpr std::string_view kHealthReasonKind = "HealthReasonKind";
 inline constexpr std::string_view kHealthTransitions = "HealthTransitions";
 inline constexpr std::string_view kIsVirtualFunction = "IsVirtualFunction";
 
-inline constexpr std::array<std::string_view, 6> kManager = {
-    kVersion, kBackend, kDriverVersion, kDeviceCount, kHealthyDeviceCount,
+inline constexpr std::array<std::string_view, 7> kManager = {
+    kVersion, kBackend, kLibraryPath, kDriverVersion, kDeviceCount, kHealthyDeviceCount,
     kClusterReconfigureAllowed};
 inline constexpr std::array<std::string_view, 15> kDevice = {
     kIndex,     kName,         kUuid,          kSerial,       kModel,
