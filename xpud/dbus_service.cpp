@@ -363,7 +363,8 @@ void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
     changed.emplace_back("Backend");
   }
   if (!snapshot_->backend.empty() && snapshot_->library_path != facts_.library_path) {
-    spdlog::info("libxpuml in use: {}", snapshot_->library_path.empty() ? "none" : snapshot_->library_path);
+    spdlog::info("libxpuml in use: {}",
+                 snapshot_->library_path.empty() ? "none" : snapshot_->library_path);
     facts_.library_path = snapshot_->library_path;
     changed.emplace_back(names::property::kLibraryPath);
   }

@@ -4,8 +4,9 @@
 // Each granted card gives its /dev/xpuN, and the container gets /dev/xpuctrl once, all "rw" with
 // the container path equal to the host path. XPU_VISIBLE_DEVICES lists the host indices in
 // ascending order, CXPU_VISIBLE_DEVICES the same (the vendor's runtime injects exactly those
-// cards instead of the "all" its base images set); KUNLUNXIN_XPU_UUIDS the UUIDs in that order. Any unknown, unhealthy or
-// repeated ID, or an empty request, fails the whole container request with a message naming it.
+// cards instead of the "all" its base images set); KUNLUNXIN_XPU_UUIDS the UUIDs in that order.
+// Any unknown, unhealthy or repeated ID, or an empty request, fails the whole container request
+// with a message naming it.
 // An SR-IOV virtual function gets the nodes xpud lists for it (its index in XPU_VISIBLE_DEVICES,
 // like a card). Replicas of a shared card map back to the card: its node, index and UUID appear
 // once however many of its replicas the container holds.

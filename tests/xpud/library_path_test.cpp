@@ -26,7 +26,7 @@ class LibraryPathTest : public ::testing::Test {
 
   void start(const std::string& backend, const std::string& libraries) {
     write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = " + backend +
-                                              "\n[sampling]\ninterval_ms = 100\n[xpuml]\nlibrary = " +
+                                              "\n[sampling]\ninterval_ms = 100\nrescan_interval_ms = 1000\n[xpuml]\nlibrary = " +
                                               libraries + "\n[sysfs]\nroot = " + dir_.path().string() + "\n");
     xpud_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",

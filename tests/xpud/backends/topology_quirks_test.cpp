@@ -101,9 +101,10 @@ TEST(TopologyQuirks, APciMatchWithSubsystemWinsOverOneWithout) {
   EXPECT_EQ(table->find(CardKey{PciMatch{0x1d22, 0x3688, 2, 7}, {}, {}})->name, "Exact");
   EXPECT_EQ(table->find(CardKey{PciMatch{0x1d22, 0x3688, 2, 8}, {}, {}})->name, "Any");
   EXPECT_EQ(table->find(CardKey{PciMatch{0x1d22, 0x3684, 2, 7}, {}, {}}), nullptr);
-  auto twice = parse_link_table("[A]\nMatch = pci 1d22:3688\n[B]\nMatch = pci 1d22:3688\n", "t.quirk");
+  auto twice = parse_link_table(
+      "[A]\nMatch = pci 1d22:3688\nCards = 1\nLinks.0 =\n[B]\nMatch = pci 1d22:3688\n", "t.quirk");
   ASSERT_FALSE(twice);
-  EXPECT_EQ(twice.error(), "t.quirk:4: 'pci 1d22:3688' already matches [A] at line 2");
+  EXPECT_EQ(twice.error(), "t.quirk:6: 'pci 1d22:3688' already matches [A] at line 2");
 }
 
 TEST(TopologyQuirks, ParsesGroupsMatchesAndRows) {

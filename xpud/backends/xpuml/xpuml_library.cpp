@@ -70,9 +70,9 @@ xpu::Result<std::unique_ptr<Library>> Library::open_first(
       errors += (errors.empty() ? "" : "; ") + loaded.error();
       continue;
     }
-    spdlog::info("libxpuml: using {}{}", (*loaded)->path().string(),
-                 candidate == (*loaded)->path() ? ""
-                                                : " (found by the loader as " + candidate.string() + ")");
+    const std::filesystem::path& opened = (*loaded)->path();
+    spdlog::info("libxpuml: using {}{}", opened.string(),
+                 candidate == opened ? "" : " (the loader's search for " + candidate.string() + ")");
     return initialise(std::move(*loaded), init_failed);
   }
   if (candidates.size() == 1) return xpu::Error{std::move(errors)};
@@ -138,8 +138,8 @@ xpu::Result<std::unique_ptr<Library>> Library::load(const std::filesystem::path&
   // The file the loader opened: for a bare name, where its search found it.
   std::filesystem::path opened = path;
   link_map* map = nullptr;
-  if (dlinfo(handle.get(), RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr &&
-      map->l_name[0] == '/')
+  if (dlinfo(handle.get(), RTLD_DI_LINKMAP, &map) == 0 && map != nullptr &&
+      map->l_name != nullptr && map->l_name[0] == '/')
     opened = map->l_name;
   return std::unique_ptr<Library>(new Library(std::move(opened), std::move(handle), symbols));
 }
