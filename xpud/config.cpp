@@ -249,13 +249,6 @@ xpu::Status parse_file(const fs::path& path, Config& config) {
 
 }  // namespace
 
-std::vector<fs::path> default_xpuml_libraries() {
-  // The vendor's runtime root (libxpu-container's src/nvc_internal.h loads exactly this file),
-  // then the loader's search: the versioned name, and the unversioned one that the vendor's Go
-  // bindings (go-xpuml) and device plugin image use.
-  return {"/usr/local/xpu/lib64/libxpuml.so.1", "libxpuml.so.1", "libxpuml.so"};
-}
-
 xpu::Result<Config> load_config(const fs::path& path, bool must_exist) {
   Config config;
   std::error_code ec;

@@ -22,8 +22,13 @@ enum class CdiMode { kAuto, kOn, kOff };
 // Most entries [xpuml] library may list.
 inline constexpr std::size_t kMaxXpumlLibraries = 16;
 
-// /usr/local/xpu/lib64/libxpuml.so.1, libxpuml.so.1, libxpuml.so.
-std::vector<std::filesystem::path> default_xpuml_libraries();
+// The default of [xpuml] library: the vendor's runtime root (libxpu-container's
+// src/nvc_internal.h loads exactly this file), then the loader's search under the versioned name
+// and the unversioned one the vendor's Go bindings (go-xpuml) and device plugin image use. Inline
+// so that a Config stays constructible from the header alone.
+inline std::vector<std::filesystem::path> default_xpuml_libraries() {
+  return {"/usr/local/xpu/lib64/libxpuml.so.1", "libxpuml.so.1", "libxpuml.so"};
+}
 
 struct Config {
   // [daemon]
