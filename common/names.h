@@ -32,6 +32,7 @@ namespace property {
 // com.kunlunxin.xpud1.Manager
 inline constexpr std::string_view kVersion = "Version";
 inline constexpr std::string_view kBackend = "Backend";
+inline constexpr std::string_view kLibraryPath = "LibraryPath";
 inline constexpr std::string_view kDriverVersion = "DriverVersion";
 inline constexpr std::string_view kDeviceCount = "DeviceCount";
 inline constexpr std::string_view kHealthyDeviceCount = "HealthyDeviceCount";
@@ -54,8 +55,8 @@ inline constexpr std::string_view kHealthTransitions = "HealthTransitions";
 inline constexpr std::string_view kIsVirtualFunction = "IsVirtualFunction";
 inline constexpr std::string_view kSriovEnabled = "SriovEnabled";
 
-inline constexpr std::array<std::string_view, 6> kManager = {
-    kVersion, kBackend, kDriverVersion, kDeviceCount, kHealthyDeviceCount,
+inline constexpr std::array<std::string_view, 7> kManager = {
+    kVersion, kBackend, kLibraryPath, kDriverVersion, kDeviceCount, kHealthyDeviceCount,
     kClusterReconfigureAllowed};
 inline constexpr std::array<std::string_view, 16> kDevice = {
     kIndex,     kName,         kUuid,          kSerial,       kModel,
@@ -116,6 +117,11 @@ inline bool is_uuid_name(std::string_view uuid) {
 // The environment a container gets with its cards, from the device plugin and the CDI spec
 // alike: host indices (comma-separated, ascending) and the cards' UUIDs in the same order.
 inline constexpr std::string_view kVisibleDevicesEnv = "XPU_VISIBLE_DEVICES";
+// The same indices for the vendor's container runtime (xpu-container-runtime), which injects the
+// cards this names into every container it runs; the vendor's base images set it to "all", so
+// without it a pod on a node whose default runtime is the vendor's sees every card. Its value
+// forms (indices, all, none, void/empty/unset) and why indices: docs/hardware.md.
+inline constexpr std::string_view kVendorRuntimeVisibleDevicesEnv = "CXPU_VISIBLE_DEVICES";
 inline constexpr std::string_view kUuidsEnv = "KUNLUNXIN_XPU_UUIDS";
 
 // Keys of Manager.GetMetrics, in base units.

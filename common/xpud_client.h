@@ -50,6 +50,7 @@ struct DeviceInfo {
 struct ManagerInfo {
   std::string version;
   std::string backend;
+  std::string library_path;  // LibraryPath; empty when none is in use or xpud predates it
   std::string driver_version;
   unsigned device_count = 0;
   unsigned healthy_device_count = 0;

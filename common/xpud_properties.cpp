@@ -73,6 +73,10 @@ Result<ManagerInfo> parse_manager(const PropertyMap& properties) {
     return Error{"xpud's Manager properties are missing or mistyped"};
   info.device_count = count;
   info.healthy_device_count = healthy;
+  // Optional: an xpud from before the property has none; mistyped counts as none.
+  if (properties.count(std::string(property::kLibraryPath)) != 0 &&
+      !get_property(properties, property::kLibraryPath, info.library_path))
+    info.library_path.clear();
   return info;
 }
 

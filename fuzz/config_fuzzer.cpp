@@ -26,8 +26,14 @@ void check_loaded(const xpud::Config& config) {
   check(config.rescan_interval.count() >= 1000 && config.rescan_interval.count() <= 86400000,
         "rescan_interval_ms");
   check(config.failure_threshold >= 1 && config.failure_threshold <= 1000, "failure_threshold");
-  for (const fs::path* path : {&config.xpuml_library, &config.sysfs_root, &config.topology_quirks})
+  for (const fs::path* path : {&config.sysfs_root, &config.topology_quirks})
     check(path->is_absolute(), "a path key took a relative path", path->string());
+  check(!config.xpuml_libraries.empty() &&
+            config.xpuml_libraries.size() <= xpud::kMaxXpumlLibraries,
+        "library count");
+  for (const auto& library : config.xpuml_libraries)
+    check(library.is_absolute() || library.string().find('/') == std::string::npos,
+          "a library that is neither absolute nor a bare name", library.string());
   check(config.sim_devices <= 1024, "sim devices");
   check(!config.sim_model.empty() && config.sim_model.size() <= 32, "sim model", config.sim_model);
   check(config.sim_memory_mib >= 1 && config.sim_memory_mib <= (1u << 24), "sim memory_mib");

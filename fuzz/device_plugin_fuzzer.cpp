@@ -104,6 +104,10 @@ void check_allocated(const shim::ResourceState& state, const v1beta1::AllocateRe
         "an answer per container request");
   for (const auto& answer : response.container_responses()) {
     check(answer.envs().count("XPU_VISIBLE_DEVICES") == 1, "no XPU_VISIBLE_DEVICES");
+    // The vendor's runtime injects what CXPU_VISIBLE_DEVICES names: always exactly the same cards.
+    check(answer.envs().count("CXPU_VISIBLE_DEVICES") == 1 &&
+              answer.envs().at("CXPU_VISIBLE_DEVICES") == answer.envs().at("XPU_VISIBLE_DEVICES"),
+          "CXPU_VISIBLE_DEVICES is not XPU_VISIBLE_DEVICES");
     for (const auto& spec : answer.devices())
       check(spec.host_path().starts_with("/dev/") &&
                 spec.host_path().find("..") == std::string::npos,

@@ -23,7 +23,9 @@ namespace topology = xpud::topology;
 void check_board(const topology::BoardLinks& board) {
   const auto cards = board.links.size();
   check(cards >= 1 && cards <= topology::kMaxCardsPerBoard, "card count", board.name);
-  check(!board.pci_matches.empty() || !board.board_id_matches.empty(), "board without a Match",
+  check(!board.pci_matches.empty() || !board.pci_device_matches.empty() ||
+            !board.board_id_matches.empty(),
+        "board without a Match",
         board.name);
   for (std::size_t k = 0; k < cards; ++k) {
     const auto& row = board.links[k];
@@ -37,7 +39,8 @@ void check_board(const topology::BoardLinks& board) {
   }
 }
 
-// Every board present with exactly its card count, at made-up addresses in bus order.
+// Every board present with exactly its card count, at made-up addresses in bus order; rows are
+// indices, so only the first board's cards (indices 0 .. Cards-1) can get links.
 void check_assignment(const std::shared_ptr<const topology::LinkTable>& table) {
   std::vector<topology::Card> cards;
   unsigned index = 0;

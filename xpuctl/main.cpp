@@ -89,6 +89,7 @@ int cmd_list(xpu::XpudClient& client, bool json_output) {
     json.begin_object()
         .key("version").value(manager->version)
         .key("backend").value(manager->backend)
+        .key("library_path").value(manager->library_path)
         .key("driver_version").value(manager->driver_version)
         .key("device_count").value(manager->device_count)
         .key("healthy_device_count").value(manager->healthy_device_count)
@@ -105,8 +106,12 @@ int cmd_list(xpu::XpudClient& client, bool json_output) {
       sriov_pfs == 0 ? ""
                      : ", " + std::to_string(sriov_pfs) + (sriov_pfs == 1 ? " PF" : " PFs") +
                            " with SR-IOV on (not offered)";
+  // The library file beside the backend: which of [xpuml] library's candidates is in use.
+  const std::string backend = manager->library_path.empty()
+                                  ? manager->backend
+                                  : manager->backend + " (" + manager->library_path + ")";
   std::printf("xpud %s  backend %s  driver %s  %u devices, %u healthy%s\n\n", manager->version.c_str(),
-              manager->backend.c_str(), manager->driver_version.empty() ? "unknown" : manager->driver_version.c_str(),
+              backend.c_str(), manager->driver_version.empty() ? "unknown" : manager->driver_version.c_str(),
               manager->device_count, manager->healthy_device_count, not_offered.c_str());
   xpuctl::Table table({"XPU", "MODEL", "UUID", "PCI BUS ID", "NUMA", "MEMORY", "LINKS", "HEALTH"});
   for (const auto& d : *devices) {

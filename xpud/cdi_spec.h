@@ -5,7 +5,8 @@
 // Devices: each card by index ("0") and by UUID, and "all". A card's entry carries the nodes xpud
 // lists for it (/dev/xpuN and the shared /dev/xpuctrl; a virtual function its own) with
 // permissions "rw", and the environment the device plugin gives a container holding that card
-// alone: XPU_VISIBLE_DEVICES=<index>, KUNLUNXIN_XPU_UUIDS=<uuid>. "all" carries every node once
+// alone: XPU_VISIBLE_DEVICES=<index>, CXPU_VISIBLE_DEVICES=<index> (for the vendor's runtime),
+// KUNLUNXIN_XPU_UUIDS=<uuid>. "all" carries every node once
 // and the indices and UUIDs of every card, ascending. CDI replaces a variable that several
 // requested devices set, so a container that names two cards separately gets the variables of
 // the last one: the way to several cards with the right environment is "all" or the device

@@ -40,6 +40,45 @@ xpu::Status set_absolute_path(fs::path& target, std::string_view value) {
   return xpu::ok_status();
 }
 
+// A bare library name the loader may search for: a file name, no directory, nothing odd.
+bool is_library_file_name(std::string_view name) {
+  if (name.empty() || name.size() > 255 || name == "." || name == "..") return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '.' || c == '_' || c == '-' || c == '+';
+  });
+}
+
+// [xpuml] library: blank-separated entries, each an absolute path or a bare file name.
+xpu::Status set_xpuml_libraries(std::vector<fs::path>& target, std::string_view value) {
+  std::vector<fs::path> libraries;
+  std::size_t at = 0;
+  while (at < value.size()) {
+    if (value[at] == ' ' || value[at] == '\t') {
+      ++at;
+      continue;
+    }
+    std::size_t end = at;
+    while (end < value.size() && value[end] != ' ' && value[end] != '\t') ++end;
+    const std::string_view entry = value.substr(at, end - at);
+    at = end;
+    if (entry.front() == '/') {
+      libraries.push_back(fs::path(entry).lexically_normal());
+    } else if (is_library_file_name(entry)) {
+      libraries.emplace_back(entry);
+    } else {
+      return xpu::Error{"'" + std::string(entry) +
+                        "' is neither an absolute path nor a bare file name for the loader to "
+                        "search (entries are separated by blanks)"};
+    }
+    if (libraries.size() > kMaxXpumlLibraries)
+      return xpu::Error{"more than " + std::to_string(kMaxXpumlLibraries) + " libraries listed"};
+  }
+  if (libraries.empty()) return xpu::Error{"no library listed"};
+  target = std::move(libraries);
+  return xpu::ok_status();
+}
+
 const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& schema() {
   static const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>> table = {
       {"daemon",
@@ -85,7 +124,7 @@ const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& sch
          }}}},
       {"xpuml",
        {{"library",
-         [](Config& c, std::string_view v) { return set_absolute_path(c.xpuml_library, v); }}}},
+         [](Config& c, std::string_view v) { return set_xpuml_libraries(c.xpuml_libraries, v); }}}},
       {"sysfs",
        {{"root",
          [](Config& c, std::string_view v) { return set_absolute_path(c.sysfs_root, v); }}}},

@@ -19,6 +19,17 @@ inline constexpr const char* kDefaultConfigPath = "/etc/xpud/xpud.conf";
 
 enum class CdiMode { kAuto, kOn, kOff };
 
+// Most entries [xpuml] library may list.
+inline constexpr std::size_t kMaxXpumlLibraries = 16;
+
+// The default of [xpuml] library: the vendor's runtime root (libxpu-container's
+// src/nvc_internal.h loads exactly this file), then the loader's search under the versioned name
+// and the unversioned one the vendor's Go bindings (go-xpuml) and device plugin image use. Inline
+// so that a Config stays constructible from the header alone.
+inline std::vector<std::filesystem::path> default_xpuml_libraries() {
+  return {"/usr/local/xpu/lib64/libxpuml.so.1", "libxpuml.so.1", "libxpuml.so"};
+}
+
 struct Config {
   // [daemon]
   std::string backend = "auto";  // auto | xpuml | sysfs | sim
@@ -37,8 +48,13 @@ struct Config {
   // Safety net under event-driven discovery: how often the cards are looked for even without a
   // device event (a missed uevent, no udev in a container).
   std::chrono::milliseconds rescan_interval{60000};
-  // [xpuml]
-  std::filesystem::path xpuml_library = "/usr/local/xpu/lib64/libxpuml.so.1";
+  // [xpuml] library: where libxpuml may be, tried in order; the first that loads and has the
+  // required symbols wins (xpuml::Library::open_first). Written as paths separated by blanks
+  // (so no entry may contain one); each an absolute path or a bare file name, which the dynamic
+  // loader searches for (ld.so.cache, the default directories). The default: the vendor's
+  // runtime root, then the loader's search under the versioned and the unversioned name (the
+  // sources: docs/hardware.md, "Where libxpuml is").
+  std::vector<std::filesystem::path> xpuml_libraries = default_xpuml_libraries();
   // [sysfs]
   std::filesystem::path sysfs_root = "/";
   // [topology] The link table of the hardware backends (xpud/backends/topology.quirk); the

@@ -48,7 +48,7 @@ std::string status_line(const DbusService& service) {
 
 // Keys that choose or build the backend; a reload cannot swap the backend under the clients.
 bool backend_settings_differ(const Config& a, const Config& b) {
-  return a.backend != b.backend || a.xpuml_library != b.xpuml_library ||
+  return a.backend != b.backend || a.xpuml_libraries != b.xpuml_libraries ||
          a.sysfs_root != b.sysfs_root || a.topology_quirks != b.topology_quirks || a.sim_devices != b.sim_devices ||
          a.sim_model != b.sim_model || a.sim_memory_mib != b.sim_memory_mib;
 }
@@ -145,7 +145,8 @@ class Daemon {
     try {
       service_ = std::make_unique<DbusService>(
           *connection_,
-          ManagerFacts{std::string(shared_backend->name()), sampler_->driver_version(),
+          ManagerFacts{std::string(shared_backend->name()), shared_backend->library_path(),
+                       sampler_->driver_version(),
                        config_.sysfs_root / "proc", config_.allow_cluster_reconfigure},
           simulator_.get(), [this] { sampler_->request_sample(); }, *vf_requests_);
       service_->publish(first);

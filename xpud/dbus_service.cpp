@@ -74,6 +74,7 @@ class ManagerObject final
 
   std::string Version() override { return XPU_VERSION; }
   std::string Backend() override { return service_.facts_.backend; }
+  std::string LibraryPath() override { return service_.facts_.library_path; }
   std::string DriverVersion() override { return service_.facts_.driver_version; }
   uint32_t DeviceCount() override { return service_.device_count(); }
   uint32_t HealthyDeviceCount() override { return service_.healthy_device_count(); }
@@ -367,6 +368,12 @@ void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
     spdlog::info("backend is now {} (was {})", snapshot_->backend, facts_.backend);
     facts_.backend = snapshot_->backend;
     changed.emplace_back("Backend");
+  }
+  if (!snapshot_->backend.empty() && snapshot_->library_path != facts_.library_path) {
+    spdlog::info("libxpuml in use: {}",
+                 snapshot_->library_path.empty() ? "none" : snapshot_->library_path);
+    facts_.library_path = snapshot_->library_path;
+    changed.emplace_back(names::property::kLibraryPath);
   }
   if (!changed.empty())
     manager_->emitPropertiesChangedSignal(std::string(names::kManagerInterface), changed);

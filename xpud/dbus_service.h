@@ -23,6 +23,7 @@ class DeviceObject;
 
 struct ManagerFacts {
   std::string backend;
+  std::string library_path;  // Backend::library_path(): the LibraryPath property
   std::string driver_version;
   // Where GetProcesses reads /proc/<pid>/cgroup (the host's /proc; a fake tree in tests).
   std::filesystem::path proc_root = "/proc";

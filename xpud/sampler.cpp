@@ -174,6 +174,7 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& set
   stall_.observe(executor_.stuck_call(), std::chrono::steady_clock::now());
   snapshot->driver_stalled = stall_.stalled();
   snapshot->backend = std::string(backend_->name());
+  snapshot->library_path = backend_->library_path();
   snapshot->timestamp_usec = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(
           std::chrono::system_clock::now().time_since_epoch())

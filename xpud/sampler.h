@@ -42,6 +42,7 @@ struct Snapshot {
   std::string discovery_error;       // last discovery failure; devices are the last known set
   bool driver_stalled = false;       // a driver call hangs: no metrics, health held (driver_stall.h)
   std::string backend;               // Backend::name() when the snapshot was taken
+  std::string library_path;          // Backend::library_path() then; empty: no library in use
   std::string driver_version;        // as last read; empty until the driver has told it
 };
 

@@ -67,6 +67,7 @@ xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
   const std::string control(xpu::names::kControlNode);
   if (control_needed) add_node(control);
   allocation.envs.emplace(kVisibleDevicesEnv, indices);
+  allocation.envs.emplace(kVendorRuntimeVisibleDevicesEnv, indices);
   allocation.envs.emplace(kUuidsEnv, uuids);
   if (cdi != CdiMode::kOff && allocation.granted.size() == 1) {
     const PluginDevice& card = allocation.granted.front();

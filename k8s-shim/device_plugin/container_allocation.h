@@ -3,8 +3,10 @@
 //
 // Each granted card gives its /dev/xpuN, and the container gets /dev/xpuctrl once, all "rw" with
 // the container path equal to the host path. XPU_VISIBLE_DEVICES lists the host indices in
-// ascending order; KUNLUNXIN_XPU_UUIDS the UUIDs in the same order. Any unknown, unhealthy or
-// repeated ID, or an empty request, fails the whole container request with a message naming it.
+// ascending order, CXPU_VISIBLE_DEVICES the same (the vendor's runtime injects exactly those
+// cards instead of the "all" its base images set); KUNLUNXIN_XPU_UUIDS the UUIDs in that order.
+// Any unknown, unhealthy or repeated ID, or an empty request, fails the whole container request
+// with a message naming it.
 // An SR-IOV virtual function gets the nodes xpud lists for it (its index in XPU_VISIBLE_DEVICES,
 // like a card). Replicas of a shared card map back to the card: its node, index and UUID appear
 // once however many of its replicas the container holds.
@@ -14,7 +16,7 @@
 // xpud's spec then leaves out too), from the spec xpud writes; with CdiMode::kOn the raw device
 // nodes are left out, with kAuto they stay beside it for runtimes without CDI. A container
 // granted several cards gets the raw nodes only, whatever the mode: CDI replaces a variable that
-// several devices set, so per-card names would leave XPU_VISIBLE_DEVICES and KUNLUNXIN_XPU_UUIDS
+// several devices set, so per-card names would leave XPU_VISIBLE_DEVICES (and the others)
 // naming the last card instead of all of them (a runtime applies CDI edits after the envs of
 // this response).
 #pragma once
@@ -30,6 +32,8 @@
 namespace shim {
 
 inline constexpr std::string_view kVisibleDevicesEnv = xpu::names::kVisibleDevicesEnv;
+inline constexpr std::string_view kVendorRuntimeVisibleDevicesEnv =
+    xpu::names::kVendorRuntimeVisibleDevicesEnv;
 inline constexpr std::string_view kUuidsEnv = xpu::names::kUuidsEnv;
 
 struct DeviceNode {

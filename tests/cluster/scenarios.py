@@ -127,7 +127,8 @@ class Suite:
         return self.pod(name)
 
     def workload_view(self, name):
-        """What the container printed: {'XPU_VISIBLE_DEVICES': ..., 'KUNLUNXIN_XPU_UUIDS': ..., 'NODES': ...}"""
+        """What the container printed: {'XPU_VISIBLE_DEVICES': ..., 'CXPU_VISIBLE_DEVICES': ...,
+        'KUNLUNXIN_XPU_UUIDS': ..., 'NODES': ...}"""
         def printed():
             lines = dict(line.split("=", 1) for line in self.pod_log(name).splitlines() if "=" in line)
             return lines if "NODES" in lines else None
@@ -191,6 +192,10 @@ class Suite:
             shown = sorted(int(i) for i in view["XPU_VISIBLE_DEVICES"].split(",") if i)
             expect(shown == indices, f"{name}: XPU_VISIBLE_DEVICES {view['XPU_VISIBLE_DEVICES']} "
                                      f"but the kubelet allocated {indices}")
+            # The vendor's runtime (xpu-container-runtime) injects what this names.
+            expect(view["CXPU_VISIBLE_DEVICES"] == view["XPU_VISIBLE_DEVICES"],
+                   f"{name}: CXPU_VISIBLE_DEVICES {view['CXPU_VISIBLE_DEVICES']}, "
+                   f"XPU_VISIBLE_DEVICES {view['XPU_VISIBLE_DEVICES']}")
             expect(sorted(view["KUNLUNXIN_XPU_UUIDS"].split(",")) == uuids,
                    f"{name}: KUNLUNXIN_XPU_UUIDS {view['KUNLUNXIN_XPU_UUIDS']} but allocated {uuids}")
             nodes = view["NODES"].split()
@@ -409,6 +414,8 @@ class Suite:
             view = self.workload_view("xpu-cdi")
             expect(view["XPU_VISIBLE_DEVICES"] == ",".join(map(str, indices)),
                    f"xpu-cdi: XPU_VISIBLE_DEVICES {view['XPU_VISIBLE_DEVICES']}, allocated {indices}")
+            expect(view["CXPU_VISIBLE_DEVICES"] == ",".join(map(str, indices)),
+                   f"xpu-cdi: CXPU_VISIBLE_DEVICES {view['CXPU_VISIBLE_DEVICES']}, allocated {indices}")
             nodes = sorted(view["NODES"].split())
             expected = sorted([f"xpu{i}" for i in indices] + ["xpuctrl"])
             expect(nodes == expected, f"xpu-cdi: device nodes {nodes}, expected {expected} (from the CDI spec only)")
@@ -555,6 +562,8 @@ class Suite:
         view = self.workload_view("xpu-dra-pair")
         shown = sorted(int(i) for i in view["XPU_VISIBLE_DEVICES"].split(",") if i)
         expect(shown == indices, f"xpu-dra-pair: XPU_VISIBLE_DEVICES {view['XPU_VISIBLE_DEVICES']}, allocated {indices}")
+        expect(view["CXPU_VISIBLE_DEVICES"] == view["XPU_VISIBLE_DEVICES"],
+               f"xpu-dra-pair: CXPU_VISIBLE_DEVICES {view['CXPU_VISIBLE_DEVICES']}, allocated {indices}")
         uuids = sorted(view["KUNLUNXIN_XPU_UUIDS"].split(","))
         expect(uuids == sorted(devices[i]["uuid"] for i in indices), f"xpu-dra-pair: KUNLUNXIN_XPU_UUIDS {uuids}")
         nodes = sorted(view["NODES"].split())
@@ -836,6 +845,7 @@ def workload_container(resources):
         "name": "main", "image": images.BUSYBOX, "imagePullPolicy": "Never",
         "command": ["sh", "-c",
                     "echo XPU_VISIBLE_DEVICES=$XPU_VISIBLE_DEVICES; "
+                    "echo CXPU_VISIBLE_DEVICES=$CXPU_VISIBLE_DEVICES; "
                     "echo KUNLUNXIN_XPU_UUIDS=$KUNLUNXIN_XPU_UUIDS; "
                     "echo NODES=$(ls /dev | grep xpu | sort | tr '\\n' ' '); "
                     "exec sleep 100000"],

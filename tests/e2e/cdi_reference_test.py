@@ -57,6 +57,7 @@ class Reference(unittest.TestCase):
                 for node in got["nodes"]:
                     self.assertEqual((node["type"], node["major"], node["minor"], node["access"]), ("c", 1, 3, "rw"))
                 self.assertEqual(sorted(got["env"]), sorted([f"XPU_VISIBLE_DEVICES={index}",
+                                                             f"CXPU_VISIBLE_DEVICES={index}",
                                                              f"KUNLUNXIN_XPU_UUIDS={self.uuids[index]}"]))
 
     def test_all_gets_every_card_once_and_every_index(self):
@@ -64,6 +65,7 @@ class Reference(unittest.TestCase):
         self.assertEqual([n["path"] for n in got["nodes"]],
                          [f"/dev/xpu{i}" for i in range(CARDS)] + ["/dev/xpuctrl"])
         self.assertIn("XPU_VISIBLE_DEVICES=" + ",".join(map(str, range(CARDS))), got["env"])
+        self.assertIn("CXPU_VISIBLE_DEVICES=" + ",".join(map(str, range(CARDS))), got["env"])
         self.assertIn("KUNLUNXIN_XPU_UUIDS=" + ",".join(self.uuids), got["env"])
 
     def test_an_unknown_card_does_not_resolve(self):

@@ -23,6 +23,7 @@ expect "xpuctl listing eight healthy cards" '8 devices, 8 healthy'
 expect "the device plugin's registration with the kubelet" 'registered: kunlunxin.com/xpu'
 expect "the allocation of two cards" '^  devices: [^ ]* [^ ]*$'
 expect "XPU_VISIBLE_DEVICES for two cards" '^  env XPU_VISIBLE_DEVICES=[0-9],[0-9]$'
+expect "CXPU_VISIBLE_DEVICES for two cards" '^  env CXPU_VISIBLE_DEVICES=[0-9],[0-9]$'
 expect_count "card device nodes" 2 '^  device node: /dev/xpu[0-9] -> /dev/xpu[0-9]$'
 for file in token ca.crt namespace kubeconfig; do
   expect "the token sync's file $file" " $file\$"

@@ -5,6 +5,7 @@ package main
 // resolve there to the same nodes and environment as the plugin's raw answer.
 
 import (
+	"maps"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -67,8 +68,9 @@ func TestDevicePluginCdi(t *testing.T) {
 				t.Fatal(err)
 			}
 			one, two := resp.ContainerResponses[0], resp.ContainerResponses[1]
-			wantEnv := map[string]string{"XPU_VISIBLE_DEVICES": "5", "KUNLUNXIN_XPU_UUIDS": uuids[5]}
-			if one.Envs["XPU_VISIBLE_DEVICES"] != "5" || one.Envs["KUNLUNXIN_XPU_UUIDS"] != uuids[5] {
+			wantEnv := map[string]string{"XPU_VISIBLE_DEVICES": "5", "CXPU_VISIBLE_DEVICES": "5",
+				"KUNLUNXIN_XPU_UUIDS": uuids[5]}
+			if !maps.Equal(one.Envs, wantEnv) {
 				t.Errorf("one card: envs %v, want %v", one.Envs, wantEnv)
 			}
 
@@ -93,7 +95,7 @@ func TestDevicePluginCdi(t *testing.T) {
 			if got := rawPaths(two); !slices.Equal(got, []string{"/dev/xpu0", "/dev/xpu1", "/dev/xpuctrl"}) {
 				t.Errorf("two cards, --cdi=%s: device specs %v", mode, got)
 			}
-			if two.Envs["XPU_VISIBLE_DEVICES"] != "0,1" {
+			if two.Envs["XPU_VISIBLE_DEVICES"] != "0,1" || two.Envs["CXPU_VISIBLE_DEVICES"] != "0,1" {
 				t.Errorf("two cards: envs %v", two.Envs)
 			}
 

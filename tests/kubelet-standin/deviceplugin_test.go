@@ -271,11 +271,16 @@ func TestDevicePluginEndToEnd(t *testing.T) {
 		if !slices.Equal(paths, []string{"/dev/xpu0", "/dev/xpu1", "/dev/xpuctrl"}) {
 			t.Errorf("device specs %v", paths)
 		}
-		if c.Envs["XPU_VISIBLE_DEVICES"] != "0,1" || c.Envs["KUNLUNXIN_XPU_UUIDS"] != uuids[0]+","+uuids[1] {
+		if c.Envs["XPU_VISIBLE_DEVICES"] != "0,1" || c.Envs["CXPU_VISIBLE_DEVICES"] != "0,1" ||
+			c.Envs["KUNLUNXIN_XPU_UUIDS"] != uuids[0]+","+uuids[1] {
 			t.Errorf("envs %v", c.Envs)
 		}
 		if got := resp.ContainerResponses[1].Envs["XPU_VISIBLE_DEVICES"]; got != "5" {
 			t.Errorf("second container XPU_VISIBLE_DEVICES=%q, want 5", got)
+		}
+		// The vendor's runtime injects what CXPU_VISIBLE_DEVICES names (its images say "all").
+		if got := resp.ContainerResponses[1].Envs["CXPU_VISIBLE_DEVICES"]; got != "5" {
+			t.Errorf("second container CXPU_VISIBLE_DEVICES=%q, want 5", got)
 		}
 
 		_, err = plugin.Allocate(pick(uuids, 0), []string{"no-such-card"})

@@ -137,6 +137,7 @@ class PodmanReadme(unittest.TestCase):
         uuids = self.sections["uuids"]
         one, _ = self.runs()
         self.assertEqual(sorted(one), sorted(["xpu1", "xpuctrl", "XPU_VISIBLE_DEVICES=1",
+                                              "CXPU_VISIBLE_DEVICES=1",
                                               "KUNLUNXIN_XPU_UUIDS=" + uuids[1]]), self.output())
 
     def test_all_gets_every_card(self):
@@ -144,12 +145,14 @@ class PodmanReadme(unittest.TestCase):
         _, every = self.runs()
         self.assertEqual(sorted(every), sorted([f"xpu{i}" for i in range(8)] + ["xpuctrl",
                                                 "XPU_VISIBLE_DEVICES=0,1,2,3,4,5,6,7",
+                                                "CXPU_VISIBLE_DEVICES=0,1,2,3,4,5,6,7",
                                                 "KUNLUNXIN_XPU_UUIDS=" + ",".join(uuids)]), self.output())
 
     def test_a_card_by_uuid(self):
         uuids = self.sections["uuids"]
         self.assertEqual(sorted(self.sections["by-uuid"]),
-                         sorted(["xpu5", "xpuctrl", "XPU_VISIBLE_DEVICES=5", "KUNLUNXIN_XPU_UUIDS=" + uuids[5]]),
+                         sorted(["xpu5", "xpuctrl", "XPU_VISIBLE_DEVICES=5", "CXPU_VISIBLE_DEVICES=5",
+                                 "KUNLUNXIN_XPU_UUIDS=" + uuids[5]]),
                          self.output())
 
     def test_an_unknown_card_is_refused(self):

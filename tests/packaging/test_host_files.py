@@ -286,7 +286,7 @@ class ShippedConfig(unittest.TestCase):
         ("daemon", "backend"): "auto",
         ("daemon", "log_level"): "info",
         ("sampling", "interval_ms"): "1000",
-        ("xpuml", "library"): "/usr/local/xpu/lib64/libxpuml.so.1",
+        ("xpuml", "library"): "/usr/local/xpu/lib64/libxpuml.so.1 libxpuml.so.1 libxpuml.so",
         ("sysfs", "root"): "/",
         ("sim", "devices"): "8",
         ("sim", "model"): "R200",

@@ -269,6 +269,7 @@ TEST(XpudCdiHotplug, ACardOrVirtualFunctionThatComesOrGoesRewritesTheSpec) {
     for (const auto& n : d["containerEdits"]["deviceNodes"]) nodes.push_back(n["path"]);
     EXPECT_EQ(nodes, (std::vector<std::string>{"/dev/xpu2", "/dev/xpuctrl"})) << d.dump();
     EXPECT_EQ(d["containerEdits"]["env"][0], "XPU_VISIBLE_DEVICES=2");
+    EXPECT_EQ(d["containerEdits"]["env"][1], "CXPU_VISIBLE_DEVICES=2");
   }
   EXPECT_EQ(vf_entries, 2u) << "by index and by UUID";
 

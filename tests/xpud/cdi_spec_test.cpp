@@ -60,7 +60,8 @@ TEST(CdiSpecRender, EachCardByIndexAndUuidAndAllWithItsNodesAndEnvironment) {
     ASSERT_NE(dev, nullptr) << name;
     EXPECT_EQ(node_paths(*dev), (std::vector<std::string>{"/dev/xpu1", "/dev/xpuctrl"})) << name;
     EXPECT_EQ(env(*dev),
-              (std::vector<std::string>{"XPU_VISIBLE_DEVICES=1", "KUNLUNXIN_XPU_UUIDS=uuid-b1"}));
+              (std::vector<std::string>{"XPU_VISIBLE_DEVICES=1", "CXPU_VISIBLE_DEVICES=1",
+                                        "KUNLUNXIN_XPU_UUIDS=uuid-b1"}));
     for (const auto& n : (*dev)["containerEdits"]["deviceNodes"]) {
       EXPECT_EQ(n["permissions"], "rw");
       EXPECT_FALSE(n.contains("hostPath")) << "a real node is at its own path";
@@ -69,7 +70,10 @@ TEST(CdiSpecRender, EachCardByIndexAndUuidAndAllWithItsNodesAndEnvironment) {
   const json* all = device(spec, "all");
   ASSERT_NE(all, nullptr);
   EXPECT_EQ(node_paths(*all), (std::vector<std::string>{"/dev/xpu0", "/dev/xpu1", "/dev/xpuctrl"}));
+  // The vendor's runtime injects what CXPU_VISIBLE_DEVICES names (its base images say "all"):
+  // exactly these cards.
   EXPECT_EQ(env(*all), (std::vector<std::string>{"XPU_VISIBLE_DEVICES=0,1",
+                                                 "CXPU_VISIBLE_DEVICES=0,1",
                                                  "KUNLUNXIN_XPU_UUIDS=uuid-a0,uuid-b1"}));
 }
 
@@ -91,6 +95,8 @@ TEST(CdiSpecRender, AVirtualFunctionIsADeviceWithTheNodesXpudListsForIt) {
   EXPECT_EQ(node_paths(*device(spec, "8")),
             (std::vector<std::string>{"/dev/xpu8", "/dev/xpuctrl"}));
   EXPECT_EQ(env(*device(spec, "all"))[0], "XPU_VISIBLE_DEVICES=0,8");
+  EXPECT_EQ(env(*device(spec, "all"))[1], "CXPU_VISIBLE_DEVICES=0,8");
+  EXPECT_EQ(env(*device(spec, "8"))[1], "CXPU_VISIBLE_DEVICES=8");
 }
 
 TEST(CdiSpecRender, AUuidThatCannotBeANameLeavesTheCardReachableByIndex) {

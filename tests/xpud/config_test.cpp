@@ -18,7 +18,10 @@ TEST(Config, MissingOptionalFileGivesDefaults) {
   EXPECT_EQ(config->backend, "auto");
   EXPECT_EQ(config->interval.count(), 1000);
   EXPECT_EQ(config->rescan_interval.count(), 60000);
-  EXPECT_EQ(config->xpuml_library, "/usr/local/xpu/lib64/libxpuml.so.1");
+  // The vendor's runtime root, then the loader's own search (docs/hardware.md).
+  EXPECT_EQ(config->xpuml_libraries,
+            (std::vector<std::filesystem::path>{"/usr/local/xpu/lib64/libxpuml.so.1", "libxpuml.so.1",
+                                                "libxpuml.so"}));
   EXPECT_EQ(config->sim_devices, 8u);
   EXPECT_EQ(config->sim_model, "R200");
   EXPECT_EQ(config->sim_memory_mib, 32768u);
@@ -61,13 +64,25 @@ TEST(Config, ReadsEveryKey) {
   EXPECT_EQ(config->failure_threshold, 5u);
   EXPECT_EQ(config->stall_grace.count(), 4000);
   EXPECT_EQ(config->rescan_interval.count(), 5000);
-  EXPECT_EQ(config->xpuml_library, "/opt/xpu/libxpuml.so.1");
+  EXPECT_EQ(config->xpuml_libraries, std::vector<std::filesystem::path>{"/opt/xpu/libxpuml.so.1"});
   EXPECT_EQ(config->sysfs_root, "/srv/fake");
   EXPECT_EQ(config->topology_quirks, "/etc/xpud/local.quirk");
   EXPECT_EQ(config->sim_devices, 4u);
   EXPECT_EQ(config->sim_model, "RG800");
   EXPECT_EQ(config->sim_memory_mib, 98304u);
   EXPECT_TRUE(config->allow_cluster_reconfigure);
+}
+
+TEST(Config, ALibraryListKeepsItsOrderAndBareNames) {
+  TempDir dir;
+  write_file(dir.path() / "xpud.conf",
+             "[xpuml]\nlibrary = /opt/xpu//lib64/libxpuml.so.1 \t libxpuml.so.1   /usr/lib64/libxpuml.so"
+             "  ; the loader's search second\n");
+  auto config = load_config(dir.path() / "xpud.conf", true);
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(config->xpuml_libraries,
+            (std::vector<std::filesystem::path>{"/opt/xpu/lib64/libxpuml.so.1", "libxpuml.so.1",
+                                                "/usr/lib64/libxpuml.so"}));
 }
 
 TEST(Config, TopologyQuirksMustBeAnAbsolutePath) {
@@ -147,7 +162,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfigCase{"[sampling]\nfailure_threshold = 0\n", "failure_threshold"},
         BadConfigCase{"[sampling]\nstall_grace_ms = 3600001\n", "sampling.stall_grace_ms: '3600001' is out of range"},
         BadConfigCase{"[daemon]\nlog_level = chatty\n", "log_level"},
-        BadConfigCase{"[xpuml]\nlibrary = libxpuml.so.1\n", "not an absolute path"},
+        BadConfigCase{"[xpuml]\nlibrary = lib/libxpuml.so.1\n",
+                      ":2: bad value for xpuml.library: 'lib/libxpuml.so.1' is neither an absolute path "
+                      "nor a bare file name"},
+        BadConfigCase{"[xpuml]\nlibrary = /opt/a.so ../libxpuml.so.1\n", "'../libxpuml.so.1' is neither"},
+        BadConfigCase{"[xpuml]\nlibrary = /opt/a.so lib$(id).so\n", "'lib$(id).so' is neither"},
+        BadConfigCase{"[xpuml]\nlibrary =\n", ":2: bad value for xpuml.library: no library listed"},
+        BadConfigCase{"[xpuml]\nlibrary = a b c d e f g h i j k l m n o p q\n", "more than 16 libraries"},
         BadConfigCase{"[sysfs]\nroot =\n", "not an absolute path"},
         BadConfigCase{"[sim]\nmodel = R200;rm -rf\n", "model"},
         BadConfigCase{"[sim]\ndevices = 100000\n", "out of range"},

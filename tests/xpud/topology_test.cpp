@@ -1,7 +1,8 @@
 // LinkedDevices on the real backends: the shipped topology quirk table, read by xpud on the sysfs
 // backend (fake sysfs tree) and the xpuml backend (fake libxpuml), seen over D-Bus by a client.
-// Eight R200s get the links of xpu-facts.md by PCI order; a board the table does not know gets
-// none and xpud says so once; a broken table costs the links, not the service.
+// Eight R300s get the links of the driver's KL2_R300_CCIX_TOPOLOGY by physical id (their index),
+// whatever their PCI order; a board the table does not know (the R200: no public source gives its
+// links) gets none and xpud says so once; a broken table costs the links, not the service.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,7 +27,7 @@ using xpu::test::write_file;
 
 const std::string kShippedTable = std::string(XPU_SOURCE_DIR) + "/xpud/backends/topology.quirk";
 
-// Where the eight R200s sit: PCI position k (ascending bus id) holds /dev/xpu<kIndexOf[k]>.
+// Where the eight R300s sit: PCI position k (ascending bus id) holds /dev/xpu<kIndexOf[k]>.
 // Deliberately not the identity, so the test tells PCI order from index order.
 constexpr unsigned kIndexOf[8] = {2, 0, 3, 1, 5, 7, 4, 6};
 constexpr unsigned kBus[8] = {0x1a, 0x1b, 0x3d, 0x3e, 0x88, 0x89, 0xb1, 0xb2};
@@ -37,15 +38,16 @@ std::string bus_id(unsigned k) {
   return text;
 }
 
-// What xpu-facts.md says about the 8-card node, by host index.
-std::map<unsigned, std::vector<unsigned>> facts_links() {
+// The driver's KL2_R300_CCIX_TOPOLOGY decoded (docs/hardware.md), by physical id = index.
+std::map<unsigned, std::vector<unsigned>> driver_links() {
+  static const unsigned pairs[][2] = {{0, 1}, {0, 3}, {1, 2}, {1, 5}, {2, 3}, {2, 5},
+                                      {2, 6}, {3, 4}, {4, 5}, {4, 7}, {5, 6}, {6, 7}};
   std::map<unsigned, std::vector<unsigned>> links;
-  for (unsigned k = 0; k < 8; ++k) {
-    auto& row = links[kIndexOf[k]];
-    for (unsigned j = 0; j < 8; ++j)
-      if (j != k && ((j < 4) == (k < 4) || j % 4 == k % 4)) row.push_back(kIndexOf[j]);
-    std::sort(row.begin(), row.end());
+  for (const auto& [a, b] : pairs) {
+    links[a].push_back(b);
+    links[b].push_back(a);
   }
+  for (auto& [id, row] : links) std::sort(row.begin(), row.end());
   return links;
 }
 
@@ -107,7 +109,7 @@ class XpudTopologySysfs : public XpudTopology {
   XpudTopologySysfs() {
     tree_.add_control_node();
     for (unsigned k = 0; k < 8; ++k) {
-      tree_.add_card(xpu::fakes::kunlunxin_r_series(bus_id(k), 1, k < 4 ? 0 : 1), kIndexOf[k]);
+      tree_.add_card(xpu::fakes::kunlunxin_r_series(bus_id(k), 3, k < 4 ? 0 : 1), kIndexOf[k]);
       tree_.publish_class_device(bus_id(k), kIndexOf[k]);
     }
   }
@@ -120,22 +122,22 @@ class XpudTopologySysfs : public XpudTopology {
   xpu::fakes::FakeSysfsTree tree_;
 };
 
-TEST_F(XpudTopologySysfs, EightR200sGetTheLinksOfTheFactsByPciOrder) {
+TEST_F(XpudTopologySysfs, EightR300sGetTheDriversLinksByPhysicalId) {
   start(config(kShippedTable));
-  EXPECT_EQ(links_over_dbus(devices(8)), facts_links()) << xpud_->output();
+  EXPECT_EQ(links_over_dbus(devices(8)), driver_links()) << xpud_->output();
 }
 
-TEST_F(XpudTopologySysfs, AnUnknownBoardGetsNoneAndSaysSoOnce) {
-  tree_.add_card(xpu::fakes::kunlunxin_r_series("0000:d8:00.0", 3, 1), 8);  // an R300
+TEST_F(XpudTopologySysfs, AnR200GetsNoneAndSaysSoOnce) {
+  tree_.add_card(xpu::fakes::kunlunxin_r_series("0000:d8:00.0", 1, 1), 8);  // an R200
   tree_.publish_class_device("0000:d8:00.0", 8);
   start(config(kShippedTable));
   auto found = devices(9);
   ASSERT_EQ(found.size(), 9u);
-  EXPECT_EQ(found[8].model, "R300");
+  EXPECT_EQ(found[8].model, "R200");
   EXPECT_TRUE(found[8].linked_devices.empty());
-  EXPECT_EQ(found[kIndexOf[0]].linked_devices.size(), 4u) << "the R200s keep theirs";
+  EXPECT_EQ(found[0].linked_devices.size(), 2u) << "the R300s keep theirs";
   let_it_run(10);
-  EXPECT_EQ(count(xpud_->output(), "no entry for board R300"), 1u) << xpud_->output();
+  EXPECT_EQ(count(xpud_->output(), "no entry for board R200"), 1u) << xpud_->output();
 }
 
 TEST_F(XpudTopologySysfs, FewerCardsThanTheTableGetNone) {
@@ -145,12 +147,12 @@ TEST_F(XpudTopologySysfs, FewerCardsThanTheTableGetNone) {
   auto found = devices(7);
   for (const auto& d : found) EXPECT_TRUE(d.linked_devices.empty()) << d.index;
   let_it_run(5);
-  EXPECT_EQ(count(xpud_->output(), "7 cards of board [R200] on this node"), 1u) << xpud_->output();
+  EXPECT_EQ(count(xpud_->output(), "7 cards of board [R300] on this node"), 1u) << xpud_->output();
 }
 
 TEST_F(XpudTopologySysfs, ABrokenTableCostsTheLinksNotTheService) {
   const auto table = dir_.path() / "broken.quirk";
-  write_file(table, "[R200]\nMatch = pci 1d22:3684 subsystem 0002:0001\nCards = 8\nLinks.0 = 1 2 3 9\n");
+  write_file(table, "[R300]\nMatch = pci 1d22:3684 subsystem 0002:0003\nCards = 8\nLinks.0 = 1 2 3 9\n");
   start(config(table.string()));
   auto found = devices(8);
   for (const auto& d : found) EXPECT_TRUE(d.linked_devices.empty()) << d.index;
@@ -171,14 +173,14 @@ TEST_F(XpudTopologySysfs, AMissingTableCostsTheLinksNotTheService) {
 
 class XpudTopologyXpuml : public XpudTopology {
  protected:
-  // Eight R200s (board 100, PCI subsystem 2/1) at kBus with physical ids kIndexOf (their /dev/xpuN), plus `extra`.
+  // Eight R300s (board 101, PCI subsystem 2/3) at kBus with indices kIndexOf, plus `extra`.
   void start_with(const std::string& extra_devices, unsigned extra_count) {
     std::string scenario = "devices " + std::to_string(8 + extra_count) + "\n";
     for (unsigned k = 0; k < 8; ++k) {
       char bus[32];
       std::snprintf(bus, sizeof bus, "00000000:%02X:00.0", kBus[k]);
       scenario += "device " + std::to_string(k) + "\nid " + std::to_string(kIndexOf[k]) + "\nbus_id " + bus +
-                  "\nboard 100\n";
+                  "\nboard 101\npci_subsystem_id 0x00030002\n";
     }
     scenario += extra_devices;
     write_file(dir_.path() / "scenario", scenario);
@@ -188,21 +190,23 @@ class XpudTopologyXpuml : public XpudTopology {
   }
 };
 
-TEST_F(XpudTopologyXpuml, EightR200sGetTheLinksOfTheFactsByPciOrder) {
+// Expected links are by the index xpud serves, which is the physical id: the test holds
+// whichever library call names the cards.
+TEST_F(XpudTopologyXpuml, EightR300sGetTheDriversLinksByPhysicalId) {
   start_with("", 0);
-  EXPECT_EQ(links_over_dbus(devices(8)), facts_links()) << xpud_->output();
+  EXPECT_EQ(links_over_dbus(devices(8)), driver_links()) << xpud_->output();
 }
 
-TEST_F(XpudTopologyXpuml, AnUnknownBoardGetsNoneAndSaysSoOnce) {
-  // An R300: board 101, PCI subsystem 2/3.
-  start_with("device 8\nid 8\nbus_id 00000000:D8:00.0\nboard 101\npci_subsystem_id 0x00030002\n", 1);
+TEST_F(XpudTopologyXpuml, AnR200GetsNoneAndSaysSoOnce) {
+  // An R200: board 100, PCI subsystem 2/1.
+  start_with("device 8\nid 8\nbus_id 00000000:D8:00.0\nboard 100\npci_subsystem_id 0x00010002\n", 1);
   auto found = devices(9);
   ASSERT_EQ(found.size(), 9u);
-  EXPECT_EQ(found[8].model, "R300");
+  EXPECT_EQ(found[8].model, "R200");
   EXPECT_TRUE(found[8].linked_devices.empty());
-  EXPECT_EQ(links_over_dbus({found.begin(), found.begin() + 8}), facts_links());
+  EXPECT_EQ(links_over_dbus({found.begin(), found.begin() + 8}), driver_links());
   let_it_run(10);
-  EXPECT_EQ(count(xpud_->output(), "no entry for board R300 (pci 1d22:3684 subsystem 0002:0003, xpuml board-id 101"),
+  EXPECT_EQ(count(xpud_->output(), "no entry for board R200 (pci 1d22:3684 subsystem 0002:0001, xpuml board-id 100"),
             1u)
       << xpud_->output();
 }

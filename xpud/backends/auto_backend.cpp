@@ -6,7 +6,7 @@
 
 #include "common/names.h"
 #include "xpud/backends/sysfs/sysfs_backend.h"
-#include "xpud/backends/xpuml/xpuml_backend.h"
+#include "xpud/backends/xpuml/xpuml_library_backend.h"
 
 namespace xpud {
 namespace {
@@ -21,9 +21,9 @@ std::string card_key(const DeviceIdentity& device) {
 
 xpu::Result<std::unique_ptr<Backend>> make_auto_backend(
     const Config& config, RetryBackoff backoff, std::shared_ptr<const topology::LinkTable> links) {
-  AutoBackend::Opener open = [library = config.xpuml_library, root = config.sysfs_root,
+  AutoBackend::Opener open = [libraries = config.xpuml_libraries, root = config.sysfs_root,
                               links](bool* init_failed) {
-    return make_xpuml_backend(library, root, init_failed, links);
+    return open_xpuml_backend(libraries, root, init_failed, links);
   };
   auto executor = std::make_unique<TimeBoxedExecutor>(config.call_timeout);
   auto attempts = std::make_shared<AutoBackend::Attempts>();
@@ -110,6 +110,12 @@ AutoBackend::~AutoBackend() {
 
 std::string_view AutoBackend::name() const {
   return switched_ ? std::string_view("xpuml") : fallback_->name();
+}
+
+std::string AutoBackend::library_path() const {
+  // upgraded_ is set before switched_ and never changes after, so once switched_ reads true it
+  // may be read from any thread.
+  return switched_ ? upgraded_->library_path() : fallback_->library_path();
 }
 
 std::string AutoBackend::driver_version() { return active().driver_version(); }

@@ -71,6 +71,7 @@ class AutoBackend final : public Backend {
                       const std::shared_ptr<Attempts>& attempts, std::string& why);
 
   std::string_view name() const override;
+  std::string library_path() const override;
   std::string driver_version() override;
   xpu::Result<std::vector<DeviceIdentity>> discover() override;
   DeviceReading read(const DeviceIdentity& device) override;

@@ -27,6 +27,9 @@ class Backend {
 
   // "xpuml", "sysfs" or "sim".
   virtual std::string_view name() const = 0;
+  // The management library file the backend runs on (the Manager's LibraryPath); empty when it
+  // uses none. Any thread may ask.
+  virtual std::string library_path() const { return {}; }
   // Driver version as the backend can tell it; empty when unknown.
   virtual std::string driver_version() = 0;
   // The cards present now, ordered by index. Called at start, after a device event, after a

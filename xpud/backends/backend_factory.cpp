@@ -6,7 +6,7 @@
 #include "xpud/backends/sim/sim_backend.h"
 #include "xpud/backends/sysfs/sysfs_backend.h"
 #include "xpud/backends/topology_quirks.h"
-#include "xpud/backends/xpuml/xpuml_backend.h"
+#include "xpud/backends/xpuml/xpuml_library_backend.h"
 
 namespace xpud {
 namespace {
@@ -40,7 +40,7 @@ xpu::Result<StartedBackend> make_backend(const Config& config) {
   if (config.backend == "sysfs") return without_simulator(make_sysfs_backend(config.sysfs_root, links));
   if (config.backend == "xpuml")
     return without_simulator(
-        make_xpuml_backend(config.xpuml_library, config.sysfs_root, nullptr, links));
+        open_xpuml_backend(config.xpuml_libraries, config.sysfs_root, nullptr, links));
   return without_simulator(make_auto_backend(config, {}, links));
 }
 

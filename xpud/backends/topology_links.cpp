@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <tuple>
 
 #include <spdlog/spdlog.h>
 
@@ -49,20 +48,36 @@ std::map<unsigned, std::vector<unsigned>> LinkAssigner::assign(const std::vector
 
   std::map<unsigned, std::vector<unsigned>> linked;
   for (auto& [board, members] : by_board) {
-    if (members.size() != board->links.size()) {
+    const std::size_t rows = board->links.size();
+    if (members.size() != rows) {
       say_once(std::to_string(members.size()) + " cards of board [" + board->name +
-               "] on this node, " + table_->source + " describes " +
-               std::to_string(board->links.size()) + "; their LinkedDevices stay empty");
+               "] on this node, " + table_->source + " describes " + std::to_string(rows) +
+               "; their LinkedDevices stay empty");
       continue;
     }
-    std::sort(members.begin(), members.end(), [](const Card* a, const Card* b) {
-      return std::tie(a->pci_bus_id, a->index) < std::tie(b->pci_bus_id, b->index);
-    });
-    for (std::size_t k = 0; k < members.size(); ++k) {
-      std::vector<unsigned> indices;
-      for (unsigned row : board->links[k]) indices.push_back(members[row]->index);
+    std::sort(members.begin(), members.end(),
+              [](const Card* a, const Card* b) { return a->index < b->index; });
+    // Distinct indices, as many as rows: all below `rows` means exactly 0 .. rows-1.
+    const bool rows_present =
+        std::adjacent_find(members.begin(), members.end(), [](const Card* a, const Card* b) {
+          return a->index == b->index;
+        }) == members.end() &&
+        members.back()->index < rows;
+    if (!rows_present) {
+      std::string held;
+      for (const Card* card : members)
+        held += (held.empty() ? "" : ", ") + ("xpu" + std::to_string(card->index)) + " (" +
+                card->pci_bus_id + ")";
+      say_once("the cards of board [" + board->name + "] are " + held + ", but the rows of " +
+               table_->source + " are physical ids 0 to " + std::to_string(rows - 1) +
+               "; their LinkedDevices stay empty");
+      continue;
+    }
+    for (const Card* card : members) {
+      std::vector<unsigned> indices(board->links[card->index].begin(),
+                                    board->links[card->index].end());
       std::sort(indices.begin(), indices.end());
-      linked[members[k]->index] = std::move(indices);
+      linked[card->index] = std::move(indices);
     }
   }
   return linked;

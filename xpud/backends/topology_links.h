@@ -3,11 +3,13 @@
 // The rule (the same for the xpuml and sysfs backends):
 //  1. Each physical card is looked up in the table (LinkTable::find); virtual functions are
 //     not passed in and never get links.
-//  2. The cards of one board are sorted by PCI bus id (then host index, for the two chips of a
-//     K200 that share an address); the card at position k in that order takes the table's row
-//     k, and row k's entries are positions in the same order, turned into host indices.
-//  3. Only when the node has exactly the table's number of cards of that board: with fewer or
-//     more, which slot a card sits in cannot be told from its bus id, so none gets links.
+//  2. Rows are physical ids: row k describes the card whose index is k (/dev/xpu<k>, the
+//     library's xpumlDeviceGetId), and row k's entries are indices too. The driver's own link
+//     table is keyed by a card id it reads from a board register, which is not the PCI order;
+//     the physical id is the userspace number nearest to it (see topology.quirk).
+//  3. Only when the node's cards of that board are exactly the indices 0 .. Cards-1: with fewer,
+//     more or other indices (a card that failed to probe frees its id for a later one), which
+//     row a card is cannot be told, so none gets links.
 // A card of a board the table does not know, or of a board present in another count, gets no
 // links, and an info line says so once per process (not on every discovery).
 //
@@ -25,8 +27,8 @@
 namespace xpud::topology {
 
 struct Card {
-  unsigned index = 0;       // host index (/dev/xpu<index>)
-  std::string pci_bus_id;   // normalised
+  unsigned index = 0;       // host index (/dev/xpu<index>), the physical id: the card's row
+  std::string pci_bus_id;   // normalised, for log lines
   std::string model;        // for log lines
   CardKey key;
 };

@@ -67,6 +67,12 @@ std::string describe(const PciMatch& m) {
   return text;
 }
 
+std::string describe(const PciDeviceMatch& m) {
+  char text[32];
+  std::snprintf(text, sizeof text, "pci %04x:%04x", m.vendor, m.device);
+  return text;
+}
+
 std::string describe(const BoardIdMatch& m) {
   std::string text = "xpuml board-id " + std::to_string(m.board_id);
   if (m.model_id) text += " model-id " + std::to_string(*m.model_id);
@@ -191,7 +197,15 @@ class Parser {
   xpu::Status add_match(std::string_view value, unsigned number) {
     const auto words = split_words(value);
     const std::string usage =
-        "Match is 'pci VVVV:DDDD subsystem SSSS:SSSS' or 'xpuml board-id N [model-id M]'";
+        "Match is 'pci VVVV:DDDD [subsystem SSSS:SSSS]' or 'xpuml board-id N [model-id M]'";
+    if (words.size() == 2 && words[0] == "pci") {
+      auto ids = parse_hex_pair(words[1]);
+      if (!ids) return fail(number, "bad PCI ids in Match: " + usage);
+      PciDeviceMatch match{ids->first, ids->second};
+      if (auto status = check_unused(describe(match), number); !status) return status;
+      group_->pci_device_matches.push_back(match);
+      return xpu::ok_status();
+    }
     if (words.size() == 4 && words[0] == "pci" && words[2] == "subsystem") {
       auto ids = parse_hex_pair(words[1]);
       auto subsystem = parse_hex_pair(words[3]);
@@ -231,7 +245,8 @@ class Parser {
   xpu::Status finish_group() {
     if (!group_) return xpu::ok_status();
     const std::string group = "[" + group_->name + "]";
-    if (group_->pci_matches.empty() && group_->board_id_matches.empty())
+    if (group_->pci_matches.empty() && group_->pci_device_matches.empty() &&
+        group_->board_id_matches.empty())
       return fail(group_->line, group + " has no Match line");
     if (!cards_) return fail(group_->line, group + " has no Cards line");
     for (const auto& [k, row] : rows_) {
@@ -284,6 +299,10 @@ const BoardLinks* LinkTable::find(const CardKey& card) const {
     for (const auto& board : boards)
       for (const auto& match : board.pci_matches)
         if (match == *card.pci) return &board;
+  if (card.pci)
+    for (const auto& board : boards)
+      for (const auto& match : board.pci_device_matches)
+        if (match.vendor == card.pci->vendor && match.device == card.pci->device) return &board;
   return nullptr;
 }
 

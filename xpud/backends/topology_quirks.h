@@ -30,6 +30,14 @@ struct PciMatch {
   bool operator==(const PciMatch&) const = default;
 };
 
+// A PCI vendor:device whatever the subsystem ids: for a board whose subsystem ids no public
+// source gives.
+struct PciDeviceMatch {
+  std::uint16_t vendor = 0;
+  std::uint16_t device = 0;
+  bool operator==(const PciDeviceMatch&) const = default;
+};
+
 struct BoardIdMatch {
   int board_id = 0;
   std::optional<int> model_id;  // unset: any model of the board
@@ -40,6 +48,7 @@ struct BoardLinks {
   std::string name;  // the group name, for log lines
   unsigned line = 0;  // where the group starts
   std::vector<PciMatch> pci_matches;
+  std::vector<PciDeviceMatch> pci_device_matches;
   std::vector<BoardIdMatch> board_id_matches;
   // links[k]: the rows card k is linked to, ascending; links.size() is the card count.
   std::vector<std::vector<unsigned>> links;
@@ -57,7 +66,8 @@ struct LinkTable {
   std::vector<BoardLinks> boards;
 
   // The board the card belongs to: the first group whose board-id match fits, else the first
-  // whose PCI match does; nullptr when none.
+  // whose PCI match (with subsystem ids) does, else the first whose PCI vendor:device alone
+  // does; nullptr when none.
   const BoardLinks* find(const CardKey& card) const;
 };
 

@@ -37,6 +37,7 @@ std::string claim_cdi_spec_json(const PreparedClaim& claim) {
         {"name", claim_cdi_device_name(claim.uid, request)},
         {"containerEdits",
          {{"env", {std::string(xpu::names::kVisibleDevicesEnv) + "=" + indices,
+                   std::string(xpu::names::kVendorRuntimeVisibleDevicesEnv) + "=" + indices,
                    std::string(xpu::names::kUuidsEnv) + "=" + uuids}}}},
     });
   }

@@ -1,6 +1,7 @@
 // Each prepared claim's own CDI spec, kind kunlunxin.com/claim: one device per request, named
-// "<uid>-<request>", whose only edit is the environment naming all the request's cards (index and
-// UUID, as the device plugin sets them). It brings no device nodes: the cards' entries in xpud's
+// "<uid>-<request>", whose only edit is the environment naming all the request's cards (index,
+// the same indices in CXPU_VISIBLE_DEVICES for the vendor's runtime, and UUID, as the device
+// plugin sets them). It brings no device nodes: the cards' entries in xpud's
 // spec (kunlunxin.com/xpu=...) bring those, and the kubelet hands the runtime both.
 #pragma once
 

@@ -26,7 +26,10 @@ TEST(ContainerAllocation, DeviceNodesAndEnvironmentInHostIndexOrder) {
   const std::vector<DeviceNode> nodes = {
       {"/dev/xpu1", "/dev/xpu1", "rw"}, {"/dev/xpu3", "/dev/xpu3", "rw"}, {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
   EXPECT_EQ(allocation->device_nodes, nodes);
-  const std::map<std::string, std::string> envs = {{"KUNLUNXIN_XPU_UUIDS", "uuid-1,uuid-3"},
+  // CXPU_VISIBLE_DEVICES: the vendor's runtime injects what it names, and the vendor's base
+  // images set it to "all"; the response overrides the image's value with exactly these cards.
+  const std::map<std::string, std::string> envs = {{"CXPU_VISIBLE_DEVICES", "1,3"},
+                                                   {"KUNLUNXIN_XPU_UUIDS", "uuid-1,uuid-3"},
                                                    {"XPU_VISIBLE_DEVICES", "1,3"}};
   EXPECT_EQ(allocation->envs, envs);
   ASSERT_EQ(allocation->granted.size(), 2u);
@@ -84,6 +87,7 @@ TEST(ContainerAllocation, VirtualFunctionGetsItsOwnNodes) {
       {"/dev/xpu8", "/dev/xpu8", "rw"}, {"/dev/xpu9", "/dev/xpu9", "rw"}, {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
   EXPECT_EQ(allocation->device_nodes, nodes);
   EXPECT_EQ(allocation->envs.at("XPU_VISIBLE_DEVICES"), "8,9");
+  EXPECT_EQ(allocation->envs.at("CXPU_VISIBLE_DEVICES"), "8,9");
   EXPECT_EQ(allocation->envs.at("KUNLUNXIN_XPU_UUIDS"), "vf-8,vf-9");
 }
 
@@ -118,6 +122,7 @@ TEST(ContainerAllocation, SharedReplicasMapBackToTheirCardOnce) {
       {"/dev/xpu0", "/dev/xpu0", "rw"}, {"/dev/xpu2", "/dev/xpu2", "rw"}, {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
   EXPECT_EQ(two_cards->device_nodes, both);
   EXPECT_EQ(two_cards->envs.at("XPU_VISIBLE_DEVICES"), "0,2");
+  EXPECT_EQ(two_cards->envs.at("CXPU_VISIBLE_DEVICES"), "0,2");
   EXPECT_EQ(two_cards->envs.at("KUNLUNXIN_XPU_UUIDS"), "uuid-0,uuid-2");
 
   auto sick = allocate_container(shared_cards(), {"uuid-0::0", "uuid-5::1"});
@@ -154,6 +159,7 @@ TEST(ContainerAllocation, CdiTrueGivesTheCdiNameInsteadOfRawNodes) {
   EXPECT_TRUE(allocation->device_nodes.empty());
   // The environment still comes from the response too: it agrees with the spec's entry.
   EXPECT_EQ(allocation->envs.at("XPU_VISIBLE_DEVICES"), "1");
+  EXPECT_EQ(allocation->envs.at("CXPU_VISIBLE_DEVICES"), "1");
   EXPECT_EQ(allocation->envs.at("KUNLUNXIN_XPU_UUIDS"), "uuid-1");
 }
 

@@ -204,6 +204,7 @@ TEST_F(DevicePluginServiceTest, AllocateReturnsDevicesAndEnvironmentPerContainer
   EXPECT_EQ(both.devices(1).host_path(), "/dev/xpu2");
   EXPECT_EQ(both.devices(2).host_path(), "/dev/xpuctrl");
   EXPECT_EQ(both.envs().at("XPU_VISIBLE_DEVICES"), "0,2");
+  EXPECT_EQ(both.envs().at("CXPU_VISIBLE_DEVICES"), "0,2");
   EXPECT_EQ(both.envs().at("KUNLUNXIN_XPU_UUIDS"), "uuid-0,uuid-2");
   EXPECT_EQ(both.mounts_size(), 0);
 }

@@ -33,6 +33,9 @@ class ScriptedBackend final : public Backend {
                   std::shared_ptr<std::vector<std::string>> reads = nullptr)
       : name_(std::move(name)), cards_(std::move(cards)), reads_(std::move(reads)) {}
   std::string_view name() const override { return name_; }
+  std::string library_path() const override {
+    return name_ == "library" ? "/usr/local/xpu/lib64/libxpuml.so.1" : "";
+  }
   std::string driver_version() override { return name_ + "-1.0"; }
   xpu::Result<std::vector<DeviceIdentity>> discover() override { return cards_; }
   DeviceReading read(const DeviceIdentity& device) override {
@@ -104,8 +107,10 @@ TEST(AutoBackend, ServesTheFallbackUntilAnAttemptSucceedsThenTheLibrary) {
   ASSERT_TRUE(wait_until([&] { return library_ready(*attempts); }, 5s));
   EXPECT_EQ(opener.calls(), 4u);
   EXPECT_EQ(backend->name(), "sysfs") << "switches only at a discovery";
+  EXPECT_EQ(backend->library_path(), "") << "no library in use while on the fallback";
   ASSERT_TRUE(backend->discover());
   EXPECT_EQ(backend->name(), "xpuml");
+  EXPECT_EQ(backend->library_path(), "/usr/local/xpu/lib64/libxpuml.so.1");
   backend->read(card(0, "u0"));
   EXPECT_EQ(*opener.state->reads, std::vector<std::string>{"u0"});
   // No attempt after the one that succeeded.

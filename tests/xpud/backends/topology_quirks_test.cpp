@@ -38,22 +38,73 @@ Links.1 =
 Links.0 =
 )";
 
-// The 8-card node of xpu-facts.md: pairs within a half, and i with i + 4 across.
-bool facts_linked(unsigned a, unsigned b) { return a != b && ((a < 4) == (b < 4) || a % 4 == b % 4); }
+// The driver's KL2_R300_CCIX_TOPOLOGY, decoded (docs/hardware.md): card ids linked by a CCIX port.
+bool r300_linked(unsigned a, unsigned b) {
+  static const unsigned pairs[][2] = {{0, 1}, {0, 3}, {1, 2}, {1, 5}, {2, 3}, {2, 5},
+                                      {2, 6}, {3, 4}, {4, 5}, {4, 7}, {5, 6}, {6, 7}};
+  for (const auto& [x, y] : pairs)
+    if ((a == x && b == y) || (a == y && b == x)) return true;
+  return false;
+}
 
-TEST(TopologyQuirks, TheShippedTableHasTheR200LayoutOfTheFacts) {
-  auto table = load_link_table(std::filesystem::path(XPU_SOURCE_DIR) / "xpud/backends/topology.quirk");
+// HAMi's P800 node: pairs within a half, and i with i + 4 across.
+bool p800_linked(unsigned a, unsigned b) { return a != b && ((a < 4) == (b < 4) || a % 4 == b % 4); }
+
+std::filesystem::path shipped() {
+  return std::filesystem::path(XPU_SOURCE_DIR) / "xpud/backends/topology.quirk";
+}
+
+TEST(TopologyQuirks, TheShippedTableHasTheR300LinksOfTheDriversTable) {
+  auto table = load_link_table(shipped());
   ASSERT_TRUE(table) << table.error();
-  const BoardLinks* r200 = table->find(CardKey{PciMatch{0x1d22, 0x3684, 2, 1}, {}, {}});
-  ASSERT_NE(r200, nullptr);
-  EXPECT_EQ(table->find(CardKey{{}, 100, 7}), r200) << "board id 100 is the R200 too";
-  EXPECT_EQ(r200->name, "R200");
-  ASSERT_EQ(r200->links.size(), 8u);
+  const BoardLinks* r300 = table->find(CardKey{PciMatch{0x1d22, 0x3684, 2, 3}, {}, {}});
+  ASSERT_NE(r300, nullptr);
+  EXPECT_EQ(table->find(CardKey{{}, 101, 3}), r300) << "board id 101 is the R300 too";
+  EXPECT_EQ(r300->name, "R300");
+  ASSERT_EQ(r300->links.size(), 8u);
   for (unsigned a = 0; a < 8; ++a)
     for (unsigned b = 0; b < 8; ++b)
-      EXPECT_EQ(std::binary_search(r200->links[a].begin(), r200->links[a].end(), b), facts_linked(a, b))
+      EXPECT_EQ(std::binary_search(r300->links[a].begin(), r300->links[a].end(), b), r300_linked(a, b))
           << a << "-" << b;
-  EXPECT_EQ(table->find(CardKey{PciMatch{0x1d22, 0x3684, 2, 3}, 101, {}}), nullptr) << "R300: not in the table";
+}
+
+TEST(TopologyQuirks, TheShippedTableHasHamisP800LayoutByPciDeviceAlone) {
+  auto table = load_link_table(shipped());
+  ASSERT_TRUE(table) << table.error();
+  const BoardLinks* p800 = table->find(CardKey{PciMatch{0x1d22, 0x3688, 0, 0}, {}, {}});
+  ASSERT_NE(p800, nullptr);
+  EXPECT_EQ(p800->name, "P800");
+  EXPECT_EQ(table->find(CardKey{PciMatch{0x1d22, 0x3688, 0x1d22, 0x1234}, {}, {}}), p800)
+      << "any subsystem";
+  ASSERT_EQ(p800->links.size(), 8u);
+  for (unsigned a = 0; a < 8; ++a)
+    for (unsigned b = 0; b < 8; ++b)
+      EXPECT_EQ(std::binary_search(p800->links[a].begin(), p800->links[a].end(), b), p800_linked(a, b))
+          << a << "-" << b;
+}
+
+TEST(TopologyQuirks, TheShippedTableHasNoR200) {
+  auto table = load_link_table(shipped());
+  ASSERT_TRUE(table) << table.error();
+  EXPECT_EQ(table->find(CardKey{PciMatch{0x1d22, 0x3684, 2, 1}, 100, 2}), nullptr)
+      << "no public source gives R200 links";
+  EXPECT_EQ(table->find(CardKey{PciMatch{0x1d22, 0x3685, 2, 1}, {}, {}}), nullptr) << "a VF";
+  EXPECT_EQ(table->boards.size(), 2u);
+}
+
+TEST(TopologyQuirks, APciMatchWithSubsystemWinsOverOneWithout) {
+  auto table = parse_link_table(
+      "[Any]\nMatch = pci 1d22:3688\nCards = 1\nLinks.0 =\n"
+      "[Exact]\nMatch = pci 1d22:3688 subsystem 0002:0007\nCards = 1\nLinks.0 =\n",
+      "t.quirk");
+  ASSERT_TRUE(table) << table.error();
+  EXPECT_EQ(table->find(CardKey{PciMatch{0x1d22, 0x3688, 2, 7}, {}, {}})->name, "Exact");
+  EXPECT_EQ(table->find(CardKey{PciMatch{0x1d22, 0x3688, 2, 8}, {}, {}})->name, "Any");
+  EXPECT_EQ(table->find(CardKey{PciMatch{0x1d22, 0x3684, 2, 7}, {}, {}}), nullptr);
+  auto twice = parse_link_table(
+      "[A]\nMatch = pci 1d22:3688\nCards = 1\nLinks.0 =\n[B]\nMatch = pci 1d22:3688\n", "t.quirk");
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error(), "t.quirk:6: 'pci 1d22:3688' already matches [A] at line 2");
 }
 
 TEST(TopologyQuirks, ParsesGroupsMatchesAndRows) {
@@ -124,12 +175,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"group twice", kHead + "Links.0 = 1\nLinks.1 = 0\n[B]\n",
                 "t.quirk:6: group [B] already started at line 1"},
         BadCase{"match garbage", "[B]\nMatch = usb 1:2\n",
-                "t.quirk:2: Match is 'pci VVVV:DDDD subsystem SSSS:SSSS' or 'xpuml board-id N [model-id M]'"},
+                "t.quirk:2: Match is 'pci VVVV:DDDD [subsystem SSSS:SSSS]' or 'xpuml board-id N [model-id M]'"},
         BadCase{"pci ids not hex", "[B]\nMatch = pci 1d22:36g4 subsystem 2:1\n",
-                "t.quirk:2: bad PCI ids in Match: Match is 'pci VVVV:DDDD subsystem SSSS:SSSS' or "
+                "t.quirk:2: bad PCI ids in Match: Match is 'pci VVVV:DDDD [subsystem SSSS:SSSS]' or "
                 "'xpuml board-id N [model-id M]'"},
         BadCase{"pci id too long", "[B]\nMatch = pci 11d22:3684 subsystem 2:1\n",
-                "t.quirk:2: bad PCI ids in Match: Match is 'pci VVVV:DDDD subsystem SSSS:SSSS' or "
+                "t.quirk:2: bad PCI ids in Match: Match is 'pci VVVV:DDDD [subsystem SSSS:SSSS]' or "
                 "'xpuml board-id N [model-id M]'"},
         BadCase{"negative board id", "[B]\nMatch = xpuml board-id -1\n",
                 "t.quirk:2: bad board-id in Match: '-1' is not a non-negative integer"},

@@ -1,6 +1,7 @@
 #include "xpud/backends/xpuml/xpuml_library.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <cstring>
 #include <utility>
@@ -53,6 +54,33 @@ void DlHandle::reset(void* handle) {
 xpu::Result<std::unique_ptr<Library>> Library::open(const std::filesystem::path& path,
                                                     bool* init_failed) {
   if (init_failed != nullptr) *init_failed = false;
+  auto loaded = load(path);
+  if (!loaded) return xpu::Error{loaded.error()};
+  return initialise(std::move(*loaded), init_failed);
+}
+
+xpu::Result<std::unique_ptr<Library>> Library::open_first(
+    const std::vector<std::filesystem::path>& candidates, bool* init_failed) {
+  if (init_failed != nullptr) *init_failed = false;
+  if (candidates.empty()) return xpu::Error{"no libxpuml listed ([xpuml] library)"};
+  std::string errors;
+  for (const auto& candidate : candidates) {
+    auto loaded = load(candidate);
+    if (!loaded) {
+      errors += (errors.empty() ? "" : "; ") + loaded.error();
+      continue;
+    }
+    const std::filesystem::path& opened = (*loaded)->path();
+    spdlog::info("libxpuml: using {}{}", opened.string(),
+                 candidate == opened ? "" : " (the loader's search for " + candidate.string() + ")");
+    return initialise(std::move(*loaded), init_failed);
+  }
+  if (candidates.size() == 1) return xpu::Error{std::move(errors)};
+  return xpu::Error{"no usable libxpuml among " + std::to_string(candidates.size()) +
+                    " candidates ([xpuml] library): " + errors};
+}
+
+xpu::Result<std::unique_ptr<Library>> Library::load(const std::filesystem::path& path) {
   const std::string shown = path.string();
   // A bare name ("libxpuml.so.1") is searched on the loader's path; only a path can be checked.
   if (shown.find('/') != std::string::npos) {
@@ -64,7 +92,6 @@ xpu::Result<std::unique_ptr<Library>> Library::open(const std::filesystem::path&
   DlHandle handle(dlopen(shown.c_str(), RTLD_NOW | RTLD_LOCAL));
   if (handle.get() == nullptr)
     return xpu::Error{"cannot load libxpuml " + shown + ": " + dl_error()};
-
   Symbols symbols;
   std::vector<std::string_view> missing;
   void* h = handle.get();
@@ -111,10 +138,21 @@ xpu::Result<std::unique_ptr<Library>> Library::open(const std::filesystem::path&
   if (!absent.empty())
     spdlog::info("libxpuml {} lacks the optional {}; working without", shown, absent);
 
-  std::unique_ptr<Library> library(new Library(path, std::move(handle), symbols));
+  // The file the loader opened: for a bare name, where its search found it.
+  std::filesystem::path opened = path;
+  link_map* map = nullptr;
+  if (dlinfo(handle.get(), RTLD_DI_LINKMAP, &map) == 0 && map != nullptr &&
+      map->l_name != nullptr && map->l_name[0] == '/')
+    opened = map->l_name;
+  return std::unique_ptr<Library>(new Library(std::move(opened), std::move(handle), symbols));
+}
+
+xpu::Result<std::unique_ptr<Library>> Library::initialise(std::unique_ptr<Library> library,
+                                                          bool* init_failed) {
+  const std::string shown = library->path_.string();
   xpumlReturn_t rc = library->call(library->symbols_.init);
   if (rc != XPUML_SUCCESS) {
-    std::string message = library->error_message(symbols.init.name, shown, rc);
+    std::string message = library->error_message(library->symbols_.init.name, shown, rc);
     // Init failed, so there is nothing to shut down; only unload.
     library->symbols_.shutdown.fn = nullptr;
     if (init_failed != nullptr) *init_failed = true;

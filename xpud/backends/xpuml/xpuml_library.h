@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "xpud/backends/xpuml/xpuml_api.h"
@@ -94,6 +95,14 @@ class Library {
   static xpu::Result<std::unique_ptr<Library>> open(const std::filesystem::path& path,
                                                     bool* init_failed = nullptr);
 
+  // Tries `candidates` in order ([xpuml] library): the first that loads and has the required
+  // symbols wins, and is then initialised (an xpumlInit failure is that library's, with
+  // `init_failed` set: the driver may come, another copy would not help). When none loads,
+  // the error lists every candidate with why it failed. The winner's path() is the file the
+  // loader opened, also for a bare name it searched for; the log says which.
+  static xpu::Result<std::unique_ptr<Library>> open_first(
+      const std::vector<std::filesystem::path>& candidates, bool* init_failed = nullptr);
+
   // A library whose functions are given rather than loaded: what fuzz/xpuml_results_fuzzer.cpp
   // feeds the backend. No xpumlInit here; xpumlShutdown at destruction as for a loaded one.
   // `name` stands for the file in messages.
@@ -121,6 +130,12 @@ class Library {
 
  private:
   Library(std::filesystem::path path, DlHandle handle, Symbols symbols);
+
+  // dlopen and symbols, no xpumlInit: what open and open_first share.
+  static xpu::Result<std::unique_ptr<Library>> load(const std::filesystem::path& path);
+  // xpumlInit on a loaded library.
+  static xpu::Result<std::unique_ptr<Library>> initialise(std::unique_ptr<Library> library,
+                                                          bool* init_failed);
 
   std::filesystem::path path_;
   DlHandle handle_;

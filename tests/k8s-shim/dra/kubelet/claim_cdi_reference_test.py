@@ -54,8 +54,9 @@ class ClaimReference(unittest.TestCase):
         self.assertIn(claim_name, report["devices"])
         got = report["resolved"][together]
         self.assertEqual(sorted(n["path"] for n in got["nodes"]), ["/dev/xpu0", "/dev/xpu1", "/dev/xpuctrl"])
-        env = [e for e in got["env"] if e.startswith(("XPU_VISIBLE_DEVICES=", "KUNLUNXIN_XPU_UUIDS="))]
-        self.assertEqual(sorted(env), sorted(["XPU_VISIBLE_DEVICES=0,1",
+        env = [e for e in got["env"]
+               if e.startswith(("XPU_VISIBLE_DEVICES=", "CXPU_VISIBLE_DEVICES=", "KUNLUNXIN_XPU_UUIDS="))]
+        self.assertEqual(sorted(env), sorted(["XPU_VISIBLE_DEVICES=0,1", "CXPU_VISIBLE_DEVICES=0,1",
                                               f"KUNLUNXIN_XPU_UUIDS={self.uuids[0]},{self.uuids[1]}"]))
         # The claim's entry alone brings no node: the cards' entries do.
         self.assertEqual(report["resolved"][claim_name]["nodes"], [])

@@ -52,10 +52,12 @@ TEST(dra_ClaimCdiSpec, OneDevicePerRequestWithTheEnvironmentOfAllItsCards) {
   // Sorted by request name.
   EXPECT_EQ(spec["devices"][0]["name"], std::string(kUid) + "-infer");
   EXPECT_THAT(spec["devices"][0]["containerEdits"]["env"].get<std::vector<std::string>>(),
-              ElementsAre("XPU_VISIBLE_DEVICES=2", "KUNLUNXIN_XPU_UUIDS=UUID-2"));
+              ElementsAre("XPU_VISIBLE_DEVICES=2", "CXPU_VISIBLE_DEVICES=2",
+                          "KUNLUNXIN_XPU_UUIDS=UUID-2"));
   EXPECT_EQ(spec["devices"][1]["name"], std::string(kUid) + "-train");
   EXPECT_THAT(spec["devices"][1]["containerEdits"]["env"].get<std::vector<std::string>>(),
-              ElementsAre("XPU_VISIBLE_DEVICES=0,2", "KUNLUNXIN_XPU_UUIDS=UUID-0,UUID-2"));
+              ElementsAre("XPU_VISIBLE_DEVICES=0,2", "CXPU_VISIBLE_DEVICES=0,2",
+                          "KUNLUNXIN_XPU_UUIDS=UUID-0,UUID-2"));
   // The cards' nodes come from xpud's spec, never from this one.
   for (const auto& device : spec["devices"])
     EXPECT_FALSE(device["containerEdits"].contains("deviceNodes"));
