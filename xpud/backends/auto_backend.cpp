@@ -6,7 +6,7 @@
 
 #include "common/names.h"
 #include "xpud/backends/sysfs/sysfs_backend.h"
-#include "xpud/backends/xpuml/xpuml_library_backend.h"
+#include "xpud/backends/xpuml/xpuml_backend.h"
 
 namespace xpud {
 namespace {

@@ -6,7 +6,7 @@
 #include "xpud/backends/sim/sim_backend.h"
 #include "xpud/backends/sysfs/sysfs_backend.h"
 #include "xpud/backends/topology_quirks.h"
-#include "xpud/backends/xpuml/xpuml_library_backend.h"
+#include "xpud/backends/xpuml/xpuml_backend.h"
 
 namespace xpud {
 namespace {

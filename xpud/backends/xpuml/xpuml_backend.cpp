@@ -53,6 +53,8 @@ class XpumlBackend final : public Backend, public VirtualFunctionControl {
         links_(std::move(links)) {}
 
   std::string_view name() const override { return "xpuml"; }
+  // Fixed for the backend's life (the file the loader opened), so any thread may ask.
+  std::string library_path() const override { return library_->path().string(); }
   // Called with every discovery (sampler.cpp): a failure is warned about once until a read works.
   std::string driver_version() override;
   xpu::Result<std::vector<DeviceIdentity>> discover() override;
@@ -540,6 +542,14 @@ xpu::Result<std::unique_ptr<Backend>> make_xpuml_backend(
   auto loaded = Library::open(library, init_failed);
   if (!loaded) return xpu::Error{loaded.error()};
   return make_xpuml_backend(std::move(*loaded), sysfs_root, std::move(links));
+}
+
+xpu::Result<std::unique_ptr<Backend>> open_xpuml_backend(
+    const std::vector<std::filesystem::path>& libraries, const std::filesystem::path& sysfs_root,
+    bool* init_failed, std::shared_ptr<const topology::LinkTable> links) {
+  auto library = xpuml::Library::open_first(libraries, init_failed);
+  if (!library) return xpu::Error{library.error()};
+  return make_xpuml_backend(std::move(*library), sysfs_root, std::move(links));
 }
 
 std::unique_ptr<Backend> make_xpuml_backend(std::unique_ptr<xpuml::Library> library,

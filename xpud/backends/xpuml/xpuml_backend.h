@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <vector>
 
 #include "common/result.h"
 #include "xpud/backends/backend.h"
@@ -18,6 +19,13 @@ namespace xpud {
 // (topology_links.h); null: no table, no links.
 xpu::Result<std::unique_ptr<Backend>> make_xpuml_backend(
     const std::filesystem::path& library, const std::filesystem::path& sysfs_root,
+    bool* init_failed = nullptr, std::shared_ptr<const topology::LinkTable> links = nullptr);
+
+// As above, over the first of `libraries` ([xpuml] library's candidates, in order) that loads and
+// has the required symbols; its file is the backend's library_path(). `init_failed` concerns that
+// library; when none loads, the error names every candidate and why.
+xpu::Result<std::unique_ptr<Backend>> open_xpuml_backend(
+    const std::vector<std::filesystem::path>& libraries, const std::filesystem::path& sysfs_root,
     bool* init_failed = nullptr, std::shared_ptr<const topology::LinkTable> links = nullptr);
 
 namespace xpuml {

@@ -6,7 +6,7 @@
 
 #include "tests/xpud/backends/xpuml/fake_xpuml_host.h"
 #include "xpud/backends/xpuml/xpuml_library.h"
-#include "xpud/backends/xpuml/xpuml_library_backend.h"
+#include "xpud/backends/xpuml/xpuml_backend.h"
 
 namespace xpud {
 namespace {
