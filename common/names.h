@@ -36,6 +36,7 @@ inline constexpr std::string_view kLibraryPath = "LibraryPath";
 inline constexpr std::string_view kDriverVersion = "DriverVersion";
 inline constexpr std::string_view kDeviceCount = "DeviceCount";
 inline constexpr std::string_view kHealthyDeviceCount = "HealthyDeviceCount";
+inline constexpr std::string_view kDriverStalled = "DriverStalled";
 inline constexpr std::string_view kClusterReconfigureAllowed = "ClusterReconfigureAllowed";
 // com.kunlunxin.xpud1.Device
 inline constexpr std::string_view kIndex = "Index";
@@ -55,9 +56,9 @@ inline constexpr std::string_view kHealthTransitions = "HealthTransitions";
 inline constexpr std::string_view kIsVirtualFunction = "IsVirtualFunction";
 inline constexpr std::string_view kSriovEnabled = "SriovEnabled";
 
-inline constexpr std::array<std::string_view, 7> kManager = {
+inline constexpr std::array<std::string_view, 8> kManager = {
     kVersion, kBackend, kLibraryPath, kDriverVersion, kDeviceCount, kHealthyDeviceCount,
-    kClusterReconfigureAllowed};
+    kDriverStalled, kClusterReconfigureAllowed};
 inline constexpr std::array<std::string_view, 16> kDevice = {
     kIndex,     kName,         kUuid,          kSerial,       kModel,
     kPciBusId,  kNumaNode,     kMemoryTotalBytes, kDeviceNodes, kLinkedDevices,

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/logging.h"
+#include "common/names.h"
 
 namespace shim {
 namespace {
@@ -12,7 +13,7 @@ void log_health_changes(const ResourceState& before, const ResourceState& after)
     const PluginDevice* old = nullptr;
     for (const auto& candidate : before.devices)
       if (candidate.id == device.id) old = &candidate;
-    const std::string name = "xpu" + std::to_string(device.index);
+    const std::string name = xpu::names::device_name(device.index);
     if (old == nullptr) {
       xpu::log_device_event(spdlog::level::info, name, device.id,
                             "advertised as " + after.resource_name +
@@ -27,7 +28,7 @@ void log_health_changes(const ResourceState& before, const ResourceState& after)
     bool still = false;
     for (const auto& candidate : after.devices) still = still || candidate.id == device.id;
     if (!still)
-      xpu::log_device_event(spdlog::level::warn, "xpu" + std::to_string(device.index), device.id,
+      xpu::log_device_event(spdlog::level::warn, xpu::names::device_name(device.index), device.id,
                             "no longer reported by xpud; withdrawn from " + before.resource_name);
   }
 }
