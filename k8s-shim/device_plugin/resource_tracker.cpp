@@ -74,11 +74,6 @@ std::vector<std::shared_ptr<ResourceFeed>> ResourceTracker::feeds() const {
   return out;
 }
 
-bool ResourceTracker::xpud_lost() const {
-  std::lock_guard lock(mutex_);
-  return lost_;
-}
-
 void ResourceTracker::close_all() {
   std::lock_guard lock(mutex_);
   for (const auto& [name, feed] : feeds_) feed->close();
