@@ -216,7 +216,7 @@ class SimulatorObject final
     const sdbus::Message* message = getObject().getCurrentlyProcessedMessage();
     uid_t caller = message->getCredsUid();
     if (caller != 0 && caller != ::geteuid())
-      throw sdbus::Error("org.freedesktop.DBus.Error.AccessDenied",
+      throw sdbus::Error(std::string(names::bus::kErrorAccessDenied),
                          "Simulator methods are for root or xpud's own user");
   }
 
@@ -237,7 +237,7 @@ void ManagerObject::ConfigureVirtualFunctions(sdbus::Result<>&& result, uint32_t
   const sdbus::Message* message = getObject().getCurrentlyProcessedMessage();
   const uid_t caller = message->getCredsUid();
   if (caller != 0 && !service_.facts_.cluster_reconfigure_allowed)
-    throw sdbus::Error("org.freedesktop.DBus.Error.AccessDenied",
+    throw sdbus::Error(std::string(names::bus::kErrorAccessDenied),
                        "ConfigureVirtualFunctions is for root; other callers (the cluster, "
                        "through xpud-api-proxy) need [sriov] allow_cluster_reconfigure = true in "
                        "xpud's configuration");

@@ -60,13 +60,22 @@ bool listed(const std::array<std::string_view, N>& names, const std::string& nam
 TEST(Names, EveryManagerPropertyOfTheXmlHasAConstant) {
   const auto declared = declared_properties(interface_xml(xpu::names::kManagerInterface));
   EXPECT_EQ(declared.size(), xpu::names::property::kManager.size());
-  for (const auto& name : declared) EXPECT_TRUE(listed(xpu::names::property::kManager, name)) << name;
+  for (const auto& name : declared)
+    EXPECT_TRUE(listed(xpu::names::property::kManager, name)) << name;
 }
 
 TEST(Names, EveryDevicePropertyOfTheXmlHasAConstant) {
   const auto declared = declared_properties(interface_xml(xpu::names::kDeviceInterface));
   EXPECT_EQ(declared.size(), xpu::names::property::kDevice.size());
-  for (const auto& name : declared) EXPECT_TRUE(listed(xpu::names::property::kDevice, name)) << name;
+  for (const auto& name : declared)
+    EXPECT_TRUE(listed(xpu::names::property::kDevice, name)) << name;
+}
+
+// Clients tell xpud's own refusals from the bus's by this prefix (xpud_connection.cpp).
+TEST(Names, EveryXpudErrorHasTheErrorPrefix) {
+  for (auto name : {xpu::names::kErrorNoSuchDevice, xpu::names::kErrorNotSupported,
+                    xpu::names::kErrorBackend, xpu::names::kErrorInvalidArgument})
+    EXPECT_TRUE(name.starts_with(xpu::names::kErrorPrefix)) << name;
 }
 
 TEST(Names, TheCheckCatchesAMisspelling) {
