@@ -36,6 +36,7 @@ inline constexpr std::string_view kLibraryPath = "LibraryPath";
 inline constexpr std::string_view kDriverVersion = "DriverVersion";
 inline constexpr std::string_view kDeviceCount = "DeviceCount";
 inline constexpr std::string_view kHealthyDeviceCount = "HealthyDeviceCount";
+inline constexpr std::string_view kDriverStalled = "DriverStalled";
 inline constexpr std::string_view kClusterReconfigureAllowed = "ClusterReconfigureAllowed";
 // com.kunlunxin.xpud1.Device
 inline constexpr std::string_view kIndex = "Index";
@@ -55,9 +56,9 @@ inline constexpr std::string_view kHealthTransitions = "HealthTransitions";
 inline constexpr std::string_view kIsVirtualFunction = "IsVirtualFunction";
 inline constexpr std::string_view kSriovEnabled = "SriovEnabled";
 
-inline constexpr std::array<std::string_view, 7> kManager = {
+inline constexpr std::array<std::string_view, 8> kManager = {
     kVersion, kBackend, kLibraryPath, kDriverVersion, kDeviceCount, kHealthyDeviceCount,
-    kClusterReconfigureAllowed};
+    kDriverStalled, kClusterReconfigureAllowed};
 inline constexpr std::array<std::string_view, 16> kDevice = {
     kIndex,     kName,         kUuid,          kSerial,       kModel,
     kPciBusId,  kNumaNode,     kMemoryTotalBytes, kDeviceNodes, kLinkedDevices,
@@ -65,10 +66,41 @@ inline constexpr std::array<std::string_view, 16> kDevice = {
     kSriovEnabled};
 }  // namespace property
 
+// Every error xpud answers with starts so (the four below).
+inline constexpr std::string_view kErrorPrefix = "com.kunlunxin.xpud1.Error.";
 inline constexpr std::string_view kErrorNoSuchDevice = "com.kunlunxin.xpud1.Error.NoSuchDevice";
 inline constexpr std::string_view kErrorNotSupported = "com.kunlunxin.xpud1.Error.NotSupported";
 inline constexpr std::string_view kErrorBackend = "com.kunlunxin.xpud1.Error.Backend";
 inline constexpr std::string_view kErrorInvalidArgument = "com.kunlunxin.xpud1.Error.InvalidArgument";
+
+// The message bus's own names (the D-Bus specification's, and sd-bus's Local interface): the bus
+// driver, the standard interfaces and errors xpud, its clients and the API proxy call, answer or
+// test for. They are in no XML of xpud's.
+namespace bus {
+inline constexpr std::string_view kDriverName = "org.freedesktop.DBus";
+inline constexpr std::string_view kDriverPath = "/org/freedesktop/DBus";
+inline constexpr std::string_view kPropertiesInterface = "org.freedesktop.DBus.Properties";
+inline constexpr std::string_view kObjectManagerInterface = "org.freedesktop.DBus.ObjectManager";
+inline constexpr std::string_view kIntrospectableInterface = "org.freedesktop.DBus.Introspectable";
+inline constexpr std::string_view kPeerInterface = "org.freedesktop.DBus.Peer";
+inline constexpr std::string_view kLocalInterface = "org.freedesktop.DBus.Local";
+
+inline constexpr std::string_view kErrorPrefix = "org.freedesktop.DBus.Error.";
+inline constexpr std::string_view kErrorAccessDenied = "org.freedesktop.DBus.Error.AccessDenied";
+inline constexpr std::string_view kErrorDisconnected = "org.freedesktop.DBus.Error.Disconnected";
+inline constexpr std::string_view kErrorFailed = "org.freedesktop.DBus.Error.Failed";
+inline constexpr std::string_view kErrorInvalidArgs = "org.freedesktop.DBus.Error.InvalidArgs";
+inline constexpr std::string_view kErrorLimitsExceeded =
+    "org.freedesktop.DBus.Error.LimitsExceeded";
+inline constexpr std::string_view kErrorNameHasNoOwner =
+    "org.freedesktop.DBus.Error.NameHasNoOwner";
+inline constexpr std::string_view kErrorNoReply = "org.freedesktop.DBus.Error.NoReply";
+inline constexpr std::string_view kErrorServiceUnknown =
+    "org.freedesktop.DBus.Error.ServiceUnknown";
+inline constexpr std::string_view kErrorTimeout = "org.freedesktop.DBus.Error.Timeout";
+inline constexpr std::string_view kErrorUnknownMethod = "org.freedesktop.DBus.Error.UnknownMethod";
+inline constexpr std::string_view kErrorUnknownObject = "org.freedesktop.DBus.Error.UnknownObject";
+}  // namespace bus
 
 inline constexpr std::string_view kHealthy = "Healthy";
 inline constexpr std::string_view kUnhealthy = "Unhealthy";

@@ -94,7 +94,7 @@ class XpudClient::Impl {
       } catch (const sdbus::Error& e) {
         // xpud and the API proxy refuse with AccessDenied of their own, which says why; the
         // generic wording would blame the bus policy.
-        if (e.getName() != "org.freedesktop.DBus.Error.AccessDenied") throw;
+        if (e.getName() != names::bus::kErrorAccessDenied) throw;
         return Error{e.getMessage() + " (" + e.getName() + ")"};
       }
       return ok_status();

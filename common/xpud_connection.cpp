@@ -25,25 +25,22 @@ std::string describe_connect_failure(const sdbus::Error& e, const ClientOptions&
 
 std::string describe_call_failure(const sdbus::Error& e, const ClientOptions& options) {
   const std::string& name = e.getName();
-  if (name == "org.freedesktop.DBus.Error.ServiceUnknown" ||
-      name == "org.freedesktop.DBus.Error.NameHasNoOwner")
+  if (name == names::bus::kErrorServiceUnknown || name == names::bus::kErrorNameHasNoOwner)
     return "xpud is not running (" + std::string(names::kBusName) + " has no owner on " +
            bus_description(options) + ")";
-  if (name == "org.freedesktop.DBus.Error.NoReply" || name == "org.freedesktop.DBus.Error.Timeout")
+  if (name == names::bus::kErrorNoReply || name == names::bus::kErrorTimeout)
     return "xpud did not answer in time (" + e.getMessage() + ")";
-  if (name == "org.freedesktop.DBus.Error.AccessDenied")
+  if (name == names::bus::kErrorAccessDenied)
     return "access denied by the bus policy: " + e.getMessage();
   return e.getMessage().empty() ? name : e.getMessage() + " (" + name + ")";
 }
 
 bool is_answer(const sdbus::Error& e) {
   const std::string& name = e.getName();
-  return name == "org.freedesktop.DBus.Error.ServiceUnknown" ||
-         name == "org.freedesktop.DBus.Error.NameHasNoOwner" ||
-         name == "org.freedesktop.DBus.Error.AccessDenied" ||
-         name == "org.freedesktop.DBus.Error.UnknownMethod" ||
-         name == "org.freedesktop.DBus.Error.UnknownObject" ||
-         name == "org.freedesktop.DBus.Error.InvalidArgs" || name.rfind("com.kunlunxin.", 0) == 0;
+  return name == names::bus::kErrorServiceUnknown || name == names::bus::kErrorNameHasNoOwner ||
+         name == names::bus::kErrorAccessDenied || name == names::bus::kErrorUnknownMethod ||
+         name == names::bus::kErrorUnknownObject || name == names::bus::kErrorInvalidArgs ||
+         name.rfind(names::kErrorPrefix, 0) == 0;
 }
 
 }  // namespace xpu

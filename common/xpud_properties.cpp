@@ -14,8 +14,6 @@ namespace property = names::property;
 
 using ManagedObjects = std::map<sdbus::ObjectPath, std::map<std::string, PropertyMap>>;
 
-constexpr const char* kObjectManagerInterface = "org.freedesktop.DBus.ObjectManager";
-constexpr const char* kPropertiesInterface = "org.freedesktop.DBus.Properties";
 
 template <typename T>
 bool get_property(const PropertyMap& properties, std::string_view key, T& out) {
@@ -86,7 +84,7 @@ Result<std::vector<DeviceInfo>> fetch_devices(sdbus::IConnection& connection,
                                   std::string(names::kManagerPath));
   ManagedObjects objects;
   proxy->callMethod("GetManagedObjects")
-      .onInterface(kObjectManagerInterface)
+      .onInterface(std::string(names::bus::kObjectManagerInterface))
       .withTimeout(timeout)
       .storeResultsTo(objects);
   std::vector<DeviceInfo> devices;
@@ -111,7 +109,7 @@ Result<ManagerInfo> fetch_manager(sdbus::IConnection& connection,
                                   std::string(names::kManagerPath));
   PropertyMap properties;
   proxy->callMethod("GetAll")
-      .onInterface(kPropertiesInterface)
+      .onInterface(std::string(names::bus::kPropertiesInterface))
       .withTimeout(timeout)
       .withArguments(std::string(names::kManagerInterface))
       .storeResultsTo(properties);

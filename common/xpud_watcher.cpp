@@ -59,7 +59,7 @@ void probe_call(sdbus::IConnection& connection, std::chrono::milliseconds timeou
   auto proxy = sdbus::createProxy(connection, std::string(names::kBusName), std::string(names::kManagerPath));
   sdbus::Variant version;
   proxy->callMethod("Get")
-      .onInterface("org.freedesktop.DBus.Properties")
+      .onInterface(std::string(names::bus::kPropertiesInterface))
       .withTimeout(timeout)
       .withArguments(std::string(names::kManagerInterface), std::string(names::property::kVersion))
       .storeResultsTo(version);
@@ -67,12 +67,14 @@ void probe_call(sdbus::IConnection& connection, std::chrono::milliseconds timeou
 
 // An error the bus or xpud answered (as opposed to the connection failing, which the caller
 // handles by reconnecting).
-bool is_bus_answer(const sdbus::Error& e) { return e.getName().rfind("org.freedesktop.DBus.Error.", 0) == 0; }
+bool is_bus_answer(const sdbus::Error& e) {
+  return e.getName().rfind(names::bus::kErrorPrefix, 0) == 0;
+}
 
 // xpud owns its name and let the call time out. Other refusals (a bus policy, a proxy) are
 // answers, and say nothing about whether xpud runs.
 bool is_no_answer(const sdbus::Error& e) {
-  return e.getName() == "org.freedesktop.DBus.Error.NoReply" || e.getName() == "org.freedesktop.DBus.Error.Timeout";
+  return e.getName() == names::bus::kErrorNoReply || e.getName() == names::bus::kErrorTimeout;
 }
 
 int milliseconds_until(Clock::time_point when, Clock::time_point now) {
@@ -90,9 +92,10 @@ void XpudWatcher::watch_loop() {
       auto connection = open_connection(options_);
       std::atomic<bool> dirty = true;
       const std::string bus_name(names::kBusName);
+      const std::string driver(names::bus::kDriverName);
       auto owner_slot = connection->addMatch(
-          "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
-          "member='NameOwnerChanged',arg0='" + bus_name + "'",
+          "type='signal',sender='" + driver + "',interface='" + driver +
+              "',member='NameOwnerChanged',arg0='" + bus_name + "'",
           [&](sdbus::Message&) { dirty = true; });
       // Metrics never come as signals: any signal from xpud means a state change.
       auto xpud_slot = connection->addMatch("type='signal',sender='" + bus_name + "'",
@@ -127,7 +130,7 @@ void XpudWatcher::watch_loop() {
         pollfd fds[2] = {{poll_data.fd, poll_data.events, 0}, {wakeup_.get(), POLLIN, 0}};
         if (::poll(fds, 2, std::max(timeout, 0)) < 0 && errno != EINTR) break;
         if (fds[0].revents & (POLLHUP | POLLERR))
-          throw sdbus::Error("org.freedesktop.DBus.Error.Disconnected", "bus connection closed");
+          throw sdbus::Error(std::string(names::bus::kErrorDisconnected), "bus connection closed");
       }
     } catch (const sdbus::Error& e) {
       spdlog::warn("D-Bus connection to {} lost or unavailable: {}; retrying in {} ms",

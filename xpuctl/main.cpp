@@ -247,7 +247,7 @@ int cmd_processes(xpu::XpudClient& client, bool json_output) {
 int cmd_configure_vfs(xpu::XpudClient& client, unsigned index, unsigned count) {
   auto done = client.configure_virtual_functions(index, count, std::chrono::seconds(60));
   if (!done) return fail(done.error());
-  std::printf("xpu%u: %u virtual functions\n", index, count);
+  std::printf("%s: %u virtual functions\n", xpu::names::device_name(index).c_str(), count);
   return 0;
 }
 

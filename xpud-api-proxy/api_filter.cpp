@@ -14,11 +14,11 @@ using Call = std::pair<std::string_view, std::string_view>;  // interface, membe
 // Properties.Set and every Simulator method stay out; so does anything added to xpud later
 // until it is listed here on purpose.
 constexpr std::array kXpudReads = {
-    Call{"org.freedesktop.DBus.Properties", "Get"},
-    Call{"org.freedesktop.DBus.Properties", "GetAll"},
-    Call{"org.freedesktop.DBus.ObjectManager", "GetManagedObjects"},
-    Call{"org.freedesktop.DBus.Introspectable", "Introspect"},
-    Call{"org.freedesktop.DBus.Peer", "Ping"},
+    Call{names::bus::kPropertiesInterface, "Get"},
+    Call{names::bus::kPropertiesInterface, "GetAll"},
+    Call{names::bus::kObjectManagerInterface, "GetManagedObjects"},
+    Call{names::bus::kIntrospectableInterface, "Introspect"},
+    Call{names::bus::kPeerInterface, "Ping"},
     Call{names::kManagerInterface, names::member::kListDevices},
     Call{names::kManagerInterface, names::member::kGetMetrics},
     Call{names::kManagerInterface, names::member::kGetProcesses},
@@ -26,15 +26,15 @@ constexpr std::array kXpudReads = {
 
 // What sd-bus, libdbus and busctl clients need from a bus to connect and follow a name.
 constexpr std::array kDriverAnswers = {
-    Call{"org.freedesktop.DBus", "Hello"},
-    Call{"org.freedesktop.DBus", "AddMatch"},
-    Call{"org.freedesktop.DBus", "RemoveMatch"},
-    Call{"org.freedesktop.DBus", "GetNameOwner"},
-    Call{"org.freedesktop.DBus", "NameHasOwner"},
-    Call{"org.freedesktop.DBus", "ListNames"},
-    Call{"org.freedesktop.DBus", "ListActivatableNames"},
-    Call{"org.freedesktop.DBus", "GetId"},
-    Call{"org.freedesktop.DBus.Peer", "Ping"},
+    Call{names::bus::kDriverName, "Hello"},
+    Call{names::bus::kDriverName, "AddMatch"},
+    Call{names::bus::kDriverName, "RemoveMatch"},
+    Call{names::bus::kDriverName, "GetNameOwner"},
+    Call{names::bus::kDriverName, "NameHasOwner"},
+    Call{names::bus::kDriverName, "ListNames"},
+    Call{names::bus::kDriverName, "ListActivatableNames"},
+    Call{names::bus::kDriverName, "GetId"},
+    Call{names::bus::kPeerInterface, "Ping"},
 };
 
 template <std::size_t N>

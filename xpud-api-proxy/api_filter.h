@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/names.h"
+
 namespace xpu::api_proxy {
 
 enum class Route {
@@ -29,8 +31,7 @@ struct CallRoute {
   std::string reason;  // for Deny: the text of the AccessDenied error
 };
 
-inline constexpr std::string_view kDriverName = "org.freedesktop.DBus";
-inline constexpr std::string_view kDriverPath = "/org/freedesktop/DBus";
+inline constexpr std::string_view kDriverName = names::bus::kDriverName;
 
 // `xpud_owner` is the unique name currently owning xpud's bus name ("" when none): a client may
 // address xpud by either name.

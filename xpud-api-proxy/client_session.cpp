@@ -15,10 +15,19 @@
 namespace xpu::api_proxy {
 namespace {
 
-constexpr const char* kAccessDenied = "org.freedesktop.DBus.Error.AccessDenied";
-constexpr const char* kLimitsExceeded = "org.freedesktop.DBus.Error.LimitsExceeded";
-constexpr const char* kNameHasNoOwner = "org.freedesktop.DBus.Error.NameHasNoOwner";
-constexpr const char* kFailed = "org.freedesktop.DBus.Error.Failed";
+// sd-bus takes C strings: names.h's views are of string literals, so the literal's NUL follows.
+constexpr const char* c_string(std::string_view literal) { return literal.data(); }
+constexpr bool nul_terminated(std::string_view literal) {
+  return literal.data()[literal.size()] == '\0';
+}
+static_assert(nul_terminated(names::bus::kErrorAccessDenied) &&
+              nul_terminated(names::bus::kErrorLimitsExceeded) &&
+              nul_terminated(names::bus::kErrorNameHasNoOwner) &&
+              nul_terminated(names::bus::kErrorFailed));
+constexpr const char* kAccessDenied = c_string(names::bus::kErrorAccessDenied);
+constexpr const char* kLimitsExceeded = c_string(names::bus::kErrorLimitsExceeded);
+constexpr const char* kNameHasNoOwner = c_string(names::bus::kErrorNameHasNoOwner);
+constexpr const char* kFailed = c_string(names::bus::kErrorFailed);
 
 std::optional<ucred> credentials_of(int fd) {
   ucred cred{};
@@ -90,7 +99,8 @@ int ClientSession::on_message(sd_bus_message* message, void* userdata, sd_bus_er
 }
 
 int ClientSession::handle(sd_bus_message* message) {
-  if (sd_bus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected")) {
+  if (sd_bus_message_is_signal(message, std::string(names::bus::kLocalInterface).c_str(),
+                               "Disconnected")) {
     close("disconnected");
     return 1;
   }
@@ -173,7 +183,8 @@ int ClientSession::answer_driver_call(sd_bus_message* call, const std::string& m
   } else if (member == "GetNameOwner" || member == "NameHasOwner") {
     const char* name = nullptr;
     if (sd_bus_message_read(call, "s", &name) < 0) {
-      reply_error(call, "org.freedesktop.DBus.Error.InvalidArgs", "expected one string argument");
+      reply_error(call, std::string(names::bus::kErrorInvalidArgs).c_str(),
+                  "expected one string argument");
       return 1;
     }
     std::string found;

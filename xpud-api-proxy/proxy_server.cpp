@@ -73,9 +73,11 @@ ProxyServer::ProxyServer(UniqueFd listen_socket, const std::optional<std::string
   // Follow the owner of xpud's name before asking for it, so no change falls in between.
   const std::string xpud_name(names::kBusName);
   sd_bus_slot* slot = nullptr;
-  const std::string owner_rule =
-      "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
-      "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" + xpud_name + "'";
+  const std::string driver(names::bus::kDriverName);
+  const std::string driver_path(names::bus::kDriverPath);
+  const std::string owner_rule = "type='signal',sender='" + driver + "',path='" + driver_path +
+                                 "',interface='" + driver +
+                                 "',member='NameOwnerChanged',arg0='" + xpud_name + "'";
   if ((r = sd_bus_add_match(bus, &slot, owner_rule.c_str(), &ProxyServer::on_owner_changed, this)) < 0)
     throw failure("subscribing to NameOwnerChanged", r);
   owner_match_.reset(slot);
@@ -88,9 +90,8 @@ ProxyServer::ProxyServer(UniqueFd listen_socket, const std::optional<std::string
 
   BusError error;
   sd_bus_message* reply = nullptr;
-  r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                         "org.freedesktop.DBus", "GetNameOwner", error.get(), &reply, "s",
-                         xpud_name.c_str());
+  r = sd_bus_call_method(bus, driver.c_str(), driver_path.c_str(), driver.c_str(), "GetNameOwner",
+                         error.get(), &reply, "s", xpud_name.c_str());
   MessagePtr owned_reply(reply);
   const char* owner = nullptr;
   if (r >= 0 && sd_bus_message_read(reply, "s", &owner) >= 0 && owner) xpud_owner_ = owner;
@@ -254,7 +255,8 @@ int ProxyServer::forward_if_host_allows(std::uint64_t session_id, sd_bus_message
   const std::string property(names::property::kClusterReconfigureAllowed);
   int r = sd_bus_call_method_async(upstream_.get(), &slot, std::string(names::kBusName).c_str(),
                                    std::string(names::kManagerPath).c_str(),
-                                   "org.freedesktop.DBus.Properties", "Get", on_answer, pending.get(),
+                                   std::string(names::bus::kPropertiesInterface).c_str(), "Get",
+                                   on_answer, pending.get(),
                                    "ss", manager.c_str(), property.c_str());
   if (r < 0) return r;
   sd_bus_slot_set_destroy_callback(slot, [](void* userdata) {

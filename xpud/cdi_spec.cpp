@@ -72,11 +72,11 @@ CdiSpecRendering render_cdi_spec(const CdiSpecInput& input) {
       if (is_device_node_path(node))
         entry.nodes.push_back(node);
       else
-        out.skipped.push_back("xpu" + std::to_string(card.index) + ": device node '" + node +
+        out.skipped.push_back(names::device_name(card.index) + ": device node '" + node +
                               "' is not a path under /dev/; left out");
     }
     if (entry.nodes.empty()) {
-      out.skipped.push_back("xpu" + std::to_string(card.index) + ": no device node; card left out");
+      out.skipped.push_back(names::device_name(card.index) + ": no device node; card left out");
       continue;
     }
     entries.push_back(std::move(entry));
@@ -97,10 +97,10 @@ CdiSpecRendering render_cdi_spec(const CdiSpecInput& input) {
     // A UUID the runtime could not parse, one that would shadow an index or "all", or one two
     // cards report, is left out; the card stays reachable by its index.
     if (!names::cdi::is_uuid_name(card.uuid)) {
-      out.skipped.push_back("xpu" + index + ": UUID '" + card.uuid +
+      out.skipped.push_back(names::device_name(card.index) + ": UUID '" + card.uuid +
                             "' cannot be a CDI device name of its own; reachable by index only");
     } else if (!taken_uuids.insert(card.uuid).second) {
-      out.skipped.push_back("xpu" + index + ": UUID '" + card.uuid +
+      out.skipped.push_back(names::device_name(card.index) + ": UUID '" + card.uuid +
                             "' is another card's too; reachable by index only");
     } else {
       devices.push_back(

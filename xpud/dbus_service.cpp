@@ -133,12 +133,14 @@ class DeviceObject final
   // Returns true when the health changed (and the signals went out).
   bool set_health(const DeviceState& state) {
     if (state.healthy == healthy_ && state.health_reason == reason_) return false;
-    std::vector<std::string> changed = {"HealthReason", "HealthReasonKind"};
+    std::vector<std::string> changed = {std::string(names::property::kHealthReason),
+                                        std::string(names::property::kHealthReasonKind)};
     if (state.healthy != healthy_) {
       // Counted here, where the change becomes visible, so a client that restarts (the
       // exporter) still sees a flap that happened while it was away.
       ++(state.healthy ? to_healthy_ : to_unhealthy_);
-      changed.insert(changed.end(), {"Health", "HealthTransitions"});
+      changed.insert(changed.end(), {std::string(names::property::kHealth),
+                                     std::string(names::property::kHealthTransitions)});
     }
     healthy_ = state.healthy;
     reason_ = state.health_reason;
@@ -198,14 +200,14 @@ class SimulatorObject final
     if (auto refusal = check_set_health_arguments(health, reason))
       throw sdbus::Error(std::string(refusal->error_name), refusal->message);
     check(simulator_.set_health(index, health == names::kHealthy, reason));
-    spdlog::info("simulator: xpu{} set {} ({})", index, health, reason);
+    spdlog::info("simulator: {} set {} ({})", names::device_name(index), health, reason);
     on_injection_();
   }
 
   void SetMetric(const uint32_t& index, const std::string& key, const double& value) override {
     authorize();
     check(simulator_.set_metric(index, key, value));
-    spdlog::info("simulator: xpu{} {} = {}", index, key, value);
+    spdlog::info("simulator: {} {} = {}", names::device_name(index), key, value);
     on_injection_();
   }
 
@@ -214,7 +216,7 @@ class SimulatorObject final
     const sdbus::Message* message = getObject().getCurrentlyProcessedMessage();
     uid_t caller = message->getCredsUid();
     if (caller != 0 && caller != ::geteuid())
-      throw sdbus::Error("org.freedesktop.DBus.Error.AccessDenied",
+      throw sdbus::Error(std::string(names::bus::kErrorAccessDenied),
                          "Simulator methods are for root or xpud's own user");
   }
 
@@ -235,7 +237,7 @@ void ManagerObject::ConfigureVirtualFunctions(sdbus::Result<>&& result, uint32_t
   const sdbus::Message* message = getObject().getCurrentlyProcessedMessage();
   const uid_t caller = message->getCredsUid();
   if (caller != 0 && !service_.facts_.cluster_reconfigure_allowed)
-    throw sdbus::Error("org.freedesktop.DBus.Error.AccessDenied",
+    throw sdbus::Error(std::string(names::bus::kErrorAccessDenied),
                        "ConfigureVirtualFunctions is for root; other callers (the cluster, "
                        "through xpud-api-proxy) need [sriov] allow_cluster_reconfigure = true in "
                        "xpud's configuration");
@@ -358,16 +360,17 @@ void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
   std::vector<std::string> changed;
   if (snapshot_->driver_version != facts_.driver_version) {
     facts_.driver_version = snapshot_->driver_version;
-    changed.emplace_back("DriverVersion");
+    changed.emplace_back(names::property::kDriverVersion);
   }
-  if (device_count() != old_count) changed.emplace_back("DeviceCount");
-  if (healthy_device_count() != old_healthy) changed.emplace_back("HealthyDeviceCount");
-  if (driver_stalled() != old_stalled) changed.emplace_back("DriverStalled");
+  if (device_count() != old_count) changed.emplace_back(names::property::kDeviceCount);
+  if (healthy_device_count() != old_healthy)
+    changed.emplace_back(names::property::kHealthyDeviceCount);
+  if (driver_stalled() != old_stalled) changed.emplace_back(names::property::kDriverStalled);
   // backend=auto moving from sysfs to xpuml (auto_backend.h).
   if (!snapshot_->backend.empty() && snapshot_->backend != facts_.backend) {
     spdlog::info("backend is now {} (was {})", snapshot_->backend, facts_.backend);
     facts_.backend = snapshot_->backend;
-    changed.emplace_back("Backend");
+    changed.emplace_back(names::property::kBackend);
   }
   if (!snapshot_->backend.empty() && snapshot_->library_path != facts_.library_path) {
     spdlog::info("libxpuml in use: {}",

@@ -25,7 +25,7 @@ xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
       return xpu::Error{"device '" + shown() + "' is not a " + state.resource_name +
                         " device of this node"};
     if (!it->healthy)
-      return xpu::Error{"device '" + shown() + "' (xpu" + std::to_string(it->index) +
+      return xpu::Error{"device '" + shown() + "' (" + xpu::names::device_name(it->index) +
                         ") is Unhealthy: " + it->unhealthy_reason};
     allocation.granted.push_back(*it);
   }

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/names.h"
 #include "k8s-shim/device_plugin/container_allocation.h"
 #include "k8s-shim/device_plugin/kubelet_messages.h"
 #include "k8s-shim/device_plugin/shared_allocation.h"
@@ -98,7 +99,7 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*, const v1beta1::
     std::uint64_t total = 0;
     for (const auto& device : allocations[i].granted) {
       if (!granted.empty()) granted += ", ";
-      granted += "xpu" + std::to_string(device.index) + " (" + device.id + ", " +
+      granted += xpu::names::device_name(device.index) + " (" + device.id + ", " +
                  format_memory(device.memory_total_bytes, memory_unit_) + ")";
       total += device.memory_total_bytes;
     }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 
+#include "common/names.h"
 #include "k8s-shim/resource_name.h"
 
 namespace shim {
@@ -147,15 +148,16 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
   std::stable_sort(ordered.begin(), ordered.end(),
                    [](const auto* a, const auto* b) { return a->index < b->index; });
   for (const auto* device : ordered) {
-    const std::string where = "device xpu" + std::to_string(device->index);
+    const std::string name = xpu::names::device_name(device->index);
+    const std::string where = "device " + name;
     // No compute of its own (its virtual functions have it), with or without --enable-sriov,
     // whole or shared: the vendor's device plugin skips such a PF too.
     if (device->sriov_enabled) {
-      sriov_physical_functions += (sriov_physical_functions.empty() ? "" : ", ") + where.substr(7);
+      sriov_physical_functions += (sriov_physical_functions.empty() ? "" : ", ") + name;
       continue;
     }
     if (device->is_virtual_function && !config.enable_sriov) {
-      skipped_functions += (skipped_functions.empty() ? "" : ", ") + where.substr(7);
+      skipped_functions += (skipped_functions.empty() ? "" : ", ") + name;
       continue;
     }
     if (auto status = validate_device_id(device->uuid); !status) {
@@ -247,7 +249,7 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
       socket = socket_name_for_model(device->model);
     }
     if (auto status = validate_extended_resource_name(resource); !status) {
-      plan.problems.push_back("device xpu" + std::to_string(device->index) +
+      plan.problems.push_back("device " + xpu::names::device_name(device->index) +
                               " is not advertised: " + status.error());
       continue;
     }

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/logging.h"
+#include "common/names.h"
 
 namespace shim {
 namespace {
@@ -12,7 +13,7 @@ void log_health_changes(const ResourceState& before, const ResourceState& after)
     const PluginDevice* old = nullptr;
     for (const auto& candidate : before.devices)
       if (candidate.id == device.id) old = &candidate;
-    const std::string name = "xpu" + std::to_string(device.index);
+    const std::string name = xpu::names::device_name(device.index);
     if (old == nullptr) {
       xpu::log_device_event(spdlog::level::info, name, device.id,
                             "advertised as " + after.resource_name +
@@ -27,7 +28,7 @@ void log_health_changes(const ResourceState& before, const ResourceState& after)
     bool still = false;
     for (const auto& candidate : after.devices) still = still || candidate.id == device.id;
     if (!still)
-      xpu::log_device_event(spdlog::level::warn, "xpu" + std::to_string(device.index), device.id,
+      xpu::log_device_event(spdlog::level::warn, xpu::names::device_name(device.index), device.id,
                             "no longer reported by xpud; withdrawn from " + before.resource_name);
   }
 }
@@ -71,11 +72,6 @@ std::vector<std::shared_ptr<ResourceFeed>> ResourceTracker::feeds() const {
   std::vector<std::shared_ptr<ResourceFeed>> out;
   for (const auto& [name, feed] : feeds_) out.push_back(feed);
   return out;
-}
-
-bool ResourceTracker::xpud_lost() const {
-  std::lock_guard lock(mutex_);
-  return lost_;
 }
 
 void ResourceTracker::close_all() {

@@ -30,7 +30,6 @@ class ResourceTracker {
   std::optional<Clock::time_point> next_deadline() const;
   // Every resource served so far (a resource is never dropped), ascending resource name.
   std::vector<std::shared_ptr<ResourceFeed>> feeds() const;
-  bool xpud_lost() const;
   void close_all();
 
  private:

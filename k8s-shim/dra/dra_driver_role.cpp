@@ -1,6 +1,7 @@
 // The dra-driver role: xpud's cards (over D-Bus) published as this node's ResourceSlice (API
 // server, libcurl), prepared for pods on the kubelet's request (gRPC, DRA v1), and their health
-// streamed to the kubelet (DRA health v1alpha1), which shows it in the pods' status.
+// streamed to the kubelet (DRA health, v1alpha1 and v1: kubelet/health_service.h), which shows
+// it in the pods' status.
 //
 // Threads: the xpud client's watcher thread hands each view to the role (under a mutex) and
 // wakes this thread; gRPC's threads serve NodePrepare/UnprepareResources, reading claims through

@@ -339,15 +339,6 @@ xpu::Result<std::unique_ptr<ExporterHttpServer::Daemon>> ExporterHttpServer::sta
 }
 
 xpu::Result<std::unique_ptr<ExporterHttpServer>> ExporterHttpServer::start(
-    const ListenAddress& listen, MetricsSource metrics, Limits limits, WebConfig web,
-    PageSource status_page) {
-  MetricsBodySource whole = [metrics = std::move(metrics)] {
-    return MetricsBody{std::make_shared<const std::string>(metrics()), {}};
-  };
-  return start(listen, std::move(whole), limits, std::move(web), std::move(status_page));
-}
-
-xpu::Result<std::unique_ptr<ExporterHttpServer>> ExporterHttpServer::start(
     const ListenAddress& listen, MetricsBodySource metrics, Limits limits, WebConfig web,
     PageSource status_page) {
   auto socket = open_listen_socket(listen);

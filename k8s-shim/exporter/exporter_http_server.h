@@ -39,10 +39,9 @@ struct HttpLimits {
 
 class ExporterHttpServer {
  public:
-  // Produces the /metrics body; called from the server's threads, several at a time.
-  using MetricsSource = std::function<std::string()>;
-  // The same in two parts (MetricsBody): the kept bytes are sent without a copy, so a body built
-  // once can be served to every scrape until it changes, followed by the scrape's own tail.
+  // Produces the /metrics body, in two parts (MetricsBody): the kept bytes are sent without a
+  // copy, so a body built once can be served to every scrape until it changes, followed by the
+  // scrape's own tail. Called from the server's threads, several at a time.
   using MetricsBodySource = std::function<MetricsBody()>;
   // Produces the `/` page (HTML), likewise; without one `/` is a static page of links.
   using PageSource = std::function<std::string()>;
@@ -50,11 +49,6 @@ class ExporterHttpServer {
   using Limits = HttpLimits;
 
   // Binds and starts serving before returning; an error names the address and the cause.
-  static xpu::Result<std::unique_ptr<ExporterHttpServer>> start(const ListenAddress& listen,
-                                                                MetricsSource metrics,
-                                                                Limits limits = Limits{},
-                                                                WebConfig web = WebConfig{},
-                                                                PageSource status_page = {});
   static xpu::Result<std::unique_ptr<ExporterHttpServer>> start(const ListenAddress& listen,
                                                                 MetricsBodySource metrics,
                                                                 Limits limits = Limits{},

@@ -46,11 +46,11 @@ void raise_open_file_limit(rlim_t wanted) {
 // glibc gives each thread that allocates while another holds an arena's lock an arena of its
 // own, up to 8 per core, and each arena keeps what was freed in it. Here the four server
 // threads take turns building the body (whichever serves the first scrape after a change), so
-// each came to hold a build's worth of freed memory. Anonymous memory after 10,000 scrapes at
-// 64 cards (bench/run --only rss): 7.7 MiB as glibc sets it up, 5.2 MiB with one arena, 4.2 to
-// 4.8 MiB with one arena and the trim after each build (Scraper::scrape_shared). One arena costs
-// no contention worth the name: the threads mostly wait, and the one heavy allocator, a build,
-// runs at most about once a second, under the body cache's lock. Called before any thread starts.
+// each came to hold a build's worth of freed memory; one arena, with the trim after each build
+// (Scraper::scrape_body), holds the least (figures: bench/RESULTS.md, "Exporter: one malloc
+// arena"). One arena costs no contention worth the name: the threads mostly wait, and the one
+// heavy allocator, a build, runs at most about once a second, under the body cache's lock.
+// Called before any thread starts.
 void use_one_malloc_arena() {
   if (::mallopt(M_ARENA_MAX, 1) != 1) spdlog::debug("mallopt(M_ARENA_MAX, 1) refused");
 }

@@ -64,11 +64,11 @@ MetricsBody Scraper::scrape_body() {
   auto kept = bodies_.get({sample, owners, view_generation}, [&] {
     std::string body = render_text(
         build_state_families(inputs_from(*sample, *owners, xpud_.current_view(), collected_in)));
-    // Building made and freed about a megabyte of small blocks at 64 cards (the families, then
-    // the text's growing buffer); glibc keeps freed pages in the heap unless they sit at its
-    // top, so give them back now rather than carry them until the next build (about 1 MiB of
-    // resident memory, measured with bench/run --only rss; the trim takes tens of µs, at most
-    // once a second outside of a burst of health changes).
+    // Building makes and frees many small blocks (the families, then the text's growing
+    // buffer); glibc keeps freed pages in the heap unless they sit at its top, so give them
+    // back now rather than carry them until the next build. The trim runs at most once a second
+    // outside of a burst of health changes; what it saves and costs: bench/RESULTS.md,
+    // "Exporter: malloc_trim after each build".
     ::malloc_trim(0);
     return body;
   });

@@ -36,10 +36,6 @@ class Scraper {
   // MetricsBodyCache); otherwise the same bytes are returned, followed by this scrape's own
   // xpu_exporter_scrape_duration_seconds.
   MetricsBody scrape_body();
-  std::string scrape() {
-    auto body = scrape_body();
-    return *body.kept + body.tail;
-  }
 
   // The `/` page from the same inputs, under the same bounds.
   std::string status_page();
@@ -50,9 +46,6 @@ class Scraper {
   std::function<void()> view_change_notifier() const {
     return [generation = view_generation_] { generation->fetch_add(1, std::memory_order_acq_rel); };
   }
-
-  // How many /metrics bodies were built so far (the rest of the scrapes reused one).
-  std::uint64_t bodies_built() const { return bodies_.builds(); }
 
  private:
   // What one trip to xpud brings: GetMetrics, then GetProcesses when xpud answered the first

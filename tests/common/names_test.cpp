@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
+#include <vector>
 
 namespace {
 
@@ -37,6 +40,42 @@ TEST(Names, DevicePropertiesAreInTheDeviceXml) {
   EXPECT_TRUE(xml.find("<interface name=\"" + std::string(xpu::names::kDeviceInterface) + "\"") !=
               std::string::npos);
   for (auto name : xpu::names::property::kDevice) EXPECT_TRUE(declares(xml, "property", name)) << name;
+}
+
+// The other way round: a property the XML adds must get its constant, or xpud would announce
+// its changes with a literal again.
+std::vector<std::string> declared_properties(const std::string& xml) {
+  std::vector<std::string> found;
+  const std::regex property("<property name=\"([A-Za-z]+)\"");
+  for (std::sregex_iterator it(xml.begin(), xml.end(), property), end; it != end; ++it)
+    found.push_back((*it)[1].str());
+  return found;
+}
+
+template <std::size_t N>
+bool listed(const std::array<std::string_view, N>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+TEST(Names, EveryManagerPropertyOfTheXmlHasAConstant) {
+  const auto declared = declared_properties(interface_xml(xpu::names::kManagerInterface));
+  EXPECT_EQ(declared.size(), xpu::names::property::kManager.size());
+  for (const auto& name : declared)
+    EXPECT_TRUE(listed(xpu::names::property::kManager, name)) << name;
+}
+
+TEST(Names, EveryDevicePropertyOfTheXmlHasAConstant) {
+  const auto declared = declared_properties(interface_xml(xpu::names::kDeviceInterface));
+  EXPECT_EQ(declared.size(), xpu::names::property::kDevice.size());
+  for (const auto& name : declared)
+    EXPECT_TRUE(listed(xpu::names::property::kDevice, name)) << name;
+}
+
+// Clients tell xpud's own refusals from the bus's by this prefix (xpud_connection.cpp).
+TEST(Names, EveryXpudErrorHasTheErrorPrefix) {
+  for (auto name : {xpu::names::kErrorNoSuchDevice, xpu::names::kErrorNotSupported,
+                    xpu::names::kErrorBackend, xpu::names::kErrorInvalidArgument})
+    EXPECT_TRUE(name.starts_with(xpu::names::kErrorPrefix)) << name;
 }
 
 TEST(Names, TheCheckCatchesAMisspelling) {

@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/names.h"
+
 namespace xpud::topology {
 namespace {
 
@@ -66,7 +68,7 @@ std::map<unsigned, std::vector<unsigned>> LinkAssigner::assign(const std::vector
     if (!rows_present) {
       std::string held;
       for (const Card* card : members)
-        held += (held.empty() ? "" : ", ") + ("xpu" + std::to_string(card->index)) + " (" +
+        held += (held.empty() ? "" : ", ") + xpu::names::device_name(card->index) + " (" +
                 card->pci_bus_id + ")";
       say_once("the cards of board [" + board->name + "] are " + held + ", but the rows of " +
                table_->source + " are physical ids 0 to " + std::to_string(rows - 1) +

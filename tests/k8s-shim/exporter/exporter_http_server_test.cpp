@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -22,14 +24,22 @@ const ListenAddress kLoopbackAnyPort = *parse_listen_address("127.0.0.1:0");
 constexpr const char* kBody =
     "# HELP xpu_exporter_xpud_up x\n# TYPE xpu_exporter_xpud_up gauge\nxpu_exporter_xpud_up 1\n";
 
+// The server takes a body in two parts (MetricsBody), as the exporter builds it; most tests
+// here need only one, made whole by `text` on every scrape.
+ExporterHttpServer::MetricsBodySource whole(std::function<std::string()> text) {
+  return [text = std::move(text)] {
+    return MetricsBody{std::make_shared<const std::string>(text()), {}};
+  };
+}
+
 class ExporterHttpServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto started = ExporterHttpServer::start(kLoopbackAnyPort, [this] {
+    auto started = ExporterHttpServer::start(kLoopbackAnyPort, whole([this] {
       ++scrapes_;
       if (fail_) throw std::runtime_error("boom");
       return std::string(kBody);
-    });
+    }));
     ASSERT_TRUE(started) << started.error();
     server_ = std::move(*started);
     ASSERT_NE(server_->port(), 0);
@@ -66,7 +76,7 @@ TEST_F(ExporterHttpServerTest, LandingPageLinksMetrics) {
 TEST(ExporterHttpServerPage, StatusPageFromItsSourceWithAPolicyThatForbidsScripts) {
   std::atomic<bool> fail{false};
   auto started = ExporterHttpServer::start(
-      kLoopbackAnyPort, [] { return std::string(kBody); }, HttpLimits{}, WebConfig{},
+      kLoopbackAnyPort, whole([] { return std::string(kBody); }), HttpLimits{}, WebConfig{},
       [&fail] {
         if (fail) throw std::runtime_error("boom");
         return std::string("<!DOCTYPE html><p>cards</p>");
@@ -196,7 +206,7 @@ TEST(ExporterHttpServer, SilentClientsDoNotHoldUpScrapesAndAreClosedAfterTheIdle
   limits.threads = 1;
   limits.idle_timeout = std::chrono::seconds(1);
   auto server = ExporterHttpServer::start(
-      kLoopbackAnyPort, [] { return std::string(kBody); }, limits);
+      kLoopbackAnyPort, whole([] { return std::string(kBody); }), limits);
   ASSERT_TRUE(server) << server.error();
   std::vector<xpu::UniqueFd> silent;
   for (int i = 0; i < 8; ++i) {
@@ -223,7 +233,7 @@ TEST(ExporterHttpServer, AHeadTricklingInIsCutAtTheHeadTimeoutThoughNeverIdle) {
   limits.idle_timeout = std::chrono::seconds(30);
   limits.head_timeout = std::chrono::milliseconds(800);
   auto server = ExporterHttpServer::start(
-      kLoopbackAnyPort, [] { return std::string(kBody); }, limits);
+      kLoopbackAnyPort, whole([] { return std::string(kBody); }), limits);
   ASSERT_TRUE(server) << server.error();
   auto fd = testing::connect_local((*server)->port(), std::chrono::milliseconds(100));
   ASSERT_TRUE(fd.valid());
@@ -261,7 +271,7 @@ TEST(ExporterHttpServer, AHeadTricklingInIsCutAtTheHeadTimeoutThoughNeverIdle) {
 
 TEST(ExporterHttpServer, IPv6LoopbackAndDualStackAny) {
   auto v6 = ExporterHttpServer::start(*parse_listen_address("[::1]:0"),
-                                      [] { return std::string(kBody); });
+                                      whole([] { return std::string(kBody); }));
   ASSERT_TRUE(v6) << v6.error();
   auto reply = testing::send_request_to("::1", (*v6)->port(),
                                         "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
@@ -271,7 +281,7 @@ TEST(ExporterHttpServer, IPv6LoopbackAndDualStackAny) {
   EXPECT_FALSE(http_request((*v6)->port(), "GET", "/healthz"));
 
   auto any = ExporterHttpServer::start(*parse_listen_address("[::]:0"),
-                                       [] { return std::string(kBody); });
+                                       whole([] { return std::string(kBody); }));
   ASSERT_TRUE(any) << any.error();
   for (const char* host : {"::1", "127.0.0.1"}) {
     auto served = testing::send_request_to(
@@ -283,23 +293,23 @@ TEST(ExporterHttpServer, IPv6LoopbackAndDualStackAny) {
 }
 
 TEST(ExporterHttpServer, PortInUseIsAnErrorNamingTheAddress) {
-  auto first = ExporterHttpServer::start(kLoopbackAnyPort, [] { return std::string(); });
+  auto first = ExporterHttpServer::start(kLoopbackAnyPort, whole([] { return std::string(); }));
   ASSERT_TRUE(first) << first.error();
   ListenAddress taken = kLoopbackAnyPort;
   taken.port = (*first)->port();
-  auto second = ExporterHttpServer::start(taken, [] { return std::string(); });
+  auto second = ExporterHttpServer::start(taken, whole([] { return std::string(); }));
   ASSERT_FALSE(second);
   EXPECT_THAT(second.error(), HasSubstr("127.0.0.1:" + std::to_string(taken.port)));
 }
 
 TEST(ExporterHttpServer, StopWaitsForTheScrapeInProgressAndIsQuick) {
   std::atomic<bool> entered{false}, finished{false};
-  auto server = ExporterHttpServer::start(kLoopbackAnyPort, [&] {
+  auto server = ExporterHttpServer::start(kLoopbackAnyPort, whole([&] {
     entered = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a scrape that takes a while
     finished = true;
     return std::string(kBody);
-  });
+  }));
   ASSERT_TRUE(server) << server.error();
   std::thread client([port = (*server)->port()] { (void)http_request(port, "GET", "/metrics"); });
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);

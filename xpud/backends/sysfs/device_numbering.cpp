@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/names.h"
+
 namespace xpud::sysfs {
 
 unsigned chips_without_published_nodes(const PciFunction& function) {
@@ -22,8 +24,8 @@ std::vector<DeviceSlot> assign_device_slots(const std::vector<PciFunction>& func
     unsigned chip = 0;
     for (unsigned node : functions[f].published_nodes) {
       if (!claimed.insert(node).second) {
-        spdlog::debug("sysfs: {} also publishes xpu{}, which belongs to an earlier function",
-                      functions[f].pci_bus_id, node);
+        spdlog::debug("sysfs: {} also publishes {}, which belongs to an earlier function",
+                      functions[f].pci_bus_id, xpu::names::device_name(node));
         continue;
       }
       slots.push_back({node, f, chip++});
