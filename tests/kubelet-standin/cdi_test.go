@@ -63,6 +63,11 @@ func TestDevicePluginCdi(t *testing.T) {
 				t.Fatal(err)
 			}
 			uuids := e.uuids
+			// The plugin may register before it has xpud's cards (a busy machine); the kubelet
+			// allocates only what ListAndWatch advertised, so wait for that first.
+			if _, err := plugin.WaitUpdate(0, allHealth(uuids, pluginapi.Healthy), 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
 			resp, err := plugin.Allocate(pick(uuids, 5), pick(uuids, 1, 0))
 			if err != nil {
 				t.Fatal(err)
