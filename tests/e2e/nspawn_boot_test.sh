@@ -17,6 +17,8 @@ log() { printf '[e2e] %s\n' "$*"; }
 fail() { printf '[e2e] FAIL: %s\n' "$*"; dump; exit 1; }
 dump() {
   [ -n "$leader" ] || return 0
+  echo "--- the container's console (last 40 lines)"
+  tail -n 40 "$work/boot.log" || true
   echo "--- journal of xpud in the container"
   in_container journalctl -u xpud --no-pager -n 60 || true
   echo "--- journal of xpud-api-proxy in the container"
@@ -70,9 +72,20 @@ log "booting"
 SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn -D "$root" -b --register=no --keep-unit \
   --console=pipe -q >"$work/boot.log" 2>&1 &
 nspawn_pid=$!
+# The container's PID 1 is the child of nspawn that is PID 1 in a namespace of its own (NSpid ends
+# in 1). nspawn first forks an outer child in the host's PID namespace, which forks PID 1 and
+# exits: taking the first child nspawn has can catch that short-lived one.
+container_init() {
+  local child
+  for child in $(pgrep -P "$nspawn_pid"); do
+    grep -Eq '^NSpid:[[:space:]]+[0-9]+[[:space:]]+1$' "/proc/$child/status" 2>/dev/null && { echo "$child"; return 0; }
+  done
+  return 1
+}
 deadline=$((SECONDS + 30))
-until leader=$(pgrep -P "$nspawn_pid" | head -1) && [ -n "$leader" ]; do
+until leader=$(container_init); do
   [ "$SECONDS" -lt "$deadline" ] || { cat "$work/boot.log"; fail "container did not start"; }
+  kill -0 "$nspawn_pid" 2>/dev/null || { cat "$work/boot.log"; fail "systemd-nspawn exited"; }
   sleep 0.1
 done
 wait_for "systemd in the container to finish booting" 90 \
