@@ -115,6 +115,9 @@ apt_install ccache
 # The fuzzers (scripts/fuzz.sh): clang, and libFuzzer with the sanitizer runtimes, which Debian 12
 # ships in libclang-rt-14-dev (clang-14 only recommends it).
 apt_install clang-14 libclang-rt-14-dev
+# The formatting check (scripts/check-format.sh): Debian 12's clang-format, pinned to 14 so that
+# every machine formats alike (another version moves lines the check would then call unformatted).
+apt_install clang-format-14
 
 [ "$tier" = ci ] && exit 0
 

@@ -10,9 +10,14 @@
 #   (build-tsan); any report, in a test or in a daemon it started, fails the pass.
 # XPU_TEST_FUZZ_SECONDS (seconds) runs every fuzzer that long after the sanitizer pass
 #   (scripts/fuzz.sh), e.g. 20.
+# XPU_TEST_FORMAT=1 first checks that every C++ file is as clang-format 14 formats it
+#   (scripts/check-format.sh).
 # XPU_CCACHE_DIR (a directory) compiles through ccache with that cache, keyed on the compiler's
 #   content and on paths relative to this checkout, so that another checkout at the same path (the
 #   fresh-machine test's root) hits what this run compiled. It takes effect in a new build directory.
+# With XPU_TEST_LABELS, the sanitizer and fuzz builds (scripts/build-variants.sh) run in the
+# background at nice 19 while the labelled suites run (log: build/background-builds.log). Every
+# stage prints its time, and the run ends with a table of them.
 set -eu
 cd "$(dirname "$0")/.."
 deps=1 fast=0
@@ -23,14 +28,50 @@ for arg in "$@"; do
     *) echo "usage: $0 [--no-deps] [--fast]" >&2; exit 2 ;;
   esac
 done
+# Every stage prints its time when it ends, and the run ends with a table of them (also when a
+# stage fails), so that CI's log says where the time went.
+run_started=$(date +%s)
+stage_times="" stage_name="" stage_started=0 background_pid=""
+begin_stage() {
+  stage_name=$1
+  stage_started=$(date +%s)
+  echo "== $stage_name =="
+}
+end_stage() {
+  elapsed=$(( $(date +%s) - stage_started ))
+  stage_times="$stage_times$(printf '%-52s %5d s' "$stage_name" "$elapsed")
+"
+  echo "== $stage_name: $elapsed s =="
+  stage_name=""
+}
+finish() {
+  status=$?
+  # dash's kill takes a process group as a negative number, without "--".
+  if [ -n "$background_pid" ]; then kill -TERM "-$background_pid" 2>/dev/null || true; fi
+  [ -z "$stage_name" ] ||
+    stage_times="$stage_times$(printf '%-52s %5d s, failed' "$stage_name" $(( $(date +%s) - stage_started )))
+"
+  printf '== stage times ==\n%s%-52s %5d s\n' "$stage_times" "in all" $(( $(date +%s) - run_started ))
+  exit "$status"
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
 # The labelled suites (packaging, boot, fresh machine), the fuzzers (clang) and the compiler cache
 # need the ci tier's tools; the default set the test tier's.
 if [ "$deps" -eq 1 ]; then
-  if [ -n "${XPU_TEST_LABELS:-}${XPU_TEST_LAST_LABELS:-}${XPU_CCACHE_DIR:-}${XPU_TEST_FUZZ_SECONDS:-}" ]; then
+  begin_stage "dependencies"
+  if [ -n "${XPU_TEST_LABELS:-}${XPU_TEST_LAST_LABELS:-}${XPU_CCACHE_DIR:-}${XPU_TEST_FUZZ_SECONDS:-}${XPU_TEST_FORMAT:-}" ]; then
     scripts/install-deps.sh ci
   else
     scripts/install-deps.sh test
   fi
+  end_stage
+fi
+if [ "${XPU_TEST_FORMAT:-0}" = 1 ]; then
+  begin_stage "formatting"
+  scripts/check-format.sh
+  end_stage
 fi
 if [ -n "${XPU_CCACHE_DIR:-}" ]; then
   command -v ccache >/dev/null 2>&1 ||
@@ -43,29 +84,63 @@ fi
 jobs=$(nproc)
 slow_labels='slow|packaging|e2e|bench|hostile|cluster|soak|fresh'
 
+begin_stage "main build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build -j"$jobs"
-echo "== tests =="
+end_stage
+begin_stage "tests"
 (cd build && ctest -j"$jobs" --output-on-failure --no-tests=error --timeout 300 -LE "$slow_labels")
+end_stage
+
+# The variants the later passes need (sanitizers, fuzzers) are built in the background, at the
+# lowest priority, while the labelled suites run: those mostly wait on a cluster, a soak or a
+# boot, and a nice-19 build takes only the time the suites leave idle. It runs in a session of
+# its own, so that a failed run stops it with all its compilers.
+variants=""
+if [ "$fast" -eq 0 ]; then
+  variants=asan
+  [ "${XPU_TEST_TSAN:-0}" != 1 ] || variants="$variants tsan"
+fi
+[ -z "${XPU_TEST_FUZZ_SECONDS:-}" ] || variants="$variants fuzz"
+if [ -n "${XPU_TEST_LABELS:-}" ] && [ -n "$variants" ]; then
+  background_log=build/background-builds.log
+  echo "== in the background: the builds of $variants (log: $background_log) =="
+  # shellcheck disable=SC2086
+  setsid nice -n 19 scripts/build-variants.sh $variants >"$background_log" 2>&1 </dev/null &
+  background_pid=$!
+fi
 
 if [ -n "${XPU_TEST_LABELS:-}" ]; then
-  echo "== labelled suites: ${XPU_TEST_LABELS} =="
+  begin_stage "labelled suites: ${XPU_TEST_LABELS}"
   (cd build && ctest -j1 --output-on-failure --timeout 1200 -L "$XPU_TEST_LABELS")
+  end_stage
+fi
+
+if [ -n "$background_pid" ]; then
+  begin_stage "the rest of the background builds"
+  if ! wait "$background_pid"; then
+    background_pid=""
+    tail -n 60 "$background_log"
+    echo "test.sh: the background builds failed (above: the end of $background_log)" >&2
+    exit 1
+  fi
+  background_pid=""
+  end_stage
+  sed -n 's/^build-variants.sh: /  /p' "$background_log"
 fi
 
 if [ "$fast" -eq 0 ]; then
-  echo "== tests under AddressSanitizer and UndefinedBehaviorSanitizer =="
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DXPU_SANITIZE=ON >/dev/null
-  ninja -C build-asan -j"$jobs"
+  begin_stage "tests under AddressSanitizer and UndefinedBehaviorSanitizer"
+  scripts/build-variants.sh asan
   # detect_leaks stays on; the abandoned driver thread of a hung-call test is joined before exit.
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
      ctest -j"$jobs" --output-on-failure --no-tests=error --timeout 600 -LE "$slow_labels")
+  end_stage
 fi
 
 if [ "$fast" -eq 0 ] && [ "${XPU_TEST_TSAN:-0}" = 1 ]; then
-  echo "== tests under ThreadSanitizer =="
-  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXPU_SANITIZE_THREAD=ON >/dev/null
-  ninja -C build-tsan -j"$jobs"
+  begin_stage "tests under ThreadSanitizer"
+  scripts/build-variants.sh tsan
   # Reports go to files, so that one in a daemon a test started (whose exit status the test may
   # not look at) still fails the pass. tests/tsan.supp: third-party code only, each with its reason.
   reports="$(pwd)/build-tsan/tsan-reports"
@@ -75,15 +150,18 @@ if [ "$fast" -eq 0 ] && [ "${XPU_TEST_TSAN:-0}" = 1 ]; then
      ctest -j"$jobs" --output-on-failure --no-tests=error --timeout 600 -LE "$slow_labels") || tsan_failed=1
   if [ -n "$(ls -A "$reports")" ]; then cat "$reports"/* >&2; echo "ThreadSanitizer reported the above" >&2; exit 1; fi
   [ "$tsan_failed" -eq 0 ] || exit 1
+  end_stage
 fi
 
 if [ -n "${XPU_TEST_FUZZ_SECONDS:-}" ]; then
-  echo "== fuzzers: ${XPU_TEST_FUZZ_SECONDS} s each =="
+  begin_stage "fuzzers: ${XPU_TEST_FUZZ_SECONDS} s each"
   scripts/fuzz.sh "$XPU_TEST_FUZZ_SECONDS"
+  end_stage
 fi
 
 if [ -n "${XPU_TEST_LAST_LABELS:-}" ]; then
-  echo "== last: ${XPU_TEST_LAST_LABELS} =="
+  begin_stage "last: ${XPU_TEST_LAST_LABELS}"
   # -V: the fresh-machine test's report (its steps, their times, the packages each tier added).
   (cd build && ctest -j1 -V --timeout 3600 -L "$XPU_TEST_LAST_LABELS")
+  end_stage
 fi

@@ -1,0 +1,43 @@
+#!/bin/sh
+# Configures and builds the instrumented variants of the tree, each in a build directory of its
+# own (CMake keeps one sanitizer per build directory):
+#   asan   build-asan/, Debug with AddressSanitizer and UndefinedBehaviorSanitizer (XPU_SANITIZE)
+#   tsan   build-tsan/, RelWithDebInfo with ThreadSanitizer (XPU_SANITIZE_THREAD)
+#   fuzz   build-fuzz/, the libFuzzer fuzzers: clang 14, ASan, UBSan and coverage (XPU_FUZZ)
+# scripts/test.sh and scripts/fuzz.sh build through here, so each variant is spelled once.
+# A variant already built is only brought up to date. Compiles through ccache when the caller
+# exported its CMAKE_*_COMPILER_LAUNCHER (scripts/test.sh does for XPU_CCACHE_DIR).
+# Usage: scripts/build-variants.sh VARIANT...     e.g. scripts/build-variants.sh asan tsan
+set -eu
+cd "$(dirname "$0")/.."
+[ $# -gt 0 ] || { echo "usage: $0 asan|tsan|fuzz..." >&2; exit 2; }
+for variant in "$@"; do
+  case "$variant" in
+    asan | tsan | fuzz) ;;
+    *) echo "build-variants.sh: unknown variant '$variant' (asan, tsan or fuzz)" >&2; exit 2 ;;
+  esac
+done
+jobs=$(nproc)
+for variant in "$@"; do
+  started=$(date +%s)
+  case "$variant" in
+    asan)
+      cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DXPU_SANITIZE=ON >/dev/null
+      ninja -C build-asan -j"$jobs"
+      ;;
+    tsan)
+      cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXPU_SANITIZE_THREAD=ON >/dev/null
+      ninja -C build-tsan -j"$jobs"
+      ;;
+    fuzz)
+      for tool in clang-14 clang++-14; do
+        command -v "$tool" >/dev/null 2>&1 ||
+          { echo "build-variants.sh: $tool is missing (scripts/install-deps.sh ci installs it)" >&2; exit 1; }
+      done
+      CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DXPU_FUZZ=ON -DXPU_BUILD_TESTS=OFF >/dev/null
+      ninja -C build-fuzz -j"$jobs" fuzzers
+      ;;
+  esac
+  echo "build-variants.sh: $variant built in $(( $(date +%s) - started )) s"
+done
