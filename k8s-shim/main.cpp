@@ -15,7 +15,8 @@ constexpr const char* kProgram = "xpu-k8s-shim";
 int run(const std::vector<std::string>& args) {
   shim::ShimOptions options;
   bool help = false, version = false;
-  xpu::CommandLine cli(kProgram, "[OPTIONS] device-plugin|exporter|token-sync|dra-driver [ROLE OPTIONS]");
+  xpu::CommandLine cli(kProgram,
+                       "[OPTIONS] device-plugin|exporter|token-sync|dra-driver [ROLE OPTIONS]");
   cli.add_flag("help", &help, "show this help and exit");
   cli.add_flag("version", &version, "print the version and exit");
   shim::add_common_options(cli, options);
@@ -23,19 +24,22 @@ int run(const std::vector<std::string>& args) {
   if (!rest) xpu::exit_usage_error(kProgram, rest.error());
   if (help) {
     std::fputs(cli.help().c_str(), stdout);
-    std::fputs("\nRoles (each takes --help):\n"
-               "  device-plugin   kubelet device plugin for kunlunxin.com/xpu\n"
-               "  exporter        Prometheus exporter on :9507\n"
-               "  token-sync      copies the service-account token to /xpu-runtime/auth\n"
-               "  dra-driver      Dynamic Resource Allocation driver xpu.kunlunxin.com\n",
-               stdout);
+    std::fputs(
+        "\nRoles (each takes --help):\n"
+        "  device-plugin   kubelet device plugin for kunlunxin.com/xpu\n"
+        "  exporter        Prometheus exporter on :9507\n"
+        "  token-sync      copies the service-account token to /xpu-runtime/auth\n"
+        "  dra-driver      Dynamic Resource Allocation driver xpu.kunlunxin.com\n",
+        stdout);
     return 0;
   }
   if (version) {
     std::printf("%s %s\n", kProgram, XPU_VERSION);
     return 0;
   }
-  if (rest->empty()) xpu::exit_usage_error(kProgram, "missing role: device-plugin, exporter, token-sync or dra-driver");
+  if (rest->empty())
+    xpu::exit_usage_error(kProgram,
+                          "missing role: device-plugin, exporter, token-sync or dra-driver");
   const std::string role = rest->front();
   std::span<const std::string> role_args(rest->begin() + 1, rest->end());
 
@@ -50,4 +54,6 @@ int run(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return xpu::run_main(kProgram, argc, argv, run); }
+int main(int argc, char** argv) {
+  return xpu::run_main(kProgram, argc, argv, run);
+}

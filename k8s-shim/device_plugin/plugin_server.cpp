@@ -45,6 +45,8 @@ PluginServer::~PluginServer() {
   if (socket_file_) socket_file_->remove_if_ours();
 }
 
-bool PluginServer::socket_present() const { return socket_file_ && socket_file_->present(); }
+bool PluginServer::socket_present() const {
+  return socket_file_ && socket_file_->present();
+}
 
 }  // namespace shim

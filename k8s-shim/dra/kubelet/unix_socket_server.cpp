@@ -1,6 +1,5 @@
 #include "k8s-shim/dra/kubelet/unix_socket_server.h"
 
-
 #include <chrono>
 
 #include <grpcpp/resource_quota.h>
@@ -55,6 +54,8 @@ UnixSocketServer::~UnixSocketServer() {
   if (socket_file_) socket_file_->remove_if_ours();
 }
 
-bool UnixSocketServer::socket_present() const { return socket_file_ && socket_file_->present(); }
+bool UnixSocketServer::socket_present() const {
+  return socket_file_ && socket_file_->present();
+}
 
 }  // namespace shim::dra
