@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/card_builder.h"
 #include "tests/support/child_process.h"
 #include "xpud/cdi_spec.h"
 #include "xpud/cdi_spec_file.h"
@@ -19,13 +20,11 @@ using xpud::CdiSpecInput;
 using xpud::DeviceIdentity;
 using xpud::render_cdi_spec;
 
+// A card as a backend discovers it, with its two device nodes.
 DeviceIdentity card(unsigned index, std::string uuid) {
-  DeviceIdentity id;
-  id.index = index;
-  id.uuid = std::move(uuid);
-  id.model = "R200";
-  id.device_nodes = {"/dev/xpu" + std::to_string(index), "/dev/xpuctrl"};
-  return id;
+  return xpu::test::card(index)
+      .uuid(std::move(uuid))
+      .device_nodes({"/dev/xpu" + std::to_string(index), "/dev/xpuctrl"});
 }
 
 const json* device(const json& spec, const std::string& name) {

@@ -2,19 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/resource_state_builder.h"
+
 namespace shim {
 namespace {
 
 ResourceState three_cards() {
-  ResourceState state{"kunlunxin.com/xpu", "kunlunxin-xpu.sock", {}};
-  for (unsigned i : {1u, 3u, 6u}) {
-    PluginDevice d;
-    d.id = "uuid-" + std::to_string(i);
-    d.index = i;
-    d.healthy = true;
-    d.memory_total_bytes = 32ull << 30;
-    state.devices.push_back(d);
-  }
+  ResourceState state = xpu::test::whole_cards({1, 3, 6});
   state.devices[2].healthy = false;
   state.devices[2].unhealthy_reason = "test fault";
   return state;
@@ -93,18 +87,13 @@ TEST(ContainerAllocation, VirtualFunctionGetsItsOwnNodes) {
   EXPECT_EQ(allocation->envs.at("KUNLUNXIN_XPU_UUIDS"), "vf-8,vf-9");
 }
 
+// Cards 0, 2, 5 with four replicas each; card 5 unhealthy.
 ResourceState shared_cards() {
-  ResourceState state{"kunlunxin.com/xpu-shared", "kunlunxin-xpu-shared.sock", {}, true};
-  for (unsigned i : {0u, 2u, 5u})
-    for (unsigned r = 0; r < 4; ++r) {
-      PluginDevice d;
-      d.card_id = "uuid-" + std::to_string(i);
-      d.id = d.card_id + "::" + std::to_string(r);
-      d.index = i;
-      d.replica = r;
-      d.healthy = i != 5;
-      if (!d.healthy) d.unhealthy_reason = "test fault";
-      state.devices.push_back(d);
+  ResourceState state = xpu::test::shared_cards({0, 2, 5}, 4);
+  for (auto& d : state.devices)
+    if (d.index == 5) {
+      d.healthy = false;
+      d.unhealthy_reason = "test fault";
     }
   return state;
 }

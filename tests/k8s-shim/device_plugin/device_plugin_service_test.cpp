@@ -12,6 +12,7 @@
 
 #include "k8s-shim/device_plugin/plugin_server.h"
 #include "tests/support/child_process.h"
+#include "tests/support/resource_state_builder.h"
 
 namespace shim {
 namespace {
@@ -19,18 +20,13 @@ namespace {
 using namespace std::chrono_literals;
 
 ResourceState eight_cards() {
-  ResourceState state{"kunlunxin.com/xpu", "kunlunxin-xpu.sock", {}};
-  for (unsigned i = 0; i < 8; ++i) {
-    PluginDevice d;
-    d.id = "uuid-" + std::to_string(i);
-    d.index = i;
+  ResourceState state = xpu::test::whole_cards({0, 1, 2, 3, 4, 5, 6, 7});
+  for (auto& d : state.devices) {
+    const unsigned i = d.index;
     d.numa_node = i < 4 ? 0 : 1;
-    d.memory_total_bytes = 32ull << 30;
-    d.healthy = true;
     for (unsigned j = 0; j < 8; ++j)
       if (j != i && ((i < 4) == (j < 4) || j == (i + 4) % 8))
         d.linked_ids.push_back("uuid-" + std::to_string(j));
-    state.devices.push_back(d);
   }
   state.devices[7].numa_node = -1;  // unknown: no topology on the wire
   return state;
@@ -272,17 +268,7 @@ TEST_F(DevicePluginServiceTest, PreferredAllocationUsesTheTopology) {
 }
 
 TEST_F(DevicePluginServiceTest, SharedResourceSpreadsAndAllocatesCards) {
-  ResourceState shared{"kunlunxin.com/xpu-shared", "kunlunxin-xpu-shared.sock", {}, true};
-  for (unsigned i = 0; i < 2; ++i)
-    for (unsigned r = 0; r < 4; ++r) {
-      PluginDevice d;
-      d.card_id = "uuid-" + std::to_string(i);
-      d.id = d.card_id + "::" + std::to_string(r);
-      d.index = i;
-      d.replica = r;
-      d.healthy = true;
-      shared.devices.push_back(d);
-    }
+  const ResourceState shared = xpu::test::shared_cards({0, 1}, 4);
   ASSERT_TRUE(feed_->publish(shared));
 
   v1beta1::PreferredAllocationRequest request;

@@ -8,33 +8,24 @@
 #include <map>
 #include <regex>
 
+#include "tests/support/card_builder.h"
+
 namespace shim {
 namespace {
 
+// This file's cards have 32 GiB (virtual functions 8 GiB) on driver 5.0.21.21 unless a test says
+// otherwise.
 xpu::DeviceInfo card(unsigned index, std::string model = "R200",
                      std::uint64_t memory = 32ull << 30) {
-  xpu::DeviceInfo d;
-  d.index = index;
-  d.name = "xpu" + std::to_string(index);
-  d.uuid = "uuid-" + std::to_string(index);
-  d.model = std::move(model);
-  d.memory_total_bytes = memory;
-  d.healthy = true;
-  return d;
+  return xpu::test::card(index).model(std::move(model)).memory_total_bytes(memory);
 }
 
 xpu::DeviceInfo vf(unsigned index, std::uint64_t memory = 8ull << 30) {
-  auto d = card(index, "R200", memory);
-  d.is_virtual_function = true;
-  return d;
+  return xpu::test::card(index).memory_total_bytes(memory).virtual_function();
 }
 
 xpu::DeviceView present(std::vector<xpu::DeviceInfo> devices, std::string driver = "5.0.21.21") {
-  xpu::DeviceView view;
-  view.xpud_present = true;
-  view.manager.driver_version = std::move(driver);
-  view.devices = std::move(devices);
-  return view;
+  return xpu::test::present(std::move(devices), std::move(driver));
 }
 
 // NFD's features.d format, checked independently of the code under test: every line is a

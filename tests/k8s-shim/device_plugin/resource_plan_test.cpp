@@ -2,26 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/card_builder.h"
+
 namespace shim {
 namespace {
 
-xpu::DeviceInfo card(unsigned index, std::string model = "R200", int numa = 0) {
-  xpu::DeviceInfo d;
-  d.index = index;
-  d.name = "xpu" + std::to_string(index);
-  d.uuid = "uuid-" + std::to_string(index);
-  d.model = std::move(model);
-  d.numa_node = numa;
-  d.memory_total_bytes = 32ull << 30;
-  d.healthy = true;
-  return d;
-}
+using xpu::test::present;
 
-xpu::DeviceView present(std::vector<xpu::DeviceInfo> devices) {
-  xpu::DeviceView view;
-  view.xpud_present = true;
-  view.devices = std::move(devices);
-  return view;
+// This file's cards have 32 GiB on NUMA node 0 unless a test says otherwise.
+xpu::DeviceInfo card(unsigned index, std::string model = "R200", int numa = 0) {
+  return xpu::test::card(index)
+      .model(std::move(model))
+      .numa_node(numa)
+      .memory_total_bytes(32ull << 30);
 }
 
 TEST(ResourcePlan, DefaultResourceCarriesEveryDevice) {

@@ -4,27 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/card_builder.h"
+
 namespace shim {
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = ResourceTracker::Clock;
 
-xpu::DeviceInfo card(unsigned index, std::string model = "R200") {
-  xpu::DeviceInfo d;
-  d.index = index;
-  d.uuid = "uuid-" + std::to_string(index);
-  d.model = std::move(model);
-  d.healthy = true;
-  return d;
-}
-
-xpu::DeviceView view_of(bool present, std::vector<xpu::DeviceInfo> devices) {
-  xpu::DeviceView view;
-  view.xpud_present = present;
-  view.devices = std::move(devices);
-  return view;
-}
+using xpu::test::absent;
+using xpu::test::card;
+using xpu::test::present;
 
 std::vector<bool> health(const ResourceFeed& feed) {
   std::vector<bool> out;
@@ -50,12 +40,12 @@ TEST(ResourceTracker, GracePeriodThenRecovery) {
   EXPECT_TRUE(feed->latest().state->devices.empty());
   EXPECT_EQ(tracker.next_deadline(), t0 + 10s);  // never seen xpud yet
 
-  tracker.update(view_of(true, {card(0), card(1)}), t0 + 1s);
+  tracker.update(present({card(0), card(1)}), t0 + 1s);
   EXPECT_EQ(health(*feed), (std::vector<bool>{true, true}));
   EXPECT_EQ(tracker.next_deadline(), std::nullopt);
 
   // xpud goes away: the last known health stands for the grace period.
-  tracker.update(view_of(false, {card(0), card(1)}), t0 + 20s);
+  tracker.update(absent({card(0), card(1)}), t0 + 20s);
   EXPECT_EQ(tracker.next_deadline(), t0 + 30s);
   tracker.tick(t0 + 30s - 1ms);
   EXPECT_EQ(health(*feed), (std::vector<bool>{true, true}));
@@ -68,10 +58,10 @@ TEST(ResourceTracker, GracePeriodThenRecovery) {
   EXPECT_EQ(tracker.next_deadline(), std::nullopt);  // nothing left to wait for
 
   // Another "still gone" view does not restart the grace period or change anything.
-  tracker.update(view_of(false, {card(0), card(1)}), t0 + 40s);
+  tracker.update(absent({card(0), card(1)}), t0 + 40s);
   EXPECT_EQ(feed->latest().generation, generation + 1);
 
-  tracker.update(view_of(true, {card(0), card(1)}), t0 + 50s);
+  tracker.update(present({card(0), card(1)}), t0 + 50s);
   EXPECT_FALSE(reports_xpud_lost(*feed));
   EXPECT_EQ(health(*feed), (std::vector<bool>{true, true}));
 }
@@ -80,9 +70,9 @@ TEST(ResourceTracker, ReturnWithinGraceKeepsDevicesHealthy) {
   const auto t0 = Clock::time_point{} + 1000s;
   ResourceTracker tracker({}, 5s, t0);
   auto feed = tracker.feeds().at(0);
-  tracker.update(view_of(true, {card(0)}), t0);
-  tracker.update(view_of(false, {card(0)}), t0 + 1s);
-  tracker.update(view_of(true, {card(0)}), t0 + 4s);
+  tracker.update(present({card(0)}), t0);
+  tracker.update(absent({card(0)}), t0 + 1s);
+  tracker.update(present({card(0)}), t0 + 4s);
   tracker.tick(t0 + 100s);
   EXPECT_EQ(health(*feed), std::vector<bool>{true});
   EXPECT_EQ(tracker.next_deadline(), std::nullopt);
@@ -92,15 +82,12 @@ TEST(ResourceTracker, PublishesOnlyChanges) {
   const auto t0 = Clock::time_point{} + 1000s;
   ResourceTracker tracker({}, 5s, t0);
   auto feed = tracker.feeds().at(0);
-  tracker.update(view_of(true, {card(0)}), t0);
+  tracker.update(present({card(0)}), t0);
   const auto generation = feed->latest().generation;
-  tracker.update(view_of(true, {card(0)}), t0 + 1s);
+  tracker.update(present({card(0)}), t0 + 1s);
   tracker.tick(t0 + 2s);
   EXPECT_EQ(feed->latest().generation, generation);
-  auto sick = card(0);
-  sick.healthy = false;
-  sick.health_reason = "test fault";
-  tracker.update(view_of(true, {sick}), t0 + 3s);
+  tracker.update(present({card(0).unhealthy("test fault")}), t0 + 3s);
   EXPECT_EQ(feed->latest().generation, generation + 1);
   EXPECT_EQ(feed->latest().state->devices.at(0).unhealthy_reason, "test fault");
 }
@@ -109,12 +96,12 @@ TEST(ResourceTracker, PerModelResourcesAppearAndStay) {
   const auto t0 = Clock::time_point{} + 1000s;
   ResourceTracker tracker({"kunlunxin.com/xpu", true}, 5s, t0);
   EXPECT_TRUE(tracker.feeds().empty());  // nothing known before xpud answers
-  tracker.update(view_of(true, {card(0, "R200"), card(1, "R300")}), t0);
+  tracker.update(present({card(0), card(1).model("R300")}), t0);
   auto feeds = tracker.feeds();
   ASSERT_EQ(feeds.size(), 2u);
   EXPECT_EQ(feeds[0]->resource_name(), "kunlunxin.com/R200");
   EXPECT_EQ(feeds[1]->resource_name(), "kunlunxin.com/R300");
-  tracker.update(view_of(true, {card(0, "R200")}), t0 + 1s);
+  tracker.update(present({card(0)}), t0 + 1s);
   feeds = tracker.feeds();
   ASSERT_EQ(feeds.size(), 2u);
   EXPECT_TRUE(feeds[1]->latest().state->devices.empty());

@@ -2,23 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/resource_state_builder.h"
+
 namespace shim {
 namespace {
 
 // Cards 0, 1, 2 with four replicas each.
 ResourceState three_shared_cards() {
-  ResourceState state{"kunlunxin.com/xpu-shared", "kunlunxin-xpu-shared.sock", {}, true};
-  for (unsigned i = 0; i < 3; ++i)
-    for (unsigned r = 0; r < 4; ++r) {
-      PluginDevice d;
-      d.card_id = "uuid-" + std::to_string(i);
-      d.id = d.card_id + "::" + std::to_string(r);
-      d.index = i;
-      d.replica = r;
-      d.healthy = true;
-      state.devices.push_back(d);
-    }
-  return state;
+  return xpu::test::shared_cards({0, 1, 2}, 4);
 }
 
 std::vector<std::string> all_ids(const ResourceState& state) {

@@ -3,27 +3,24 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/card_builder.h"
+
 namespace shim {
 namespace {
 
-xpu::DeviceInfo card(unsigned index, bool virtual_function = false) {
-  xpu::DeviceInfo d;
-  d.index = index;
-  d.name = "xpu" + std::to_string(index);
-  d.uuid = (virtual_function ? "vf-" : "pf-") + std::to_string(index);
-  d.is_virtual_function = virtual_function;
-  return d;
-}
+using xpu::test::card;
+using xpu::test::present;
 
-xpu::DeviceView present(std::vector<xpu::DeviceInfo> devices) {
-  xpu::DeviceView view;
-  view.xpud_present = true;
-  view.devices = std::move(devices);
-  return view;
+// Physical functions are "pf-<index>", virtual functions "vf-<index>".
+xpu::DeviceInfo pf(unsigned index) {
+  return card(index).uuid("pf-" + std::to_string(index));
+}
+xpu::DeviceInfo vf(unsigned index) {
+  return card(index).uuid("vf-" + std::to_string(index)).virtual_function();
 }
 
 TEST(VfReconfiguration, AsksThePhysicalCardsInIndexOrderWhileTheCountIsWrong) {
-  const auto view = present({card(0), card(1), card(2, true)});  // 1 VF, 2 x 2 expected
+  const auto view = present({pf(0), pf(1), vf(2)});  // 1 VF, 2 x 2 expected
   auto first = next_card_to_reconfigure(view, 2, {});
   ASSERT_TRUE(first);
   EXPECT_EQ(first->index, 0u);
@@ -34,10 +31,9 @@ TEST(VfReconfiguration, AsksThePhysicalCardsInIndexOrderWhileTheCountIsWrong) {
 }
 
 TEST(VfReconfiguration, LeavesARightNodeAlone) {
-  EXPECT_FALSE(next_card_to_reconfigure(present({card(0), card(1, true), card(2, true)}), 2, {}));
-  EXPECT_FALSE(next_card_to_reconfigure(present({card(0), card(1)}), 0, {}))
-      << "N = 0: no expectation";
-  xpu::DeviceView gone = present({card(0)});
+  EXPECT_FALSE(next_card_to_reconfigure(present({pf(0), vf(1), vf(2)}), 2, {}));
+  EXPECT_FALSE(next_card_to_reconfigure(present({pf(0), pf(1)}), 0, {})) << "N = 0: no expectation";
+  xpu::DeviceView gone = present({pf(0)});
   gone.xpud_present = false;
   EXPECT_FALSE(next_card_to_reconfigure(gone, 2, {}));
 }
@@ -49,7 +45,7 @@ TEST(VfReconfiguration, OneCallPerStepAndNoRepeatUntilXpudComesBack) {
     if (index == 1) return xpu::Error{"xpu1 has no SR-IOV capability"};
     return xpu::ok_status();
   });
-  const auto view = present({card(0), card(1)});
+  const auto view = present({pf(0), pf(1)});
   EXPECT_TRUE(reconfiguration.step(view)) << "xpu1 still to ask";
   EXPECT_FALSE(reconfiguration.step(view));
   EXPECT_FALSE(reconfiguration.step(view)) << "a refusal is not repeated";

@@ -3,6 +3,7 @@
 
 #include "k8s-shim/dra/dra_driver_options.h"
 #include "k8s-shim/dra/published_view.h"
+#include "tests/support/card_builder.h"
 
 namespace shim::dra {
 namespace {
@@ -55,15 +56,8 @@ TEST(DraDriverOptions, ThePluginAndRegistryDirectoriesMustDiffer) {
 }
 
 xpu::DeviceView two_healthy_cards(bool present) {
-  xpu::DeviceView view;
-  view.xpud_present = present;
-  for (unsigned index : {0u, 1u}) {
-    xpu::DeviceInfo card;
-    card.index = index;
-    card.healthy = true;
-    view.devices.push_back(card);
-  }
-  return view;
+  std::vector<xpu::DeviceInfo> cards = {xpu::test::card(0), xpu::test::card(1)};
+  return present ? xpu::test::present(std::move(cards)) : xpu::test::absent(std::move(cards));
 }
 
 TEST(PublishedView, CardsStayAsLastReportedDuringTheGracePeriodThenTurnUnhealthy) {

@@ -11,6 +11,7 @@
 #include "k8s-shim/exporter/metrics_renderer.h"
 #include "k8s-shim/exporter/pod_owners_cache.h"
 #include "tests/k8s-shim/exporter/pod_resources_replies.h"
+#include "tests/support/card_builder.h"
 
 namespace shim::exporter {
 namespace {
@@ -31,17 +32,8 @@ std::shared_ptr<const Sample> sample_with_temperature(double celsius) {
 }
 
 xpu::DeviceView one_card(bool healthy) {
-  xpu::DeviceView view;
-  view.xpud_present = true;
-  view.manager.driver_version = "4.0.25";
-  xpu::DeviceInfo card;
-  card.index = 0;
-  card.uuid = "uuid-0";
-  card.model = "R200";
-  card.pci_bus_id = "0000:30:00.0";
-  card.healthy = healthy;
-  view.devices.push_back(card);
-  return view;
+  return xpu::test::present({xpu::test::card(0).pci_bus_id("0000:30:00.0").healthy(healthy)},
+                            "4.0.25");
 }
 
 v1::ListPodResourcesResponse pod_holding_card(const std::string& pod) {

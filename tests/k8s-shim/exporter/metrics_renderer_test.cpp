@@ -11,6 +11,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/support/card_builder.h"
+
 namespace shim::exporter {
 namespace {
 
@@ -19,23 +21,14 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-xpu::DeviceInfo card(unsigned index, std::string uuid, bool healthy = true) {
-  xpu::DeviceInfo device;
-  device.index = index;
-  device.name = "xpu" + std::to_string(index);
-  device.uuid = std::move(uuid);
-  device.serial = "SN0" + std::to_string(index);
-  device.model = "R200";
-  device.pci_bus_id = "0000:3" + std::to_string(index) + ":00.0";
-  device.healthy = healthy;
-  return device;
-}
+using xpu::test::card;
 
 ScrapeInputs two_cards() {
   ScrapeInputs inputs;
   inputs.view.xpud_present = true;
   inputs.view.manager.driver_version = "4.0.25";
-  inputs.view.devices = {card(0, "uuid-0"), card(1, "uuid-1", false)};
+  inputs.view.devices = {card(0).serial("SN00").pci_bus_id("0000:30:00.0"),
+                         card(1).serial("SN01").pci_bus_id("0000:31:00.0").unhealthy()};
   xpu::MetricsSnapshot snapshot;
   snapshot.timestamp_usec = 1'700'000'000'000'000;
   snapshot.devices.push_back({0,

@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/support/card_builder.h"
+
 namespace shim::exporter {
 namespace {
 
@@ -15,16 +17,7 @@ using ::testing::Not;
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
-xpu::DeviceInfo card(unsigned index, bool healthy = true, std::string reason = "") {
-  xpu::DeviceInfo device;
-  device.index = index;
-  device.uuid = "uuid-" + std::to_string(index);
-  device.model = "R200";
-  device.pci_bus_id = "0000:3" + std::to_string(index) + ":00.0";
-  device.healthy = healthy;
-  device.health_reason = std::move(reason);
-  return device;
-}
+using xpu::test::card;
 
 ScrapeInputs three_cards() {
   ScrapeInputs inputs;
@@ -32,7 +25,9 @@ ScrapeInputs three_cards() {
   inputs.view.manager.version = "1.2.0";
   inputs.view.manager.backend = "sim";
   inputs.view.manager.driver_version = "4.0.25";
-  inputs.view.devices = {card(0), card(1, false, "ECC errors above threshold"), card(2)};
+  inputs.view.devices = {card(0).pci_bus_id("0000:30:00.0"),
+                         card(1).pci_bus_id("0000:31:00.0").unhealthy("ECC errors above threshold"),
+                         card(2).pci_bus_id("0000:32:00.0")};
   xpu::MetricsSnapshot snapshot;
   snapshot.devices.push_back({0,
                               {{"utilization_ratio", 0.42},

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "tests/support/card_builder.h"
 #include "tests/support/wait.h"
 
 namespace xpud {
@@ -18,12 +19,11 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using xpu::test::wait_until;
 
+// What the backends find: card <index> at 0000:3<index>:00.0, with this UUID.
 DeviceIdentity card(unsigned index, std::string uuid) {
-  DeviceIdentity id;
-  id.index = index;
-  id.uuid = std::move(uuid);
-  id.pci_bus_id = "0000:3" + std::to_string(index) + ":00.0";
-  return id;
+  return xpu::test::card(index)
+      .uuid(std::move(uuid))
+      .pci_bus_id("0000:3" + std::to_string(index) + ":00.0");
 }
 
 // A backend with fixed cards that records the ids it was asked to read.

@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/card_builder.h"
+
 namespace shim::dra {
 namespace {
+
+using xpu::test::card;
 
 // Eight cards: 0-3 and 4-7 fully linked, plus 0-4, 1-5, 2-6, 3-7; card 5 unhealthy; card 3 with
 // no NUMA node; two virtual functions of card 0.
@@ -12,28 +16,23 @@ xpu::DeviceView eight_cards(std::string driver_version = "5.0.21") {
   view.xpud_present = true;
   view.manager.driver_version = std::move(driver_version);
   for (unsigned i = 0; i < 8; ++i) {
-    xpu::DeviceInfo card;
-    card.index = i;
-    card.name = "xpu" + std::to_string(i);
-    card.uuid = "XPU-UUID-" + std::to_string(i);
-    card.model = "P800";
-    card.pci_bus_id = "0000:0" + std::to_string(i) + ":00.0";
-    card.numa_node = i == 3 ? -1 : static_cast<int>(i / 4);
-    card.memory_total_bytes = std::uint64_t{96} << 30;
-    card.healthy = i != 5;
+    std::vector<unsigned> links;
     unsigned base = i < 4 ? 0 : 4;
     for (unsigned peer = base; peer < base + 4; ++peer)
-      if (peer != i) card.linked_devices.push_back(peer);
-    card.linked_devices.push_back(i < 4 ? i + 4 : i - 4);
-    view.devices.push_back(card);
+      if (peer != i) links.push_back(peer);
+    links.push_back(i < 4 ? i + 4 : i - 4);
+    view.devices.push_back(card(i)
+                               .uuid("XPU-UUID-" + std::to_string(i))
+                               .model("P800")
+                               .pci_bus_id("0000:0" + std::to_string(i) + ":00.0")
+                               .numa_node(i == 3 ? -1 : static_cast<int>(i / 4))
+                               .memory_total_bytes(std::uint64_t{96} << 30)
+                               .healthy(i != 5)
+                               .linked_devices(links));
   }
-  for (unsigned vf = 8; vf < 10; ++vf) {
-    xpu::DeviceInfo card;
-    card.index = vf;
-    card.is_virtual_function = true;
-    card.healthy = true;
-    view.devices.push_back(card);
-  }
+  // The virtual functions carry no name, UUID or model of their own.
+  for (unsigned vf = 8; vf < 10; ++vf)
+    view.devices.push_back(card(vf).name("").uuid("").model("").virtual_function());
   // The watcher orders by index; desired_slice must not rely on it.
   std::swap(view.devices[1], view.devices[6]);
   return view;

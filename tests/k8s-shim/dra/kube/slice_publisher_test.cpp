@@ -6,6 +6,7 @@
 
 #include "k8s-shim/dra/kube/slice_content.h"
 #include "tests/k8s-shim/dra/kube/fake_slice_server.h"
+#include "tests/support/card_builder.h"
 
 namespace shim::dra {
 namespace {
@@ -15,20 +16,15 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::seconds;
 
 xpu::DeviceView cards(unsigned count, unsigned unhealthy = 99) {
-  xpu::DeviceView view;
-  view.xpud_present = true;
-  view.manager.driver_version = "5.0.21";
-  for (unsigned i = 0; i < count; ++i) {
-    xpu::DeviceInfo card;
-    card.index = i;
-    card.uuid = "XPU-" + std::to_string(i);
-    card.model = "P800";
-    card.numa_node = 0;
-    card.memory_total_bytes = std::uint64_t{32} << 30;
-    card.healthy = i != unhealthy;
-    view.devices.push_back(card);
-  }
-  return view;
+  std::vector<xpu::DeviceInfo> devices;
+  for (unsigned i = 0; i < count; ++i)
+    devices.push_back(xpu::test::card(i)
+                          .uuid("XPU-" + std::to_string(i))
+                          .model("P800")
+                          .numa_node(0)
+                          .memory_total_bytes(std::uint64_t{32} << 30)
+                          .healthy(i != unhealthy));
+  return xpu::test::present(std::move(devices), "5.0.21");
 }
 
 // The slice as the publisher would write it, as JSON the server would hold, with the memory in

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/support/card_builder.h"
+
 namespace shim::dra {
 namespace {
 
@@ -13,17 +15,11 @@ constexpr const char* kUid = "3f1c2a9e-1111-4222-8333-444455556666";
 constexpr const char* kNode = "node-a";
 constexpr const char* kDriver = "xpu.kunlunxin.com";
 
-xpu::DeviceInfo card(unsigned index, std::string uuid, bool healthy = true) {
-  xpu::DeviceInfo info;
-  info.index = index;
-  info.name = "xpu" + std::to_string(index);
-  info.uuid = std::move(uuid);
-  info.healthy = healthy;
-  return info;
-}
+using xpu::test::card;
 
 std::vector<xpu::DeviceInfo> cards() {
-  return {card(0, "KL-UUID-0"), card(1, "KL-UUID-1"), card(2, "KL-UUID-2"), card(3, "123")};
+  return {card(0).uuid("KL-UUID-0"), card(1).uuid("KL-UUID-1"), card(2).uuid("KL-UUID-2"),
+          card(3).uuid("123")};
 }
 
 ClaimReference reference() {
@@ -145,9 +141,7 @@ TEST(dra_ClaimPreparation, AMissingCardOrAVirtualFunctionIsRefused) {
   EXPECT_THAT(missing.error(), HasSubstr("xpu-7 of request r is not a card on this node"));
 
   std::vector<xpu::DeviceInfo> with_vf = cards();
-  xpu::DeviceInfo vf = card(8, "VF-8");
-  vf.is_virtual_function = true;
-  with_vf.push_back(vf);
+  with_vf.push_back(card(8).uuid("VF-8").virtual_function());
   auto virtual_function =
       prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-8"}}), kNode, with_vf);
   ASSERT_FALSE(virtual_function);

@@ -7,6 +7,7 @@
 
 #include "k8s-shim/dra/kubelet/unix_socket_server.h"
 #include "tests/k8s-shim/dra/kubelet/kubelet_client.h"
+#include "tests/support/card_builder.h"
 #include "tests/support/child_process.h"
 
 namespace shim::dra {
@@ -21,13 +22,8 @@ constexpr const char* kUidB = "bbbbbbbb-1111-4222-8333-444455556666";
 
 std::vector<xpu::DeviceInfo> cards() {
   std::vector<xpu::DeviceInfo> out;
-  for (unsigned i = 0; i < 4; ++i) {
-    xpu::DeviceInfo card;
-    card.index = i;
-    card.uuid = "KL-UUID-" + std::to_string(i);
-    card.healthy = i != 3;
-    out.push_back(card);
-  }
+  for (unsigned i = 0; i < 4; ++i)
+    out.push_back(xpu::test::card(i).uuid("KL-UUID-" + std::to_string(i)).healthy(i != 3));
   return out;
 }
 

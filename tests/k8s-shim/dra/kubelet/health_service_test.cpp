@@ -10,6 +10,7 @@
 #include "k8s-shim/dra/kubelet/unix_socket_server.h"
 #include "podresources_v1.pb.h"
 #include "tests/k8s-shim/dra/kubelet/kubelet_client.h"
+#include "tests/support/card_builder.h"
 #include "tests/support/child_process.h"
 #include "tests/support/wait.h"
 
@@ -20,16 +21,7 @@ using Stream = grpc::ClientReader<healthpb::NodeWatchResourcesResponse>;
 using StreamV1 = grpc::ClientReader<healthv1pb::NodeWatchResourcesResponse>;
 using std::chrono::seconds;
 
-xpu::DeviceInfo card(unsigned index, bool healthy, bool virtual_function = false,
-                     std::string reason = "") {
-  xpu::DeviceInfo info;
-  info.health_reason = std::move(reason);
-  info.index = index;
-  info.name = "xpu" + std::to_string(index);
-  info.healthy = healthy;
-  info.is_virtual_function = virtual_function;
-  return info;
-}
+using xpu::test::card;
 
 // What a message says, device by device: "pool/name HEALTH@time".
 std::vector<std::string> summary(const healthpb::NodeWatchResourcesResponse& response) {
@@ -98,7 +90,7 @@ std::vector<std::string> next(grpc::ClientReader<Response>& stream) {
 
 TEST(dra_HealthService, FirstMessageListsEveryCardWithItsHealth) {
   Fixture f;
-  f.service.update({card(0, true), card(1, false), card(2, true, /*virtual_function=*/true)});
+  f.service.update({card(0), card(1).unhealthy(), card(2).virtual_function()});
   grpc::ClientContext context;
   auto stream = f.watch(context);
   EXPECT_EQ(next(*stream),
@@ -109,9 +101,9 @@ TEST(dra_HealthService, FirstMessageListsEveryCardWithItsHealth) {
 // no slice entry for.
 TEST(dra_HealthService, APhysicalFunctionWithSriovOnIsLeftOut) {
   Fixture f;
-  xpu::DeviceInfo pf = card(0, true);
+  xpu::DeviceInfo pf = card(0);
   pf.sriov_enabled = true;
-  f.service.update({pf, card(1, true), card(2, true, /*virtual_function=*/true)});
+  f.service.update({pf, card(1), card(2).virtual_function()});
   grpc::ClientContext context;
   auto stream = f.watch(context);
   EXPECT_EQ(next(*stream), (std::vector<std::string>{"node-a/xpu-1 HEALTHY@1000"}));
@@ -122,12 +114,12 @@ TEST(dra_HealthService, APhysicalFunctionWithSriovOnIsLeftOut) {
 
 TEST(dra_HealthService, AHealthChangeSendsUnhealthyWithANewerTime) {
   Fixture f;
-  f.service.update({card(0, true), card(1, true)});
+  f.service.update({card(0), card(1)});
   grpc::ClientContext context;
   auto stream = f.watch(context);
   ASSERT_EQ(next(*stream).size(), 2u);
   f.clock = 1060;
-  f.service.update({card(0, false), card(1, true)});
+  f.service.update({card(0).unhealthy(), card(1)});
   // The card that did not change keeps the time of its own last change.
   EXPECT_EQ(next(*stream),
             (std::vector<std::string>{"node-a/xpu-0 UNHEALTHY@1060", "node-a/xpu-1 HEALTHY@1000"}));
@@ -135,13 +127,13 @@ TEST(dra_HealthService, AHealthChangeSendsUnhealthyWithANewerTime) {
 
 TEST(dra_HealthService, RapidUpdatesEndWithTheLatestState) {
   Fixture f;
-  f.service.update({card(0, true)});
+  f.service.update({card(0)});
   grpc::ClientContext context;
   auto stream = f.watch(context);
   ASSERT_EQ(next(*stream), (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000"}));
   for (int i = 1; i <= 200; ++i) {
     f.clock = 1000 + i;
-    f.service.update({card(0, i % 2 == 0), card(1, true)});
+    f.service.update({card(0).healthy(i % 2 == 0), card(1)});
   }
   // Intermediate states may collapse; the last one must arrive (reads end at the deadline).
   const std::vector<std::string> latest{"node-a/xpu-0 HEALTHY@1200", "node-a/xpu-1 HEALTHY@1001"};
@@ -152,7 +144,7 @@ TEST(dra_HealthService, RapidUpdatesEndWithTheLatestState) {
 
 TEST(dra_HealthService, ResendsSoTheKubeletDoesNotTimeCardsOut) {
   Fixture f(std::chrono::milliseconds(50));
-  f.service.update({card(0, true)});
+  f.service.update({card(0)});
   grpc::ClientContext context;
   auto stream = f.watch(context);
   for (int i = 0; i < 3; ++i)
@@ -161,7 +153,7 @@ TEST(dra_HealthService, ResendsSoTheKubeletDoesNotTimeCardsOut) {
 
 TEST(dra_HealthService, AClientCancelEndsTheServerSidePromptly) {
   Fixture f;
-  f.service.update({card(0, true)});
+  f.service.update({card(0)});
   grpc::ClientContext context;
   auto stream = f.watch(context);
   ASSERT_EQ(next(*stream).size(), 1u);
@@ -172,7 +164,7 @@ TEST(dra_HealthService, AClientCancelEndsTheServerSidePromptly) {
 
 TEST(dra_HealthService, CloseAllEndsTheStreamAndLaterStreamsAreServed) {
   Fixture f;
-  f.service.update({card(0, true)});
+  f.service.update({card(0)});
   grpc::ClientContext context;
   auto stream = f.watch(context);
   ASSERT_EQ(next(*stream).size(), 1u);
@@ -189,7 +181,7 @@ TEST(dra_HealthService, CloseAllEndsTheStreamAndLaterStreamsAreServed) {
 
 TEST(dra_HealthService, AFifthConcurrentStreamIsRefused) {
   Fixture f;
-  f.service.update({card(0, true)});
+  f.service.update({card(0)});
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
   std::vector<std::unique_ptr<Stream>> streams;
   for (std::size_t i = 0; i < HealthService::kMaxStreams; ++i) {
@@ -214,7 +206,7 @@ TEST(dra_HealthService, AFifthConcurrentStreamIsRefused) {
 
 TEST(dra_HealthService, AStreamThatDoesNotReadNeverBlocksUpdate) {
   Fixture f;
-  f.service.update({card(0, true)});
+  f.service.update({card(0)});
   grpc::ClientContext context;
   auto stream = f.watch(context);  // never read: its flow-control window fills
   ASSERT_TRUE(xpu::test::wait_until([&] { return f.service.open_streams() == 1; }, seconds(5)));
@@ -222,7 +214,7 @@ TEST(dra_HealthService, AStreamThatDoesNotReadNeverBlocksUpdate) {
   auto updates = std::async(std::launch::async, [&] {
     for (int i = 0; i < 20000; ++i) {
       f.clock = 2000 + i;
-      f.service.update({card(0, i % 2 == 0), card(1, i % 3 == 0), card(2, true)});
+      f.service.update({card(0).healthy(i % 2 == 0), card(1).healthy(i % 3 == 0), card(2)});
     }
   });
   EXPECT_EQ(updates.wait_for(seconds(10)), std::future_status::ready);
@@ -231,8 +223,8 @@ TEST(dra_HealthService, AStreamThatDoesNotReadNeverBlocksUpdate) {
 
 TEST(dra_HealthServiceV1, FirstMessageListsEveryCardAndWhyOneIsUnhealthy) {
   Fixture f;
-  f.service.update({card(0, true, false, "ignored while healthy"),
-                    card(1, false, false, "link down"), card(2, true, /*virtual_function=*/true)});
+  f.service.update({card(0).health_reason("ignored while healthy"), card(1).unhealthy("link down"),
+                    card(2).virtual_function()});
   grpc::ClientContext context;
   auto stream = f.watch_v1(context);
   EXPECT_EQ(next(*stream), (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000",
@@ -241,19 +233,19 @@ TEST(dra_HealthServiceV1, FirstMessageListsEveryCardAndWhyOneIsUnhealthy) {
 
 TEST(dra_HealthServiceV1, AHealthChangeIsSentWithItsReason) {
   Fixture f;
-  f.service.update({card(0, true), card(1, true)});
+  f.service.update({card(0), card(1)});
   grpc::ClientContext context;
   auto stream = f.watch_v1(context);
   ASSERT_EQ(next(*stream),
             (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000", "node-a/xpu-1 HEALTHY@1000"}));
   f.clock = 1060;
-  f.service.update({card(0, false, false, "temperature 105 C"), card(1, true)});
+  f.service.update({card(0).unhealthy("temperature 105 C"), card(1)});
   EXPECT_EQ(next(*stream),
             (std::vector<std::string>{"node-a/xpu-0 UNHEALTHY@1060: temperature 105 C",
                                       "node-a/xpu-1 HEALTHY@1000"}));
   // A new reason is news to v1 even though the health (and so its time) stays.
   f.clock = 1090;
-  f.service.update({card(0, false, false, "temperature 110 C"), card(1, true)});
+  f.service.update({card(0).unhealthy("temperature 110 C"), card(1)});
   EXPECT_EQ(next(*stream),
             (std::vector<std::string>{"node-a/xpu-0 UNHEALTHY@1060: temperature 110 C",
                                       "node-a/xpu-1 HEALTHY@1000"}));
@@ -263,7 +255,7 @@ TEST(dra_HealthServiceV1, ALongReasonIsCutAtACharacterBoundary) {
   // 1023 ASCII bytes, then a 3-byte character across the 1024-byte limit.
   const std::string reason = std::string(1023, 'x') + "\xE2\x82\xAC" + "tail";
   Fixture f;
-  f.service.update({card(0, false, false, reason)});
+  f.service.update({card(0).unhealthy(reason)});
   grpc::ClientContext context;
   auto stream = f.watch_v1(context);
   healthv1pb::NodeWatchResourcesResponse response;
@@ -282,7 +274,7 @@ TEST(dra_HealthServiceV1, TruncateUtf8KeepsWholeCharacters) {
 
 TEST(dra_HealthServiceV1, BothVersionsOpenAtOnceSeeTheSameChange) {
   Fixture f;
-  f.service.update({card(0, true)});
+  f.service.update({card(0)});
   grpc::ClientContext alpha_context;
   grpc::ClientContext v1_context;
   auto alpha = f.watch(alpha_context);
@@ -291,7 +283,7 @@ TEST(dra_HealthServiceV1, BothVersionsOpenAtOnceSeeTheSameChange) {
   ASSERT_EQ(next(*v1), (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000"}));
   ASSERT_TRUE(xpu::test::wait_until([&] { return f.service.open_streams() == 2; }, seconds(5)));
   f.clock = 1010;
-  f.service.update({card(0, false, false, "xpud lost the card")});
+  f.service.update({card(0).unhealthy("xpud lost the card")});
   EXPECT_EQ(next(*alpha), (std::vector<std::string>{"node-a/xpu-0 UNHEALTHY@1010"}));
   EXPECT_EQ(next(*v1),
             (std::vector<std::string>{"node-a/xpu-0 UNHEALTHY@1010: xpud lost the card"}));
@@ -306,7 +298,7 @@ TEST(dra_HealthServiceV1, BothVersionsOpenAtOnceSeeTheSameChange) {
 
 TEST(dra_HealthServiceV1, TheStreamLimitCountsBothVersions) {
   Fixture f;
-  f.service.update({card(0, true)});
+  f.service.update({card(0)});
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
   std::vector<std::unique_ptr<Stream>> alpha_streams;
   std::vector<std::unique_ptr<StreamV1>> v1_streams;

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/k8s-shim/dra/kubelet/kubelet_client.h"
+#include "tests/support/card_builder.h"
 #include "tests/support/child_process.h"
 
 namespace shim::dra {
@@ -149,10 +150,7 @@ TEST(dra_KubeletPlugin, AMissingRegistryIsAnError) {
 TEST(dra_KubeletPlugin, TheDraSocketServesTheHealthStreamUntilThePluginGoes) {
   Fixture f;
   auto plugin = f.start();
-  xpu::DeviceInfo card;
-  card.index = 3;
-  card.healthy = true;
-  plugin->health().update({card});
+  plugin->health().update({xpu::test::card(3)});
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
   auto stream = test::open_stream<healthpb::NodeWatchResourcesResponse>(

@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/support/card_builder.h"
 #include "tests/xpud/backends/captured_log.h"
 #include "tests/xpud/backends/xpuml/fake_xpuml_host.h"
 #include "xpud/backends/device_uuid.h"
@@ -56,26 +57,24 @@ memory_total 16GiB
   auto devices = discover(*backend);
   ASSERT_EQ(devices.size(), 2u);
 
-  DeviceIdentity first;
-  first.index = 0;
-  first.uuid = "fa4e0000-0000-4000-8000-000000000000";
-  first.serial = "02K00FAKE0000";
-  first.model = "R200";
-  first.pci_bus_id = "0000:3b:00.0";
-  first.numa_node = 0;
-  first.memory_total_bytes = std::uint64_t{32} << 30;
-  first.device_nodes = {"/dev/xpu0", "/dev/xpuctrl"};
+  const DeviceIdentity first = xpu::test::card(0)
+                                   .uuid("fa4e0000-0000-4000-8000-000000000000")
+                                   .serial("02K00FAKE0000")
+                                   .model("R200")
+                                   .pci_bus_id("0000:3b:00.0")
+                                   .numa_node(0)
+                                   .memory_total_bytes(std::uint64_t{32} << 30)
+                                   .device_nodes({"/dev/xpu0", "/dev/xpuctrl"});
   EXPECT_EQ(devices[0], first);
 
-  DeviceIdentity second;
-  second.index = 1;
-  second.uuid = "4f1c2b3a-1111-4222-8333-444455556666";
-  second.serial = "02K00XYZ0042";
-  second.model = "R300";
-  second.pci_bus_id = "af12:af:1f.7";
-  second.numa_node = 1;
-  second.memory_total_bytes = std::uint64_t{16} << 30;
-  second.device_nodes = {"/dev/xpu1", "/dev/xpuctrl"};
+  const DeviceIdentity second = xpu::test::card(1)
+                                    .uuid("4f1c2b3a-1111-4222-8333-444455556666")
+                                    .serial("02K00XYZ0042")
+                                    .model("R300")
+                                    .pci_bus_id("af12:af:1f.7")
+                                    .numa_node(1)
+                                    .memory_total_bytes(std::uint64_t{16} << 30)
+                                    .device_nodes({"/dev/xpu1", "/dev/xpuctrl"});
   EXPECT_EQ(devices[1], second);
   // The library exposes no interconnect, so no links are claimed.
   EXPECT_TRUE(devices[1].linked_devices.empty());
