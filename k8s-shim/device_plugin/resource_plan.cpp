@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 
+#include "common/fnv1a.h"
 #include "common/names.h"
 #include "k8s-shim/resource_name.h"
 
@@ -42,13 +43,8 @@ std::string model_socket_name(std::string_view prefix, std::string_view model) {
 std::size_t decimal_digits(unsigned value) { return std::to_string(value).size(); }
 
 std::string fnv1a_hex(std::string_view text) {
-  std::uint32_t hash = 2166136261u;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 16777619u;
-  }
   char buffer[9];
-  std::snprintf(buffer, sizeof buffer, "%08x", hash);
+  std::snprintf(buffer, sizeof buffer, "%08x", xpu::fnv1a_32(text));
   return buffer;
 }
 
