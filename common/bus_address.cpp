@@ -24,7 +24,8 @@ std::optional<std::string> bus_address_used(const BusTarget& target) {
   if (target.kind == BusKind::kSystem)
     return environment("DBUS_SYSTEM_BUS_ADDRESS").value_or(kDefaultSystemBus);
   if (auto address = environment("DBUS_SESSION_BUS_ADDRESS")) return address;
-  if (auto runtime_dir = environment("XDG_RUNTIME_DIR")) return "unix:path=" + *runtime_dir + "/bus";
+  if (auto runtime_dir = environment("XDG_RUNTIME_DIR"))
+    return "unix:path=" + *runtime_dir + "/bus";
   return std::nullopt;
 }
 
@@ -38,7 +39,8 @@ std::string describe_bus(const BusTarget& target) {
 std::unique_ptr<sdbus::IConnection> connect_to_address(const std::string& address) {
   sd_bus* raw = nullptr;
   if (int r = sd_bus_new(&raw); r < 0) throw sdbus::createError(-r, "Failed to create bus");
-  std::unique_ptr<sd_bus, decltype(&sd_bus_flush_close_unref)> probe(raw, &sd_bus_flush_close_unref);
+  std::unique_ptr<sd_bus, decltype(&sd_bus_flush_close_unref)> probe(raw,
+                                                                     &sd_bus_flush_close_unref);
   int r = sd_bus_set_address(probe.get(), address.c_str());
   if (r >= 0) r = sd_bus_set_bus_client(probe.get(), 1);
   if (r >= 0) r = sd_bus_start(probe.get());

@@ -113,22 +113,25 @@ int run_main(std::string_view program, int argc, char** argv,
 
 void add_bus_address_option(CommandLine& cli, std::optional<std::string>& target,
                             std::string help) {
-  cli.add_option("bus-address", "ADDR", std::move(help), [&target](std::string_view value) -> Status {
-    if (value.empty()) return Error{"must not be empty"};
-    target = std::string(value);
-    return ok_status();
-  });
+  cli.add_option("bus-address", "ADDR", std::move(help),
+                 [&target](std::string_view value) -> Status {
+                   if (value.empty()) return Error{"must not be empty"};
+                   target = std::string(value);
+                   return ok_status();
+                 });
 }
 
 void add_log_level_option(CommandLine& cli, std::optional<spdlog::level::level_enum>& target,
                           std::string help) {
-  cli.add_option("log-level", "LEVEL", std::move(help), [&target](std::string_view value) -> Status {
-    auto level = parse_log_level(value);
-    if (!level)
-      return Error{"'" + std::string(value) + "' is not one of error, warn, info, debug, trace"};
-    target = *level;
-    return ok_status();
-  });
+  cli.add_option("log-level", "LEVEL", std::move(help),
+                 [&target](std::string_view value) -> Status {
+                   auto level = parse_log_level(value);
+                   if (!level)
+                     return Error{"'" + std::string(value) +
+                                  "' is not one of error, warn, info, debug, trace"};
+                   target = *level;
+                   return ok_status();
+                 });
 }
 
 void exit_usage_error(std::string_view program, std::string_view message) {

@@ -27,8 +27,7 @@ class CommandLine {
   void add_option(std::string name, std::string metavar, std::string help,
                   std::function<Status(std::string_view)> handler);
   // Convenience: stores the value as given.
-  void add_option(std::string name, std::string metavar, std::string help,
-                  std::string* target);
+  void add_option(std::string name, std::string metavar, std::string help, std::string* target);
 
   // Parses args (without argv[0]). Stops at the first positional argument when
   // stop_at_positional is set (for subcommands: the rest belongs to the subcommand), otherwise
@@ -63,8 +62,7 @@ int run_main(std::string_view program, int argc, char** argv,
 
 // Options that several binaries share, spelled and validated once.
 // --bus-address ADDR: a D-Bus address instead of the system bus.
-void add_bus_address_option(CommandLine& cli, std::optional<std::string>& target,
-                            std::string help);
+void add_bus_address_option(CommandLine& cli, std::optional<std::string>& target, std::string help);
 // --log-level LEVEL: error|warn|info|debug|trace.
 void add_log_level_option(CommandLine& cli, std::optional<spdlog::level::level_enum>& target,
                           std::string help);

@@ -14,9 +14,13 @@
 namespace xpu {
 namespace {
 
-std::string errno_text(int error) { return std::strerror(error); }
+std::string errno_text(int error) {
+  return std::strerror(error);
+}
 
-std::string temp_name_for(const std::string& name) { return "." + name + ".tmp"; }
+std::string temp_name_for(const std::string& name) {
+  return "." + name + ".tmp";
+}
 
 // True when `fd` holds exactly `expected`.
 bool holds(int fd, std::string_view expected) {
@@ -33,16 +37,19 @@ bool holds(int fd, std::string_view expected) {
 
 }  // namespace
 
-Result<bool> replace_file_if_changed(const std::filesystem::path& directory, const std::string& name,
-                                     std::string_view content, FileReplacement how) {
+Result<bool> replace_file_if_changed(const std::filesystem::path& directory,
+                                     const std::string& name, std::string_view content,
+                                     FileReplacement how) {
   const std::string where = (directory / name).string();
   UniqueFd dir(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid()) return Error{directory.string() + ": cannot open directory: " + errno_text(errno)};
+  if (!dir.valid())
+    return Error{directory.string() + ": cannot open directory: " + errno_text(errno)};
 
   struct stat st {};
   if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
       static_cast<std::uint64_t>(st.st_size) == content.size()) {
-    UniqueFd existing(::openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    UniqueFd existing(
+        ::openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (existing.valid() && holds(existing.get(), content)) return false;
   }
 
@@ -50,14 +57,15 @@ Result<bool> replace_file_if_changed(const std::filesystem::path& directory, con
   const std::string temp_name = temp_name_for(name);
   ::unlinkat(dir.get(), temp_name.c_str(), 0);
   const std::string temp_where = (directory / temp_name).string();
-  UniqueFd temp(::openat(dir.get(), temp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                         how.mode));
+  UniqueFd temp(::openat(dir.get(), temp_name.c_str(),
+                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, how.mode));
   if (!temp.valid()) return Error{temp_where + ": cannot create: " + errno_text(errno)};
   auto fail = [&](const std::string& what) -> Result<bool> {
     ::unlinkat(dir.get(), temp_name.c_str(), 0);
     return Error{temp_where + ": " + what};
   };
-  if (auto status = write_all(temp.get(), content); !status) return fail("cannot write: " + status.error());
+  if (auto status = write_all(temp.get(), content); !status)
+    return fail("cannot write: " + status.error());
   if (::fchmod(temp.get(), how.mode) != 0) {
     char mode[16];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(how.mode));

@@ -28,8 +28,9 @@ struct FileReplacement {
 
 // Makes `directory`/`name` hold exactly `content`. True when it was (re)written, false when it
 // already held that; an error names the path and the step that failed.
-Result<bool> replace_file_if_changed(const std::filesystem::path& directory, const std::string& name,
-                                     std::string_view content, FileReplacement how = {});
+Result<bool> replace_file_if_changed(const std::filesystem::path& directory,
+                                     const std::string& name, std::string_view content,
+                                     FileReplacement how = {});
 
 // Removes `directory`/`name` and a temp file a crash left behind. True when the file was there.
 Result<bool> remove_replaced_file(const std::filesystem::path& directory, const std::string& name);

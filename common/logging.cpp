@@ -28,11 +28,16 @@ bool stderr_is_journal() {
 
 int syslog_priority(spdlog::level::level_enum level) {
   switch (level) {
-    case spdlog::level::critical: return 2;
-    case spdlog::level::err: return 3;
-    case spdlog::level::warn: return 4;
-    case spdlog::level::info: return 6;
-    default: return 7;
+    case spdlog::level::critical:
+      return 2;
+    case spdlog::level::err:
+      return 3;
+    case spdlog::level::warn:
+      return 4;
+    case spdlog::level::info:
+      return 6;
+    default:
+      return 7;
   }
 }
 
@@ -62,8 +67,8 @@ void setup_logging(std::string_view program, spdlog::level::level_enum level, Lo
     auto sink = std::make_shared<spdlog::sinks::systemd_sink_mt>(std::string(program), false);
     logger = std::make_shared<spdlog::logger>(std::string(program), std::move(sink));
   } else {
-    logger = std::make_shared<spdlog::logger>(
-        std::string(program), std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    logger = std::make_shared<spdlog::logger>(std::string(program),
+                                              std::make_shared<spdlog::sinks::stderr_sink_mt>());
     // logfmt: one event per line, key=value, easy for both people and log shippers.
     logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l prog=%n msg=\"%v\"");
   }
@@ -72,17 +77,18 @@ void setup_logging(std::string_view program, spdlog::level::level_enum level, Lo
   spdlog::set_default_logger(std::move(logger));
 }
 
-bool logging_to_journal() { return g_journal; }
+bool logging_to_journal() {
+  return g_journal;
+}
 
 void log_device_event(spdlog::level::level_enum level, std::string_view device,
                       std::string_view uuid, std::string_view message) {
   if (!spdlog::should_log(level)) return;
   if (g_journal) {
     sd_journal_send("MESSAGE=%s: %.*s", std::string(device).c_str(),
-                    static_cast<int>(message.size()), message.data(),
-                    "PRIORITY=%d", syslog_priority(level),
-                    "XPU_DEVICE=%.*s", static_cast<int>(device.size()), device.data(),
-                    "XPU_UUID=%.*s", static_cast<int>(uuid.size()), uuid.data(),
+                    static_cast<int>(message.size()), message.data(), "PRIORITY=%d",
+                    syslog_priority(level), "XPU_DEVICE=%.*s", static_cast<int>(device.size()),
+                    device.data(), "XPU_UUID=%.*s", static_cast<int>(uuid.size()), uuid.data(),
                     "SYSLOG_IDENTIFIER=%s", spdlog::default_logger()->name().c_str(), nullptr);
     return;
   }

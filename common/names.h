@@ -22,8 +22,8 @@ inline constexpr std::string_view kListDevices = "ListDevices";
 inline constexpr std::string_view kGetMetrics = "GetMetrics";
 inline constexpr std::string_view kGetProcesses = "GetProcesses";
 inline constexpr std::string_view kConfigureVirtualFunctions = "ConfigureVirtualFunctions";
-inline constexpr std::array<std::string_view, 4> kManager = {kListDevices, kGetMetrics, kGetProcesses,
-                                                             kConfigureVirtualFunctions};
+inline constexpr std::array<std::string_view, 4> kManager = {
+    kListDevices, kGetMetrics, kGetProcesses, kConfigureVirtualFunctions};
 }  // namespace member
 
 // Properties clients read (dbus/*.xml defines them; tests/common/names_test.cpp checks that
@@ -57,13 +57,26 @@ inline constexpr std::string_view kIsVirtualFunction = "IsVirtualFunction";
 inline constexpr std::string_view kSriovEnabled = "SriovEnabled";
 
 inline constexpr std::array<std::string_view, 8> kManager = {
-    kVersion, kBackend, kLibraryPath, kDriverVersion, kDeviceCount, kHealthyDeviceCount,
+    kVersion,       kBackend,
+    kLibraryPath,   kDriverVersion,
+    kDeviceCount,   kHealthyDeviceCount,
     kDriverStalled, kClusterReconfigureAllowed};
-inline constexpr std::array<std::string_view, 16> kDevice = {
-    kIndex,     kName,         kUuid,          kSerial,       kModel,
-    kPciBusId,  kNumaNode,     kMemoryTotalBytes, kDeviceNodes, kLinkedDevices,
-    kHealth,    kHealthReason, kHealthReasonKind, kHealthTransitions, kIsVirtualFunction,
-    kSriovEnabled};
+inline constexpr std::array<std::string_view, 16> kDevice = {kIndex,
+                                                             kName,
+                                                             kUuid,
+                                                             kSerial,
+                                                             kModel,
+                                                             kPciBusId,
+                                                             kNumaNode,
+                                                             kMemoryTotalBytes,
+                                                             kDeviceNodes,
+                                                             kLinkedDevices,
+                                                             kHealth,
+                                                             kHealthReason,
+                                                             kHealthReasonKind,
+                                                             kHealthTransitions,
+                                                             kIsVirtualFunction,
+                                                             kSriovEnabled};
 }  // namespace property
 
 // Every error xpud answers with starts so (the four below).
@@ -71,7 +84,8 @@ inline constexpr std::string_view kErrorPrefix = "com.kunlunxin.xpud1.Error.";
 inline constexpr std::string_view kErrorNoSuchDevice = "com.kunlunxin.xpud1.Error.NoSuchDevice";
 inline constexpr std::string_view kErrorNotSupported = "com.kunlunxin.xpud1.Error.NotSupported";
 inline constexpr std::string_view kErrorBackend = "com.kunlunxin.xpud1.Error.Backend";
-inline constexpr std::string_view kErrorInvalidArgument = "com.kunlunxin.xpud1.Error.InvalidArgument";
+inline constexpr std::string_view kErrorInvalidArgument =
+    "com.kunlunxin.xpud1.Error.InvalidArgument";
 
 // The message bus's own names (the D-Bus specification's, and sd-bus's Local interface): the bus
 // driver, the standard interfaces and errors xpud, its clients and the API proxy call, answer or
@@ -170,14 +184,16 @@ inline constexpr std::string_view kClock = "clock_hertz";
 inline constexpr std::string_view kProcessCount = "process_count";
 
 inline constexpr std::array<std::string_view, 10> kAll = {
-    kUtilization, kMemoryUtilization, kMemoryUsed,  kMemoryTotal, kL3MemoryUsed,
-    kL3MemoryTotal, kTemperature,     kPower,       kClock,       kProcessCount};
+    kUtilization,   kMemoryUtilization, kMemoryUsed, kMemoryTotal, kL3MemoryUsed,
+    kL3MemoryTotal, kTemperature,       kPower,      kClock,       kProcessCount};
 }  // namespace metric
 
 inline std::string device_path(unsigned index) {
   return std::string(kDevicePathPrefix) + std::to_string(index);
 }
-inline std::string device_name(unsigned index) { return "xpu" + std::to_string(index); }
+inline std::string device_name(unsigned index) {
+  return "xpu" + std::to_string(index);
+}
 inline std::string device_node(unsigned index) {
   return std::string(kDeviceNodePrefix) + std::to_string(index);
 }

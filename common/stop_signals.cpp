@@ -22,7 +22,9 @@ StopSignals::StopSignals(bool include_sighup) {
     throw std::runtime_error(std::string("signalfd failed: ") + std::strerror(errno));
 }
 
-StopSignals::~StopSignals() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+StopSignals::~StopSignals() {
+  pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+}
 
 std::optional<int> StopSignals::take() {
   signalfd_siginfo info{};

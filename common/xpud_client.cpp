@@ -39,46 +39,47 @@ class XpudClient::Impl {
   }
 
   Result<MetricsSnapshot> get_metrics() {
-    return with_connection<MetricsSnapshot>([&](sdbus::IConnection& connection) -> Result<MetricsSnapshot> {
-      auto proxy = sdbus::createProxy(connection, std::string(names::kBusName),
-                                      std::string(names::kManagerPath));
-      MetricsSnapshot snapshot;
-      std::vector<sdbus::Struct<uint32_t, std::map<std::string, double>>> devices;
-      proxy->callMethod(std::string(names::member::kGetMetrics))
-          .onInterface(std::string(names::kManagerInterface))
-          .withTimeout(options_.call_timeout)
-          .storeResultsTo(snapshot.timestamp_usec, devices);
-      snapshot.devices.reserve(devices.size());
-      for (auto& device : devices)
-        snapshot.devices.push_back(
-            DeviceMetrics{device.get<0>(), std::move(device.get<1>())});
-      return snapshot;
-    });
+    return with_connection<MetricsSnapshot>(
+        [&](sdbus::IConnection& connection) -> Result<MetricsSnapshot> {
+          auto proxy = sdbus::createProxy(connection, std::string(names::kBusName),
+                                          std::string(names::kManagerPath));
+          MetricsSnapshot snapshot;
+          std::vector<sdbus::Struct<uint32_t, std::map<std::string, double>>> devices;
+          proxy->callMethod(std::string(names::member::kGetMetrics))
+              .onInterface(std::string(names::kManagerInterface))
+              .withTimeout(options_.call_timeout)
+              .storeResultsTo(snapshot.timestamp_usec, devices);
+          snapshot.devices.reserve(devices.size());
+          for (auto& device : devices)
+            snapshot.devices.push_back(DeviceMetrics{device.get<0>(), std::move(device.get<1>())});
+          return snapshot;
+        });
   }
 
   Result<ProcessSnapshot> get_processes() {
-    return with_connection<ProcessSnapshot>([&](sdbus::IConnection& connection) -> Result<ProcessSnapshot> {
-      auto proxy = sdbus::createProxy(connection, std::string(names::kBusName),
-                                      std::string(names::kManagerPath));
-      using Process = sdbus::Struct<uint32_t, uint64_t, std::string, std::string>;
-      ProcessSnapshot snapshot;
-      std::vector<sdbus::Struct<uint32_t, std::vector<Process>>> devices;
-      proxy->callMethod(std::string(names::member::kGetProcesses))
-          .onInterface(std::string(names::kManagerInterface))
-          .withTimeout(options_.call_timeout)
-          .storeResultsTo(snapshot.timestamp_usec, devices);
-      snapshot.devices.reserve(devices.size());
-      for (auto& device : devices) {
-        DeviceProcesses entry{device.get<0>(), {}};
-        entry.processes.reserve(device.get<1>().size());
-        for (auto& process : device.get<1>())
-          entry.processes.push_back(CardProcess{process.get<0>(), process.get<1>(),
-                                                std::move(process.get<2>()),
-                                                std::move(process.get<3>())});
-        snapshot.devices.push_back(std::move(entry));
-      }
-      return snapshot;
-    });
+    return with_connection<ProcessSnapshot>(
+        [&](sdbus::IConnection& connection) -> Result<ProcessSnapshot> {
+          auto proxy = sdbus::createProxy(connection, std::string(names::kBusName),
+                                          std::string(names::kManagerPath));
+          using Process = sdbus::Struct<uint32_t, uint64_t, std::string, std::string>;
+          ProcessSnapshot snapshot;
+          std::vector<sdbus::Struct<uint32_t, std::vector<Process>>> devices;
+          proxy->callMethod(std::string(names::member::kGetProcesses))
+              .onInterface(std::string(names::kManagerInterface))
+              .withTimeout(options_.call_timeout)
+              .storeResultsTo(snapshot.timestamp_usec, devices);
+          snapshot.devices.reserve(devices.size());
+          for (auto& device : devices) {
+            DeviceProcesses entry{device.get<0>(), {}};
+            entry.processes.reserve(device.get<1>().size());
+            for (auto& process : device.get<1>())
+              entry.processes.push_back(CardProcess{process.get<0>(), process.get<1>(),
+                                                    std::move(process.get<2>()),
+                                                    std::move(process.get<3>())});
+            snapshot.devices.push_back(std::move(entry));
+          }
+          return snapshot;
+        });
   }
 
   Status configure_virtual_functions(unsigned index, unsigned count,
@@ -111,7 +112,6 @@ class XpudClient::Impl {
         [&](sdbus::IConnection& c) { return fetch_manager(c, options_.call_timeout); });
   }
 
-
   XpudWatcher watcher;
 
  private:
@@ -123,15 +123,27 @@ class XpudClient::Impl {
 XpudClient::XpudClient(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 XpudClient::~XpudClient() = default;
 
-Result<ManagerInfo> XpudClient::manager_info() { return impl_->manager_info(); }
-Result<std::vector<DeviceInfo>> XpudClient::list_devices() { return impl_->list_devices(); }
-Result<MetricsSnapshot> XpudClient::get_metrics() { return impl_->get_metrics(); }
-Result<ProcessSnapshot> XpudClient::get_processes() { return impl_->get_processes(); }
+Result<ManagerInfo> XpudClient::manager_info() {
+  return impl_->manager_info();
+}
+Result<std::vector<DeviceInfo>> XpudClient::list_devices() {
+  return impl_->list_devices();
+}
+Result<MetricsSnapshot> XpudClient::get_metrics() {
+  return impl_->get_metrics();
+}
+Result<ProcessSnapshot> XpudClient::get_processes() {
+  return impl_->get_processes();
+}
 Status XpudClient::configure_virtual_functions(unsigned index, unsigned count,
                                                std::chrono::milliseconds timeout) {
   return impl_->configure_virtual_functions(index, count, timeout);
 }
-void XpudClient::watch(Listener listener) { impl_->watcher.start(std::move(listener)); }
-DeviceView XpudClient::current_view() const { return impl_->watcher.current_view(); }
+void XpudClient::watch(Listener listener) {
+  impl_->watcher.start(std::move(listener));
+}
+DeviceView XpudClient::current_view() const {
+  return impl_->watcher.current_view();
+}
 
 }  // namespace xpu

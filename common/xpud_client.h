@@ -86,8 +86,8 @@ struct ProcessSnapshot {
 
 // What the watcher knows after each change.
 struct DeviceView {
-  bool xpud_present = false;  // xpud owns its name and answered
-  ManagerInfo manager;        // valid when xpud_present
+  bool xpud_present = false;        // xpud owns its name and answered
+  ManagerInfo manager;              // valid when xpud_present
   std::vector<DeviceInfo> devices;  // ordered by index; last known list when !xpud_present
 };
 

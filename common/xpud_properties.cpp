@@ -14,7 +14,6 @@ namespace property = names::property;
 
 using ManagedObjects = std::map<sdbus::ObjectPath, std::map<std::string, PropertyMap>>;
 
-
 template <typename T>
 bool get_property(const PropertyMap& properties, std::string_view key, T& out) {
   auto it = properties.find(std::string(key));

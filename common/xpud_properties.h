@@ -29,6 +29,7 @@ Result<ManagerInfo> parse_manager(const PropertyMap& properties);
 Result<std::vector<DeviceInfo>> fetch_devices(sdbus::IConnection& connection,
                                               std::chrono::milliseconds timeout);
 // Throws sdbus::Error when the call fails.
-Result<ManagerInfo> fetch_manager(sdbus::IConnection& connection, std::chrono::milliseconds timeout);
+Result<ManagerInfo> fetch_manager(sdbus::IConnection& connection,
+                                  std::chrono::milliseconds timeout);
 
 }  // namespace xpu

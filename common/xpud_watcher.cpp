@@ -56,7 +56,8 @@ constexpr auto kNoAnswerRetry = 1s;
 // loop runs. (Not Peer.Ping: the system bus policy lets only root send that to xpud, and a
 // refused call would read as a hung xpud.)
 void probe_call(sdbus::IConnection& connection, std::chrono::milliseconds timeout) {
-  auto proxy = sdbus::createProxy(connection, std::string(names::kBusName), std::string(names::kManagerPath));
+  auto proxy = sdbus::createProxy(connection, std::string(names::kBusName),
+                                  std::string(names::kManagerPath));
   sdbus::Variant version;
   proxy->callMethod("Get")
       .onInterface(std::string(names::bus::kPropertiesInterface))
@@ -79,7 +80,8 @@ bool is_no_answer(const sdbus::Error& e) {
 
 int milliseconds_until(Clock::time_point when, Clock::time_point now) {
   return static_cast<int>(std::clamp<std::int64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(when - now).count(), 0, 24 * 3600 * 1000));
+      std::chrono::duration_cast<std::chrono::milliseconds>(when - now).count(), 0,
+      24 * 3600 * 1000));
 }
 
 }  // namespace
@@ -93,10 +95,10 @@ void XpudWatcher::watch_loop() {
       std::atomic<bool> dirty = true;
       const std::string bus_name(names::kBusName);
       const std::string driver(names::bus::kDriverName);
-      auto owner_slot = connection->addMatch(
-          "type='signal',sender='" + driver + "',interface='" + driver +
-              "',member='NameOwnerChanged',arg0='" + bus_name + "'",
-          [&](sdbus::Message&) { dirty = true; });
+      auto owner_slot =
+          connection->addMatch("type='signal',sender='" + driver + "',interface='" + driver +
+                                   "',member='NameOwnerChanged',arg0='" + bus_name + "'",
+                               [&](sdbus::Message&) { dirty = true; });
       // Metrics never come as signals: any signal from xpud means a state change.
       auto xpud_slot = connection->addMatch("type='signal',sender='" + bus_name + "'",
                                             [&](sdbus::Message&) { dirty = true; });
@@ -161,8 +163,10 @@ bool XpudWatcher::probe(sdbus::IConnection& connection) {
 void XpudWatcher::report_no_answer(const sdbus::Error& e) {
   if (no_answer_reported_) return;
   no_answer_reported_ = true;
-  spdlog::warn("xpud is on the bus but does not answer ({}); counting it as absent until it does, asking every {} s",
-               describe_call_failure(e, options_), kNoAnswerRetry.count());
+  spdlog::warn(
+      "xpud is on the bus but does not answer ({}); counting it as absent until it does, asking "
+      "every {} s",
+      describe_call_failure(e, options_), kNoAnswerRetry.count());
 }
 
 XpudWatcher::Reach XpudWatcher::refresh(sdbus::IConnection& connection, bool force_notify) {

@@ -5,8 +5,8 @@
 // A change triggers a full refresh (GetAll on the Manager, GetManagedObjects): two calls that
 // cannot drift from xpud's state the way incremental updates could. A refresh every 30 s is the
 // safety net for a signal that was ever missed. A hung xpud keeps its name and sends nothing, so
-// while it answers it is probed (Manager.Version) every 5 s; one that stops answering counts as absent (and is
-// asked again every second) until it answers.
+// while it answers it is probed (Manager.Version) every 5 s; one that stops answering counts as
+// absent (and is asked again every second) until it answers.
 #pragma once
 
 #include <atomic>

@@ -28,9 +28,9 @@ void check_loaded(const xpud::Config& config) {
   check(config.failure_threshold >= 1 && config.failure_threshold <= 1000, "failure_threshold");
   for (const fs::path* path : {&config.sysfs_root, &config.topology_quirks})
     check(path->is_absolute(), "a path key took a relative path", path->string());
-  check(!config.xpuml_libraries.empty() &&
-            config.xpuml_libraries.size() <= xpud::kMaxXpumlLibraries,
-        "library count");
+  check(
+      !config.xpuml_libraries.empty() && config.xpuml_libraries.size() <= xpud::kMaxXpumlLibraries,
+      "library count");
   for (const auto& library : config.xpuml_libraries)
     check(library.is_absolute() || library.string().find('/') == std::string::npos,
           "a library that is neither absolute nor a bare name", library.string());
@@ -53,8 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const fs::path dropin_dir = scratch.path() / "xpud.conf.d";
   fs::remove_all(dropin_dir);
 
-  const auto files = xpu::fuzz::split_at_nul(
-      std::string_view(reinterpret_cast<const char*>(data), size), 4);
+  const auto files =
+      xpu::fuzz::split_at_nul(std::string_view(reinterpret_cast<const char*>(data), size), 4);
   scratch.write("xpud.conf", files[0]);
   if (files.size() > 1) fs::create_directory(dropin_dir);
   for (std::size_t i = 1; i < files.size(); ++i)
@@ -65,8 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_loaded(*config);
   } else {
     // "<file>:<line>: <reason>" or "<file>: <reason>", the file being one of those just written.
-    check(config.error().starts_with(scratch.path().string() + "/"),
-          "error does not name the file", config.error());
+    check(config.error().starts_with(scratch.path().string() + "/"), "error does not name the file",
+          config.error());
   }
   return 0;
 }

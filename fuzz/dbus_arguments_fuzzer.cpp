@@ -48,10 +48,9 @@ std::string any_metric_key(FuzzedDataProvider& input) {
 void set_health(FuzzedDataProvider& input, xpud::Simulator& simulator,
                 std::vector<Expected>& cards) {
   const auto index = input.ConsumeIntegralInRange<std::uint32_t>(0, kCards + 1);
-  const std::string health = input.ConsumeBool() ? std::string(input.ConsumeBool()
-                                                                   ? names::kHealthy
-                                                                   : names::kUnhealthy)
-                                                 : input.ConsumeRandomLengthString(16);
+  const std::string health =
+      input.ConsumeBool() ? std::string(input.ConsumeBool() ? names::kHealthy : names::kUnhealthy)
+                          : input.ConsumeRandomLengthString(16);
   const std::string reason = input.ConsumeRandomLengthString(1100);
   if (auto refusal = xpud::check_set_health_arguments(health, reason)) {
     check(refusal->error_name == names::kErrorInvalidArgument, "refusal name");
@@ -64,9 +63,9 @@ void set_health(FuzzedDataProvider& input, xpud::Simulator& simulator,
   auto error = simulator.set_health(index, healthy, reason);
   check(error.has_value() == (index >= kCards), "SetHealth on a card that does not exist");
   if (error) return;
-  cards[index].fault = healthy ? std::nullopt
-                               : std::optional<std::string>(reason.empty() ? "injected fault"
-                                                                           : reason);
+  cards[index].fault = healthy
+                           ? std::nullopt
+                           : std::optional<std::string>(reason.empty() ? "injected fault" : reason);
 }
 
 void set_metric(FuzzedDataProvider& input, xpud::Simulator& simulator,
@@ -77,8 +76,8 @@ void set_metric(FuzzedDataProvider& input, xpud::Simulator& simulator,
   auto error = simulator.set_metric(index, key, value);
   const bool known_key = std::find(names::metric::kAll.begin(), names::metric::kAll.end(), key) !=
                          names::metric::kAll.end();
-  const bool valid = index < kCards && known_key && (std::isnan(value) ||
-                                                     (std::isfinite(value) && value >= 0));
+  const bool valid =
+      index < kCards && known_key && (std::isnan(value) || (std::isfinite(value) && value >= 0));
   check(error.has_value() != valid, "SetMetric accepted or refused the wrong call",
         key + " = " + std::to_string(value));
   if (error) return;
@@ -114,12 +113,11 @@ void route_proxy_call(FuzzedDataProvider& input) {
     return std::string(choices[input.ConsumeIntegralInRange<std::size_t>(0, choices.size() - 1)]);
   };
   const std::string destination = pick({names::kBusName, proxy::kDriverName, ":1.42", ""});
-  const std::string interface = pick({names::kManagerInterface, names::kSimulatorInterface,
-                                      names::kDeviceInterface, "org.freedesktop.DBus",
-                                      "org.freedesktop.DBus.Properties"});
-  const std::string member =
-      pick({names::member::kConfigureVirtualFunctions, "GetMetrics", "SetHealth", "Hello",
-            "RequestName", "Get", "GetAll", "Set"});
+  const std::string interface =
+      pick({names::kManagerInterface, names::kSimulatorInterface, names::kDeviceInterface,
+            "org.freedesktop.DBus", "org.freedesktop.DBus.Properties"});
+  const std::string member = pick({names::member::kConfigureVirtualFunctions, "GetMetrics",
+                                   "SetHealth", "Hello", "RequestName", "Get", "GetAll", "Set"});
   const auto route = proxy::route_call(destination, interface, member, ":1.42");
   switch (route.route) {
     case proxy::Route::BusDriver:
@@ -129,8 +127,8 @@ void route_proxy_call(FuzzedDataProvider& input) {
     case proxy::Route::ForwardIfHostAllows:
       check(destination == names::kBusName || destination == ":1.42",
             "forwarded to another service", destination);
-      check(interface != names::kSimulatorInterface && member != "Set",
-            "forwarded a write", interface + "." + member);
+      check(interface != names::kSimulatorInterface && member != "Set", "forwarded a write",
+            interface + "." + member);
       if (route.route == proxy::Route::ForwardIfHostAllows)
         check(interface == names::kManagerInterface &&
                   member == names::member::kConfigureVirtualFunctions,

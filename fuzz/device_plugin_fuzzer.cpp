@@ -109,9 +109,9 @@ void check_allocated(const shim::ResourceState& state, const v1beta1::AllocateRe
               answer.envs().at("CXPU_VISIBLE_DEVICES") == answer.envs().at("XPU_VISIBLE_DEVICES"),
           "CXPU_VISIBLE_DEVICES is not XPU_VISIBLE_DEVICES");
     for (const auto& spec : answer.devices())
-      check(spec.host_path().starts_with("/dev/") &&
-                spec.host_path().find("..") == std::string::npos,
-            "a device node outside /dev", spec.host_path());
+      check(
+          spec.host_path().starts_with("/dev/") && spec.host_path().find("..") == std::string::npos,
+          "a device node outside /dev", spec.host_path());
   }
   for (const auto& wanted : request.container_requests())
     for (const auto& id : wanted.devices_ids()) {

@@ -27,8 +27,8 @@ constexpr const char* kHash = "$2b$04$FVJ/ae9S9YrZ0AJy6KfLJ.e2V8uM.RZoa2klRVLmHZ
 
 void check_route(const exporter::RequestHead& head) {
   const bool get_or_head = head.method == "GET" || head.method == "HEAD";
-  const bool body = (head.content_length && *head.content_length != "0") ||
-                    head.has_transfer_encoding;
+  const bool body =
+      (head.content_length && *head.content_length != "0") || head.has_transfer_encoding;
   check(exporter::announces_body(head) == body, "announces_body");
   check(exporter::needs_credentials(head) || (get_or_head && head.path == "/healthz"),
         "skipped credentials for something else than the probe", std::string(head.path));

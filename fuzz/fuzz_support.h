@@ -29,15 +29,18 @@ inline void check(bool holds, const char* what, const std::string& detail = {}) 
 
 // The parsers log what they reject at debug level and some problems at warn; millions of
 // inputs would drown the fuzzer's own report.
-inline void quiet_logging() { spdlog::set_level(spdlog::level::off); }
+inline void quiet_logging() {
+  spdlog::set_level(spdlog::level::off);
+}
 
 // A directory under $TMPDIR (or /tmp) for one fuzzer process, removed at exit. The file-reading
 // parsers (the config loader, the service-account reader) get their input written here.
 class ScratchDirectory {
  public:
   explicit ScratchDirectory(std::string_view name) {
-    std::string pattern = (std::filesystem::temp_directory_path() /
-                           ("xpu-fuzz-" + std::string(name) + "-XXXXXX")).string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / ("xpu-fuzz-" + std::string(name) + "-XXXXXX"))
+            .string();
     if (::mkdtemp(pattern.data()) == nullptr) property_broken("scratch directory", pattern);
     path_ = pattern;
   }

@@ -91,8 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   builder.update(earlier);
   const exporter::PodMap pods = builder.update(reply);
   for (const auto& [uuid, holder] : pods) {
-    check(!uuid.empty(), "pod map key is empty",
-          uuid);
+    check(!uuid.empty(), "pod map key is empty", uuid);
     check(lists(reply, uuid, holder), "pod map names a holder the reply does not list",
           uuid + " " + holder.pod_namespace + "/" + holder.pod + "/" + holder.container);
   }

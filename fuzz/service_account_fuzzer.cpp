@@ -12,9 +12,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "fuzz/fuzz_support.h"
+#include "k8s-shim/printable.h"
 #include "k8s-shim/token_sync/api_server.h"
 #include "k8s-shim/token_sync/kubeconfig.h"
-#include "k8s-shim/printable.h"
 #include "k8s-shim/token_sync/service_account_source.h"
 
 namespace {
@@ -101,8 +101,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (files && url) check_kubeconfig(*url, files->namespace_name);
   // The quoting alone, on any text: the runtime must read back exactly these bytes.
   if (parts.size() > 3) check_kubeconfig(std::string(part(3)), std::string(part(2)));
-  const std::string excerpt = shim::printable_excerpt(std::string_view(
-      reinterpret_cast<const char*>(data), size));
+  const std::string excerpt =
+      shim::printable_excerpt(std::string_view(reinterpret_cast<const char*>(data), size));
   check(is_printable_line(excerpt), "printable_excerpt kept a control byte", excerpt);
   return 0;
 }

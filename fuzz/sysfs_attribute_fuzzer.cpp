@@ -62,10 +62,9 @@ void check_bus_id(const std::string& text) {
   const std::string_view in(text);
   const std::string_view fields[] = {in.substr(0, first), in.substr(first + 1, second - first - 1),
                                      in.substr(second + 1, dot - second - 1), in.substr(dot + 1)};
-  const std::string_view normal_fields[] = {std::string_view(out).substr(0, 4),
-                                            std::string_view(out).substr(5, 2),
-                                            std::string_view(out).substr(8, 2),
-                                            std::string_view(out).substr(11, 1)};
+  const std::string_view normal_fields[] = {
+      std::string_view(out).substr(0, 4), std::string_view(out).substr(5, 2),
+      std::string_view(out).substr(8, 2), std::string_view(out).substr(11, 1)};
   for (int i = 0; i < 4; ++i) {
     check(is_hex_digits(fields[i]), "normalize_bus_id accepted a non-hex field", text);
     check(hex_value(fields[i]) == hex_value(normal_fields[i]),
@@ -104,8 +103,7 @@ void check_probe_errors(std::string_view text) {
           "parse_probe_errors key is not a normalised bus id", bus_id);
     const std::string reason = failure.reason();
     for (char c : reason)
-      check(c == '\t' || (c >= 0x20 && c <= 0x7e), "probe failure reason is not printable",
-            reason);
+      check(c == '\t' || (c >= 0x20 && c <= 0x7e), "probe failure reason is not printable", reason);
     check(!failure.serial.empty() && !failure.name.empty(), "probe failure without serial or name");
   }
 }

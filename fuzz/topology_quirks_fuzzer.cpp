@@ -2,8 +2,8 @@
 // a table that parses must describe a symmetric link graph within each board's card count, and
 // the link rule (topology_links.h) must give every card of a fully present board only links to
 // other cards of that board.
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -25,8 +25,7 @@ void check_board(const topology::BoardLinks& board) {
   check(cards >= 1 && cards <= topology::kMaxCardsPerBoard, "card count", board.name);
   check(!board.pci_matches.empty() || !board.pci_device_matches.empty() ||
             !board.board_id_matches.empty(),
-        "board without a Match",
-        board.name);
+        "board without a Match", board.name);
   for (std::size_t k = 0; k < cards; ++k) {
     const auto& row = board.links[k];
     check(std::set<unsigned>(row.begin(), row.end()).size() == row.size(), "repeated link",
@@ -49,7 +48,8 @@ void check_assignment(const std::shared_ptr<const topology::LinkTable>& table) {
     for (std::size_t k = 0; k < board.links.size(); ++k, ++index) {
       char bus_id[16];
       std::snprintf(bus_id, sizeof bus_id, "%04x:%02x:00.0", index / 256, index % 256);
-      cards.push_back(topology::Card{index, bus_id, board.name, {board.pci_matches.front(), {}, {}}});
+      cards.push_back(
+          topology::Card{index, bus_id, board.name, {board.pci_matches.front(), {}, {}}});
     }
   }
   topology::LinkAssigner assigner(table);

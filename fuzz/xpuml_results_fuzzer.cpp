@@ -60,9 +60,15 @@ xpumlReturn_t answer_text(char* buffer, unsigned length) {
   return code;
 }
 
-xpumlReturn_t init() { return XPUML_SUCCESS; }
-xpumlReturn_t shutdown() { return XPUML_SUCCESS; }
-xpumlReturn_t driver_version(char* text, unsigned length) { return answer_text(text, length); }
+xpumlReturn_t init() {
+  return XPUML_SUCCESS;
+}
+xpumlReturn_t shutdown() {
+  return XPUML_SUCCESS;
+}
+xpumlReturn_t driver_version(char* text, unsigned length) {
+  return answer_text(text, length);
+}
 xpumlReturn_t device_count(unsigned* count) {
   const xpumlReturn_t code = next_code();
   // A handful of cards, or any count at all (the backend refuses more than 4096 at once): a
@@ -75,15 +81,33 @@ xpumlReturn_t handle_by_index(unsigned index, xpumlDevice_t* device) {
   device->opaque = reinterpret_cast<void*>(static_cast<std::uintptr_t>(index) + 1);
   return next_code();
 }
-xpumlReturn_t serial(xpumlDevice_t, char* text, unsigned length) { return answer_text(text, length); }
-xpumlReturn_t pci_info(xpumlDevice_t, xpumlPciInfo_t* pci) { return answer(pci); }
-xpumlReturn_t attributes(xpumlDevice_t, xpumlDeviceAttributes_t* out) { return answer(out); }
-xpumlReturn_t memory_info(xpumlDevice_t, xpumlMemory_t* out) { return answer(out); }
-xpumlReturn_t utilization(xpumlDevice_t, xpumlUtilization_t* out) { return answer(out); }
-xpumlReturn_t temperature(xpumlDevice_t, int, unsigned* out) { return answer(out); }
-xpumlReturn_t power(xpumlDevice_t, unsigned* out) { return answer(out); }
-xpumlReturn_t clock(xpumlDevice_t, int, unsigned* out) { return answer(out); }
-xpumlReturn_t state(xpumlDevice_t, int* out) { return answer(out); }
+xpumlReturn_t serial(xpumlDevice_t, char* text, unsigned length) {
+  return answer_text(text, length);
+}
+xpumlReturn_t pci_info(xpumlDevice_t, xpumlPciInfo_t* pci) {
+  return answer(pci);
+}
+xpumlReturn_t attributes(xpumlDevice_t, xpumlDeviceAttributes_t* out) {
+  return answer(out);
+}
+xpumlReturn_t memory_info(xpumlDevice_t, xpumlMemory_t* out) {
+  return answer(out);
+}
+xpumlReturn_t utilization(xpumlDevice_t, xpumlUtilization_t* out) {
+  return answer(out);
+}
+xpumlReturn_t temperature(xpumlDevice_t, int, unsigned* out) {
+  return answer(out);
+}
+xpumlReturn_t power(xpumlDevice_t, unsigned* out) {
+  return answer(out);
+}
+xpumlReturn_t clock(xpumlDevice_t, int, unsigned* out) {
+  return answer(out);
+}
+xpumlReturn_t state(xpumlDevice_t, int* out) {
+  return answer(out);
+}
 xpumlReturn_t processes(xpumlDevice_t, unsigned* count, xpumlProcessInfo_t* infos) {
   const unsigned slots = *count;
   const xpumlReturn_t code = next_code();
@@ -92,11 +116,21 @@ xpumlReturn_t processes(xpumlDevice_t, unsigned* count, xpumlProcessInfo_t* info
   fill(infos, sizeof(xpumlProcessInfo_t) * std::min(slots, *count));
   return code;
 }
-xpumlReturn_t vxpu_mode(xpumlDevice_t, int* out) { return answer(out); }
-xpumlReturn_t name(xpumlDevice_t, char* text, unsigned length) { return answer_text(text, length); }
-xpumlReturn_t minor(xpumlDevice_t, unsigned* out) { return answer(out); }
-xpumlReturn_t physical_id(xpumlDevice_t, int* out) { return answer(out); }
-xpumlReturn_t uuid(xpumlDevice_t, char* text, unsigned length) { return answer_text(text, length); }
+xpumlReturn_t vxpu_mode(xpumlDevice_t, int* out) {
+  return answer(out);
+}
+xpumlReturn_t name(xpumlDevice_t, char* text, unsigned length) {
+  return answer_text(text, length);
+}
+xpumlReturn_t minor(xpumlDevice_t, unsigned* out) {
+  return answer(out);
+}
+xpumlReturn_t physical_id(xpumlDevice_t, int* out) {
+  return answer(out);
+}
+xpumlReturn_t uuid(xpumlDevice_t, char* text, unsigned length) {
+  return answer_text(text, length);
+}
 const char* error_string(xpumlReturn_t) {
   // A library's own text: NUL-terminated (its contract), otherwise anything.
   static std::string text;
@@ -145,8 +179,8 @@ void check_identities(const std::vector<xpud::DeviceIdentity>& devices) {
     check(indices.insert(device.index).second, "index published twice");
     check(xpud::pci::normalize_bus_id(device.pci_bus_id) == device.pci_bus_id,
           "bus id not normalised", device.pci_bus_id);
-    check(printable(device.serial) && device.serial.size() <= xpud::kMaxDeviceUuidLength,
-          "serial", device.serial);
+    check(printable(device.serial) && device.serial.size() <= xpud::kMaxDeviceUuidLength, "serial",
+          device.serial);
     check(!device.model.empty() && printable(device.model), "model", device.model);
     check(device.numa_node >= -1, "NUMA node");
   }

@@ -14,7 +14,8 @@ constexpr const char* kProgram = "xpu-k8s-shim";
 int run(const std::vector<std::string>& args) {
   shim::ShimOptions options;
   xpu::HelpAndVersion flags;
-  xpu::CommandLine cli(kProgram, "[OPTIONS] device-plugin|exporter|token-sync|dra-driver [ROLE OPTIONS]");
+  xpu::CommandLine cli(kProgram,
+                       "[OPTIONS] device-plugin|exporter|token-sync|dra-driver [ROLE OPTIONS]");
   xpu::add_help_flag(cli, flags);
   xpu::add_version_flag(cli, flags);
   shim::add_common_options(cli, options);
@@ -25,7 +26,9 @@ int run(const std::vector<std::string>& args) {
       "  exporter        Prometheus exporter on :9507\n"
       "  token-sync      copies the service-account token to /xpu-runtime/auth\n"
       "  dra-driver      Dynamic Resource Allocation driver xpu.kunlunxin.com\n");
-  if (rest.empty()) xpu::exit_usage_error(kProgram, "missing role: device-plugin, exporter, token-sync or dra-driver");
+  if (rest.empty())
+    xpu::exit_usage_error(kProgram,
+                          "missing role: device-plugin, exporter, token-sync or dra-driver");
   const std::string role = rest.front();
   std::span<const std::string> role_args(rest.begin() + 1, rest.end());
 
@@ -40,4 +43,6 @@ int run(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return xpu::run_main(kProgram, argc, argv, run); }
+int main(int argc, char** argv) {
+  return xpu::run_main(kProgram, argc, argv, run);
+}

@@ -7,8 +7,12 @@ constexpr std::size_t kMaxNameLength = 63;
 constexpr std::size_t kMaxSubdomainLength = 253;
 constexpr std::string_view kQuotaPrefix = "requests.";
 
-bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-bool is_alnum(char c) { return is_lower_alnum(c) || (c >= 'A' && c <= 'Z'); }
+bool is_lower_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+bool is_alnum(char c) {
+  return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
+}
 
 // RFC 1123 subdomain: dot-separated labels of [a-z0-9-], each starting and ending alphanumeric.
 xpu::Status check_subdomain(std::string_view domain) {
@@ -19,7 +23,8 @@ xpu::Status check_subdomain(std::string_view domain) {
   std::size_t start = 0;
   while (true) {
     std::size_t dot = domain.find('.', start);
-    std::string_view label = domain.substr(start, dot == std::string_view::npos ? domain.npos : dot - start);
+    std::string_view label =
+        domain.substr(start, dot == std::string_view::npos ? domain.npos : dot - start);
     if (label.empty() || !is_lower_alnum(label.front()) || !is_lower_alnum(label.back()))
       return xpu::Error{"domain '" + std::string(domain) +
                         "' is not a DNS subdomain (lower-case labels of a-z, 0-9 and '-', "
@@ -55,8 +60,7 @@ xpu::Status validate_extended_resource_name(std::string_view name) {
     return xpu::Error{"'" + std::string(name) + "' is not a valid extended resource name: " + why};
   };
   std::size_t slash = name.find('/');
-  if (slash == std::string_view::npos)
-    return fail("it needs a domain, like kunlunxin.com/xpu");
+  if (slash == std::string_view::npos) return fail("it needs a domain, like kunlunxin.com/xpu");
   if (name.find("kubernetes.io/") != std::string_view::npos)
     return fail("the kubernetes.io domain is reserved for native resources");
   if (name.starts_with(kQuotaPrefix)) return fail("it must not start with 'requests.'");
@@ -73,7 +77,9 @@ xpu::Status validate_extended_resource_name(std::string_view name) {
   return xpu::ok_status();
 }
 
-std::string_view resource_domain(std::string_view name) { return name.substr(0, name.find('/')); }
+std::string_view resource_domain(std::string_view name) {
+  return name.substr(0, name.find('/'));
+}
 
 std::string_view card_uuid_of_device_id(std::string_view device_id) {
   const std::size_t separator = device_id.rfind(kReplicaSeparator);

@@ -10,7 +10,8 @@
 
 namespace shim {
 
-int run_device_plugin(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
+int run_device_plugin(ShimOptions options, std::span<const std::string> args,
+                      xpu::StopSignals& stop);
 int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
 int run_token_sync(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
 int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);

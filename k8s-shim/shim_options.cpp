@@ -23,10 +23,14 @@ xpu::Result<MemoryUnit> parse_memory_unit(std::string_view text) {
 
 std::string format_memory(std::uint64_t bytes, MemoryUnit unit) {
   switch (unit) {
-    case MemoryUnit::B: return std::to_string(bytes) + " B";
-    case MemoryUnit::KiB: return std::to_string(bytes >> 10) + " KiB";
-    case MemoryUnit::MiB: return std::to_string(bytes >> 20) + " MiB";
-    case MemoryUnit::GiB: return std::to_string(bytes >> 30) + " GiB";
+    case MemoryUnit::B:
+      return std::to_string(bytes) + " B";
+    case MemoryUnit::KiB:
+      return std::to_string(bytes >> 10) + " KiB";
+    case MemoryUnit::MiB:
+      return std::to_string(bytes >> 20) + " MiB";
+    case MemoryUnit::GiB:
+      return std::to_string(bytes >> 30) + " GiB";
   }
   return std::to_string(bytes) + " B";
 }
@@ -42,7 +46,8 @@ void add_common_options(xpu::CommandLine& cli, ShimOptions& options) {
                    options.verbosity = static_cast<int>(*n);
                    return xpu::ok_status();
                  });
-  cli.add_option("memory-unit", "UNIT", "B|KiB|MiB|GiB for card memory in logs and labels (default MiB)",
+  cli.add_option("memory-unit", "UNIT",
+                 "B|KiB|MiB|GiB for card memory in logs and labels (default MiB)",
                  [&options](std::string_view value) -> xpu::Status {
                    auto unit = parse_memory_unit(value);
                    if (!unit) return xpu::Error{unit.error()};
@@ -62,7 +67,8 @@ void parse_role_command_line(xpu::CommandLine& cli, ShimOptions& options,
     std::fputs(cli.help().c_str(), stdout);
     std::exit(0);
   }
-  if (!rest->empty()) xpu::exit_usage_error(cli.program(), "unexpected argument '" + rest->front() + "'");
+  if (!rest->empty())
+    xpu::exit_usage_error(cli.program(), "unexpected argument '" + rest->front() + "'");
   xpu::setup_logging(std::string("xpu-k8s-shim/") + role, options.effective_log_level(),
                      xpu::LogTarget::Stderr);
 }

@@ -17,7 +17,7 @@ namespace shim {
 enum class MemoryUnit { B, KiB, MiB, GiB };
 
 struct ShimOptions {
-  std::optional<std::string> bus_address;  // nullopt: system bus
+  std::optional<std::string> bus_address;              // nullopt: system bus
   std::optional<spdlog::level::level_enum> log_level;  // --log-level
   std::optional<int> verbosity;                        // --v (klog style)
   MemoryUnit memory_unit = MemoryUnit::MiB;

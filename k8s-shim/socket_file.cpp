@@ -29,7 +29,8 @@ xpu::Status clear_socket_path(const std::filesystem::path& socket_path) {
 xpu::Result<BoundSocketFile> BoundSocketFile::record(std::filesystem::path path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
-    return xpu::Error{"socket " + path.string() + " vanished right after binding: " + std::strerror(errno)};
+    return xpu::Error{"socket " + path.string() +
+                      " vanished right after binding: " + std::strerror(errno)};
   return BoundSocketFile(std::move(path), st.st_dev, st.st_ino);
 }
 

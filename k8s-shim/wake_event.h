@@ -17,7 +17,8 @@ namespace shim {
 class WakeEvent {
  public:
   WakeEvent() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
-    if (!fd_.valid()) throw std::runtime_error(std::string("eventfd failed: ") + std::strerror(errno));
+    if (!fd_.valid())
+      throw std::runtime_error(std::string("eventfd failed: ") + std::strerror(errno));
   }
   int fd() const { return fd_.get(); }
   void signal() {

@@ -18,7 +18,8 @@ namespace {
 constexpr const char* kProgram = "xpuctl";
 namespace metric = xpu::names::metric;
 
-std::optional<double> metric_value(const std::map<std::string, double>& values, std::string_view key) {
+std::optional<double> metric_value(const std::map<std::string, double>& values,
+                                   std::string_view key) {
   auto it = values.find(std::string(key));
   if (it == values.end()) return std::nullopt;
   return it->second;
@@ -26,10 +27,12 @@ std::optional<double> metric_value(const std::map<std::string, double>& values, 
 
 std::string format_mib(std::optional<double> bytes) {
   if (!bytes) return "-";
-  return std::to_string(static_cast<unsigned long long>(std::llround(*bytes / (1024.0 * 1024.0)))) + "MiB";
+  return std::to_string(static_cast<unsigned long long>(std::llround(*bytes / (1024.0 * 1024.0)))) +
+         "MiB";
 }
 
-std::string format_fixed(std::optional<double> value, double scale, const char* unit, int decimals = 0) {
+std::string format_fixed(std::optional<double> value, double scale, const char* unit,
+                         int decimals = 0) {
   if (!value) return "-";
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.*f%s", decimals, *value * scale, unit);
@@ -48,23 +51,36 @@ std::string health_text(const xpu::DeviceInfo& d) {
 
 void write_device_json(xpuctl::JsonWriter& json, const xpu::DeviceInfo& d) {
   json.begin_object()
-      .key("index").value(d.index)
-      .key("name").value(d.name)
-      .key("uuid").value(d.uuid)
-      .key("serial").value(d.serial)
-      .key("model").value(d.model)
-      .key("pci_bus_id").value(d.pci_bus_id)
-      .key("numa_node").value(d.numa_node)
-      .key("memory_total_bytes").value(static_cast<std::uint64_t>(d.memory_total_bytes))
-      .key("device_nodes").begin_array();
+      .key("index")
+      .value(d.index)
+      .key("name")
+      .value(d.name)
+      .key("uuid")
+      .value(d.uuid)
+      .key("serial")
+      .value(d.serial)
+      .key("model")
+      .value(d.model)
+      .key("pci_bus_id")
+      .value(d.pci_bus_id)
+      .key("numa_node")
+      .value(d.numa_node)
+      .key("memory_total_bytes")
+      .value(static_cast<std::uint64_t>(d.memory_total_bytes))
+      .key("device_nodes")
+      .begin_array();
   for (const auto& node : d.device_nodes) json.value(node);
   json.end_array().key("linked_devices").begin_array();
   for (unsigned index : d.linked_devices) json.value(index);
   json.end_array()
-      .key("is_virtual_function").value(d.is_virtual_function)
-      .key("sriov_enabled").value(d.sriov_enabled)
-      .key("health").value(d.healthy ? "Healthy" : "Unhealthy")
-      .key("health_reason").value(d.health_reason)
+      .key("is_virtual_function")
+      .value(d.is_virtual_function)
+      .key("sriov_enabled")
+      .value(d.sriov_enabled)
+      .key("health")
+      .value(d.healthy ? "Healthy" : "Unhealthy")
+      .key("health_reason")
+      .value(d.health_reason)
       .end_object();
 }
 
@@ -87,13 +103,20 @@ int cmd_list(xpu::XpudClient& client, bool json_output) {
   if (json_output) {
     xpuctl::JsonWriter json;
     json.begin_object()
-        .key("version").value(manager->version)
-        .key("backend").value(manager->backend)
-        .key("library_path").value(manager->library_path)
-        .key("driver_version").value(manager->driver_version)
-        .key("device_count").value(manager->device_count)
-        .key("healthy_device_count").value(manager->healthy_device_count)
-        .key("devices").begin_array();
+        .key("version")
+        .value(manager->version)
+        .key("backend")
+        .value(manager->backend)
+        .key("library_path")
+        .value(manager->library_path)
+        .key("driver_version")
+        .value(manager->driver_version)
+        .key("device_count")
+        .value(manager->device_count)
+        .key("healthy_device_count")
+        .value(manager->healthy_device_count)
+        .key("devices")
+        .begin_array();
     for (const auto& d : *devices) write_device_json(json, d);
     json.end_array().end_object();
     std::printf("%s\n", json.str().c_str());
@@ -102,22 +125,23 @@ int cmd_list(xpu::XpudClient& client, bool json_output) {
   const auto sriov_pfs = std::count_if(devices->begin(), devices->end(),
                                        [](const xpu::DeviceInfo& d) { return d.sriov_enabled; });
   // A PF with SR-IOV on is listed but no pod gets it: say so where the counts are read.
-  const std::string not_offered =
-      sriov_pfs == 0 ? ""
-                     : ", " + std::to_string(sriov_pfs) + (sriov_pfs == 1 ? " PF" : " PFs") +
-                           " with SR-IOV on (not offered)";
+  const std::string not_offered = sriov_pfs == 0 ? ""
+                                                 : ", " + std::to_string(sriov_pfs) +
+                                                       (sriov_pfs == 1 ? " PF" : " PFs") +
+                                                       " with SR-IOV on (not offered)";
   // The library file beside the backend: which of [xpuml] library's candidates is in use.
   const std::string backend = manager->library_path.empty()
                                   ? manager->backend
                                   : manager->backend + " (" + manager->library_path + ")";
-  std::printf("xpud %s  backend %s  driver %s  %u devices, %u healthy%s\n\n", manager->version.c_str(),
-              backend.c_str(), manager->driver_version.empty() ? "unknown" : manager->driver_version.c_str(),
+  std::printf("xpud %s  backend %s  driver %s  %u devices, %u healthy%s\n\n",
+              manager->version.c_str(), backend.c_str(),
+              manager->driver_version.empty() ? "unknown" : manager->driver_version.c_str(),
               manager->device_count, manager->healthy_device_count, not_offered.c_str());
   xpuctl::Table table({"XPU", "MODEL", "UUID", "PCI BUS ID", "NUMA", "MEMORY", "LINKS", "HEALTH"});
   for (const auto& d : *devices) {
     const char* kind = d.is_virtual_function ? " (VF)" : d.sriov_enabled ? " (PF, SR-IOV on)" : "";
-    table.add({std::to_string(d.index), d.model + kind, d.uuid,
-               d.pci_bus_id, d.numa_node < 0 ? "-" : std::to_string(d.numa_node),
+    table.add({std::to_string(d.index), d.model + kind, d.uuid, d.pci_bus_id,
+               d.numa_node < 0 ? "-" : std::to_string(d.numa_node),
                d.memory_total_bytes ? format_mib(static_cast<double>(d.memory_total_bytes)) : "-",
                format_index_list(d.linked_devices), health_text(d)});
   }
@@ -142,7 +166,9 @@ int cmd_show(xpu::XpudClient& client, unsigned index, bool json_output) {
     xpuctl::JsonWriter json;
     json.begin_object().key("device");
     write_device_json(json, *device);
-    json.key("timestamp_usec").value(static_cast<std::uint64_t>(snapshot->timestamp_usec)).key("metrics");
+    json.key("timestamp_usec")
+        .value(static_cast<std::uint64_t>(snapshot->timestamp_usec))
+        .key("metrics");
     write_metrics_json(json, values);
     json.end_object();
     std::printf("%s\n", json.str().c_str());
@@ -162,12 +188,16 @@ int cmd_show(xpu::XpudClient& client, unsigned index, bool json_output) {
   table.add({"Device nodes", nodes});
   table.add({"Linked devices", format_index_list(d.linked_devices)});
   table.add({"Health", health_text(d)});
-  table.add({"Memory", format_mib(metric_value(values, metric::kMemoryUsed)) + " / " +
-                           format_mib(d.memory_total_bytes ? std::optional<double>(static_cast<double>(d.memory_total_bytes)) : std::nullopt)});
+  table.add({"Memory",
+             format_mib(metric_value(values, metric::kMemoryUsed)) + " / " +
+                 format_mib(d.memory_total_bytes
+                                ? std::optional<double>(static_cast<double>(d.memory_total_bytes))
+                                : std::nullopt)});
   table.add({"L3 memory", format_mib(metric_value(values, metric::kL3MemoryUsed)) + " / " +
                               format_mib(metric_value(values, metric::kL3MemoryTotal))});
   table.add({"Utilization", format_fixed(metric_value(values, metric::kUtilization), 100, "%")});
-  table.add({"Memory utilization", format_fixed(metric_value(values, metric::kMemoryUtilization), 100, "%")});
+  table.add({"Memory utilization",
+             format_fixed(metric_value(values, metric::kMemoryUtilization), 100, "%")});
   table.add({"Temperature", format_fixed(metric_value(values, metric::kTemperature), 1, "C")});
   table.add({"Power", format_fixed(metric_value(values, metric::kPower), 1, "W", 1)});
   table.add({"Clock", format_fixed(metric_value(values, metric::kClock), 1e-6, "MHz")});
@@ -181,8 +211,11 @@ int cmd_metrics(xpu::XpudClient& client, bool json_output) {
   if (!snapshot) return fail(snapshot.error());
   if (json_output) {
     xpuctl::JsonWriter json;
-    json.begin_object().key("timestamp_usec").value(static_cast<std::uint64_t>(snapshot->timestamp_usec))
-        .key("devices").begin_array();
+    json.begin_object()
+        .key("timestamp_usec")
+        .value(static_cast<std::uint64_t>(snapshot->timestamp_usec))
+        .key("devices")
+        .begin_array();
     for (const auto& m : snapshot->devices) {
       json.begin_object().key("index").value(m.index).key("metrics");
       write_metrics_json(json, m.values);
@@ -192,13 +225,17 @@ int cmd_metrics(xpu::XpudClient& client, bool json_output) {
     std::printf("%s\n", json.str().c_str());
     return 0;
   }
-  xpuctl::Table table({"XPU", "UTIL", "MEM-UTIL", "MEMORY-USAGE", "L3-USAGE", "TEMP", "POWER", "CLOCK", "PROCS"});
+  xpuctl::Table table(
+      {"XPU", "UTIL", "MEM-UTIL", "MEMORY-USAGE", "L3-USAGE", "TEMP", "POWER", "CLOCK", "PROCS"});
   for (const auto& m : snapshot->devices) {
     const auto& v = m.values;
-    table.add({std::to_string(m.index), format_fixed(metric_value(v, metric::kUtilization), 100, "%"),
+    table.add({std::to_string(m.index),
+               format_fixed(metric_value(v, metric::kUtilization), 100, "%"),
                format_fixed(metric_value(v, metric::kMemoryUtilization), 100, "%"),
-               format_mib(metric_value(v, metric::kMemoryUsed)) + " / " + format_mib(metric_value(v, metric::kMemoryTotal)),
-               format_mib(metric_value(v, metric::kL3MemoryUsed)) + " / " + format_mib(metric_value(v, metric::kL3MemoryTotal)),
+               format_mib(metric_value(v, metric::kMemoryUsed)) + " / " +
+                   format_mib(metric_value(v, metric::kMemoryTotal)),
+               format_mib(metric_value(v, metric::kL3MemoryUsed)) + " / " +
+                   format_mib(metric_value(v, metric::kL3MemoryTotal)),
                format_fixed(metric_value(v, metric::kTemperature), 1, "C"),
                format_fixed(metric_value(v, metric::kPower), 1, "W", 1),
                format_fixed(metric_value(v, metric::kClock), 1e-6, "MHz"),
@@ -213,14 +250,24 @@ int cmd_processes(xpu::XpudClient& client, bool json_output) {
   if (!snapshot) return fail(snapshot.error());
   if (json_output) {
     xpuctl::JsonWriter json;
-    json.begin_object().key("timestamp_usec").value(static_cast<std::uint64_t>(snapshot->timestamp_usec))
-        .key("devices").begin_array();
+    json.begin_object()
+        .key("timestamp_usec")
+        .value(static_cast<std::uint64_t>(snapshot->timestamp_usec))
+        .key("devices")
+        .begin_array();
     for (const auto& d : snapshot->devices) {
       json.begin_object().key("index").value(d.index).key("processes").begin_array();
       for (const auto& p : d.processes)
-        json.begin_object().key("pid").value(p.pid)
-            .key("memory_used_bytes").value(static_cast<std::uint64_t>(p.memory_used_bytes))
-            .key("pod_uid").value(p.pod_uid).key("container_id").value(p.container_id).end_object();
+        json.begin_object()
+            .key("pid")
+            .value(p.pid)
+            .key("memory_used_bytes")
+            .value(static_cast<std::uint64_t>(p.memory_used_bytes))
+            .key("pod_uid")
+            .value(p.pod_uid)
+            .key("container_id")
+            .value(p.container_id)
+            .end_object();
       json.end_array().end_object();
     }
     json.end_array().end_object();
@@ -255,9 +302,11 @@ int run(const std::vector<std::string>& args) {
   xpu::ClientOptions options;
   xpu::HelpAndVersion flags;
   bool json_output = false;
-  xpu::CommandLine cli(kProgram, "[--bus-address ADDR] list | show INDEX | metrics | processes [--json] | "
-                                 "configure-vfs INDEX COUNT");
-  xpu::add_bus_address_option(cli, options.bus_address, "talk to xpud on the bus at ADDR instead of the system bus");
+  xpu::CommandLine cli(kProgram,
+                       "[--bus-address ADDR] list | show INDEX | metrics | processes [--json] | "
+                       "configure-vfs INDEX COUNT");
+  xpu::add_bus_address_option(cli, options.bus_address,
+                              "talk to xpud on the bus at ADDR instead of the system bus");
   cli.add_flag("json", &json_output, "print JSON instead of a table");
   xpu::add_version_flag(cli, flags);
   xpu::add_help_flag(cli, flags);
@@ -270,17 +319,19 @@ int run(const std::vector<std::string>& args) {
       "  configure-vfs INDEX COUNT\n"
       "                set the SR-IOV virtual functions of physical card INDEX (root)\n");
   if (rest.empty())
-    xpu::exit_usage_error(kProgram,
-                          "missing command: list, show INDEX, metrics, processes or configure-vfs INDEX COUNT");
+    xpu::exit_usage_error(
+        kProgram,
+        "missing command: list, show INDEX, metrics, processes or configure-vfs INDEX COUNT");
   const std::string& command = rest.front();
   const size_t expected_args = command == "show" ? 2 : command == "configure-vfs" ? 3 : 1;
   if (command != "list" && command != "show" && command != "metrics" && command != "processes" &&
       command != "configure-vfs")
     xpu::exit_usage_error(kProgram, "unknown command '" + command + "'");
   if (rest.size() != expected_args)
-    xpu::exit_usage_error(kProgram, command == "show"            ? "show needs exactly one INDEX"
-                                    : command == "configure-vfs" ? "configure-vfs needs INDEX and COUNT"
-                                                                 : "'" + command + "' takes no arguments");
+    xpu::exit_usage_error(kProgram, command == "show" ? "show needs exactly one INDEX"
+                                    : command == "configure-vfs"
+                                        ? "configure-vfs needs INDEX and COUNT"
+                                        : "'" + command + "' takes no arguments");
   options.call_timeout = std::chrono::milliseconds(5000);
   xpu::XpudClient client(options);
   if (command == "list") return cmd_list(client, json_output);
@@ -298,4 +349,6 @@ int run(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return xpu::run_main(kProgram, argc, argv, run); }
+int main(int argc, char** argv) {
+  return xpu::run_main(kProgram, argc, argv, run);
+}

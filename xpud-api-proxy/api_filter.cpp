@@ -46,22 +46,25 @@ bool listed(const std::array<Call, N>& list, std::string_view interface, std::st
 
 std::string describe(std::string_view destination, std::string_view interface,
                      std::string_view member) {
-  return std::string(interface.empty() ? "(no interface)" : interface) + "." +
-         std::string(member) + " on " +
-         std::string(destination.empty() ? "(no destination)" : destination);
+  return std::string(interface.empty() ? "(no interface)" : interface) + "." + std::string(member) +
+         " on " + std::string(destination.empty() ? "(no destination)" : destination);
 }
 
 }  // namespace
 
-std::optional<std::string> cluster_write_refusal(bool host_allows, std::optional<uid_t> client_uid) {
+std::optional<std::string> cluster_write_refusal(bool host_allows,
+                                                 std::optional<uid_t> client_uid) {
   const std::string call = std::string(names::kManagerInterface) + "." +
                            std::string(names::member::kConfigureVirtualFunctions);
   if (!host_allows)
-    return call + " is not allowed from the cluster on this host: xpud's [sriov] "
-                  "allow_cluster_reconfigure is false (ClusterReconfigureAllowed)";
+    return call +
+           " is not allowed from the cluster on this host: xpud's [sriov] "
+           "allow_cluster_reconfigure is false (ClusterReconfigureAllowed)";
   if (!client_uid || *client_uid != 0)
-    return call + " through xpud's API socket is for clients running as uid 0 (the device "
-                  "plugin), not uid " + (client_uid ? std::to_string(*client_uid) : "unknown");
+    return call +
+           " through xpud's API socket is for clients running as uid 0 (the device "
+           "plugin), not uid " +
+           (client_uid ? std::to_string(*client_uid) : "unknown");
   return std::nullopt;
 }
 
@@ -76,8 +79,8 @@ CallRoute route_call(std::string_view destination, std::string_view interface,
     return {Route::Deny, describe(destination, interface, member) +
                              " is not available on xpud's read-only API socket"};
   }
-  const bool to_xpud = destination == names::kBusName ||
-                       (!xpud_owner.empty() && destination == xpud_owner);
+  const bool to_xpud =
+      destination == names::kBusName || (!xpud_owner.empty() && destination == xpud_owner);
   if (!to_xpud)
     return {Route::Deny, "only " + std::string(names::kBusName) +
                              " is reachable on xpud's read-only API socket, not " +
@@ -85,8 +88,8 @@ CallRoute route_call(std::string_view destination, std::string_view interface,
   if (listed(kXpudReads, interface, member)) return {Route::Forward, {}};
   if (interface == names::kManagerInterface && member == names::member::kConfigureVirtualFunctions)
     return {Route::ForwardIfHostAllows, {}};
-  return {Route::Deny, describe(destination, interface, member) +
-                           " is not part of xpud's read-only API"};
+  return {Route::Deny,
+          describe(destination, interface, member) + " is not part of xpud's read-only API"};
 }
 
 }  // namespace xpu::api_proxy

@@ -16,7 +16,9 @@ namespace xpu::api_proxy {
 namespace {
 
 // sd-bus takes C strings: names.h's views are of string literals, so the literal's NUL follows.
-constexpr const char* c_string(std::string_view literal) { return literal.data(); }
+constexpr const char* c_string(std::string_view literal) {
+  return literal.data();
+}
 constexpr bool nul_terminated(std::string_view literal) {
   return literal.data()[literal.size()] == '\0';
 }
@@ -41,7 +43,9 @@ std::string describe_peer(const std::optional<ucred>& cred) {
   return "pid " + std::to_string(cred->pid) + " uid " + std::to_string(cred->uid);
 }
 
-std::string text_or(const char* text, const char* fallback) { return text ? text : fallback; }
+std::string text_or(const char* text, const char* fallback) {
+  return text ? text : fallback;
+}
 
 }  // namespace
 
@@ -64,15 +68,13 @@ ClientSession::ClientSession(ProxyServer& server, std::uint64_t id, UniqueFd soc
   socket.release();  // the bus owns it now
   if ((r = sd_bus_set_server(raw, 1, bus_id)) < 0 || (r = sd_bus_set_anonymous(raw, 1)) < 0 ||
       (r = sd_bus_negotiate_fds(raw, 0)) < 0)
-    throw std::runtime_error(std::string("setting up the client connection: ") +
-                             std::strerror(-r));
+    throw std::runtime_error(std::string("setting up the client connection: ") + std::strerror(-r));
   sd_bus_slot* slot = nullptr;
   if ((r = sd_bus_add_filter(raw, &slot, &ClientSession::on_message, this)) < 0)
     throw std::runtime_error(std::string("sd_bus_add_filter: ") + std::strerror(-r));
   filter_.reset(slot);
   if ((r = sd_bus_start(raw)) < 0 || (r = sd_bus_attach_event(raw, event, 0)) < 0)
-    throw std::runtime_error(std::string("starting the client connection: ") +
-                             std::strerror(-r));
+    throw std::runtime_error(std::string("starting the client connection: ") + std::strerror(-r));
   sd_event_source* pump = nullptr;
   if ((r = sd_event_add_post(event, &pump, &ClientSession::on_post, this)) < 0)
     throw std::runtime_error(std::string("sd_event_add_post: ") + std::strerror(-r));
@@ -124,8 +126,8 @@ int ClientSession::handle(sd_bus_message* message) {
     case Route::Deny:
       // The first refusal per connection is worth an operator's attention; a client that keeps
       // trying must not flood the journal.
-      spdlog::log(refusals_++ == 0 ? spdlog::level::info : spdlog::level::debug, "refused {} from {} ({})",
-                  interface + "." + member, peer_, route.reason);
+      spdlog::log(refusals_++ == 0 ? spdlog::level::info : spdlog::level::debug,
+                  "refused {} from {} ({})", interface + "." + member, peer_, route.reason);
       reply_error(message, kAccessDenied, route.reason);
       return 1;
     case Route::Forward:
@@ -188,9 +190,12 @@ int ClientSession::answer_driver_call(sd_bus_message* call, const std::string& m
       return 1;
     }
     std::string found;
-    if (name == xpud_name || (!owner.empty() && name == owner)) found = owner;
-    else if (std::string_view(name) == kDriverName) found = std::string(kDriverName);
-    else if (name == unique_name_) found = unique_name_;
+    if (name == xpud_name || (!owner.empty() && name == owner))
+      found = owner;
+    else if (std::string_view(name) == kDriverName)
+      found = std::string(kDriverName);
+    else if (name == unique_name_)
+      found = unique_name_;
     if (member == "NameHasOwner") {
       r = sd_bus_message_new_method_return(call, &raw);
       if (r >= 0) r = sd_bus_message_append(raw, "b", !found.empty());

@@ -51,7 +51,7 @@ class ClientSession {
 
   ProxyServer& server_;
   std::uint64_t id_;
-  std::string peer_;  // "pid 12 uid 0", for logs
+  std::string peer_;               // "pid 12 uid 0", for logs
   std::optional<uid_t> peer_uid_;  // from SO_PEERCRED when the socket told
   std::string unique_name_;
   unsigned pending_calls_ = 0;

@@ -26,7 +26,8 @@ xpu::UniqueFd activated_socket() {
   const int count = sd_listen_fds(1);
   if (count < 0) throw std::runtime_error(std::string("sd_listen_fds: ") + std::strerror(-count));
   if (count == 0) return {};
-  if (count > 1) throw std::runtime_error("expected one socket from systemd, got " + std::to_string(count));
+  if (count > 1)
+    throw std::runtime_error("expected one socket from systemd, got " + std::to_string(count));
   if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, nullptr, 0) <= 0)
     throw std::runtime_error("the socket from systemd is not a listening AF_UNIX stream socket");
   // systemd hands the socket over blocking; the accept loop drains it until EAGAIN, which a
@@ -48,7 +49,8 @@ xpu::UniqueFd bind_socket(const std::string& path) {
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) throw std::runtime_error("--listen " + path + ": exists and is not a socket");
+    if (!S_ISSOCK(st.st_mode))
+      throw std::runtime_error("--listen " + path + ": exists and is not a socket");
     ::unlink(path.c_str());
   }
   xpu::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -69,14 +71,16 @@ int run(const std::vector<std::string>& args) {
   xpu::api_proxy::ProxyLimits limits;
   xpu::HelpAndVersion flags;
   xpu::CommandLine cli(kProgram, "[OPTIONS]");
-  cli.add_option("listen", "PATH",
-                 std::string("socket to serve when not socket-activated (default ") + kDefaultSocket + ")",
-                 [&](std::string_view value) -> xpu::Status {
-                   if (value.empty() || value.front() != '/') return xpu::Error{"must be an absolute path"};
-                   listen_path = std::string(value);
-                   return xpu::ok_status();
-                 });
-  xpu::add_bus_address_option(cli, bus_address, "reach xpud on the bus at ADDR instead of the system bus");
+  cli.add_option(
+      "listen", "PATH",
+      std::string("socket to serve when not socket-activated (default ") + kDefaultSocket + ")",
+      [&](std::string_view value) -> xpu::Status {
+        if (value.empty() || value.front() != '/') return xpu::Error{"must be an absolute path"};
+        listen_path = std::string(value);
+        return xpu::ok_status();
+      });
+  xpu::add_bus_address_option(cli, bus_address,
+                              "reach xpud on the bus at ADDR instead of the system bus");
   cli.add_option("max-clients", "N", "clients served at once (default 64)",
                  [&](std::string_view value) -> xpu::Status {
                    auto n = xpu::parse_uint(value, 1, 4096);
@@ -97,4 +101,6 @@ int run(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return xpu::run_main(kProgram, argc, argv, run); }
+int main(int argc, char** argv) {
+  return xpu::run_main(kProgram, argc, argv, run);
+}

@@ -76,15 +76,17 @@ ProxyServer::ProxyServer(UniqueFd listen_socket, const std::optional<std::string
   const std::string driver(names::bus::kDriverName);
   const std::string driver_path(names::bus::kDriverPath);
   const std::string owner_rule = "type='signal',sender='" + driver + "',path='" + driver_path +
-                                 "',interface='" + driver +
-                                 "',member='NameOwnerChanged',arg0='" + xpud_name + "'";
-  if ((r = sd_bus_add_match(bus, &slot, owner_rule.c_str(), &ProxyServer::on_owner_changed, this)) < 0)
+                                 "',interface='" + driver + "',member='NameOwnerChanged',arg0='" +
+                                 xpud_name + "'";
+  if ((r = sd_bus_add_match(bus, &slot, owner_rule.c_str(), &ProxyServer::on_owner_changed, this)) <
+      0)
     throw failure("subscribing to NameOwnerChanged", r);
   owner_match_.reset(slot);
   // The bus delivers only signals whose sender owns xpud's name; on_xpud_signal checks again
   // against the owner it tracked, so a signal racing an owner change is dropped, not relayed.
   const std::string signal_rule = "type='signal',sender='" + xpud_name + "'";
-  if ((r = sd_bus_add_match(bus, &slot, signal_rule.c_str(), &ProxyServer::on_xpud_signal, this)) < 0)
+  if ((r = sd_bus_add_match(bus, &slot, signal_rule.c_str(), &ProxyServer::on_xpud_signal, this)) <
+      0)
     throw failure("subscribing to xpud's signals", r);
   signal_match_.reset(slot);
 
@@ -151,7 +153,8 @@ int ProxyServer::on_accept(sd_event_source*, int, std::uint32_t, void* userdata)
 
 void ProxyServer::accept_clients() {
   for (;;) {
-    UniqueFd client(::accept4(listen_socket_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    UniqueFd client(
+        ::accept4(listen_socket_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!client.valid()) {
       if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
         spdlog::warn("accept on the API socket failed: {}", std::strerror(errno));
@@ -176,10 +179,9 @@ void ProxyServer::accept_clients() {
 
 int ProxyServer::forward(std::uint64_t session_id, sd_bus_message* call) {
   sd_bus_message* raw = nullptr;
-  int r = sd_bus_message_new_method_call(upstream_.get(), &raw, std::string(names::kBusName).c_str(),
-                                         sd_bus_message_get_path(call),
-                                         sd_bus_message_get_interface(call),
-                                         sd_bus_message_get_member(call));
+  int r = sd_bus_message_new_method_call(
+      upstream_.get(), &raw, std::string(names::kBusName).c_str(), sd_bus_message_get_path(call),
+      sd_bus_message_get_interface(call), sd_bus_message_get_member(call));
   if (r < 0) return r;
   MessagePtr upstream_call(raw);
   if ((r = sd_bus_message_rewind(call, 1)) < 0 ||
@@ -203,9 +205,8 @@ int ProxyServer::forward(std::uint64_t session_id, sd_bus_message* call) {
   if (r < 0) return r;
   // The slot owns the pending state from here: floating, freed when the reply (or the timeout,
   // or the upstream bus's end) fires it.
-  sd_bus_slot_set_destroy_callback(slot, [](void* userdata) {
-    delete static_cast<PendingForward*>(userdata);
-  });
+  sd_bus_slot_set_destroy_callback(
+      slot, [](void* userdata) { delete static_cast<PendingForward*>(userdata); });
   pending.release();
   sd_bus_slot_set_floating(slot, 1);
   sd_bus_slot_unref(slot);
@@ -246,22 +247,21 @@ int ProxyServer::forward_if_host_allows(std::uint64_t session_id, sd_bus_message
     spdlog::info("forwarding {} from {}: the host allows the cluster to change SR-IOV counts", what,
                  p->peer);
     if (const int r = p->server->forward(p->session_id, p->call.get()); r < 0)
-      session.refuse_forward(p->call.get(), std::string("cannot forward to xpud: ") + std::strerror(-r),
-                             true);
+      session.refuse_forward(p->call.get(),
+                             std::string("cannot forward to xpud: ") + std::strerror(-r), true);
     return 1;
   };
   sd_bus_slot* slot = nullptr;
   const std::string manager(names::kManagerInterface);
   const std::string property(names::property::kClusterReconfigureAllowed);
-  int r = sd_bus_call_method_async(upstream_.get(), &slot, std::string(names::kBusName).c_str(),
-                                   std::string(names::kManagerPath).c_str(),
-                                   std::string(names::bus::kPropertiesInterface).c_str(), "Get",
-                                   on_answer, pending.get(),
-                                   "ss", manager.c_str(), property.c_str());
+  int r =
+      sd_bus_call_method_async(upstream_.get(), &slot, std::string(names::kBusName).c_str(),
+                               std::string(names::kManagerPath).c_str(),
+                               std::string(names::bus::kPropertiesInterface).c_str(), "Get",
+                               on_answer, pending.get(), "ss", manager.c_str(), property.c_str());
   if (r < 0) return r;
-  sd_bus_slot_set_destroy_callback(slot, [](void* userdata) {
-    delete static_cast<PendingPermission*>(userdata);
-  });
+  sd_bus_slot_set_destroy_callback(
+      slot, [](void* userdata) { delete static_cast<PendingPermission*>(userdata); });
   pending.release();
   sd_bus_slot_set_floating(slot, 1);
   sd_bus_slot_unref(slot);
@@ -274,7 +274,8 @@ int ProxyServer::on_owner_changed(sd_bus_message* message, void* userdata, sd_bu
   if (sd_bus_message_read(message, "sss", &name, &old_owner, &new_owner) < 0) return 0;
   if (std::string_view(name) != names::kBusName) return 0;
   self->xpud_owner_ = new_owner ? new_owner : "";
-  spdlog::info("xpud is {}", self->xpud_owner_.empty() ? "gone from the bus" : "at " + self->xpud_owner_);
+  spdlog::info("xpud is {}",
+               self->xpud_owner_.empty() ? "gone from the bus" : "at " + self->xpud_owner_);
   self->relay_to_clients(message, std::string(kDriverName));
   return 0;
 }

@@ -54,7 +54,8 @@ class ProxyServer {
   int forward(std::uint64_t session_id, sd_bus_message* call);
   // For Route::ForwardIfHostAllows: asks xpud for ClusterReconfigureAllowed and forwards `call`
   // only when it is true (else the session refuses it). `peer` names the client in the log.
-  int forward_if_host_allows(std::uint64_t session_id, sd_bus_message* call, const std::string& peer);
+  int forward_if_host_allows(std::uint64_t session_id, sd_bus_message* call,
+                             const std::string& peer);
   void session_closed();
 
  private:

@@ -52,13 +52,13 @@ json device_json(const std::string& name, const std::vector<std::string>& nodes,
                  const std::string& stand_in) {
   json node_list = json::array();
   for (const auto& node : nodes) node_list.push_back(node_json(node, stand_in));
-  return {{"name", name},
-          {"containerEdits",
-           {{"env",
-             json::array({std::string(names::kVisibleDevicesEnv) + "=" + indices,
-                          std::string(names::kVendorRuntimeVisibleDevicesEnv) + "=" + indices,
-                          std::string(names::kUuidsEnv) + "=" + uuids})},
-            {"deviceNodes", std::move(node_list)}}}};
+  return {
+      {"name", name},
+      {"containerEdits",
+       {{"env", json::array({std::string(names::kVisibleDevicesEnv) + "=" + indices,
+                             std::string(names::kVendorRuntimeVisibleDevicesEnv) + "=" + indices,
+                             std::string(names::kUuidsEnv) + "=" + uuids})},
+        {"deviceNodes", std::move(node_list)}}}};
 }
 
 }  // namespace

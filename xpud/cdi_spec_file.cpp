@@ -47,9 +47,7 @@ xpu::Status validate_cdi_spec_file_name(std::string_view name) {
 }
 
 CdiSpecFile::CdiSpecFile(fs::path path)
-    : path_(std::move(path)),
-      directory_(path_.parent_path()),
-      name_(path_.filename().string()) {}
+    : path_(std::move(path)), directory_(path_.parent_path()), name_(path_.filename().string()) {}
 
 std::optional<CdiSpecFile::Stamp> CdiSpecFile::stamp() const {
   struct stat st {};

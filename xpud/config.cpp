@@ -44,8 +44,8 @@ xpu::Status set_absolute_path(fs::path& target, std::string_view value) {
 bool is_library_file_name(std::string_view name) {
   if (name.empty() || name.size() > 255 || name == "." || name == "..") return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-' || c == '+';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-' || c == '+';
   });
 }
 
@@ -141,10 +141,10 @@ const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& sch
          }},
         {"model",
          [](Config& c, std::string_view v) -> xpu::Status {
-           bool valid = !v.empty() && v.size() <= 32 &&
-                        std::all_of(v.begin(), v.end(), [](char ch) {
-                          return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-';
-                        });
+           bool valid =
+               !v.empty() && v.size() <= 32 && std::all_of(v.begin(), v.end(), [](char ch) {
+                 return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-';
+               });
            if (!valid)
              return xpu::Error{"'" + std::string(v) +
                                "' is not a model name (letters, digits and '-', at most 32)"};
@@ -213,7 +213,8 @@ int on_key(void* user, const char* section, const char* name, const char* value)
   if (!state->seen.emplace(section, name).second)
     return fail("duplicate key '" + std::string(name) + "' in section [" + section + "]");
   if (xpu::Status status = key->second(*state->config, value); !status) {
-    std::string message = "bad value for " + std::string(section) + "." + name + ": " + status.error();
+    std::string message =
+        "bad value for " + std::string(section) + "." + name + ": " + status.error();
     // inih takes only ';' as the inline comment prefix; '#' starts a comment only at the start of a
     // line, so `backend = auto  # note` is the value "auto  # note".
     if (std::string_view(value).find('#') != std::string_view::npos)
@@ -226,8 +227,7 @@ int on_key(void* user, const char* section, const char* name, const char* value)
 xpu::Status parse_file(const fs::path& path, Config& config) {
   ParseState state{&config, {}, {}};
   int rc = ini_parse(path.c_str(), on_key, &state);
-  if (rc == -1)
-    return xpu::Error{path.string() + ": cannot open: " + std::strerror(errno)};
+  if (rc == -1) return xpu::Error{path.string() + ": cannot open: " + std::strerror(errno)};
   if (rc == -2) return xpu::Error{path.string() + ": out of memory while parsing"};
   if (rc > 0) {
     // inih reports the first bad line but keeps going, so a handler error may belong to a later

@@ -3,11 +3,11 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 
+#include <sdbus-c++/sdbus-c++.h>
+#include <spdlog/spdlog.h>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <sdbus-c++/sdbus-c++.h>
-#include <spdlog/spdlog.h>
 
 #include "common/bus_address.h"
 #include "common/logging.h"
@@ -49,8 +49,9 @@ std::string status_line(const DbusService& service) {
 // Keys that choose or build the backend; a reload cannot swap the backend under the clients.
 bool backend_settings_differ(const Config& a, const Config& b) {
   return a.backend != b.backend || a.xpuml_libraries != b.xpuml_libraries ||
-         a.sysfs_root != b.sysfs_root || a.topology_quirks != b.topology_quirks || a.sim_devices != b.sim_devices ||
-         a.sim_model != b.sim_model || a.sim_memory_mib != b.sim_memory_mib;
+         a.sysfs_root != b.sysfs_root || a.topology_quirks != b.topology_quirks ||
+         a.sim_devices != b.sim_devices || a.sim_model != b.sim_model ||
+         a.sim_memory_mib != b.sim_memory_mib;
 }
 
 std::vector<DeviceIdentity> cards_of(const Snapshot& snapshot) {
@@ -74,14 +75,17 @@ std::string describe_connect_failure(const DaemonOptions& options, const sdbus::
   const std::string bus = xpu::describe_bus(target);
   if (!xpu::bus_address_used(target))
     return "cannot connect to " + bus +
-           ": run xpud inside a session (dbus-run-session -- xpud --session) or give --bus-address ADDR";
+           ": run xpud inside a session (dbus-run-session -- xpud --session) or give --bus-address "
+           "ADDR";
   std::string hint;
   if (options.bus_address)
-    hint = "is a bus running there (dbus-daemon --session --nofork --address=" +
-           *options.bus_address + ")?";
+    hint =
+        "is a bus running there (dbus-daemon --session --nofork --address=" + *options.bus_address +
+        ")?";
   else if (options.session_bus)
-    hint = "is the session bus running? (dbus-run-session -- xpud --session starts one), or give "
-           "--bus-address ADDR";
+    hint =
+        "is the session bus running? (dbus-run-session -- xpud --session starts one), or give "
+        "--bus-address ADDR";
   else
     hint = "is D-Bus running (systemctl status dbus)? or give --bus-address ADDR";
   return "cannot connect to " + bus + ": " + e.getMessage() + "; " + hint;
@@ -110,16 +114,18 @@ class Daemon {
       spdlog::critical("eventfd failed: {}", std::strerror(errno));
       return 1;
     }
-    sampler_ = std::make_unique<Sampler>(shared_backend, sampler_settings(config_), [fd = wakeup_.get()] {
-      const std::uint64_t one = 1;
-      [[maybe_unused]] auto n = ::write(fd, &one, sizeof one);
-    });
+    sampler_ =
+        std::make_unique<Sampler>(shared_backend, sampler_settings(config_), [fd = wakeup_.get()] {
+          const std::uint64_t one = 1;
+          [[maybe_unused]] auto n = ::write(fd, &one, sizeof one);
+        });
     sampler_->start();
     vf_requests_ = std::make_unique<VfRequests>(shared_backend, *sampler_);
     device_events_ = DeviceEventWatcher::start(
         [sampler = sampler_.get()](const DeviceEvent&) { sampler->request_discovery(); },
         "cards that come or go are found by the rescan every " +
-            std::to_string(config_.rescan_interval.count()) + " ms ([sampling] rescan_interval_ms)");
+            std::to_string(config_.rescan_interval.count()) +
+            " ms ([sampling] rescan_interval_ms)");
     // Clients must never see an empty tree from a daemon that has cards: export after the first
     // sample, whose every driver call is time-boxed.
     bool stop_requested = false;
@@ -146,8 +152,8 @@ class Daemon {
       service_ = std::make_unique<DbusService>(
           *connection_,
           ManagerFacts{std::string(shared_backend->name()), shared_backend->library_path(),
-                       sampler_->driver_version(),
-                       config_.sysfs_root / "proc", config_.allow_cluster_reconfigure},
+                       sampler_->driver_version(), config_.sysfs_root / "proc",
+                       config_.allow_cluster_reconfigure},
           simulator_.get(), [this] { sampler_->request_sample(); }, *vf_requests_);
       service_->publish(first);
       published_sequence_ = first->sequence;
@@ -160,7 +166,9 @@ class Daemon {
       return 1;
     }
     spdlog::info("serving {} on {}: {}", xpu::names::kBusName,
-                 options_.bus_address ? *options_.bus_address : (options_.session_bus ? "the session bus" : "the system bus"),
+                 options_.bus_address
+                     ? *options_.bus_address
+                     : (options_.session_bus ? "the session bus" : "the system bus"),
                  status_line(*service_));
     notifier_.ready(status_line(*service_));
     int status = loop();
@@ -235,13 +243,12 @@ class Daemon {
           feed_watchdog();
           next_ping = now + std::chrono::duration_cast<Clock::duration>(*interval / 2);
         }
-        int until_ping = static_cast<int>(
-            std::chrono::duration_cast<milliseconds>(next_ping - now).count()) + 1;
+        int until_ping =
+            static_cast<int>(std::chrono::duration_cast<milliseconds>(next_ping - now).count()) + 1;
         timeout = timeout < 0 ? until_ping : std::min(timeout, until_ping);
       }
-      pollfd fds[3] = {{bus.fd, bus.events, 0},
-                       {signals_.fd(), POLLIN, 0},
-                       {wakeup_.get(), POLLIN, 0}};
+      pollfd fds[3] = {
+          {bus.fd, bus.events, 0}, {signals_.fd(), POLLIN, 0}, {wakeup_.get(), POLLIN, 0}};
       if (::poll(fds, 3, timeout) < 0 && errno != EINTR) {
         spdlog::critical("poll failed: {}", std::strerror(errno));
         return 1;
@@ -305,13 +312,15 @@ class Daemon {
   // restarted. Its worst legitimate cycle is bounded by the interval, the call timeout and the
   // card count (watchdog_allowance.h).
   void feed_watchdog() {
-    auto allowed = watchdog_allowance(config_.interval, config_.call_timeout, service_->device_count());
+    auto allowed =
+        watchdog_allowance(config_.interval, config_.call_timeout, service_->device_count());
     auto age = Clock::now() - sampler_->last_cycle();
     if (age <= allowed) {
       notifier_.watchdog_ping();
     } else {
-      spdlog::error("sampler has not completed a cycle for {} ms (allowance {} ms); not feeding the watchdog",
-                    std::chrono::duration_cast<milliseconds>(age).count(), allowed.count());
+      spdlog::error(
+          "sampler has not completed a cycle for {} ms (allowance {} ms); not feeding the watchdog",
+          std::chrono::duration_cast<milliseconds>(age).count(), allowed.count());
     }
   }
 
@@ -325,7 +334,8 @@ class Daemon {
       return;
     }
     if (backend_settings_differ(config_, *fresh))
-      spdlog::warn("backend settings changed; they take effect after a restart (systemctl restart xpud)");
+      spdlog::warn(
+          "backend settings changed; they take effect after a restart (systemctl restart xpud)");
     spdlog::set_level(fresh->log_level);
     sampler_->update_settings(sampler_settings(*fresh));
     service_->set_cluster_reconfigure_allowed(fresh->allow_cluster_reconfigure);

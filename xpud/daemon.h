@@ -16,10 +16,10 @@ namespace xpud {
 
 struct DaemonOptions {
   std::filesystem::path config_path = kDefaultConfigPath;
-  bool config_path_given = false;            // then the file must exist
-  std::optional<std::string> bus_address;    // private bus instead of the system bus
+  bool config_path_given = false;          // then the file must exist
+  std::optional<std::string> bus_address;  // private bus instead of the system bus
   bool session_bus = false;
-  std::optional<std::string> backend;        // overrides [daemon] backend
+  std::optional<std::string> backend;                  // overrides [daemon] backend
   std::optional<spdlog::level::level_enum> log_level;  // overrides [daemon] log_level
 };
 

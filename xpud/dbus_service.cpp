@@ -33,7 +33,8 @@ class ManagerObject final
  private:
   std::vector<sdbus::ObjectPath> ListDevices() override {
     std::vector<sdbus::ObjectPath> paths;
-    for (const auto& [index, object] : service_.devices_) paths.emplace_back(names::device_path(index));
+    for (const auto& [index, object] : service_.devices_)
+      paths.emplace_back(names::device_path(index));
     return paths;
   }
 
@@ -50,9 +51,10 @@ class ManagerObject final
 
   // Owners are looked up per call, not per sample: the call is rare (once per scrape) and a
   // process's cgroup does not change while it lives.
-  std::tuple<uint64_t,
-             std::vector<sdbus::Struct<uint32_t, std::vector<sdbus::Struct<uint32_t, uint64_t,
-                                                                           std::string, std::string>>>>>
+  std::tuple<
+      uint64_t,
+      std::vector<sdbus::Struct<
+          uint32_t, std::vector<sdbus::Struct<uint32_t, uint64_t, std::string, std::string>>>>>
   GetProcesses() override {
     const auto& snapshot = service_.snapshot_;
     if (!snapshot) throw sdbus::Error(std::string(names::kErrorBackend), "no sample taken yet");
@@ -170,7 +172,8 @@ class DeviceObject final
   std::string HealthReason() override { return reason_; }
   std::string HealthReasonKind() override { return reason_kind_; }
   std::map<std::string, uint64_t> HealthTransitions() override {
-    return {{std::string(names::kHealthy), to_healthy_}, {std::string(names::kUnhealthy), to_unhealthy_}};
+    return {{std::string(names::kHealthy), to_healthy_},
+            {std::string(names::kUnhealthy), to_unhealthy_}};
   }
 
   DeviceIdentity identity_;
@@ -233,7 +236,7 @@ class SimulatorObject final
 };
 
 void ManagerObject::ConfigureVirtualFunctions(sdbus::Result<>&& result, uint32_t index,
-                                            uint32_t count) {
+                                              uint32_t count) {
   const sdbus::Message* message = getObject().getCurrentlyProcessedMessage();
   const uid_t caller = message->getCredsUid();
   if (caller != 0 && !service_.facts_.cluster_reconfigure_allowed)
@@ -247,9 +250,9 @@ void ManagerObject::ConfigureVirtualFunctions(sdbus::Result<>&& result, uint32_t
     throw sdbus::Error(std::string(names::kErrorNoSuchDevice), "no device " + name);
   const DeviceIdentity& identity = device->second->identity();
   if (!service_.vf_requests_.supported())
-    throw sdbus::Error(std::string(names::kErrorNotSupported),
-                       "the " + service_.facts_.backend +
-                           " backend cannot configure SR-IOV virtual functions");
+    throw sdbus::Error(
+        std::string(names::kErrorNotSupported),
+        "the " + service_.facts_.backend + " backend cannot configure SR-IOV virtual functions");
   if (identity.is_virtual_function)
     throw sdbus::Error(std::string(names::kErrorNotSupported),
                        name + " is a virtual function; configure its physical function");
@@ -257,21 +260,23 @@ void ManagerObject::ConfigureVirtualFunctions(sdbus::Result<>&& result, uint32_t
                         "ConfigureVirtualFunctions: " + std::to_string(count) +
                             " virtual functions asked by uid " + std::to_string(caller));
   auto reply = std::make_shared<sdbus::Result<>>(std::move(result));
-  service_.vf_requests_.start(identity, count, [reply, name, uuid = identity.uuid](
-                                                   const std::optional<VfChangeError>& error) {
-    try {
-      if (!error) {
-        reply->returnResults();
-        return;
-      }
-      xpu::log_device_event(spdlog::level::warn, name, uuid,
-                            "ConfigureVirtualFunctions failed: " + error->message);
-      reply->returnError(sdbus::Error(std::string(error_name(error->kind)), error->message));
-    } catch (const sdbus::Error& e) {
-      // The caller may be gone by now; the change itself is done (or not) either way.
-      spdlog::warn("ConfigureVirtualFunctions for {}: reply not sent: {}", name, e.getMessage());
-    }
-  });
+  service_.vf_requests_.start(
+      identity, count,
+      [reply, name, uuid = identity.uuid](const std::optional<VfChangeError>& error) {
+        try {
+          if (!error) {
+            reply->returnResults();
+            return;
+          }
+          xpu::log_device_event(spdlog::level::warn, name, uuid,
+                                "ConfigureVirtualFunctions failed: " + error->message);
+          reply->returnError(sdbus::Error(std::string(error_name(error->kind)), error->message));
+        } catch (const sdbus::Error& e) {
+          // The caller may be gone by now; the change itself is done (or not) either way.
+          spdlog::warn("ConfigureVirtualFunctions for {}: reply not sent: {}", name,
+                       e.getMessage());
+        }
+      });
 }
 
 DbusService::DbusService(sdbus::IConnection& connection, ManagerFacts facts, Simulator* simulator,
@@ -279,7 +284,8 @@ DbusService::DbusService(sdbus::IConnection& connection, ManagerFacts facts, Sim
     : connection_(connection), facts_(std::move(facts)), vf_requests_(vf_requests) {
   manager_ = std::make_unique<ManagerObject>(connection_, *this);
   if (simulator != nullptr)
-    simulator_ = std::make_unique<SimulatorObject>(connection_, *simulator, std::move(on_injection));
+    simulator_ =
+        std::make_unique<SimulatorObject>(connection_, *simulator, std::move(on_injection));
 }
 
 DbusService::~DbusService() {
@@ -296,7 +302,9 @@ void DbusService::set_cluster_reconfigure_allowed(bool allowed) {
                                         {std::string(names::property::kClusterReconfigureAllowed)});
 }
 
-unsigned DbusService::device_count() const { return static_cast<unsigned>(devices_.size()); }
+unsigned DbusService::device_count() const {
+  return static_cast<unsigned>(devices_.size());
+}
 
 unsigned DbusService::healthy_device_count() const {
   unsigned healthy = 0;
@@ -337,10 +345,10 @@ void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
     auto it = devices_.find(index);
     if (it == devices_.end()) {
       devices_.emplace(index, std::make_unique<DeviceObject>(connection_, *state));
-      xpu::log_device_event(spdlog::level::info, name, state->identity.uuid,
-                            "device added: " + state->identity.model + " at " +
-                                state->identity.pci_bus_id + ", " +
-                                (state->healthy ? "Healthy" : "Unhealthy: " + state->health_reason));
+      xpu::log_device_event(
+          spdlog::level::info, name, state->identity.uuid,
+          "device added: " + state->identity.model + " at " + state->identity.pci_bus_id + ", " +
+              (state->healthy ? "Healthy" : "Unhealthy: " + state->health_reason));
       if (!state->healthy)
         manager_->emitDeviceHealthChanged(names::device_path(index), std::string(names::kUnhealthy),
                                           state->health_reason);
@@ -350,7 +358,8 @@ void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
     const std::string health(state->healthy ? names::kHealthy : names::kUnhealthy);
     manager_->emitDeviceHealthChanged(names::device_path(index), health, state->health_reason);
     if (state->healthy) {
-      xpu::log_device_event(spdlog::level::info, name, state->identity.uuid, "health: Healthy again");
+      xpu::log_device_event(spdlog::level::info, name, state->identity.uuid,
+                            "health: Healthy again");
     } else {
       xpu::log_device_event(spdlog::level::warn, name, state->identity.uuid,
                             "health: Unhealthy: " + state->health_reason);

@@ -11,12 +11,12 @@
 namespace xpud {
 
 struct DeviceIdentity {
-  unsigned index = 0;               // host index: /dev/xpu<index>
-  std::string uuid;                 // stable across reboots; what Kubernetes sees as device ID
-  std::string serial;               // empty when unknown
-  std::string model;                // "R200", ...; "unknown" when not identifiable
-  std::string pci_bus_id;           // "0000:3b:00.0": lower case, 4-digit domain
-  int numa_node = -1;               // -1 when unknown
+  unsigned index = 0;                    // host index: /dev/xpu<index>
+  std::string uuid;                      // stable across reboots; what Kubernetes sees as device ID
+  std::string serial;                    // empty when unknown
+  std::string model;                     // "R200", ...; "unknown" when not identifiable
+  std::string pci_bus_id;                // "0000:3b:00.0": lower case, 4-digit domain
+  int numa_node = -1;                    // -1 when unknown
   std::uint64_t memory_total_bytes = 0;  // 0 when unknown
   std::vector<std::string> device_nodes;  // "/dev/xpu0", "/dev/xpuctrl"
   std::vector<unsigned> linked_devices;   // indices of directly linked cards
@@ -31,8 +31,8 @@ struct DeviceIdentity {
 
 // A process using a card, as the driver reports it.
 struct ProcessUsage {
-  unsigned pid = 0;                      // in the host's (xpud's) PID namespace
-  std::uint64_t memory_used_bytes = 0;   // card global memory
+  unsigned pid = 0;                     // in the host's (xpud's) PID namespace
+  std::uint64_t memory_used_bytes = 0;  // card global memory
   bool operator==(const ProcessUsage&) const = default;
 };
 

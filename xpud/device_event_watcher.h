@@ -17,8 +17,8 @@ class DeviceEventWatcher {
   // udev's monitor, or the test hook's socket when XPUD_TEST_DEVICE_EVENTS is set. nullptr
   // (after a warning naming the reason and `fallback`, what xpud does instead) when neither can
   // be opened. on_xpu_event runs on the watcher's thread.
-  static std::unique_ptr<DeviceEventWatcher> start(std::function<void(const DeviceEvent&)> on_xpu_event,
-                                                   const std::string& fallback);
+  static std::unique_ptr<DeviceEventWatcher> start(
+      std::function<void(const DeviceEvent&)> on_xpu_event, const std::string& fallback);
 
   // Watches `source`, which delivers to the sink it was made with (make_filtered_sink's, from
   // start()).

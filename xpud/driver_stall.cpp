@@ -19,17 +19,19 @@ void DriverStall::observe(const std::string& stuck_call, Clock::time_point now) 
   if (!since_) {
     // The sampler makes a call only after seeing the driver free, so a stall always ends
     // (observe with no stuck call) before another begins.
-    spdlog::warn("driver stalled: '{}' has not returned; cards keep their last health for up "
-                 "to {} ms (stall_grace_ms), without metrics",
-                 stuck_call, grace_.count());
+    spdlog::warn(
+        "driver stalled: '{}' has not returned; cards keep their last health for up "
+        "to {} ms (stall_grace_ms), without metrics",
+        stuck_call, grace_.count());
     since_ = now;
     call_ = stuck_call;
   }
   if (past_grace(now) && !reported_past_grace_) {
     reported_past_grace_ = true;
-    spdlog::error("driver stalled for {} ms in '{}', longer than stall_grace_ms ({} ms): every "
-                  "card is Unhealthy until the driver returns",
-                  duration(now).count(), call_, grace_.count());
+    spdlog::error(
+        "driver stalled for {} ms in '{}', longer than stall_grace_ms ({} ms): every "
+        "card is Unhealthy until the driver returns",
+        duration(now).count(), call_, grace_.count());
   }
 }
 

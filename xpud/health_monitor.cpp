@@ -5,7 +5,9 @@
 namespace xpud {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Unhealthy with `reason`, keeping the reason already shown when it is the same cause.
 void set_unhealthy(HealthState& state, std::string reason, std::string_view kind) {

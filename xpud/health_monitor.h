@@ -25,7 +25,7 @@ std::string reason_kind(std::string_view reason);
 
 struct HealthState {
   bool healthy = true;
-  std::string reason;  // empty while healthy; the cause's text as first seen in this kind
+  std::string reason;            // empty while healthy; the cause's text as first seen in this kind
   std::string_view reason_kind;  // xpu::names::reason_kind::*; empty while healthy
   unsigned consecutive_failures = 0;
 };

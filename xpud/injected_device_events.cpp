@@ -52,7 +52,8 @@ class InjectedDeviceEvents final : public DeviceEventSource {
                      kMaxDatagram);
         continue;
       }
-      auto event = parse_uevent_properties(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
+      auto event =
+          parse_uevent_properties(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
       if (!event) {
         spdlog::warn("{}: ignoring an event: {}", path_.string(), event.error());
         continue;
@@ -82,11 +83,16 @@ xpu::Result<DeviceEvent> parse_uevent_properties(std::string_view datagram) {
       return xpu::Error{"'" + std::string(line.substr(0, 64)) + "' is not KEY=VALUE"};
     std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
     if (!is_printable(value) || value.size() > 1024)
-      return xpu::Error{"the value of " + std::string(key.substr(0, 64)) + " is not printable text of at most 1024 bytes"};
-    if (key == "ACTION") event.action = value;
-    else if (key == "SUBSYSTEM") event.subsystem = value;
-    else if (key == "DEVPATH") devpath = value;
-    else if (key == "PCI_ID") event.pci_id = value;
+      return xpu::Error{"the value of " + std::string(key.substr(0, 64)) +
+                        " is not printable text of at most 1024 bytes"};
+    if (key == "ACTION")
+      event.action = value;
+    else if (key == "SUBSYSTEM")
+      event.subsystem = value;
+    else if (key == "DEVPATH")
+      devpath = value;
+    else if (key == "PCI_ID")
+      event.pci_id = value;
   }
   if (event.action.empty()) return xpu::Error{"no ACTION"};
   if (event.subsystem.empty()) return xpu::Error{"no SUBSYSTEM"};

@@ -16,23 +16,27 @@ int run(const std::vector<std::string>& args) {
   xpu::HelpAndVersion flags;
   bool check_config = false;
   xpu::CommandLine cli(kProgram, "[OPTIONS]");
-  cli.add_option("config", "FILE", "configuration file (default /etc/xpud/xpud.conf, plus FILE.d/*.conf)",
+  cli.add_option("config", "FILE",
+                 "configuration file (default /etc/xpud/xpud.conf, plus FILE.d/*.conf)",
                  [&](std::string_view value) -> xpu::Status {
                    if (value.empty()) return xpu::Error{"must not be empty"};
                    options.config_path = std::string(value);
                    options.config_path_given = true;
                    return xpu::ok_status();
                  });
-  xpu::add_bus_address_option(cli, options.bus_address, "serve on the bus at ADDR instead of the system bus");
+  xpu::add_bus_address_option(cli, options.bus_address,
+                              "serve on the bus at ADDR instead of the system bus");
   cli.add_flag("session", &options.session_bus, "serve on the session bus (demos)");
-  cli.add_option("backend", "NAME", "auto|xpuml|sysfs|sim (overrides the config file)",
-                 [&](std::string_view value) -> xpu::Status {
-                   if (value != "auto" && value != "xpuml" && value != "sysfs" && value != "sim")
-                     return xpu::Error{"'" + std::string(value) + "' is not one of auto, xpuml, sysfs, sim"};
-                   options.backend = std::string(value);
-                   return xpu::ok_status();
-                 });
-  xpu::add_log_level_option(cli, options.log_level, "error|warn|info|debug|trace (overrides the config file)");
+  cli.add_option(
+      "backend", "NAME", "auto|xpuml|sysfs|sim (overrides the config file)",
+      [&](std::string_view value) -> xpu::Status {
+        if (value != "auto" && value != "xpuml" && value != "sysfs" && value != "sim")
+          return xpu::Error{"'" + std::string(value) + "' is not one of auto, xpuml, sysfs, sim"};
+        options.backend = std::string(value);
+        return xpu::ok_status();
+      });
+  xpu::add_log_level_option(cli, options.log_level,
+                            "error|warn|info|debug|trace (overrides the config file)");
   cli.add_flag("check-config", &check_config, "validate the configuration and exit");
   xpu::add_version_flag(cli, flags);
   xpu::add_help_flag(cli, flags);
@@ -67,4 +71,6 @@ int run(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return xpu::run_main(kProgram, argc, argv, run); }
+int main(int argc, char** argv) {
+  return xpu::run_main(kProgram, argc, argv, run);
+}

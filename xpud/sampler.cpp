@@ -15,7 +15,9 @@ Sampler::Sampler(std::shared_ptr<Backend> backend, SamplerSettings settings,
       stall_(settings.stall_grace),
       settings_(settings) {}
 
-Sampler::~Sampler() { stop(); }
+Sampler::~Sampler() {
+  stop();
+}
 
 void Sampler::start() {
   last_cycle_ = std::chrono::steady_clock::now();
@@ -35,7 +37,8 @@ void Sampler::stop() {
     std::lock_guard lock(mutex_);
     abandoned.swap(jobs_);
   }
-  for (auto& job : abandoned) job.done(xpu::Error{"'" + job.what + "' not started: xpud is stopping"});
+  for (auto& job : abandoned)
+    job.done(xpu::Error{"'" + job.what + "' not started: xpud is stopping"});
 }
 
 void Sampler::run_driver_job(std::string what, std::function<void()> job,
@@ -84,7 +87,9 @@ std::string Sampler::driver_version() const {
   return driver_version_;
 }
 
-std::chrono::steady_clock::time_point Sampler::last_cycle() const { return last_cycle_.load(); }
+std::chrono::steady_clock::time_point Sampler::last_cycle() const {
+  return last_cycle_.load();
+}
 
 void Sampler::run() {
   std::unique_lock lock(mutex_);
@@ -151,13 +156,16 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& set
     stall_.observe(executor_.stuck_call(), now);
     if (stall_.stalled()) {
       const HealthState health = stall_.card_health(health_.current(identity.uuid), now);
-      snapshot->devices.push_back(DeviceState{identity, {}, health.healthy, health.reason,
-                                              std::string(health.reason_kind), std::nullopt});
+      snapshot->devices.push_back(DeviceState{identity,
+                                              {},
+                                              health.healthy,
+                                              health.reason,
+                                              std::string(health.reason_kind),
+                                              std::nullopt});
       continue;
     }
-    auto reading = executor_.call("read " + device, [backend = backend_, identity] {
-      return backend->read(identity);
-    });
+    auto reading = executor_.call(
+        "read " + device, [backend = backend_, identity] { return backend->read(identity); });
     DeviceReading value;
     if (reading) {
       value = std::move(*reading);
@@ -167,18 +175,18 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& set
     if (value.read_error) spdlog::debug("{}: read failed: {}", device, *value.read_error);
     discovery_.note_read(identity.uuid, value.gone);
     const HealthState& health = health_.update(identity.uuid, value);
-    snapshot->devices.push_back(
-        DeviceState{identity, std::move(value.metrics), health.healthy, health.reason,
-                    std::string(health.reason_kind), std::move(value.processes)});
+    snapshot->devices.push_back(DeviceState{identity, std::move(value.metrics), health.healthy,
+                                            health.reason, std::string(health.reason_kind),
+                                            std::move(value.processes)});
   }
   stall_.observe(executor_.stuck_call(), std::chrono::steady_clock::now());
   snapshot->driver_stalled = stall_.stalled();
   snapshot->backend = std::string(backend_->name());
   snapshot->library_path = backend_->library_path();
-  snapshot->timestamp_usec = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  snapshot->timestamp_usec =
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
   return snapshot;
 }
 

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "xpud/backends/backend.h"
-#include "xpud/driver_stall.h"
 #include "xpud/discovery_schedule.h"
+#include "xpud/driver_stall.h"
 #include "xpud/health_monitor.h"
 #include "xpud/time_boxed_executor.h"
 
@@ -40,10 +40,10 @@ struct Snapshot {
   std::uint64_t sequence = 0;        // 1 for the first snapshot
   std::vector<DeviceState> devices;  // ordered by index
   std::string discovery_error;       // last discovery failure; devices are the last known set
-  bool driver_stalled = false;       // a driver call hangs: no metrics, health held (driver_stall.h)
-  std::string backend;               // Backend::name() when the snapshot was taken
-  std::string library_path;          // Backend::library_path() then; empty: no library in use
-  std::string driver_version;        // as last read; empty until the driver has told it
+  bool driver_stalled = false;  // a driver call hangs: no metrics, health held (driver_stall.h)
+  std::string backend;          // Backend::name() when the snapshot was taken
+  std::string library_path;     // Backend::library_path() then; empty: no library in use
+  std::string driver_version;   // as last read; empty until the driver has told it
 };
 
 struct SamplerSettings {
@@ -101,11 +101,11 @@ class Sampler {
   std::shared_ptr<Backend> backend_;
   std::function<void()> on_snapshot_;
   TimeBoxedExecutor executor_;
-  HealthMonitor health_;                      // sampler thread only
-  DriverStall stall_;                         // sampler thread only
+  HealthMonitor health_;  // sampler thread only
+  DriverStall stall_;     // sampler thread only
   DiscoverySchedule discovery_;
   std::vector<DeviceIdentity> known_devices_;  // sampler thread only
-  std::uint64_t sequence_ = 0;                // sampler thread only
+  std::uint64_t sequence_ = 0;                 // sampler thread only
 
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;

@@ -26,12 +26,14 @@ void SystemdNotifier::reloading() {
   // MONOTONIC_USEC lets systemd >= 253 match the reload to this notification.
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  const unsigned long long usec =
-      static_cast<unsigned long long>(ts.tv_sec) * 1000000ull + static_cast<unsigned long long>(ts.tv_nsec) / 1000ull;
+  const unsigned long long usec = static_cast<unsigned long long>(ts.tv_sec) * 1000000ull +
+                                  static_cast<unsigned long long>(ts.tv_nsec) / 1000ull;
   send("RELOADING=1\nSTATUS=Reloading configuration\nMONOTONIC_USEC=" + std::to_string(usec));
 }
 
-void SystemdNotifier::stopping() { send("STOPPING=1\nSTATUS=Stopping"); }
+void SystemdNotifier::stopping() {
+  send("STOPPING=1\nSTATUS=Stopping");
+}
 
 void SystemdNotifier::status(const std::string& status) {
   if (status == last_status_) return;
@@ -39,6 +41,8 @@ void SystemdNotifier::status(const std::string& status) {
   send("STATUS=" + status);
 }
 
-void SystemdNotifier::watchdog_ping() { send("WATCHDOG=1"); }
+void SystemdNotifier::watchdog_ping() {
+  send("WATCHDOG=1");
+}
 
 }  // namespace xpud

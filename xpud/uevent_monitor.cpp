@@ -28,15 +28,24 @@ std::string_view action_name(sd_device* device) {
   sd_device_action_t action;
   if (sd_device_get_action(device, &action) < 0) return "";
   switch (action) {
-    case SD_DEVICE_ADD: return "add";
-    case SD_DEVICE_REMOVE: return "remove";
-    case SD_DEVICE_CHANGE: return "change";
-    case SD_DEVICE_MOVE: return "move";
-    case SD_DEVICE_ONLINE: return "online";
-    case SD_DEVICE_OFFLINE: return "offline";
-    case SD_DEVICE_BIND: return "bind";
-    case SD_DEVICE_UNBIND: return "unbind";
-    default: return "";
+    case SD_DEVICE_ADD:
+      return "add";
+    case SD_DEVICE_REMOVE:
+      return "remove";
+    case SD_DEVICE_CHANGE:
+      return "change";
+    case SD_DEVICE_MOVE:
+      return "move";
+    case SD_DEVICE_ONLINE:
+      return "online";
+    case SD_DEVICE_OFFLINE:
+      return "offline";
+    case SD_DEVICE_BIND:
+      return "bind";
+    case SD_DEVICE_UNBIND:
+      return "unbind";
+    default:
+      return "";
   }
 }
 
@@ -59,8 +68,9 @@ class UeventMonitor final : public DeviceEventSource {
   }
 
   std::string description() const override {
-    std::string text = std::string("udev events of PCI functions of vendor 0x1d22 and of devices tagged \"") +
-                       kUdevTag + "\"";
+    std::string text =
+        std::string("udev events of PCI functions of vendor 0x1d22 and of devices tagged \"") +
+        kUdevTag + "\"";
     // sd-device quietly subscribes to nothing where udev does not run (a container): say so.
     if (::access("/run/udev/control", F_OK) != 0)
       text += ", but udev is not running here (no /run/udev/control), so none will come";
@@ -87,8 +97,9 @@ class UeventMonitor final : public DeviceEventSource {
     // Best effort: a burst of events at driver load must not overflow the default buffer
     // (without CAP_NET_ADMIN the kernel caps it at net.core.rmem_max; the rescan covers a loss).
     (void)sd_device_monitor_set_receive_buffer_size(monitor, 4 * 1024 * 1024);
-    int r = subsystem ? sd_device_monitor_filter_add_match_subsystem_devtype(monitor, subsystem, nullptr)
-                      : sd_device_monitor_filter_add_match_tag(monitor, tag);
+    int r = subsystem
+                ? sd_device_monitor_filter_add_match_subsystem_devtype(monitor, subsystem, nullptr)
+                : sd_device_monitor_filter_add_match_tag(monitor, tag);
     if (r < 0) return xpu::Error{failure("sd_device_monitor_filter_add_match", r)};
     if (r = sd_device_monitor_attach_event(monitor, event_.get()); r < 0)
       return xpu::Error{failure("sd_device_monitor_attach_event", r)};

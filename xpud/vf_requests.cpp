@@ -9,7 +9,9 @@ namespace xpud {
 VfRequests::VfRequests(std::shared_ptr<Backend> backend, Sampler& sampler)
     : backend_(std::move(backend)), sampler_(sampler) {}
 
-bool VfRequests::supported() const { return backend_->virtual_functions() != nullptr; }
+bool VfRequests::supported() const {
+  return backend_->virtual_functions() != nullptr;
+}
 
 void VfRequests::start(const DeviceIdentity& device, unsigned count, Reply reply) {
   const std::uint64_t id = next_id_++;

@@ -17,8 +17,7 @@ xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
   for (const auto& id : device_ids) {
     // IDs come from the kubelet's request and go into the log and the gRPC status: escaped.
     auto shown = [&id] { return printable_excerpt(id); };
-    if (!seen.insert(id).second)
-      return xpu::Error{"device '" + shown() + "' is requested twice"};
+    if (!seen.insert(id).second) return xpu::Error{"device '" + shown() + "' is requested twice"};
     auto it = std::find_if(state.devices.begin(), state.devices.end(),
                            [&id](const PluginDevice& d) { return d.id == id; });
     if (it == state.devices.end())
@@ -34,25 +33,27 @@ xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
             [](const PluginDevice& a, const PluginDevice& b) {
               return a.index != b.index ? a.index < b.index : a.replica < b.replica;
             });
-  allocation.granted.erase(std::unique(allocation.granted.begin(), allocation.granted.end(),
-                                       [](const PluginDevice& a, const PluginDevice& b) {
-                                         return a.index == b.index;
-                                       }),
-                           allocation.granted.end());
+  allocation.granted.erase(
+      std::unique(allocation.granted.begin(), allocation.granted.end(),
+                  [](const PluginDevice& a, const PluginDevice& b) { return a.index == b.index; }),
+      allocation.granted.end());
 
   std::string indices;
   std::string uuids;
   std::set<std::string> nodes_given;
   bool control_needed = false;
   auto add_node = [&](const std::string& node) {
-    if (nodes_given.insert(node).second) allocation.device_nodes.push_back(DeviceNode{node, node, "rw"});
+    if (nodes_given.insert(node).second)
+      allocation.device_nodes.push_back(DeviceNode{node, node, "rw"});
   };
   for (const auto& device : allocation.granted) {
     if (device.virtual_function) {
       // A virtual function gets exactly the nodes xpud lists for it (checked when planned).
       for (const auto& node : device.device_nodes)
-        if (node != xpu::names::kControlNode) add_node(node);
-        else control_needed = true;
+        if (node != xpu::names::kControlNode)
+          add_node(node);
+        else
+          control_needed = true;
     } else {
       add_node(xpu::names::device_node(device.index));
       control_needed = true;

@@ -58,15 +58,16 @@ void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& optio
                    options.xpu_share_replicas = static_cast<unsigned>(*count);
                    return xpu::ok_status();
                  });
-  cli.add_option("nfd-features-file", "PATH",
-                 "write the node's XPU facts as node-feature-discovery labels (kunlunxin.com/xpu.*) "
-                 "to this file in NFD's features.d directory (default empty: off)",
-                 [&options](std::string_view value) -> xpu::Status {
-                   if (!value.empty())
-                     if (auto status = validate_feature_file_path(value); !status) return status;
-                   options.nfd_features_file = std::string(value);
-                   return xpu::ok_status();
-                 });
+  cli.add_option(
+      "nfd-features-file", "PATH",
+      "write the node's XPU facts as node-feature-discovery labels (kunlunxin.com/xpu.*) "
+      "to this file in NFD's features.d directory (default empty: off)",
+      [&options](std::string_view value) -> xpu::Status {
+        if (!value.empty())
+          if (auto status = validate_feature_file_path(value); !status) return status;
+        options.nfd_features_file = std::string(value);
+        return xpu::ok_status();
+      });
   cli.add_option(
       "cdi", "auto|true|false",
       "name a container's card by CDI (kunlunxin.com/xpu=<uuid>, from the spec xpud "
@@ -93,9 +94,8 @@ xpu::Status check_device_plugin_options(const DevicePluginOptions& options) {
 
 DevicePluginOptions parse_device_plugin_command_line(ShimOptions& options,
                                                      std::span<const std::string> args) {
-  return parse_role_options<DevicePluginOptions>(options, args, "device-plugin",
-                                                 add_device_plugin_options,
-                                                 check_device_plugin_options);
+  return parse_role_options<DevicePluginOptions>(
+      options, args, "device-plugin", add_device_plugin_options, check_device_plugin_options);
 }
 
 ResourceConfig resource_config(const DevicePluginOptions& options) {
@@ -108,7 +108,8 @@ ResourceConfig resource_config(const DevicePluginOptions& options) {
   return config;
 }
 
-NodeFeatureOptions node_feature_options(const DevicePluginOptions& options, MemoryUnit memory_unit) {
+NodeFeatureOptions node_feature_options(const DevicePluginOptions& options,
+                                        MemoryUnit memory_unit) {
   NodeFeatureOptions features;
   features.memory_unit = memory_unit;
   features.sriov = options.enable_sriov;

@@ -23,8 +23,8 @@
 #include "k8s-shim/device_plugin/resource_tracker.h"
 #include "k8s-shim/device_plugin/vf_reconfiguration.h"
 #include "k8s-shim/poll_timeout.h"
-#include "k8s-shim/wake_event.h"
 #include "k8s-shim/roles.h"
+#include "k8s-shim/wake_event.h"
 
 namespace shim {
 namespace {
@@ -40,7 +40,8 @@ constexpr std::chrono::seconds kReconfigureTimeout{60};
 
 }  // namespace
 
-int run_device_plugin(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop) {
+int run_device_plugin(ShimOptions options, std::span<const std::string> args,
+                      xpu::StopSignals& stop) {
   const DevicePluginOptions plugin = parse_device_plugin_command_line(options, args);
 
   const std::filesystem::path plugin_dir = std::filesystem::absolute(plugin.plugin_dir);
@@ -48,12 +49,15 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args, xp
                plugin.resource_name, plugin.resource_per_model ? " (per model)" : "",
                plugin_dir.string(), plugin.xpud_grace_period.count());
   if (plugin.enable_sriov)
-    spdlog::info("SR-IOV: virtual functions advertised on their own resource{}", plugin.sriov_num_vfs > 0
-                     ? fmt::format(", {} expected per card", plugin.sriov_num_vfs) : std::string());
+    spdlog::info("SR-IOV: virtual functions advertised on their own resource{}",
+                 plugin.sriov_num_vfs > 0
+                     ? fmt::format(", {} expected per card", plugin.sriov_num_vfs)
+                     : std::string());
   if (plugin.reconfig_vxpu && plugin.sriov_num_vfs > 0)
-    spdlog::info("--reconfig-vxpu: asking xpud for {} virtual functions per physical card where the "
-                 "node's count differs (the host must allow it: [sriov] allow_cluster_reconfigure)",
-                 plugin.sriov_num_vfs);
+    spdlog::info(
+        "--reconfig-vxpu: asking xpud for {} virtual functions per physical card where the "
+        "node's count differs (the host must allow it: [sriov] allow_cluster_reconfigure)",
+        plugin.sriov_num_vfs);
   else if (plugin.reconfig_vxpu)
     spdlog::warn("--reconfig-vxpu changes nothing without --sriov-num-vfs N (N > 0)");
   if (!plugin.enable_sriov && plugin.sriov_num_vfs > 0)
@@ -64,13 +68,13 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args, xp
 
   std::unique_ptr<NodeFeatureFile> features;
   if (!plugin.nfd_features_file.empty()) {
-    features = std::make_unique<NodeFeatureFile>(std::filesystem::absolute(plugin.nfd_features_file));
+    features =
+        std::make_unique<NodeFeatureFile>(std::filesystem::absolute(plugin.nfd_features_file));
     spdlog::info("node labels for node-feature-discovery go to {}", features->path().string());
   }
   const NodeFeatureOptions feature_options = node_feature_options(plugin, options.memory_unit);
 
-  ResourceTracker tracker(resource_config(plugin),
-                          plugin.xpud_grace_period, Clock::now());
+  ResourceTracker tracker(resource_config(plugin), plugin.xpud_grace_period, Clock::now());
   WakeEvent wake;
   KubeletConnector connector(KubeletConnector::Options{
       .plugin_dir = plugin_dir, .memory_unit = options.memory_unit, .cdi = plugin.cdi});
@@ -100,7 +104,8 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args, xp
       if (auto next = connector.next_deadline()) deadline = std::min(deadline, *next);
       if (auto next = tracker.next_deadline()) deadline = std::min(deadline, *next);
 
-      pollfd fds[] = {{stop.fd(), POLLIN, 0}, {connector.watch_fd(), POLLIN, 0}, {wake.fd(), POLLIN, 0}};
+      pollfd fds[] = {
+          {stop.fd(), POLLIN, 0}, {connector.watch_fd(), POLLIN, 0}, {wake.fd(), POLLIN, 0}};
       if (::poll(fds, std::size(fds), poll_timeout_ms(deadline)) < 0 && errno != EINTR) {
         spdlog::error("poll failed: {}", std::strerror(errno));
         status = 1;

@@ -25,9 +25,12 @@ DevicePluginService::DevicePluginService(std::shared_ptr<ResourceFeed> feed, Mem
                                          CdiMode cdi)
     : feed_(std::move(feed)), memory_unit_(memory_unit), cdi_(cdi) {}
 
-void DevicePluginService::stop() { stopping_ = true; }
+void DevicePluginService::stop() {
+  stopping_ = true;
+}
 
-grpc::Status DevicePluginService::GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*,
+grpc::Status DevicePluginService::GetDevicePluginOptions(grpc::ServerContext*,
+                                                         const v1beta1::Empty*,
                                                          v1beta1::DevicePluginOptions* response) {
   *response = plugin_options();
   return grpc::Status::OK;
@@ -63,7 +66,8 @@ grpc::Status DevicePluginService::GetPreferredAllocation(
   const TopologyAllocator allocator = to_topology(*state);
   for (int i = 0; i < request->container_requests_size(); ++i) {
     const AllocationRequest wanted = to_allocation_request(request->container_requests(i));
-    auto chosen = state->shared ? preferred_shared_allocation(*state, wanted) : allocator.preferred(wanted);
+    auto chosen =
+        state->shared ? preferred_shared_allocation(*state, wanted) : allocator.preferred(wanted);
     if (!chosen) {
       spdlog::warn("{}: GetPreferredAllocation rejected: container request {}: {}",
                    feed_->resource_name(), i, chosen.error());
@@ -75,7 +79,8 @@ grpc::Status DevicePluginService::GetPreferredAllocation(
   return grpc::Status::OK;
 }
 
-grpc::Status DevicePluginService::Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* request,
+grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
+                                           const v1beta1::AllocateRequest* request,
                                            v1beta1::AllocateResponse* response) {
   auto state = feed_->latest().state;
   if (request->container_requests_size() == 0)

@@ -30,9 +30,12 @@ KubeletConnector::KubeletConnector(Options options)
   ensure_watch();
 }
 
-KubeletConnector::~KubeletConnector() { stop(); }
+KubeletConnector::~KubeletConnector() {
+  stop();
+}
 
-std::optional<KubeletConnector::FileId> KubeletConnector::file_id(const std::filesystem::path& path) {
+std::optional<KubeletConnector::FileId> KubeletConnector::file_id(
+    const std::filesystem::path& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;
   return FileId{st.st_dev, st.st_ino, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
@@ -43,19 +46,22 @@ void KubeletConnector::ensure_watch() {
   watch_ = ::inotify_add_watch(inotify_.get(), options_.plugin_dir.c_str(), kWatchMask);
   if (watch_ < 0) {
     if (!logged_missing_dir_)
-      spdlog::warn("cannot watch plugin directory {} ({}); waiting for it", options_.plugin_dir.string(),
-                   std::strerror(errno));
+      spdlog::warn("cannot watch plugin directory {} ({}); waiting for it",
+                   options_.plugin_dir.string(), std::strerror(errno));
     logged_missing_dir_ = true;
     return;
   }
-  if (logged_missing_dir_) spdlog::info("watching plugin directory {}", options_.plugin_dir.string());
+  if (logged_missing_dir_)
+    spdlog::info("watching plugin directory {}", options_.plugin_dir.string());
   logged_missing_dir_ = false;
 }
 
-void KubeletConnector::register_again_now(const char* why, const std::optional<FileId>& unless_registered_with) {
+void KubeletConnector::register_again_now(const char* why,
+                                          const std::optional<FileId>& unless_registered_with) {
   bool any = false;
   for (auto& [name, endpoint] : endpoints_) {
-    if (unless_registered_with && endpoint.registered && endpoint.registered_with == unless_registered_with)
+    if (unless_registered_with && endpoint.registered &&
+        endpoint.registered_with == unless_registered_with)
       continue;
     any = any || endpoint.registered;
     endpoint.registered_with.reset();
@@ -75,7 +81,8 @@ void KubeletConnector::handle_directory_events() {
     for (char* p = buffer; p < buffer + n;) {
       const auto* event = reinterpret_cast<const inotify_event*>(p);
       p += sizeof(inotify_event) + event->len;
-      const std::string_view name = event->len > 0 ? std::string_view(event->name) : std::string_view();
+      const std::string_view name =
+          event->len > 0 ? std::string_view(event->name) : std::string_view();
       if (event->mask & IN_Q_OVERFLOW) {
         register_again_now("missed plugin directory events");
       } else if (event->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
@@ -87,8 +94,9 @@ void KubeletConnector::handle_directory_events() {
       } else if (name == kKubeletSocketName) {
         // Either way the registration is gone, unless it was already made with the kubelet.sock
         // that exists now (events are read after the fact).
-        register_again_now((event->mask & (IN_CREATE | IN_MOVED_TO)) ? "kubelet.sock was created (kubelet restart)"
-                                                                     : "kubelet.sock was removed (kubelet stopped)",
+        register_again_now((event->mask & (IN_CREATE | IN_MOVED_TO))
+                               ? "kubelet.sock was created (kubelet restart)"
+                               : "kubelet.sock was removed (kubelet stopped)",
                            file_id(kubelet_socket_));
       }
       // Our own sockets disappearing is noticed by reconcile(), which checks every socket.
@@ -122,11 +130,13 @@ void KubeletConnector::reconcile(const std::vector<std::shared_ptr<ResourceFeed>
     reconcile_endpoint(endpoint, kubelet);
     const bool waiting = !endpoint.server || (!endpoint.registered && kubelet);
     if (waiting && endpoint.next_attempt > Clock::now())
-      next_deadline_ = std::min(next_deadline_.value_or(Clock::time_point::max()), endpoint.next_attempt);
+      next_deadline_ =
+          std::min(next_deadline_.value_or(Clock::time_point::max()), endpoint.next_attempt);
   }
 }
 
-void KubeletConnector::reconcile_endpoint(Endpoint& endpoint, const std::optional<FileId>& kubelet) {
+void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
+                                          const std::optional<FileId>& kubelet) {
   const std::string& resource = endpoint.feed->resource_name();
   if (endpoint.server && !endpoint.server->socket_present()) {
     spdlog::warn("{}: socket {} was removed (kubelet restart?); serving on a new one", resource,
@@ -170,7 +180,8 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint, const std::optiona
   endpoint.registered_with = kubelet;
   endpoint.failures = 0;
   endpoint.backoff = Clock::duration{};
-  spdlog::info("{}: registered with the kubelet (endpoint {})", resource, endpoint.feed->socket_name());
+  spdlog::info("{}: registered with the kubelet (endpoint {})", resource,
+               endpoint.feed->socket_name());
 }
 
 void KubeletConnector::stop() {

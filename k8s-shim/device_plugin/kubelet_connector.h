@@ -79,7 +79,8 @@ class KubeletConnector {
   void ensure_watch();
   void retry_later(Endpoint& endpoint);
   // Forgets every registration, except those made with `unless_registered_with`.
-  void register_again_now(const char* why, const std::optional<FileId>& unless_registered_with = std::nullopt);
+  void register_again_now(const char* why,
+                          const std::optional<FileId>& unless_registered_with = std::nullopt);
   void reconcile_endpoint(Endpoint& endpoint, const std::optional<FileId>& kubelet);
 
   const Options options_;

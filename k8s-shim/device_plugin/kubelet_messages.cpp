@@ -32,7 +32,8 @@ TopologyAllocator to_topology(const ResourceState& state) {
   return TopologyAllocator(std::move(devices));
 }
 
-AllocationRequest to_allocation_request(const v1beta1::ContainerPreferredAllocationRequest& request) {
+AllocationRequest to_allocation_request(
+    const v1beta1::ContainerPreferredAllocationRequest& request) {
   AllocationRequest out;
   out.available.assign(request.available_deviceids().begin(), request.available_deviceids().end());
   out.must_include.assign(request.must_include_deviceids().begin(),

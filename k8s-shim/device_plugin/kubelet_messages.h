@@ -15,7 +15,8 @@ inline constexpr std::string_view kDevicePluginApiVersion = "v1beta1";
 v1beta1::DevicePluginOptions plugin_options();
 v1beta1::ListAndWatchResponse to_list_and_watch(const ResourceState& state);
 TopologyAllocator to_topology(const ResourceState& state);
-AllocationRequest to_allocation_request(const v1beta1::ContainerPreferredAllocationRequest& request);
+AllocationRequest to_allocation_request(
+    const v1beta1::ContainerPreferredAllocationRequest& request);
 void fill_container_response(const ContainerAllocation& allocation,
                              v1beta1::ContainerAllocateResponse& response);
 

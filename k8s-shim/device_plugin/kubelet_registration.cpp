@@ -30,8 +30,8 @@ xpu::Status register_with_kubelet(const std::filesystem::path& kubelet_socket,
   grpc::Status status = stub->Register(&context, request, &response);
   if (!status.ok())
     return xpu::Error{"Register with " + kubelet_socket.string() + " failed (gRPC code " +
-                      std::to_string(static_cast<int>(status.error_code())) + "): " +
-                      status.error_message()};
+                      std::to_string(static_cast<int>(status.error_code())) +
+                      "): " + status.error_message()};
   return xpu::ok_status();
 }
 

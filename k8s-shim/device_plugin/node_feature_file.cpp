@@ -32,7 +32,8 @@ xpu::Status validate_feature_file_path(std::string_view path) {
   if (path.back() == '/' || name.empty() || name == "." || name == "..")
     return xpu::Error{"'" + std::string(path) + "' names a directory, not a file"};
   if (name.front() == '.')
-    return xpu::Error{"'" + name + "' starts with '.', and node-feature-discovery ignores such files"};
+    return xpu::Error{"'" + name +
+                      "' starts with '.', and node-feature-discovery ignores such files"};
   return xpu::ok_status();
 }
 
@@ -59,13 +60,15 @@ void NodeFeatureFile::sync() {
   auto written = write_if_changed(content);
   if (!written) {
     if (written.error() != last_error_)
-      spdlog::warn("cannot write node labels for node-feature-discovery: {}; retrying", written.error());
+      spdlog::warn("cannot write node labels for node-feature-discovery: {}; retrying",
+                   written.error());
     last_error_ = written.error();
     return;
   }
   last_error_.clear();
   if (*written)
-    spdlog::info("node labels for node-feature-discovery written to {}: {}", path_.string(), summary(content));
+    spdlog::info("node labels for node-feature-discovery written to {}: {}", path_.string(),
+                 summary(content));
   else if (generation != synced_generation_)
     spdlog::debug("node labels for node-feature-discovery unchanged in {}", path_.string());
   synced_generation_ = generation;
@@ -81,7 +84,8 @@ void NodeFeatureFile::remove() {
   if (!removed)
     spdlog::warn("{}", removed.error());
   else if (*removed)
-    spdlog::info("removed {}: node-feature-discovery drops its labels at its next pass", path_.string());
+    spdlog::info("removed {}: node-feature-discovery drops its labels at its next pass",
+                 path_.string());
 }
 
 }  // namespace shim

@@ -9,7 +9,9 @@ namespace {
 bool is_alnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
-bool is_value_char(char c) { return is_alnum(c) || c == '-' || c == '_' || c == '.'; }
+bool is_value_char(char c) {
+  return is_alnum(c) || c == '-' || c == '_' || c == '.';
+}
 
 std::string_view trim_to_alnum(std::string_view text) {
   while (!text.empty() && !is_alnum(text.front())) text.remove_prefix(1);
@@ -38,7 +40,8 @@ void describe_cards(const std::vector<const xpu::DeviceInfo*>& cards, MemoryUnit
   std::uint64_t smallest = std::numeric_limits<std::uint64_t>::max();
   for (const auto* card : cards) smallest = std::min(smallest, card->memory_total_bytes);
   if (smallest > 0)  // 0: some card's memory is unknown (e.g. the sysfs backend)
-    labels.emplace_back(label(memory_label_name(unit)), std::to_string(memory_in_unit(smallest, unit)));
+    labels.emplace_back(label(memory_label_name(unit)),
+                        std::to_string(memory_in_unit(smallest, unit)));
 }
 
 }  // namespace
@@ -63,20 +66,28 @@ std::optional<std::string> sanitize_label_value(std::string_view text) {
 
 std::string memory_label_name(MemoryUnit unit) {
   switch (unit) {
-    case MemoryUnit::B: return "memory-b";
-    case MemoryUnit::KiB: return "memory-kib";
-    case MemoryUnit::MiB: return "memory-mib";
-    case MemoryUnit::GiB: return "memory-gib";
+    case MemoryUnit::B:
+      return "memory-b";
+    case MemoryUnit::KiB:
+      return "memory-kib";
+    case MemoryUnit::MiB:
+      return "memory-mib";
+    case MemoryUnit::GiB:
+      return "memory-gib";
   }
   return "memory-b";
 }
 
 std::uint64_t memory_in_unit(std::uint64_t bytes, MemoryUnit unit) {
   switch (unit) {
-    case MemoryUnit::B: return bytes;
-    case MemoryUnit::KiB: return bytes >> 10;
-    case MemoryUnit::MiB: return bytes >> 20;
-    case MemoryUnit::GiB: return bytes >> 30;
+    case MemoryUnit::B:
+      return bytes;
+    case MemoryUnit::KiB:
+      return bytes >> 10;
+    case MemoryUnit::MiB:
+      return bytes >> 20;
+    case MemoryUnit::GiB:
+      return bytes >> 30;
   }
   return bytes;
 }
@@ -104,7 +115,8 @@ std::optional<std::vector<NodeLabel>> node_feature_labels(const xpu::DeviceView&
 std::string render_feature_file(const std::vector<NodeLabel>& labels) {
   // Comment lines must not start with "# +": NFD reads those as directives (+expiry-time...).
   std::string text =
-      "# XPU facts of this node, written by xpu-k8s-shim device-plugin for node-feature-discovery's\n"
+      "# XPU facts of this node, written by xpu-k8s-shim device-plugin for "
+      "node-feature-discovery's\n"
       "# local source; rewritten when they change, removed when the device plugin stops.\n";
   for (const auto& [name, value] : labels) text += name + "=" + value + "\n";
   return text;

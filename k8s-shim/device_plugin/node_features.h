@@ -29,8 +29,8 @@ inline constexpr std::size_t kMaxFeatureFileSize = 64 * 1024;
 
 struct NodeFeatureOptions {
   MemoryUnit memory_unit = MemoryUnit::MiB;
-  bool sriov = false;            // --enable-sriov: virtual functions advertised as <domain>/vxpu
-  unsigned share_replicas = 0;   // shared mode: replicas per card; 0 = whole cards
+  bool sriov = false;           // --enable-sriov: virtual functions advertised as <domain>/vxpu
+  unsigned share_replicas = 0;  // shared mode: replicas per card; 0 = whole cards
 };
 
 using NodeLabel = std::pair<std::string, std::string>;  // full name, value

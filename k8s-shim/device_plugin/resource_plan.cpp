@@ -13,7 +13,8 @@ namespace {
 
 constexpr std::size_t kMaxDeviceIdLength = 63;  // the kubelet's limit for Device.ID
 constexpr std::size_t kMaxModelNameLength = 63;
-constexpr std::string_view kLostReason = "xpud has been unreachable for longer than the grace period";
+constexpr std::string_view kLostReason =
+    "xpud has been unreachable for longer than the grace period";
 
 bool is_alnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
@@ -26,7 +27,8 @@ std::string model_resource_part(std::string_view model, std::string_view suffix 
   auto first = std::find_if(part.begin(), part.end(), is_alnum);
   auto last = std::find_if(part.rbegin(), part.rend(), is_alnum).base();
   part = first < last ? std::string(first, last) : std::string();
-  if (part.size() > kMaxModelNameLength - suffix.size()) part.resize(kMaxModelNameLength - suffix.size());
+  if (part.size() > kMaxModelNameLength - suffix.size())
+    part.resize(kMaxModelNameLength - suffix.size());
   while (!part.empty() && !is_alnum(part.back())) part.pop_back();
   return (part.empty() ? "unknown" : part) + std::string(suffix);
 }
@@ -40,7 +42,9 @@ std::string model_socket_name(std::string_view prefix, std::string_view model) {
   return name + ".sock";
 }
 
-std::size_t decimal_digits(unsigned value) { return std::to_string(value).size(); }
+std::size_t decimal_digits(unsigned value) {
+  return std::to_string(value).size();
+}
 
 std::string fnv1a_hex(std::string_view text) {
   char buffer[9];
@@ -67,7 +71,8 @@ xpu::Status validate_device_node(std::string_view path) {
     if (end == std::string_view::npos) end = path.size();
     std::string_view part = path.substr(start, end - start);
     if (part.empty() || part == "." || part == "..")
-      return xpu::Error{"device node '" + std::string(path) + "' has an empty, '.' or '..' component"};
+      return xpu::Error{"device node '" + std::string(path) +
+                        "' has an empty, '.' or '..' component"};
     start = end + 1;
   }
   for (char c : path)
@@ -81,13 +86,15 @@ std::string sriov_count_mismatch(const ResourceConfig& config, const xpu::Device
   if (!config.enable_sriov || config.sriov_num_vfs == 0 || !view.xpud_present) return {};
   std::size_t virtual_functions = 0;
   std::size_t physical = 0;
-  for (const auto& device : view.devices) ++(device.is_virtual_function ? virtual_functions : physical);
+  for (const auto& device : view.devices)
+    ++(device.is_virtual_function ? virtual_functions : physical);
   const std::size_t expected = std::size_t{config.sriov_num_vfs} * physical;
   if (virtual_functions == expected) return {};
   return "xpud reports " + std::to_string(virtual_functions) + " SR-IOV virtual functions, but " +
-         "--sriov-num-vfs " + std::to_string(config.sriov_num_vfs) + " x " + std::to_string(physical) +
-         " physical cards expects " + std::to_string(expected) +
-         "; change it on the host (xpuctl configure-vfs INDEX COUNT, while no process uses the card), "
+         "--sriov-num-vfs " + std::to_string(config.sriov_num_vfs) + " x " +
+         std::to_string(physical) + " physical cards expects " + std::to_string(expected) +
+         "; change it on the host (xpuctl configure-vfs INDEX COUNT, while no process uses the "
+         "card), "
          "or let the device plugin ask xpud for it (--reconfig-vxpu, allowed by [sriov] "
          "allow_cluster_reconfigure = true in xpud's configuration)";
 }
@@ -99,7 +106,8 @@ xpu::Status validate_device_id(std::string_view id) {
                       std::to_string(kMaxDeviceIdLength) + " characters"};
   for (char c : id)
     if (!is_alnum(c) && c != '-' && c != '_' && c != '.' && c != ':')
-      return xpu::Error{"the UUID '" + std::string(id) + "' contains a character other than "
+      return xpu::Error{"the UUID '" + std::string(id) +
+                        "' contains a character other than "
                         "letters, digits, '-', '_', '.' and ':'"};
   return xpu::ok_status();
 }
@@ -127,7 +135,8 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
   const std::string shared_resource = domain + "/" + std::string(kSharedResource);
   if (!config.per_model) {
     resource_for(shared ? shared_resource : config.resource_name,
-                 std::string(shared ? kSharedSocketName : kDefaultSocketName)).shared = shared;
+                 std::string(shared ? kSharedSocketName : kDefaultSocketName))
+        .shared = shared;
     if (config.enable_sriov) resource_for(vf_resource, std::string(kVirtualFunctionSocketName));
   }
   if (auto mismatch = sriov_count_mismatch(config, view); !mismatch.empty())
@@ -177,7 +186,8 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
       for (const auto& node : device->device_nodes)
         if (nodes_ok) nodes_ok = validate_device_node(node);
       if (!nodes_ok) {
-        plan.problems.push_back(where + " (SR-IOV virtual function) is not advertised: " + nodes_ok.error());
+        plan.problems.push_back(
+            where + " (SR-IOV virtual function) is not advertised: " + nodes_ok.error());
         continue;
       }
     } else if (shared) {
@@ -223,14 +233,16 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
     if (xpud_lost)
       out.unhealthy_reason = kLostReason;
     else if (!device->healthy)
-      out.unhealthy_reason = device->health_reason.empty() ? "reported Unhealthy by xpud"
-                                                           : device->health_reason;
+      out.unhealthy_reason =
+          device->health_reason.empty() ? "reported Unhealthy by xpud" : device->health_reason;
 
     const bool share_this = shared && !out.virtual_function;
     std::string resource;
     std::string socket;
     if (!config.per_model) {
-      resource = out.virtual_function ? vf_resource : share_this ? shared_resource : config.resource_name;
+      resource = out.virtual_function ? vf_resource
+                 : share_this         ? shared_resource
+                                      : config.resource_name;
       socket = out.virtual_function ? kVirtualFunctionSocketName
                : share_this         ? kSharedSocketName
                                     : kDefaultSocketName;

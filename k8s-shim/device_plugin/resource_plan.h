@@ -37,8 +37,8 @@ namespace shim {
 inline constexpr std::string_view kDefaultSocketName = "kunlunxin-xpu.sock";
 inline constexpr std::string_view kVirtualFunctionSocketName = "kunlunxin-vxpu.sock";
 inline constexpr std::string_view kSharedSocketName = "kunlunxin-xpu-shared.sock";
-inline constexpr std::string_view kVirtualFunctionResource = "vxpu";   // after "<domain>/"
-inline constexpr std::string_view kSharedResource = "xpu-shared";      // after "<domain>/"
+inline constexpr std::string_view kVirtualFunctionResource = "vxpu";  // after "<domain>/"
+inline constexpr std::string_view kSharedResource = "xpu-shared";     // after "<domain>/"
 
 struct ResourceConfig {
   std::string resource_name{"kunlunxin.com/xpu"};  // validated
@@ -51,8 +51,8 @@ struct ResourceConfig {
 };
 
 struct PluginDevice {
-  std::string id;  // UUID, or "<UUID>::<replica>" in shared mode
-  std::string card_id;  // the card's UUID (== id except in shared mode)
+  std::string id;        // UUID, or "<UUID>::<replica>" in shared mode
+  std::string card_id;   // the card's UUID (== id except in shared mode)
   unsigned replica = 0;  // shared mode only
   bool virtual_function = false;
   // Virtual functions only: the nodes xpud lists for it (checked: absolute paths under /dev/).
@@ -72,7 +72,7 @@ struct ResourceState {
   std::string resource_name;
   std::string socket_name;
   std::vector<PluginDevice> devices;  // ascending index (then replica)
-  bool shared = false;  // devices are replicas of shared cards
+  bool shared = false;                // devices are replicas of shared cards
 
   bool operator==(const ResourceState&) const = default;
 };

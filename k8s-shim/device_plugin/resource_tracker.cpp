@@ -15,13 +15,14 @@ void log_health_changes(const ResourceState& before, const ResourceState& after)
       if (candidate.id == device.id) old = &candidate;
     const std::string name = xpu::names::device_name(device.index);
     if (old == nullptr) {
-      xpu::log_device_event(spdlog::level::info, name, device.id,
-                            "advertised as " + after.resource_name +
-                                (device.healthy ? " (Healthy)" : " (Unhealthy: " + device.unhealthy_reason + ")"));
+      xpu::log_device_event(
+          spdlog::level::info, name, device.id,
+          "advertised as " + after.resource_name +
+              (device.healthy ? " (Healthy)" : " (Unhealthy: " + device.unhealthy_reason + ")"));
     } else if (old->healthy != device.healthy || old->unhealthy_reason != device.unhealthy_reason) {
-      xpu::log_device_event(device.healthy ? spdlog::level::info : spdlog::level::warn, name, device.id,
-                            device.healthy ? std::string("Healthy again")
-                                           : "Unhealthy: " + device.unhealthy_reason);
+      xpu::log_device_event(
+          device.healthy ? spdlog::level::info : spdlog::level::warn, name, device.id,
+          device.healthy ? std::string("Healthy again") : "Unhealthy: " + device.unhealthy_reason);
     }
   }
   for (const auto& device : before.devices) {
@@ -82,7 +83,8 @@ void ResourceTracker::close_all() {
 void ResourceTracker::replan(Clock::time_point now) {
   const bool lost = absent_since_.has_value() && now - *absent_since_ >= grace_period_;
   if (lost && !lost_)
-    spdlog::warn("xpud has been gone for the grace period: every device is Unhealthy until it returns");
+    spdlog::warn(
+        "xpud has been gone for the grace period: every device is Unhealthy until it returns");
   lost_ = lost;
 
   std::map<std::string, std::string> known;

@@ -23,11 +23,12 @@ bool before(const Replica& a, const Replica& b) {
 
 }  // namespace
 
-xpu::Result<std::vector<std::string>> preferred_shared_allocation(const ResourceState& state,
-                                                                  const AllocationRequest& request) {
+xpu::Result<std::vector<std::string>> preferred_shared_allocation(
+    const ResourceState& state, const AllocationRequest& request) {
   const std::set<std::string> available(request.available.begin(), request.available.end());
   const std::set<std::string> must(request.must_include.begin(), request.must_include.end());
-  if (xpu::Status valid = check_allocation_request(request); !valid) return xpu::Error{valid.error()};
+  if (xpu::Status valid = check_allocation_request(request); !valid)
+    return xpu::Error{valid.error()};
 
   std::map<std::string, const PluginDevice*> by_id;
   for (const auto& device : state.devices) by_id.emplace(device.id, &device);
@@ -38,7 +39,8 @@ xpu::Result<std::vector<std::string>> preferred_shared_allocation(const Resource
   std::map<unsigned, std::size_t> remaining;  // card index -> replicas available, not chosen
   for (const auto& id : available) {
     Replica r{id};
-    if (auto it = by_id.find(id); it != by_id.end()) r = {id, true, it->second->index, it->second->replica};
+    if (auto it = by_id.find(id); it != by_id.end())
+      r = {id, true, it->second->index, it->second->replica};
     if (must.contains(id)) {
       chosen.push_back(r);
       if (r.known) ++used[r.index];

@@ -30,11 +30,11 @@ std::uint64_t capped_binomial(std::uint64_t n, std::uint64_t k, std::uint64_t li
 
 // The cards one request can choose from, with the topology flattened to dense indices.
 struct TopologyAllocator::Candidate {
-  std::vector<std::string> ids;      // pool order: known cards by index, then unknown IDs
-  std::vector<bool> unknown;         // not in the allocator's device list
-  std::vector<std::size_t> group;    // dense NUMA group of each pool entry
+  std::vector<std::string> ids;              // pool order: known cards by index, then unknown IDs
+  std::vector<bool> unknown;                 // not in the allocator's device list
+  std::vector<std::size_t> group;            // dense NUMA group of each pool entry
   std::vector<std::size_t> group_available;  // pool entries per group
-  std::vector<std::uint8_t> linked;  // n x n, row-major
+  std::vector<std::uint8_t> linked;          // n x n, row-major
   bool is_linked(std::size_t a, std::size_t b) const { return linked[a * ids.size() + b] != 0; }
 };
 
@@ -83,7 +83,8 @@ xpu::Result<std::vector<std::string>> TopologyAllocator::preferred(
   const std::set<std::string> available(request.available.begin(), request.available.end());
   const std::set<std::string> must(request.must_include.begin(), request.must_include.end());
 
-  if (xpu::Status valid = check_allocation_request(request); !valid) return xpu::Error{valid.error()};
+  if (xpu::Status valid = check_allocation_request(request); !valid)
+    return xpu::Error{valid.error()};
 
   // Pool: the available cards in a canonical order, so the answer never depends on the order
   // the request listed them in.

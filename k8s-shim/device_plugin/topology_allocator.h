@@ -46,7 +46,6 @@ struct AllocationRequest {
 // 1 and at most the available count, every must-include ID available, no more of them than size.
 xpu::Status check_allocation_request(const AllocationRequest& request);
 
-
 class TopologyAllocator {
  public:
   explicit TopologyAllocator(std::vector<TopologyDevice> devices);

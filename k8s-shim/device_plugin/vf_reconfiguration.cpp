@@ -11,7 +11,8 @@ std::optional<xpu::DeviceInfo> next_card_to_reconfigure(const xpu::DeviceView& v
                                                         const std::set<std::string>& asked) {
   if (!view.xpud_present || vfs_per_card == 0) return std::nullopt;
   std::size_t physical = 0, virtual_functions = 0;
-  for (const auto& device : view.devices) ++(device.is_virtual_function ? virtual_functions : physical);
+  for (const auto& device : view.devices)
+    ++(device.is_virtual_function ? virtual_functions : physical);
   if (virtual_functions == std::size_t{vfs_per_card} * physical) return std::nullopt;
   for (const auto& device : view.devices)  // ordered by index
     if (!device.is_virtual_function && !asked.contains(device.uuid)) return device;

@@ -23,12 +23,14 @@ xpu::Status validate_node_name(std::string_view name) {
   for (std::size_t i = 0; i <= name.size(); ++i) {
     if (i < name.size() && name[i] != '.') {
       if (!alnum(name[i]) && name[i] != '-')
-        return xpu::Error{"'" + std::string(name) + "' is not a node name (lower-case letters, digits, '-', '.')"};
+        return xpu::Error{"'" + std::string(name) +
+                          "' is not a node name (lower-case letters, digits, '-', '.')"};
       continue;
     }
     std::string_view label = name.substr(label_start, i - label_start);
     if (label.empty() || !alnum(label.front()) || !alnum(label.back()))
-      return xpu::Error{"'" + std::string(name) + "' is not a node name (each dot-separated part "
+      return xpu::Error{"'" + std::string(name) +
+                        "' is not a node name (each dot-separated part "
                         "starts and ends with a letter or digit)"};
     label_start = i + 1;
   }
@@ -85,19 +87,22 @@ xpu::Status complete_dra_driver_options(
     options.node_name = *env;
   }
   if (options.plugin_dir == options.registry_dir)
-    return xpu::Error{"--plugin-dir and --registry-dir must differ: the kubelet would take the "
-                      "DRA socket for a registration socket"};
+    return xpu::Error{
+        "--plugin-dir and --registry-dir must differ: the kubelet would take the "
+        "DRA socket for a registration socket"};
   return xpu::ok_status();
 }
 
-DraDriverOptions parse_dra_driver_command_line(ShimOptions& options, std::span<const std::string> args) {
+DraDriverOptions parse_dra_driver_command_line(ShimOptions& options,
+                                               std::span<const std::string> args) {
   return parse_role_options<DraDriverOptions>(
       options, args, "dra-driver", add_dra_driver_options, [](DraDriverOptions& driver) {
-        return complete_dra_driver_options(driver, [](std::string_view name) -> std::optional<std::string> {
-          const char* value = std::getenv(std::string(name).c_str());
-          if (!value) return std::nullopt;
-          return std::string(value);
-        });
+        return complete_dra_driver_options(
+            driver, [](std::string_view name) -> std::optional<std::string> {
+              const char* value = std::getenv(std::string(name).c_str());
+              if (!value) return std::nullopt;
+              return std::string(value);
+            });
       });
 }
 

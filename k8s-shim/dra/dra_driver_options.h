@@ -32,10 +32,12 @@ xpu::Status validate_node_name(std::string_view name);
 void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options);
 
 // Fills what the flags left empty from the environment (NODE_NAME) and checks the combination.
-xpu::Status complete_dra_driver_options(DraDriverOptions& options,
-                                        const std::function<std::optional<std::string>(std::string_view)>& getenv);
+xpu::Status complete_dra_driver_options(
+    DraDriverOptions& options,
+    const std::function<std::optional<std::string>(std::string_view)>& getenv);
 
 // The role's whole command line: bad flags, values or combinations print one line and exit 2.
-DraDriverOptions parse_dra_driver_command_line(ShimOptions& options, std::span<const std::string> args);
+DraDriverOptions parse_dra_driver_command_line(ShimOptions& options,
+                                               std::span<const std::string> args);
 
 }  // namespace shim::dra

@@ -20,7 +20,6 @@
 #include "common/xpud_client.h"
 #include "k8s-shim/dra/dra_driver_options.h"
 #include "k8s-shim/dra/dra_names.h"
-#include "k8s-shim/dra/published_view.h"
 #include "k8s-shim/dra/kube/http_transport.h"
 #include "k8s-shim/dra/kube/kube_api.h"
 #include "k8s-shim/dra/kube/kube_api_config.h"
@@ -29,6 +28,7 @@
 #include "k8s-shim/dra/kubelet/dra_service.h"
 #include "k8s-shim/dra/kubelet/kubelet_plugin.h"
 #include "k8s-shim/dra/kubelet/prepared_claims.h"
+#include "k8s-shim/dra/published_view.h"
 #include "k8s-shim/poll_timeout.h"
 #include "k8s-shim/roles.h"
 #include "k8s-shim/wake_event.h"
@@ -64,8 +64,11 @@ xpu::Result<dra::KubeApiConfig> api_config(const dra::DraDriverOptions& options)
 }
 
 dra::AllocatedClaim allocated_claim(const dra::ResourceClaim& claim) {
-  dra::AllocatedClaim allocated{.name = claim.name, .namespace_name = claim.namespace_name,
-                                .uid = claim.uid, .allocated = claim.allocated, .results = {}};
+  dra::AllocatedClaim allocated{.name = claim.name,
+                                .namespace_name = claim.namespace_name,
+                                .uid = claim.uid,
+                                .allocated = claim.allocated,
+                                .results = {}};
   for (const auto& result : claim.results)
     allocated.results.push_back({result.request, result.driver, result.pool, result.device});
   return allocated;
@@ -80,9 +83,10 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
     spdlog::error("{}", config.error());
     return 1;
   }
-  spdlog::info("starting: driver {}, node {}, API server {}, plugin directory {}, registry {}, CDI {}",
-               dra::kDriverName, driver.node_name, config->server, driver.plugin_dir,
-               driver.registry_dir, driver.cdi_dir);
+  spdlog::info(
+      "starting: driver {}, node {}, API server {}, plugin directory {}, registry {}, CDI {}",
+      dra::kDriverName, driver.node_name, config->server, driver.plugin_dir, driver.registry_dir,
+      driver.cdi_dir);
   // Two handles: the publisher's calls (this thread) and the claim reads (gRPC threads) never
   // wait for each other.
   auto slice_transport = dra::CurlTransport::create(*config);
@@ -100,7 +104,8 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
   {
     // Declared after what its listener uses, so it stops calling back before they go away.
     xpu::XpudClient client(xpu::ClientOptions{.bus_address = options.bus_address});
-    auto lookup = [&claim_api](std::string_view ns, std::string_view name) -> xpu::Result<dra::AllocatedClaim> {
+    auto lookup = [&claim_api](std::string_view ns,
+                               std::string_view name) -> xpu::Result<dra::AllocatedClaim> {
       auto claim = claim_api.get_resource_claim(ns, name);
       if (!claim) return xpu::Error{claim.error().message};
       return allocated_claim(claim.value());

@@ -18,7 +18,9 @@ inline constexpr std::string_view kDriverName = "xpu.kunlunxin.com";
 // A card's device name in the slice: "xpu-<index>" (a DNS label, as the API requires; the index
 // is the card's name on the node, as in /dev/xpuN). The UUID stays an attribute: it may be too
 // long or not lower case.
-inline std::string device_name(unsigned index) { return "xpu-" + std::to_string(index); }
+inline std::string device_name(unsigned index) {
+  return "xpu-" + std::to_string(index);
+}
 
 // The index a device name stands for; nullopt for a name this driver does not publish.
 inline std::optional<unsigned> device_index(std::string_view name) {

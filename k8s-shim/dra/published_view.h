@@ -33,7 +33,7 @@ class PublishedView {
  private:
   const std::chrono::seconds grace_period_;
   mutable std::mutex mutex_;
-  xpu::DeviceView view_;                          // guarded by mutex_
+  xpu::DeviceView view_;                           // guarded by mutex_
   std::optional<Clock::time_point> absent_since_;  // guarded by mutex_
 };
 

@@ -23,8 +23,7 @@ std::string bcrypt(const std::string& password, const std::string& hash) {
 bool equal_in_constant_time(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
   unsigned char difference = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    difference |= static_cast<unsigned char>(a[i] ^ b[i]);
+  for (size_t i = 0; i < a.size(); ++i) difference |= static_cast<unsigned char>(a[i] ^ b[i]);
   return difference == 0;
 }
 
@@ -33,8 +32,7 @@ bool equal_in_constant_time(const std::string& a, const std::string& b) {
 xpu::Status check_bcrypt_hash(const std::string& hash) {
   if (!(hash.starts_with("$2a$") || hash.starts_with("$2b$") || hash.starts_with("$2y$")))
     return xpu::Error{"not a bcrypt hash (expected $2a$, $2b$ or $2y$, as htpasswd -B makes)"};
-  if (bcrypt("", hash).size() != hash.size())
-    return xpu::Error{"not a well-formed bcrypt hash"};
+  if (bcrypt("", hash).size() != hash.size()) return xpu::Error{"not a well-formed bcrypt hash"};
   return xpu::ok_status();
 }
 

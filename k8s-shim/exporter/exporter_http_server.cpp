@@ -36,9 +36,9 @@ struct Response {
   unsigned status = MHD_HTTP_OK;
   std::string_view content_type = kPlainText;
   std::string body;
-  std::string_view content_security_policy = {};  // sent when not empty
-  bool allow_header = false;      // 405 says which methods are allowed
-  bool ask_for_password = false;  // 401 names the scheme and realm
+  std::string_view content_security_policy = {};           // sent when not empty
+  bool allow_header = false;                               // 405 says which methods are allowed
+  bool ask_for_password = false;                           // 401 names the scheme and realm
   std::optional<MetricsBody> metrics_body = std::nullopt;  // sent instead of `body` when set
 };
 
@@ -53,8 +53,8 @@ MHD_Response* response_from_metrics_body(MetricsBody body) {
   const MHD_IoVec parts[] = {{held->kept->data(), held->kept->size()},
                              {held->tail.data(), held->tail.size()}};
   MHD_Response* response = MHD_create_response_from_iovec(
-      parts, held->tail.empty() ? 1 : 2,
-      [](void* lent) { delete static_cast<MetricsBody*>(lent); }, held.get());
+      parts, held->tail.empty() ? 1 : 2, [](void* lent) { delete static_cast<MetricsBody*>(lent); },
+      held.get());
   if (response != nullptr) held.release();  // MHD's now, freed by the callback
   return response;
 }
@@ -96,7 +96,9 @@ void log_mhd_message(void*, const char* format, va_list arguments) {
 }
 
 // The path exactly as sent (no percent-decoding), so that only the three exact paths match.
-size_t keep_url_escaped(void*, MHD_Connection*, char* text) { return std::strlen(text); }
+size_t keep_url_escaped(void*, MHD_Connection*, char* text) {
+  return std::strlen(text);
+}
 
 // Whether the client presented a certificate that chains to client_ca_file and may be used for
 // TLS client authentication.
@@ -165,8 +167,8 @@ class ExporterHttpServer::Daemon {
   Daemon& operator=(const Daemon&) = delete;
 
   xpu::Status start(int listen_fd, const Limits& limits) {
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG;
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     std::vector<MHD_OptionItem> options = {
         {MHD_OPTION_LISTEN_SOCKET, listen_fd, nullptr},
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<intptr_t>(limits.connection_memory_bytes),
@@ -186,14 +188,18 @@ class ExporterHttpServer::Daemon {
       options.push_back({MHD_OPTION_THREAD_POOL_SIZE, limits.threads, nullptr});
     if (web_.tls) {
       flags |= MHD_USE_TLS;
-      options.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(web_.tls->cert_pem.c_str())});
-      options.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(web_.tls->key_pem.c_str())});
+      options.push_back(
+          {MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(web_.tls->cert_pem.c_str())});
+      options.push_back(
+          {MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(web_.tls->key_pem.c_str())});
       // With a trust list MHD asks each client for a certificate without requiring one; the
       // check is ours, per request, so that /healthz stays open to the kubelet's probes.
       if (!web_.tls->client_ca_pem.empty())
-        options.push_back({MHD_OPTION_HTTPS_MEM_TRUST, 0, const_cast<char*>(web_.tls->client_ca_pem.c_str())});
+        options.push_back(
+            {MHD_OPTION_HTTPS_MEM_TRUST, 0, const_cast<char*>(web_.tls->client_ca_pem.c_str())});
       if (!web_.tls->priorities.empty())
-        options.push_back({MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(web_.tls->priorities.c_str())});
+        options.push_back(
+            {MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(web_.tls->priorities.c_str())});
     }
     options.push_back({MHD_OPTION_END, 0, nullptr});
     daemon_ = MHD_start_daemon(flags, 0, nullptr, nullptr, &Daemon::on_request, this,
@@ -214,14 +220,15 @@ class ExporterHttpServer::Daemon {
     // connection stays open for the next scrape; one with a body is refused at the first call
     // and closed, without reading what it sends.
     static char head_seen;
-    if (*request_state == nullptr) static_cast<Daemon*>(self)->head_deadline_.head_received(connection);
+    if (*request_state == nullptr)
+      static_cast<Daemon*>(self)->head_deadline_.head_received(connection);
     if (*request_state == nullptr && !announces_body(request_head(connection, url, method))) {
       *request_state = &head_seen;
       return MHD_YES;
     }
     try {
       return send(connection, static_cast<Daemon*>(self)->answer(connection, url, method));
-    } catch (...) {  // nothing may unwind into MHD's C code (bad_alloc while building a reply)
+    } catch (...) {   // nothing may unwind into MHD's C code (bad_alloc while building a reply)
       return MHD_NO;  // MHD closes the connection
     }
   }
@@ -273,7 +280,8 @@ class ExporterHttpServer::Daemon {
       }
       Response scrape{MHD_HTTP_OK, kTextContentType, {}};
       scrape.metrics_body = metrics_();
-      if (!scrape.metrics_body->kept) throw std::runtime_error("the metrics source returned no body");
+      if (!scrape.metrics_body->kept)
+        throw std::runtime_error("the metrics source returned no body");
       return scrape;
     } catch (const std::exception& e) {
       // A scrape fails; the server keeps going.
@@ -343,9 +351,8 @@ xpu::Result<std::unique_ptr<ExporterHttpServer>> ExporterHttpServer::start(
     PageSource status_page) {
   auto socket = open_listen_socket(listen);
   if (!socket) return xpu::Error{socket.error()};
-  std::unique_ptr<ExporterHttpServer> server(
-      new ExporterHttpServer(listen, std::move(*socket), std::move(metrics),
-                             std::move(status_page), limits));
+  std::unique_ptr<ExporterHttpServer> server(new ExporterHttpServer(
+      listen, std::move(*socket), std::move(metrics), std::move(status_page), limits));
   auto daemon = server->start_daemon(std::move(web));
   if (!daemon) return xpu::Error{daemon.error()};
   server->daemon_ = std::move(*daemon);

@@ -16,8 +16,8 @@
 #include "k8s-shim/exporter/pod_owners_cache.h"
 #include "k8s-shim/exporter/pod_resources_client.h"
 #include "k8s-shim/exporter/scraper.h"
-#include "k8s-shim/resource_name.h"
 #include "k8s-shim/exporter/web_config.h"
+#include "k8s-shim/resource_name.h"
 #include "k8s-shim/roles.h"
 
 namespace shim {
@@ -126,7 +126,9 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
         spdlog::info("xpud {} ({} backend) is up with {} devices", view.manager.version,
                      view.manager.backend, view.devices.size());
       else
-        spdlog::warn("xpud is absent (gone from the bus, or not answering); scrapes report xpu_exporter_xpud_up 0");
+        spdlog::warn(
+            "xpud is absent (gone from the bus, or not answering); scrapes report "
+            "xpu_exporter_xpud_up 0");
     });
 
     // Declared last, so it stops (and finishes requests in flight) before what it uses goes.
@@ -135,15 +137,16 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
     const exporter::ExporterHttpServer::MetricsBodySource metrics = [&scraper] {
       return scraper.scrape_body();
     };
-    auto server = exporter::ExporterHttpServer::start(
-        listen, metrics, limits, web.config, [&scraper] { return scraper.status_page(); });
+    auto server = exporter::ExporterHttpServer::start(listen, metrics, limits, web.config,
+                                                      [&scraper] { return scraper.status_page(); });
     if (!server) {
       spdlog::error("{}", server.error());
       return 1;
     }
-    spdlog::info("serving /metrics on {} (port {}) over {}{}; pod-resources from {}, resources {}/*",
-                 listen.to_string(), (*server)->port(), tls ? "https" : "http",
-                 basic_auth ? " with basic auth" : "", podresources_socket, resource_domain);
+    spdlog::info(
+        "serving /metrics on {} (port {}) over {}{}; pod-resources from {}, resources {}/*",
+        listen.to_string(), (*server)->port(), tls ? "https" : "http",
+        basic_auth ? " with basic auth" : "", podresources_socket, resource_domain);
 
     WebConfigReloader reloader(web_config_file, std::move(web.files));
     while (!stop.wait_for_stop(kWebConfigCheckEvery)) reloader.check(**server);

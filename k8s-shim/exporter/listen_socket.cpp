@@ -47,8 +47,8 @@ xpu::Result<ListenSocket> open_ipv4(const ListenAddress& address, in_addr host, 
   where.sin_family = AF_INET;
   where.sin_port = htons(address.port);
   where.sin_addr = host;
-  return bind_and_listen(address, AF_INET, reinterpret_cast<sockaddr*>(&where), sizeof where,
-                         false, backlog);
+  return bind_and_listen(address, AF_INET, reinterpret_cast<sockaddr*>(&where), sizeof where, false,
+                         backlog);
 }
 
 xpu::Result<ListenSocket> open_ipv6(const ListenAddress& address, const in6_addr& host,

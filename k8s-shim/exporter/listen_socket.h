@@ -12,8 +12,8 @@
 namespace shim::exporter {
 
 struct ListenSocket {
-  xpu::UniqueFd fd;         // bound, listening, non-blocking
-  std::uint16_t port = 0;   // the bound port (the kernel's pick for port 0)
+  xpu::UniqueFd fd;        // bound, listening, non-blocking
+  std::uint16_t port = 0;  // the bound port (the kernel's pick for port 0)
 };
 
 // ":PORT" and "[::]:PORT" listen on both families (an IPv6 socket that also takes IPv4 as

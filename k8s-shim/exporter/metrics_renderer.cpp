@@ -101,7 +101,8 @@ void add_process_series(const xpu::DeviceInfo& device, std::vector<xpu::CardProc
       labels.push_back({"pod", holder->second.pod});
       labels.push_back({"container", holder->second.container});
     }
-    family.metric.push_back(gauge(std::move(labels), static_cast<double>(process.memory_used_bytes)));
+    family.metric.push_back(
+        gauge(std::move(labels), static_cast<double>(process.memory_used_bytes)));
   }
 }
 
@@ -172,8 +173,9 @@ std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
         // A word this exporter does not know (a newer xpud) or none (an older one) is "other":
         // the label stays bounded and the card still shows as Unhealthy for some reason.
         auto reason_labels = card;
-        reason_labels.push_back(
-            {"reason", is_reason_kind(device.health_reason_kind) ? device.health_reason_kind : "other"});
+        reason_labels.push_back({"reason", is_reason_kind(device.health_reason_kind)
+                                               ? device.health_reason_kind
+                                               : "other"});
         reason.metric.push_back(gauge(std::move(reason_labels), 1));
       }
 

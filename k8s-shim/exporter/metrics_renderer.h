@@ -25,10 +25,10 @@ struct ScrapeInputs {
   std::optional<xpu::MetricsSnapshot> metrics;  // nullopt: xpud did not answer GetMetrics
   // nullopt: xpud did not answer GetProcesses (down, or older than the method).
   std::optional<xpu::ProcessSnapshot> processes;
-  xpu::DeviceView view;                         // identity and health of each card
-  bool podresources_up = false;                 // the last List answered
-  PodMap pods;                                  // empty when !podresources_up
-  std::set<std::string> shared_cards;           // cards listed for several containers
+  xpu::DeviceView view;                // identity and health of each card
+  bool podresources_up = false;        // the last List answered
+  PodMap pods;                         // empty when !podresources_up
+  std::set<std::string> shared_cards;  // cards listed for several containers
   double scrape_duration_seconds = 0;
 };
 

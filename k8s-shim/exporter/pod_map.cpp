@@ -53,8 +53,9 @@ PodMap PodMapBuilder::update(const v1::ListPodResourcesResponse& response) {
           if (resource.driver_name() != shim::dra::kDriverName) continue;
           std::string uuid = card_uuid_of_dra_device(resource);
           if (uuid.empty()) {
-            spdlog::debug("pod-resources: DRA device {} of claim {}/{} has no card UUID among its CDI names",
-                          resource.device_name(), dynamic.claim_namespace(), dynamic.claim_name());
+            spdlog::debug(
+                "pod-resources: DRA device {} of claim {}/{} has no card UUID among its CDI names",
+                resource.device_name(), dynamic.claim_namespace(), dynamic.claim_name());
             continue;
           }
           Claim claim{std::move(uuid), holder};

@@ -27,7 +27,8 @@ class PodOwnersCache {
     bool operator==(const Owners&) const = default;
   };
 
-  PodOwnersCache(Lister lister, std::chrono::milliseconds max_age, PodMapBuilder builder = PodMapBuilder())
+  PodOwnersCache(Lister lister, std::chrono::milliseconds max_age,
+                 PodMapBuilder builder = PodMapBuilder())
       : lister_(std::move(lister)), max_age_(max_age), builder_(std::move(builder)) {}
 
   // Thread-safe. Calls the lister when the last answer (or failure) is max_age older than `now`

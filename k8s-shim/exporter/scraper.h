@@ -26,9 +26,7 @@ class Scraper {
   static constexpr std::chrono::milliseconds kShareMetricsFor{1000};
 
   Scraper(xpu::XpudClient& xpud, PodOwnersCache& pods)
-      : xpud_(xpud),
-        pods_(pods),
-        get_metrics_([&xpud] { return fetch(xpud); }, kShareMetricsFor) {}
+      : xpud_(xpud), pods_(pods), get_metrics_([&xpud] { return fetch(xpud); }, kShareMetricsFor) {}
 
   // Thread-safe; bounded by the xpud call timeout plus the pod-resources deadline, however many
   // scrapes run at once (they share one GetMetrics and one List). The body is built again only

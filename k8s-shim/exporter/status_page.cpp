@@ -48,12 +48,23 @@ footer { font-size: .85em; opacity: .8; }
 void append_escaped(std::string& out, std::string_view text) {
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
 }
@@ -169,8 +180,8 @@ std::string render_status_page(const ScrapeInputs& inputs, const StatusPageOptio
   out.reserve(8192);
   out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  out += "<meta http-equiv=\"refresh\" content=\"" + std::to_string(options.refresh.count()) +
-         "\">\n";
+  out +=
+      "<meta http-equiv=\"refresh\" content=\"" + std::to_string(options.refresh.count()) + "\">\n";
   out += "<title>XPU exporter</title>\n<style>";
   out += kStyle;
   out += "</style></head>\n<body>\n<h1>Kunlunxin XPUs on this node</h1>\n";
@@ -186,8 +197,9 @@ std::string render_status_page(const ScrapeInputs& inputs, const StatusPageOptio
   }
 
   if (!inputs.metrics) {
-    out += "<p class=\"banner\" id=\"xpud-down\">xpud did not answer: no readings to show "
-           "(<code>xpu_exporter_xpud_up 0</code>).</p>\n";
+    out +=
+        "<p class=\"banner\" id=\"xpud-down\">xpud did not answer: no readings to show "
+        "(<code>xpu_exporter_xpud_up 0</code>).</p>\n";
   } else {
     unsigned healthy = 0;
     for (const auto& [index, card] : cards) healthy += card.first->healthy ? 1 : 0;
@@ -206,23 +218,26 @@ std::string render_status_page(const ScrapeInputs& inputs, const StatusPageOptio
     out += ").</p>\n";
   }
   if (!inputs.podresources_up)
-    out += "<p class=\"banner\" id=\"podresources-down\">The kubelet's pod-resources API did not "
-           "answer: the pods holding the cards are not known "
-           "(<code>xpu_exporter_podresources_up 0</code>).</p>\n";
+    out +=
+        "<p class=\"banner\" id=\"podresources-down\">The kubelet's pod-resources API did not "
+        "answer: the pods holding the cards are not known "
+        "(<code>xpu_exporter_podresources_up 0</code>).</p>\n";
 
   if (!cards.empty()) {
-    out += "<table>\n<thead><tr><th>XPU</th><th>Model</th><th>Health</th><th>Utilisation</th>"
-           "<th>Memory</th><th>Temperature</th><th>Pod</th></tr></thead>\n<tbody>\n";
+    out +=
+        "<table>\n<thead><tr><th>XPU</th><th>Model</th><th>Health</th><th>Utilisation</th>"
+        "<th>Memory</th><th>Temperature</th><th>Pod</th></tr></thead>\n<tbody>\n";
     for (const auto& [index, card] : cards) append_row(out, *card.first, *card.second, inputs.pods);
     out += "</tbody></table>\n";
   } else if (inputs.metrics) {
     out += "<p>xpud reports no cards.</p>\n";
   }
 
-  out += "<footer><p><a href=\"/metrics\">Metrics</a> &middot; <a href=\"/healthz\">Health</a>"
-         "</p><p>Updated " +
-         utc_time(options.generated) + "; this page reloads every " +
-         std::to_string(options.refresh.count()) + "&nbsp;s.</p></footer>\n</body></html>\n";
+  out +=
+      "<footer><p><a href=\"/metrics\">Metrics</a> &middot; <a href=\"/healthz\">Health</a>"
+      "</p><p>Updated " +
+      utc_time(options.generated) + "; this page reloads every " +
+      std::to_string(options.refresh.count()) + "&nbsp;s.</p></footer>\n</body></html>\n";
   return out;
 }
 

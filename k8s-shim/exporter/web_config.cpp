@@ -26,8 +26,8 @@ FileStamp stamp_of(const std::string& path) {
     stamp.device = info.st_dev;
     stamp.inode = info.st_ino;
     stamp.size = info.st_size;
-    stamp.mtime_ns = static_cast<long long>(info.st_mtim.tv_sec) * 1'000'000'000LL +
-                     info.st_mtim.tv_nsec;
+    stamp.mtime_ns =
+        static_cast<long long>(info.st_mtim.tv_sec) * 1'000'000'000LL + info.st_mtim.tv_nsec;
   }
   return stamp;
 }
@@ -74,9 +74,10 @@ std::string scalar(const YAML::Node& parent, const char* key) {
 }
 
 xpu::Result<std::string> tls_version(const std::string& name, const std::string& key) {
-  static const std::map<std::string, std::string> versions = {
-      {"TLS10", "VERS-TLS1.0"}, {"TLS11", "VERS-TLS1.1"},
-      {"TLS12", "VERS-TLS1.2"}, {"TLS13", "VERS-TLS1.3"}};
+  static const std::map<std::string, std::string> versions = {{"TLS10", "VERS-TLS1.0"},
+                                                              {"TLS11", "VERS-TLS1.1"},
+                                                              {"TLS12", "VERS-TLS1.2"},
+                                                              {"TLS13", "VERS-TLS1.3"}};
   auto found = versions.find(name);
   if (found == versions.end())
     return xpu::Error{"tls_server_config." + key + ": '" + name +
@@ -119,8 +120,8 @@ xpu::Status parse_into(const YAML::Node& root, const std::string& directory,
                        LoadedWebConfig& loaded) {
   if (!root || root.IsNull()) return xpu::ok_status();  // an empty file: plain HTTP, no auth
   if (!root.IsMap()) return xpu::Error{"the top level must be a mapping"};
-  if (auto known = only_keys(root, "", {"tls_server_config", "basic_auth_users",
-                                        "http_server_config"});
+  if (auto known =
+          only_keys(root, "", {"tls_server_config", "basic_auth_users", "http_server_config"});
       !known)
     return known;
 
@@ -131,7 +132,8 @@ xpu::Status parse_into(const YAML::Node& root, const std::string& directory,
   }
 
   if (const YAML::Node users = root["basic_auth_users"]; users && !users.IsNull()) {
-    if (!users.IsMap()) return xpu::Error{"basic_auth_users must be a mapping of user: bcrypt hash"};
+    if (!users.IsMap())
+      return xpu::Error{"basic_auth_users must be a mapping of user: bcrypt hash"};
     for (const auto& entry : users) {
       const auto user = entry.first.as<std::string>();
       if (!entry.second.IsScalar())
@@ -140,7 +142,8 @@ xpu::Status parse_into(const YAML::Node& root, const std::string& directory,
       if (auto valid = check_bcrypt_hash(hash); !valid)
         return xpu::Error{"basic_auth_users." + user + ": " + valid.error()};
       if (user.empty() || user.find(':') != std::string::npos)
-        return xpu::Error{"basic_auth_users: '" + user + "' is not a user name (empty or with ':')"};
+        return xpu::Error{"basic_auth_users: '" + user +
+                          "' is not a user name (empty or with ':')"};
       loaded.config.basic_auth_users[user] = hash;
     }
   }
@@ -166,8 +169,9 @@ xpu::Status parse_into(const YAML::Node& root, const std::string& directory,
     return xpu::Error{"tls_server_config: client_auth_type " + scalar(tls, "client_auth_type") +
                       " needs client_ca_file"};
   if (settings.client_auth == ClientAuth::None && !ca_file.empty())
-    return xpu::Error{"tls_server_config: client_ca_file is set but client_auth_type is "
-                      "NoClientCert, so no client would be checked against it"};
+    return xpu::Error{
+        "tls_server_config: client_ca_file is set but client_auth_type is "
+        "NoClientCert, so no client would be checked against it"};
   auto priorities = priorities_for(scalar(tls, "min_version"), scalar(tls, "max_version"));
   if (!priorities) return xpu::Error{priorities.error()};
   settings.priorities = *priorities;

@@ -14,10 +14,10 @@
 // leave the exporter open.
 #pragma once
 
+#include <sys/types.h>
 #include <map>
 #include <optional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 #include "common/result.h"

@@ -38,7 +38,8 @@ bool is_dns_name(std::string_view name) {
 }
 
 bool looks_like_ipv4(std::string_view host) {
-  return std::all_of(host.begin(), host.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+  return std::all_of(host.begin(), host.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
 }
 
 // The host as it goes into a URL authority.
@@ -81,14 +82,15 @@ xpu::Result<std::string> api_server_url(const ApiServerEnvironment& environment)
     return xpu::Error{std::string(kServiceHostVariable) +
                       " is not set (it names the API server; the kubelet sets it in every pod)"};
   if (!environment.port)
-    return xpu::Error{std::string(kServicePortVariable) +
-                      " is not set (it names the API server port; the kubelet sets it in every pod)"};
+    return xpu::Error{
+        std::string(kServicePortVariable) +
+        " is not set (it names the API server port; the kubelet sets it in every pod)"};
   auto host = url_host(*environment.host);
   if (!host) return xpu::Error{host.error()};
   auto port = xpu::parse_uint(*environment.port, 1, 65535);
   if (!port)
-    return xpu::Error{std::string(kServicePortVariable) + "='" + printable_excerpt(*environment.port) +
-                      "' is not a port number 1-65535"};
+    return xpu::Error{std::string(kServicePortVariable) + "='" +
+                      printable_excerpt(*environment.port) + "' is not a port number 1-65535"};
   return "https://" + *host + ":" + std::to_string(*port);
 }
 

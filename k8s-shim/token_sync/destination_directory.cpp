@@ -16,7 +16,9 @@
 namespace shim::token_sync {
 namespace {
 
-std::string errno_text(int error) { return std::strerror(error); }
+std::string errno_text(int error) {
+  return std::strerror(error);
+}
 
 std::string octal(mode_t mode) {
   char text[8];
@@ -70,52 +72,61 @@ xpu::Result<DestinationDirectory> DestinationDirectory::open(const std::filesyst
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return xpu::Error{where + ": cannot stat: " + errno_text(errno)};
   if (st.st_uid != ::geteuid())
-    return xpu::Error{where + ": is owned by uid " + std::to_string(st.st_uid) + ", not by this process (uid " +
-                      std::to_string(::geteuid()) + "); refusing to put credentials there"};
+    return xpu::Error{where + ": is owned by uid " + std::to_string(st.st_uid) +
+                      ", not by this process (uid " + std::to_string(::geteuid()) +
+                      "); refusing to put credentials there"};
   DestinationDirectory directory(path, std::move(fd));
   directory.created_ = created;
   if ((st.st_mode & 07777) != kDirectoryMode) {
     if (::fchmod(directory.fd_.get(), kDirectoryMode) != 0)
-      return xpu::Error{where + ": cannot change mode from " + octal(st.st_mode) + " to 0700: " + errno_text(errno)};
+      return xpu::Error{where + ": cannot change mode from " + octal(st.st_mode) +
+                        " to 0700: " + errno_text(errno)};
     if (!created) directory.fixed_mode_ = st.st_mode & 07777;
   }
   return directory;
 }
 
-xpu::Result<std::string> DestinationDirectory::write_temp_file(std::string_view name, std::string_view content) {
+xpu::Result<std::string> DestinationDirectory::write_temp_file(std::string_view name,
+                                                               std::string_view content) {
   // O_EXCL never follows a symlink; a name that is taken (planted or left over) just moves on.
   constexpr int kMaxNameAttempts = 16;
   for (int attempt = 0; attempt < kMaxNameAttempts; ++attempt) {
-    std::string temp = std::string(kTempFilePrefix) + std::string(name) + "." + std::to_string(::getpid()) + "." +
-                       std::to_string(temp_counter_++);
-    xpu::UniqueFd file(::openat(fd_.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                kFileMode));
+    std::string temp = std::string(kTempFilePrefix) + std::string(name) + "." +
+                       std::to_string(::getpid()) + "." + std::to_string(temp_counter_++);
+    xpu::UniqueFd file(::openat(fd_.get(), temp.c_str(),
+                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kFileMode));
     if (!file.valid() && errno == EEXIST) continue;
-    if (!file.valid()) return xpu::Error{where(temp) + ": cannot create temp file: " + errno_text(errno)};
+    if (!file.valid())
+      return xpu::Error{where(temp) + ": cannot create temp file: " + errno_text(errno)};
     auto fail = [&](const std::string& what) -> xpu::Result<std::string> {
       ::unlinkat(fd_.get(), temp.c_str(), 0);
       return xpu::Error{where(temp) + ": " + what};
     };
-    if (auto written = xpu::write_all(file.get(), content); !written) return fail("cannot write: " + written.error());
+    if (auto written = xpu::write_all(file.get(), content); !written)
+      return fail("cannot write: " + written.error());
     if (::fsync(file.get()) != 0) return fail("cannot fsync: " + errno_text(errno));
     // The create mode went through the umask and a pre-set ACL may widen it; set it exactly.
-    if (::fchmod(file.get(), kFileMode) != 0) return fail("cannot chmod 0600: " + errno_text(errno));
+    if (::fchmod(file.get(), kFileMode) != 0)
+      return fail("cannot chmod 0600: " + errno_text(errno));
     return temp;
   }
-  return xpu::Error{where(name) + ": no free temp file name after " + std::to_string(kMaxNameAttempts) + " tries"};
+  return xpu::Error{where(name) + ": no free temp file name after " +
+                    std::to_string(kMaxNameAttempts) + " tries"};
 }
 
-xpu::Result<DestinationDirectory::FileUpdate> DestinationDirectory::write_file(std::string_view name,
-                                                                              std::string_view content) {
+xpu::Result<DestinationDirectory::FileUpdate> DestinationDirectory::write_file(
+    std::string_view name, std::string_view content) {
   const std::string file_name(name);
   FileUpdate update;
   update.size = content.size();
   update.change = Change::Created;
 
-  xpu::UniqueFd existing(::openat(fd_.get(), file_name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  xpu::UniqueFd existing(
+      ::openat(fd_.get(), file_name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (existing.valid()) {
     struct stat st {};
-    if (::fstat(existing.get(), &st) != 0) return xpu::Error{where(name) + ": cannot stat: " + errno_text(errno)};
+    if (::fstat(existing.get(), &st) != 0)
+      return xpu::Error{where(name) + ": cannot stat: " + errno_text(errno)};
     if (!S_ISREG(st.st_mode)) {
       update.change = Change::ReplacedSymlink;
     } else {
@@ -150,10 +161,12 @@ xpu::Result<DestinationDirectory::FileUpdate> DestinationDirectory::write_file(s
   if (::renameat(fd_.get(), temp->c_str(), fd_.get(), file_name.c_str()) != 0) {
     int error = errno;
     ::unlinkat(fd_.get(), temp->c_str(), 0);
-    return xpu::Error{where(name) + ": cannot rename " + *temp + " into place: " + errno_text(error)};
+    return xpu::Error{where(name) + ": cannot rename " + *temp +
+                      " into place: " + errno_text(error)};
   }
   // The rename is durable only once the directory entry is on disk.
-  if (::fsync(fd_.get()) != 0) return xpu::Error{path_.string() + ": cannot fsync directory: " + errno_text(errno)};
+  if (::fsync(fd_.get()) != 0)
+    return xpu::Error{path_.string() + ": cannot fsync directory: " + errno_text(errno)};
   return update;
 }
 

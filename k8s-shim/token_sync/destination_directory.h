@@ -56,7 +56,8 @@ class DestinationDirectory {
   std::optional<mode_t> fixed_mode() const { return fixed_mode_; }
 
  private:
-  DestinationDirectory(std::filesystem::path path, xpu::UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
+  DestinationDirectory(std::filesystem::path path, xpu::UniqueFd fd)
+      : path_(std::move(path)), fd_(std::move(fd)) {}
 
   xpu::Result<std::string> write_temp_file(std::string_view name, std::string_view content);
   std::string where(std::string_view name) const { return (path_ / name).string(); }

@@ -19,9 +19,13 @@ namespace {
 // A swap in the middle of a read is retried; a source that swaps this often is broken.
 constexpr int kMaxReadAttempts = 5;
 
-std::string errno_text(int error) { return std::strerror(error); }
+std::string errno_text(int error) {
+  return std::strerror(error);
+}
 
-bool is_trailing_space(char c) { return c == '\n' || c == '\r' || c == ' ' || c == '\t'; }
+bool is_trailing_space(char c) {
+  return c == '\n' || c == '\r' || c == ' ' || c == '\t';
+}
 
 std::string_view trim_trailing_space(std::string_view text) {
   while (!text.empty() && is_trailing_space(text.back())) text.remove_suffix(1);
@@ -30,7 +34,8 @@ std::string_view trim_trailing_space(std::string_view text) {
 
 // Follows the volume's symlinks on purpose (that is how a projected volume is laid out), but
 // never blocks on a FIFO and never reads more than the cap.
-xpu::Result<std::string> read_capped_file(const std::filesystem::path& path, std::size_t max_bytes) {
+xpu::Result<std::string> read_capped_file(const std::filesystem::path& path,
+                                          std::size_t max_bytes) {
   xpu::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (!fd.valid()) return xpu::Error{path.string() + ": cannot open: " + errno_text(errno)};
   struct stat st {};
@@ -38,8 +43,8 @@ xpu::Result<std::string> read_capped_file(const std::filesystem::path& path, std
     return xpu::Error{path.string() + ": cannot stat: " + errno_text(errno)};
   if (!S_ISREG(st.st_mode)) return xpu::Error{path.string() + ": is not a regular file"};
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
-    return xpu::Error{path.string() + ": is " + std::to_string(st.st_size) + " bytes, over the limit of " +
-                      std::to_string(max_bytes)};
+    return xpu::Error{path.string() + ": is " + std::to_string(st.st_size) +
+                      " bytes, over the limit of " + std::to_string(max_bytes)};
   std::string content;
   std::array<char, 16384> buffer{};
   while (true) {
@@ -50,7 +55,8 @@ xpu::Result<std::string> read_capped_file(const std::filesystem::path& path, std
     content.append(buffer.data(), static_cast<std::size_t>(n));
     // The size can grow after fstat; the cap holds regardless.
     if (content.size() > max_bytes)
-      return xpu::Error{path.string() + ": is over the limit of " + std::to_string(max_bytes) + " bytes"};
+      return xpu::Error{path.string() + ": is over the limit of " + std::to_string(max_bytes) +
+                        " bytes"};
   }
   return content;
 }
@@ -97,7 +103,8 @@ xpu::Status validate_token(std::string_view token) {
 xpu::Status validate_ca_cert(std::string_view ca_cert) {
   if (trim_trailing_space(ca_cert).empty()) return xpu::Error{"is empty"};
   const auto begin = ca_cert.find("-----BEGIN CERTIFICATE-----");
-  if (begin == std::string_view::npos) return xpu::Error{"has no PEM certificate (no BEGIN CERTIFICATE line)"};
+  if (begin == std::string_view::npos)
+    return xpu::Error{"has no PEM certificate (no BEGIN CERTIFICATE line)"};
   if (ca_cert.find("-----END CERTIFICATE-----", begin) == std::string_view::npos)
     return xpu::Error{"has a truncated PEM certificate (no END CERTIFICATE line)"};
   return xpu::ok_status();
@@ -110,7 +117,8 @@ xpu::Status validate_namespace(std::string_view namespace_name) {
   if (!lower_alnum(namespace_name.front()) || !lower_alnum(namespace_name.back()))
     return xpu::Error{"is not a DNS-1123 label (must start and end with [a-z0-9])"};
   for (char c : namespace_name)
-    if (!lower_alnum(c) && c != '-') return xpu::Error{"is not a DNS-1123 label (only [a-z0-9-] allowed)"};
+    if (!lower_alnum(c) && c != '-')
+      return xpu::Error{"is not a DNS-1123 label (only [a-z0-9-] allowed)"};
   return xpu::ok_status();
 }
 
@@ -125,8 +133,9 @@ xpu::Result<ServiceAccountFiles> read_service_account(const std::filesystem::pat
       last.emplace(std::move(files));
       break;
     }
-    last.emplace(xpu::Error{source_dir.string() +
-                            ": the ..data link kept changing while reading (rotation in progress)"});
+    last.emplace(
+        xpu::Error{source_dir.string() +
+                   ": the ..data link kept changing while reading (rotation in progress)"});
   }
   auto& files = *last;
   if (!files) return files;
@@ -135,8 +144,8 @@ xpu::Result<ServiceAccountFiles> read_service_account(const std::filesystem::pat
   if (auto status = validate_ca_cert(files->ca_cert); !status)
     return xpu::Error{(source_dir / kCaCertFile).string() + ": " + status.error()};
   if (auto status = validate_namespace(files->namespace_name); !status)
-    return xpu::Error{(source_dir / kNamespaceFile).string() + ": '" + printable_excerpt(files->namespace_name) +
-                      "' " + status.error()};
+    return xpu::Error{(source_dir / kNamespaceFile).string() + ": '" +
+                      printable_excerpt(files->namespace_name) + "' " + status.error()};
   return std::move(files);
 }
 

@@ -22,15 +22,15 @@ inline constexpr const char* kNamespaceFile = "namespace";
 inline constexpr std::size_t kMaxSourceFileBytes = 1 << 20;
 
 struct ServiceAccountFiles {
-  std::string token;      // bytes as read
-  std::string ca_cert;    // bytes as read
+  std::string token;           // bytes as read
+  std::string ca_cert;         // bytes as read
   std::string namespace_file;  // bytes as read
   std::string namespace_name;  // namespace_file without trailing whitespace
 };
 
 // Reads and validates all three files; any problem is an error naming the file and the reason.
-xpu::Result<ServiceAccountFiles> read_service_account(const std::filesystem::path& source_dir,
-                                                      std::size_t max_file_bytes = kMaxSourceFileBytes);
+xpu::Result<ServiceAccountFiles> read_service_account(
+    const std::filesystem::path& source_dir, std::size_t max_file_bytes = kMaxSourceFileBytes);
 
 // The checks read_service_account applies, one per file (exposed for tests and reuse).
 xpu::Status validate_token(std::string_view token);

@@ -31,7 +31,8 @@ class SourceWatcher {
   bool drain();
 
  private:
-  SourceWatcher(std::filesystem::path dir, xpu::UniqueFd fd) : dir_(std::move(dir)), fd_(std::move(fd)) {}
+  SourceWatcher(std::filesystem::path dir, xpu::UniqueFd fd)
+      : dir_(std::move(dir)), fd_(std::move(fd)) {}
 
   std::filesystem::path dir_;
   xpu::UniqueFd fd_;

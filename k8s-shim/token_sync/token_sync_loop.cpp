@@ -19,7 +19,8 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-int run_sync_loop(const TokenSyncConfig& config, std::chrono::seconds interval, xpu::StopSignals& stop) {
+int run_sync_loop(const TokenSyncConfig& config, std::chrono::seconds interval,
+                  xpu::StopSignals& stop) {
   std::optional<SourceWatcher> watcher;
   if (auto created = SourceWatcher::create(config.source_dir)) {
     watcher.emplace(std::move(*created));
@@ -80,7 +81,8 @@ int run_sync_loop(const TokenSyncConfig& config, std::chrono::seconds interval, 
     if (watcher && (fds[1].revents & POLLIN) && watcher->drain()) {
       due = true;
       if (!watcher->armed()) {
-        spdlog::warn("{} was deleted or moved; watching the path again", config.source_dir.string());
+        spdlog::warn("{} was deleted or moved; watching the path again",
+                     config.source_dir.string());
         next_rewatch = Clock::now();
       }
     }

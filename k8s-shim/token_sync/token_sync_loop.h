@@ -17,6 +17,7 @@ inline constexpr std::chrono::seconds kFirstWriteRetry{1};
 
 // Returns the exit status: 0 after a stop signal. Sync failures are logged and retried, never
 // fatal: the previous copy keeps serving the runtime meanwhile.
-int run_sync_loop(const TokenSyncConfig& config, std::chrono::seconds interval, xpu::StopSignals& stop);
+int run_sync_loop(const TokenSyncConfig& config, std::chrono::seconds interval,
+                  xpu::StopSignals& stop);
 
 }  // namespace shim::token_sync

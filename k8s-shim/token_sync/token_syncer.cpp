@@ -14,25 +14,34 @@ void fail(SyncReport& report, std::string message) {
 }
 
 // Logs the change (name and sizes, never the content: these are credentials).
-void log_update(const DestinationDirectory& dir, std::string_view name, const DestinationDirectory::FileUpdate& update) {
+void log_update(const DestinationDirectory& dir, std::string_view name,
+                const DestinationDirectory::FileUpdate& update) {
   const std::string where = (dir.path() / name).string();
   using Change = DestinationDirectory::Change;
   switch (update.change) {
-    case Change::Unchanged: break;
-    case Change::ModeFixed: spdlog::warn("fixed the mode of {} to 0600 (content unchanged)", where); break;
-    case Change::Created: spdlog::info("created {} ({} bytes)", where, update.size); break;
+    case Change::Unchanged:
+      break;
+    case Change::ModeFixed:
+      spdlog::warn("fixed the mode of {} to 0600 (content unchanged)", where);
+      break;
+    case Change::Created:
+      spdlog::info("created {} ({} bytes)", where, update.size);
+      break;
     case Change::Replaced:
       spdlog::info("updated {} ({} bytes, was {} bytes)", where, update.size, update.previous_size);
       break;
     case Change::ReplacedSymlink:
-      spdlog::warn("replaced a symlink or non-regular file at {} with a regular file ({} bytes); it was not followed",
-                   where, update.size);
+      spdlog::warn(
+          "replaced a symlink or non-regular file at {} with a regular file ({} bytes); it was not "
+          "followed",
+          where, update.size);
       break;
   }
 }
 
 // False when the pass has to stop (a write failed: the next file would likely fail the same way).
-bool write(DestinationDirectory& dir, std::string_view name, std::string_view content, SyncReport& report) {
+bool write(DestinationDirectory& dir, std::string_view name, std::string_view content,
+           SyncReport& report) {
   auto update = dir.write_file(name, content);
   if (!update) {
     fail(report, "cannot update " + (dir.path() / name).string() + ": " + update.error() +
@@ -41,7 +50,8 @@ bool write(DestinationDirectory& dir, std::string_view name, std::string_view co
     return false;
   }
   log_update(dir, name, *update);
-  if (update->change != DestinationDirectory::Change::Unchanged) report.changed_files.emplace_back(name);
+  if (update->change != DestinationDirectory::Change::Unchanged)
+    report.changed_files.emplace_back(name);
   return true;
 }
 
@@ -61,8 +71,8 @@ SyncReport sync_once(const TokenSyncConfig& config) {
   SyncReport report;
   auto files = read_service_account(config.source_dir, config.max_source_file_bytes);
   if (!files) {
-    fail(report, "not syncing: " + files.error() + "; the previous copy in " + config.dest_dir.string() +
-                     " stays in place");
+    fail(report, "not syncing: " + files.error() + "; the previous copy in " +
+                     config.dest_dir.string() + " stays in place");
     return report;
   }
   auto dir = open_destination(config.dest_dir);
@@ -79,14 +89,15 @@ SyncReport sync_once(const TokenSyncConfig& config) {
 
   auto server = api_server_url(config.api_server);
   if (!server) {
-    fail(report, "cannot write " + (config.dest_dir / kKubeconfigFile).string() + ": " + server.error() +
-                     "; the previous kubeconfig (if any) stays in place");
+    fail(report, "cannot write " + (config.dest_dir / kKubeconfigFile).string() + ": " +
+                     server.error() + "; the previous kubeconfig (if any) stays in place");
     return report;
   }
-  KubeconfigInputs inputs{*server, (config.dest_dir / kCaCertFile).string(), (config.dest_dir / kTokenFile).string(),
-                          files->namespace_name};
+  KubeconfigInputs inputs{*server, (config.dest_dir / kCaCertFile).string(),
+                          (config.dest_dir / kTokenFile).string(), files->namespace_name};
   write(*dir, kKubeconfigFile, render_kubeconfig(inputs), report);
-  if (report.changed_files.empty()) spdlog::debug("{} is in sync with {}", config.dest_dir.string(), config.source_dir.string());
+  if (report.changed_files.empty())
+    spdlog::debug("{} is in sync with {}", config.dest_dir.string(), config.source_dir.string());
   return report;
 }
 

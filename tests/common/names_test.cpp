@@ -14,7 +14,8 @@
 namespace {
 
 std::string interface_xml(std::string_view interface) {
-  const auto path = std::filesystem::path(XPU_SOURCE_DIR) / "dbus" / (std::string(interface) + ".xml");
+  const auto path =
+      std::filesystem::path(XPU_SOURCE_DIR) / "dbus" / (std::string(interface) + ".xml");
   std::ifstream file(path);
   EXPECT_TRUE(file) << path;
   std::ostringstream text;
@@ -31,7 +32,8 @@ TEST(Names, ManagerPropertiesAndMethodsAreInTheManagerXml) {
   const std::string xml = interface_xml(xpu::names::kManagerInterface);
   EXPECT_TRUE(xml.find("<interface name=\"" + std::string(xpu::names::kManagerInterface) + "\"") !=
               std::string::npos);
-  for (auto name : xpu::names::property::kManager) EXPECT_TRUE(declares(xml, "property", name)) << name;
+  for (auto name : xpu::names::property::kManager)
+    EXPECT_TRUE(declares(xml, "property", name)) << name;
   for (auto name : xpu::names::member::kManager) EXPECT_TRUE(declares(xml, "method", name)) << name;
 }
 
@@ -39,7 +41,8 @@ TEST(Names, DevicePropertiesAreInTheDeviceXml) {
   const std::string xml = interface_xml(xpu::names::kDeviceInterface);
   EXPECT_TRUE(xml.find("<interface name=\"" + std::string(xpu::names::kDeviceInterface) + "\"") !=
               std::string::npos);
-  for (auto name : xpu::names::property::kDevice) EXPECT_TRUE(declares(xml, "property", name)) << name;
+  for (auto name : xpu::names::property::kDevice)
+    EXPECT_TRUE(declares(xml, "property", name)) << name;
 }
 
 // The other way round: a property the XML adds must get its constant, or xpud would announce

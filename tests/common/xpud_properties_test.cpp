@@ -15,7 +15,8 @@ PropertyMap device_properties() {
   PropertyMap p;
   p[std::string(property::kIndex)] = sdbus::Variant(uint32_t{3});
   p[std::string(property::kName)] = sdbus::Variant(std::string("xpu3"));
-  p[std::string(property::kUuid)] = sdbus::Variant(std::string("fa4e0000-0000-4000-8000-000000000003"));
+  p[std::string(property::kUuid)] =
+      sdbus::Variant(std::string("fa4e0000-0000-4000-8000-000000000003"));
   p[std::string(property::kSerial)] = sdbus::Variant(std::string("02K00FAKE0003"));
   p[std::string(property::kModel)] = sdbus::Variant(std::string("R200"));
   p[std::string(property::kPciBusId)] = sdbus::Variant(std::string("0000:3e:00.0"));
@@ -25,7 +26,8 @@ PropertyMap device_properties() {
       sdbus::Variant(std::vector<std::string>{"/dev/xpu3", "/dev/xpuctrl"});
   p[std::string(property::kLinkedDevices)] = sdbus::Variant(std::vector<uint32_t>{0, 1, 2, 7});
   p[std::string(property::kHealth)] = sdbus::Variant(std::string("Unhealthy"));
-  p[std::string(property::kHealthReason)] = sdbus::Variant(std::string("driver reports state ERROR (207)"));
+  p[std::string(property::kHealthReason)] =
+      sdbus::Variant(std::string("driver reports state ERROR (207)"));
   p[std::string(property::kIsVirtualFunction)] = sdbus::Variant(false);
   return p;
 }

@@ -6,8 +6,9 @@ namespace shim {
 namespace {
 
 TEST(ResourceName, AcceptsNamesSeenInTheField) {
-  for (const char* name : {"kunlunxin.com/xpu", "baidu.com/xpu", "kunlunxin.com/R200",
-                           "kunlunxin.com/vxpu-memory", "kunlunxin.com/RG800-PRO", "a.b-c.io/x_y.z9"}) {
+  for (const char* name :
+       {"kunlunxin.com/xpu", "baidu.com/xpu", "kunlunxin.com/R200", "kunlunxin.com/vxpu-memory",
+        "kunlunxin.com/RG800-PRO", "a.b-c.io/x_y.z9"}) {
     auto status = validate_extended_resource_name(name);
     EXPECT_TRUE(status.ok()) << name << ": " << (status.ok() ? "" : status.error());
   }
@@ -19,7 +20,8 @@ TEST(ResourceName, RejectsWhatTheKubeletRejectsAndSaysWhy) {
     std::string reason;
   };
   const std::string long_name(64, 'x');
-  const std::string long_domain = std::string(245, 'a') + ".com";  // fine alone, too long with "requests."
+  const std::string long_domain =
+      std::string(245, 'a') + ".com";  // fine alone, too long with "requests."
   const std::vector<Case> cases = {
       {"xpu", "it needs a domain, like kunlunxin.com/xpu"},
       {"kubernetes.io/xpu", "the kubernetes.io domain is reserved for native resources"},
@@ -28,20 +30,25 @@ TEST(ResourceName, RejectsWhatTheKubeletRejectsAndSaysWhy) {
       {"kunlunxin.com/xpu/0", "it has more than one '/'"},
       {"/xpu", "the domain before '/' is empty"},
       {"kunlunxin.com/", "the name after '/' is empty"},
-      {"Kunlunxin.com/xpu", "domain 'Kunlunxin.com' is not a DNS subdomain (lower-case labels of a-z, "
-                            "0-9 and '-', starting and ending with a letter or digit)"},
-      {"kunlunxin..com/xpu", "domain 'kunlunxin..com' is not a DNS subdomain (lower-case labels of a-z, "
-                             "0-9 and '-', starting and ending with a letter or digit)"},
-      {"kunlun_xin.com/xpu", "domain 'kunlun_xin.com' contains '_' (only a-z, 0-9, '-' and '.' are allowed)"},
+      {"Kunlunxin.com/xpu",
+       "domain 'Kunlunxin.com' is not a DNS subdomain (lower-case labels of a-z, "
+       "0-9 and '-', starting and ending with a letter or digit)"},
+      {"kunlunxin..com/xpu",
+       "domain 'kunlunxin..com' is not a DNS subdomain (lower-case labels of a-z, "
+       "0-9 and '-', starting and ending with a letter or digit)"},
+      {"kunlun_xin.com/xpu",
+       "domain 'kunlun_xin.com' contains '_' (only a-z, 0-9, '-' and '.' are allowed)"},
       {"kunlunxin.com/-xpu", "the name after '/' must start and end with a letter or digit"},
-      {"kunlunxin.com/x pu", "the name after '/' contains ' ' (only letters, digits, '-', '_' and '.' are allowed)"},
+      {"kunlunxin.com/x pu",
+       "the name after '/' contains ' ' (only letters, digits, '-', '_' and '.' are allowed)"},
       {"kunlunxin.com/" + long_name, "the name after '/' is longer than 63 characters"},
       {long_domain + "/xpu", "the domain is too long once prefixed with 'requests.'"},
   };
   for (const auto& c : cases) {
     auto status = validate_extended_resource_name(c.name);
     ASSERT_FALSE(status.ok()) << c.name;
-    EXPECT_EQ(status.error(), "'" + c.name + "' is not a valid extended resource name: " + c.reason);
+    EXPECT_EQ(status.error(),
+              "'" + c.name + "' is not a valid extended resource name: " + c.reason);
   }
 }
 

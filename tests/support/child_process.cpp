@@ -48,7 +48,9 @@ ChildProcess::~ChildProcess() {
   }
 }
 
-void ChildProcess::signal(int signo) const { ::kill(pid_, signo); }
+void ChildProcess::signal(int signo) const {
+  ::kill(pid_, signo);
+}
 
 bool ChildProcess::running() {
   if (status_) return false;

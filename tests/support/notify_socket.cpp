@@ -29,7 +29,8 @@ void NotifySocket::poll() {
   }
 }
 
-int NotifySocket::wait_for(const std::string& line, std::chrono::milliseconds timeout, size_t skip) {
+int NotifySocket::wait_for(const std::string& line, std::chrono::milliseconds timeout,
+                           size_t skip) {
   int found = -1;
   wait_until(
       [&] {

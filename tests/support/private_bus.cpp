@@ -37,9 +37,12 @@ void PrivateBus::start() {
   write_file(dir_.path() / "bus.conf",
              "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
              " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
-             "<busconfig><type>session</type><listen>" + address_ + "</listen>"
-             "<auth>EXTERNAL</auth><policy context=\"default\"><allow user=\"*\"/><allow send_destination=\"*\" eavesdrop=\"true\"/>"
-             "<allow eavesdrop=\"true\"/><allow own=\"*\"/></policy></busconfig>\n");
+             "<busconfig><type>session</type><listen>" +
+                 address_ +
+                 "</listen>"
+                 "<auth>EXTERNAL</auth><policy context=\"default\"><allow user=\"*\"/><allow "
+                 "send_destination=\"*\" eavesdrop=\"true\"/>"
+                 "<allow eavesdrop=\"true\"/><allow own=\"*\"/></policy></busconfig>\n");
   std::filesystem::remove(dir_.path() / "bus");
   daemon_ = std::make_unique<ChildProcess>(
       std::vector<std::string>{"/usr/bin/dbus-daemon", "--nofork", "--nopidfile",

@@ -12,17 +12,24 @@ constexpr const char* kXpud = "com.kunlunxin.xpud1";
 constexpr const char* kOwner = ":1.42";
 
 TEST(ApiFilter, XpudReadsAreForwarded) {
-  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ListDevices", kOwner).route, Route::Forward);
-  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "GetMetrics", kOwner).route, Route::Forward);
-  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "GetProcesses", kOwner).route, Route::Forward);
-  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", kOwner).route,
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ListDevices", kOwner).route,
             Route::Forward);
-  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "Get", kOwner).route, Route::Forward);
-  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "GetAll", kOwner).route, Route::Forward);
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "GetMetrics", kOwner).route,
+            Route::Forward);
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "GetProcesses", kOwner).route,
+            Route::Forward);
+  EXPECT_EQ(
+      route_call(kXpud, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", kOwner).route,
+      Route::Forward);
+  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "Get", kOwner).route,
+            Route::Forward);
+  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "GetAll", kOwner).route,
+            Route::Forward);
   EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Introspectable", "Introspect", kOwner).route,
             Route::Forward);
   // xpud addressed by its unique name is still xpud.
-  EXPECT_EQ(route_call(kOwner, "com.kunlunxin.xpud1.Manager", "GetMetrics", kOwner).route, Route::Forward);
+  EXPECT_EQ(route_call(kOwner, "com.kunlunxin.xpud1.Manager", "GetMetrics", kOwner).route,
+            Route::Forward);
 }
 
 TEST(ApiFilter, XpudWritesAreDenied) {
@@ -31,33 +38,41 @@ TEST(ApiFilter, XpudWritesAreDenied) {
   EXPECT_EQ(set_health.reason,
             "com.kunlunxin.xpud1.Simulator.SetHealth on com.kunlunxin.xpud1 is not part of xpud's "
             "read-only API");
-  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Simulator", "SetMetric", kOwner).route, Route::Deny);
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Simulator", "SetMetric", kOwner).route,
+            Route::Deny);
   EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "Set", kOwner).route, Route::Deny);
   // A method added to xpud later is denied until someone lists it here on purpose.
-  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ResetDevice", kOwner).route, Route::Deny);
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ResetDevice", kOwner).route,
+            Route::Deny);
   // No interface: the bus would pick one by member name; here it is simply refused.
   EXPECT_EQ(route_call(kXpud, "", "GetMetrics", kOwner).route, Route::Deny);
 }
 
 TEST(ApiFilter, ConfigureVirtualFunctionsOnlyWhenTheHostAllowsAndTheClientIsRoot) {
-  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ConfigureVirtualFunctions", kOwner).route,
-            Route::ForwardIfHostAllows);
-  EXPECT_EQ(route_call(kOwner, "com.kunlunxin.xpud1.Manager", "ConfigureVirtualFunctions", kOwner).route,
-            Route::ForwardIfHostAllows);
+  EXPECT_EQ(
+      route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ConfigureVirtualFunctions", kOwner).route,
+      Route::ForwardIfHostAllows);
+  EXPECT_EQ(
+      route_call(kOwner, "com.kunlunxin.xpud1.Manager", "ConfigureVirtualFunctions", kOwner).route,
+      Route::ForwardIfHostAllows);
   // The same member on another interface or service is no exception.
-  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Simulator", "ConfigureVirtualFunctions", kOwner).route,
-            Route::Deny);
+  EXPECT_EQ(
+      route_call(kXpud, "com.kunlunxin.xpud1.Simulator", "ConfigureVirtualFunctions", kOwner).route,
+      Route::Deny);
   EXPECT_EQ(route_call(kXpud, "", "ConfigureVirtualFunctions", kOwner).route, Route::Deny);
-  EXPECT_EQ(route_call("org.freedesktop.systemd1", "com.kunlunxin.xpud1.Manager", "ConfigureVirtualFunctions",
-                       kOwner).route,
+  EXPECT_EQ(route_call("org.freedesktop.systemd1", "com.kunlunxin.xpud1.Manager",
+                       "ConfigureVirtualFunctions", kOwner)
+                .route,
             Route::Deny);
 
   EXPECT_EQ(xpu::api_proxy::cluster_write_refusal(true, 0u), std::nullopt);
   EXPECT_EQ(xpu::api_proxy::cluster_write_refusal(false, 0u),
-            "com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions is not allowed from the cluster on this "
+            "com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions is not allowed from the cluster "
+            "on this "
             "host: xpud's [sriov] allow_cluster_reconfigure is false (ClusterReconfigureAllowed)");
   EXPECT_EQ(xpu::api_proxy::cluster_write_refusal(true, 1000u),
-            "com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions through xpud's API socket is for clients "
+            "com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions through xpud's API socket is "
+            "for clients "
             "running as uid 0 (the device plugin), not uid 1000");
   EXPECT_NE(xpu::api_proxy::cluster_write_refusal(true, std::nullopt), std::nullopt);
   EXPECT_NE(xpu::api_proxy::cluster_write_refusal(false, 1000u), std::nullopt);
@@ -70,30 +85,39 @@ TEST(ApiFilter, OtherServicesAreUnreachable) {
   EXPECT_EQ(systemd.reason,
             "only com.kunlunxin.xpud1 is reachable on xpud's read-only API socket, not "
             "org.freedesktop.systemd1");
-  EXPECT_EQ(route_call("org.freedesktop.login1", "org.freedesktop.login1.Manager", "PowerOff", kOwner).route,
-            Route::Deny);
+  EXPECT_EQ(
+      route_call("org.freedesktop.login1", "org.freedesktop.login1.Manager", "PowerOff", kOwner)
+          .route,
+      Route::Deny);
   // A reader's allowed call, sent to another service, is still refused.
-  EXPECT_EQ(route_call("org.freedesktop.login1", "org.freedesktop.DBus.Properties", "GetAll", kOwner).route,
+  EXPECT_EQ(
+      route_call("org.freedesktop.login1", "org.freedesktop.DBus.Properties", "GetAll", kOwner)
+          .route,
+      Route::Deny);
+  EXPECT_EQ(route_call(":1.7", "org.freedesktop.DBus.Properties", "Get", kOwner).route,
             Route::Deny);
-  EXPECT_EQ(route_call(":1.7", "org.freedesktop.DBus.Properties", "Get", kOwner).route, Route::Deny);
   EXPECT_EQ(route_call("", "com.kunlunxin.xpud1.Manager", "GetMetrics", kOwner).route, Route::Deny);
   // Before xpud owns its name, no unique name stands for it.
   EXPECT_EQ(route_call("", "com.kunlunxin.xpud1.Manager", "GetMetrics", "").route, Route::Deny);
 }
 
 TEST(ApiFilter, BusDriverAnswersOnlyWhatClientsNeedToConnect) {
-  for (const char* member : {"Hello", "AddMatch", "RemoveMatch", "GetNameOwner", "NameHasOwner", "ListNames",
-                             "GetId"})
-    EXPECT_EQ(route_call("org.freedesktop.DBus", "org.freedesktop.DBus", member, kOwner).route, Route::BusDriver)
+  for (const char* member :
+       {"Hello", "AddMatch", "RemoveMatch", "GetNameOwner", "NameHasOwner", "ListNames", "GetId"})
+    EXPECT_EQ(route_call("org.freedesktop.DBus", "org.freedesktop.DBus", member, kOwner).route,
+              Route::BusDriver)
         << member;
-  for (const char* member : {"RequestName", "ReleaseName", "StartServiceByName", "GetConnectionCredentials",
-                             "GetConnectionUnixUser", "UpdateActivationEnvironment", "BecomeMonitor"}) {
+  for (const char* member :
+       {"RequestName", "ReleaseName", "StartServiceByName", "GetConnectionCredentials",
+        "GetConnectionUnixUser", "UpdateActivationEnvironment", "BecomeMonitor"}) {
     auto route = route_call("org.freedesktop.DBus", "org.freedesktop.DBus", member, kOwner);
     EXPECT_EQ(route.route, Route::Deny) << member;
     EXPECT_NE(route.reason.find(member), std::string::npos) << route.reason;
   }
-  EXPECT_EQ(route_call("org.freedesktop.DBus", "org.freedesktop.DBus.Monitoring", "BecomeMonitor", kOwner).route,
-            Route::Deny);
+  EXPECT_EQ(
+      route_call("org.freedesktop.DBus", "org.freedesktop.DBus.Monitoring", "BecomeMonitor", kOwner)
+          .route,
+      Route::Deny);
 }
 
 }  // namespace

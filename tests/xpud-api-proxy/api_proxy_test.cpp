@@ -72,24 +72,34 @@ class ApiProxyTest : public ::testing::Test {
   void SetUp() override {
     socket_path_ = (dir_.path() / "api.sock").string();
     api_address_ = "unix:path=" + socket_path_;
-    xpu::test::write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 200\n");
+    xpu::test::write_file(dir_.path() / "xpud.conf",
+                          "[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 200\n");
     start_xpud();
     start_proxy({});
   }
 
   void start_xpud() {
     xpud_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",
-                                 (dir_.path() / "xpud.conf").string()},
+        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(),
+                                 "--config", (dir_.path() / "xpud.conf").string()},
         dir_.path() / ("xpud" + std::to_string(++runs_) + ".log"));
   }
 
   void start_proxy(std::vector<std::string> extra) {
-    std::vector<std::string> argv = {binary_path("xpud-api-proxy/xpud-api-proxy").string(), "--bus-address",
-                                     bus_.address(), "--listen", socket_path_, "--log-level", "debug"};
+    std::vector<std::string> argv = {binary_path("xpud-api-proxy/xpud-api-proxy").string(),
+                                     "--bus-address",
+                                     bus_.address(),
+                                     "--listen",
+                                     socket_path_,
+                                     "--log-level",
+                                     "debug"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     proxy_ = std::make_unique<ChildProcess>(argv, dir_.path() / "proxy.log");
-    ASSERT_TRUE(wait_until([&] { return run({"xpuctl", "list"}).first == 0; }, 15s))
+    ASSERT_TRUE(wait_until(
+        [&] {
+          return run({"xpuctl", "list"}).first == 0;
+        },
+        15s))
         << proxy_->output() << run({"xpuctl", "list"}).second;
   }
 
@@ -105,8 +115,8 @@ class ApiProxyTest : public ::testing::Test {
   }
 
   // A raw sdbus-c++ call through the proxy; returns the D-Bus error name ("" on success).
-  std::string call_error(const std::string& destination, const std::string& path, const std::string& interface,
-                         const std::string& member,
+  std::string call_error(const std::string& destination, const std::string& path,
+                         const std::string& interface, const std::string& member,
                          const std::function<void(sdbus::MethodCall&)>& args = {}) {
     auto connection = sdbus::createSessionBusConnectionWithAddress(api_address_);
     auto proxy = sdbus::createProxy(*connection, destination, path);
@@ -123,8 +133,9 @@ class ApiProxyTest : public ::testing::Test {
 
   void set_health_directly(unsigned index, const std::string& health, const std::string& reason) {
     auto [status, output] =
-        run({"/usr/bin/busctl", "--address=" + bus_.address(), "call", "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
-             "com.kunlunxin.xpud1.Simulator", "SetHealth", "uss", std::to_string(index), health, reason});
+        run({"/usr/bin/busctl", "--address=" + bus_.address(), "call", "com.kunlunxin.xpud1",
+             "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Simulator", "SetHealth", "uss",
+             std::to_string(index), health, reason});
     ASSERT_EQ(status, 0) << output;
   }
 
@@ -145,46 +156,58 @@ TEST_F(ApiProxyTest, XpuctlReadsEverythingThroughTheProxy) {
 }
 
 TEST_F(ApiProxyTest, BusctlAndLibdbusClientsWork) {
-  auto [status, out] = run({"/usr/bin/busctl", "--address=" + api_address_, "get-property", "com.kunlunxin.xpud1",
-                            "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Manager", "DeviceCount"});
+  auto [status, out] =
+      run({"/usr/bin/busctl", "--address=" + api_address_, "get-property", "com.kunlunxin.xpud1",
+           "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Manager", "DeviceCount"});
   ASSERT_EQ(status, 0) << out;
   EXPECT_EQ(out, "u 8\n");
-  auto [istatus, introspection] = run({"/usr/bin/busctl", "--address=" + api_address_, "introspect", "com.kunlunxin.xpud1",
-                                       "/com/kunlunxin/xpud1/devices/xpu2"});
+  auto [istatus, introspection] = run({"/usr/bin/busctl", "--address=" + api_address_, "introspect",
+                                       "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1/devices/xpu2"});
   ASSERT_EQ(istatus, 0) << introspection;
   EXPECT_NE(introspection.find(".PciBusId"), std::string::npos) << introspection;
   // libdbus sends its authentication and its Hello in one write; the proxy must not wait for more.
-  auto [dstatus, devices] = run({"/usr/bin/dbus-send", "--bus=" + api_address_, "--print-reply", "--dest=com.kunlunxin.xpud1",
-                                 "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Manager.ListDevices"});
+  auto [dstatus, devices] = run({"/usr/bin/dbus-send", "--bus=" + api_address_, "--print-reply",
+                                 "--dest=com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
+                                 "com.kunlunxin.xpud1.Manager.ListDevices"});
   ASSERT_EQ(dstatus, 0) << devices;
   EXPECT_NE(devices.find("/com/kunlunxin/xpud1/devices/xpu7"), std::string::npos) << devices;
 }
 
 TEST_F(ApiProxyTest, EverythingOutsideTheReadOnlyApiIsRefused) {
   const std::string denied = "org.freedesktop.DBus.Error.AccessDenied";
-  EXPECT_EQ(call_error("org.freedesktop.systemd1", "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
-                       "StartTransientUnit",
-                       [](sdbus::MethodCall& c) {
-                         c << std::string("evil.service") << std::string("fail")
-                           << std::vector<sdbus::Struct<std::string, sdbus::Variant>>{
-                                  {"ExecStart", sdbus::Variant(std::string("/bin/true"))}}
-                           << std::vector<sdbus::Struct<std::string,
-                                                        std::vector<sdbus::Struct<std::string, sdbus::Variant>>>>{};
-                       }),
+  EXPECT_EQ(
+      call_error(
+          "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+          "org.freedesktop.systemd1.Manager", "StartTransientUnit",
+          [](sdbus::MethodCall& c) {
+            c << std::string("evil.service") << std::string("fail")
+              << std::vector<sdbus::Struct<std::string, sdbus::Variant>>{{"ExecStart",
+                                                                          sdbus::Variant(
+                                                                              std::string(
+                                                                                  "/bin/true"))}}
+              << std::vector<sdbus::Struct<
+                     std::string, std::vector<sdbus::Struct<std::string, sdbus::Variant>>>>{};
+          }),
+      denied);
+  EXPECT_NE(last_error_message_.find("org.freedesktop.systemd1"), std::string::npos)
+      << last_error_message_;
+  EXPECT_EQ(call_error("org.freedesktop.login1", "/org/freedesktop/login1",
+                       "org.freedesktop.login1.Manager", "PowerOff",
+                       [](sdbus::MethodCall& c) { c << false; }),
             denied);
-  EXPECT_NE(last_error_message_.find("org.freedesktop.systemd1"), std::string::npos) << last_error_message_;
-  EXPECT_EQ(call_error("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager",
-                       "PowerOff", [](sdbus::MethodCall& c) { c << false; }),
-            denied);
-  EXPECT_EQ(call_error("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
-                       [](sdbus::MethodCall& c) { c << std::string("com.kunlunxin.xpud1") << uint32_t{0}; }),
-            denied);
-  EXPECT_EQ(call_error("com.kunlunxin.xpud1", "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Simulator", "SetHealth",
+  EXPECT_EQ(
+      call_error(
+          "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
+          [](sdbus::MethodCall& c) { c << std::string("com.kunlunxin.xpud1") << uint32_t{0}; }),
+      denied);
+  EXPECT_EQ(call_error("com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
+                       "com.kunlunxin.xpud1.Simulator", "SetHealth",
                        [](sdbus::MethodCall& c) {
                          c << uint32_t{3} << std::string("Unhealthy") << std::string("from a pod");
                        }),
             denied);
-  EXPECT_EQ(call_error("com.kunlunxin.xpud1", "/com/kunlunxin/xpud1", "org.freedesktop.DBus.Properties", "Set",
+  EXPECT_EQ(call_error("com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
+                       "org.freedesktop.DBus.Properties", "Set",
                        [](sdbus::MethodCall& c) {
                          c << std::string("com.kunlunxin.xpud1.Manager") << std::string("Version")
                            << sdbus::Variant(std::string("x"));
@@ -192,13 +215,15 @@ TEST_F(ApiProxyTest, EverythingOutsideTheReadOnlyApiIsRefused) {
             denied);
   EXPECT_EQ(call_error("org.example.Other", "/", "org.freedesktop.DBus.Peer", "Ping"), denied);
   EXPECT_EQ(call_error("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                       "GetConnectionCredentials", [](sdbus::MethodCall& c) { c << std::string(":1.1"); }),
+                       "GetConnectionCredentials",
+                       [](sdbus::MethodCall& c) { c << std::string(":1.1"); }),
             denied);
   // The injected fault never reached xpud: all cards still healthy, seen on the real bus.
   auto [status, list] = run({"xpuctl", "list"});
   EXPECT_NE(list.find("8 devices, 8 healthy"), std::string::npos) << list;
   // And the proxy is still serving after all the refusals.
-  EXPECT_EQ(call_error("com.kunlunxin.xpud1", "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Manager", "ListDevices"),
+  EXPECT_EQ(call_error("com.kunlunxin.xpud1", "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Manager",
+                       "ListDevices"),
             "");
 }
 
@@ -214,28 +239,37 @@ TEST_F(ApiProxyTest, ConfigureVirtualFunctionsPassesOnlyWhenTheHostAllowsIt) {
       << refused.error();
   EXPECT_NE(refused.error().find("org.freedesktop.DBus.Error.AccessDenied"), std::string::npos);
 
-  xpu::test::write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 200\n"
+  xpu::test::write_file(dir_.path() / "xpud.conf",
+                        "[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 200\n"
                         "[sriov]\nallow_cluster_reconfigure = true\n");
   xpud_->signal(SIGHUP);
   // Forwarded now: the answer is xpud's own (the sim backend has no SR-IOV).
   std::string last;
-  ASSERT_TRUE(wait_until([&] {
-    auto passed = client.configure_virtual_functions(0, 2, 10s);
-    last = passed ? "ok" : passed.error();
-    return last.find("the sim backend cannot configure SR-IOV virtual functions") != std::string::npos;
-  }, 10s)) << last << "\n" << proxy_->output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto passed = client.configure_virtual_functions(0, 2, 10s);
+        last = passed ? "ok" : passed.error();
+        return last.find("the sim backend cannot configure SR-IOV virtual functions") !=
+               std::string::npos;
+      },
+      10s))
+      << last << "\n"
+      << proxy_->output();
   EXPECT_NE(last.find("com.kunlunxin.xpud1.Error.NotSupported"), std::string::npos) << last;
-  EXPECT_NE(proxy_->output().find("forwarding com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions"),
-            std::string::npos);
+  EXPECT_NE(
+      proxy_->output().find("forwarding com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions"),
+      std::string::npos);
 
   // Allowed for the cluster's root pods, not for every local user the socket is open to.
   ::chmod(dir_.path().c_str(), 0755);
-  auto [status, output] = run({"/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--",
-                               "/usr/bin/dbus-send", "--bus=" + api_address_, "--print-reply",
-                               "--dest=com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
-                               "com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions", "uint32:0", "uint32:2"});
+  auto [status, output] =
+      run({"/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--",
+           "/usr/bin/dbus-send", "--bus=" + api_address_, "--print-reply",
+           "--dest=com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
+           "com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions", "uint32:0", "uint32:2"});
   EXPECT_NE(status, 0) << output;
-  EXPECT_NE(output.find("is for clients running as uid 0 (the device plugin), not uid 65534"), std::string::npos)
+  EXPECT_NE(output.find("is for clients running as uid 0 (the device plugin), not uid 65534"),
+            std::string::npos)
       << output;
 }
 
@@ -253,7 +287,8 @@ TEST_F(ApiProxyTest, WatchFollowsHealthAndXpudRestarts) {
   };
   ASSERT_TRUE(wait_until([&] { return view().xpud_present && view().devices.size() == 8; }, 10s));
   set_health_directly(3, "Unhealthy", "test fault");
-  ASSERT_TRUE(wait_until([&] { return view().devices.size() == 8 && !view().devices[3].healthy; }, 10s));
+  ASSERT_TRUE(
+      wait_until([&] { return view().devices.size() == 8 && !view().devices[3].healthy; }, 10s));
   EXPECT_EQ(view().devices[3].health_reason, "test fault");
 
   xpud_->signal(SIGTERM);
@@ -264,21 +299,24 @@ TEST_F(ApiProxyTest, WatchFollowsHealthAndXpudRestarts) {
       << proxy_->output();
   // The new xpud's signals are relayed too.
   set_health_directly(5, "Unhealthy", "after restart");
-  ASSERT_TRUE(wait_until([&] { return view().devices.size() == 8 && !view().devices[5].healthy; }, 10s))
+  ASSERT_TRUE(
+      wait_until([&] { return view().devices.size() == 8 && !view().devices[5].healthy; }, 10s))
       << proxy_->output();
 }
 
 TEST_F(ApiProxyTest, SignalsFromAnyoneButXpudAreNotRelayed) {
   SignalRecorder recorder(api_address_);
   // Another client of the real bus pretends to be xpud...
-  auto [status, out] = run({"/usr/bin/busctl", "--address=" + bus_.address(), "emit", "/com/kunlunxin/xpud1",
-                            "com.kunlunxin.xpud1.Manager", "DeviceHealthChanged", "oss",
-                            "/com/kunlunxin/xpud1/devices/xpu0", "Unhealthy", "forged"});
+  auto [status, out] =
+      run({"/usr/bin/busctl", "--address=" + bus_.address(), "emit", "/com/kunlunxin/xpud1",
+           "com.kunlunxin.xpud1.Manager", "DeviceHealthChanged", "oss",
+           "/com/kunlunxin/xpud1/devices/xpu0", "Unhealthy", "forged"});
   ASSERT_EQ(status, 0) << out;
   // ...then xpud reports a real change; signals arrive in order, so once the real one is here the
   // forged one would have been too.
   set_health_directly(1, "Unhealthy", "genuine");
-  ASSERT_TRUE(wait_until([&] { return recorder.saw("devices/xpu1 Unhealthy genuine"); }, 10s)) << recorder.all();
+  ASSERT_TRUE(wait_until([&] { return recorder.saw("devices/xpu1 Unhealthy genuine"); }, 10s))
+      << recorder.all();
   EXPECT_FALSE(recorder.saw("forged")) << recorder.all();
   EXPECT_TRUE(recorder.saw("PropertiesChanged")) << recorder.all();
 }
@@ -294,7 +332,8 @@ TEST_F(ApiProxyTest, ClientLimitKeepsConnectedClientsServed) {
   {
     sd_bus* raw = nullptr;
     ASSERT_GE(sd_bus_new(&raw), 0);
-    std::unique_ptr<sd_bus, decltype(&sd_bus_flush_close_unref)> third(raw, &sd_bus_flush_close_unref);
+    std::unique_ptr<sd_bus, decltype(&sd_bus_flush_close_unref)> third(raw,
+                                                                       &sd_bus_flush_close_unref);
     ASSERT_GE(sd_bus_set_address(third.get(), api_address_.c_str()), 0);
     ASSERT_GE(sd_bus_set_bus_client(third.get(), 1), 0);
     const char* unique_name = nullptr;
@@ -304,13 +343,16 @@ TEST_F(ApiProxyTest, ClientLimitKeepsConnectedClientsServed) {
   }
   auto proxy = sdbus::createProxy(*first, "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1");
   std::vector<sdbus::ObjectPath> devices;
-  proxy->callMethod("ListDevices").onInterface("com.kunlunxin.xpud1.Manager").storeResultsTo(devices);
+  proxy->callMethod("ListDevices")
+      .onInterface("com.kunlunxin.xpud1.Manager")
+      .storeResultsTo(devices);
   EXPECT_EQ(devices.size(), 8u);
 }
 
 TEST_F(ApiProxyTest, GarbageOnTheSocketDoesNotDisturbOthers) {
-  for (const std::string& junk : {std::string("\0GARBAGE\r\n", 10), std::string("AUTH EXTERNAL 30\r\nBEGIN\r\n") +
-                                                                        std::string(64, '\xff')}) {
+  for (const std::string& junk :
+       {std::string("\0GARBAGE\r\n", 10),
+        std::string("AUTH EXTERNAL 30\r\nBEGIN\r\n") + std::string(64, '\xff')}) {
     xpu::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
@@ -332,7 +374,8 @@ TEST_F(ApiProxyTest, ServesClientsOnASocketFromSystemd) {
                           binary_path("xpud-api-proxy/xpud-api-proxy").string(), "--bus-address",
                           bus_.address(), "--log-level", "debug"},
                          dir_.path() / "activated-proxy.log");
-  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(activated); }, 10s)) << activator.output();
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(activated); }, 10s))
+      << activator.output();
   api_address_ = "unix:path=" + activated;
   for (int client = 0; client < 3; ++client) {
     auto [status, list] = run({"xpuctl", "list"});
@@ -342,11 +385,13 @@ TEST_F(ApiProxyTest, ServesClientsOnASocketFromSystemd) {
 }
 
 TEST_F(ApiProxyTest, StopsCleanlyAndRefusesBadFlags) {
-  auto [status, out] = run({binary_path("xpud-api-proxy/xpud-api-proxy").string(), "--listen", "relative"});
+  auto [status, out] =
+      run({binary_path("xpud-api-proxy/xpud-api-proxy").string(), "--listen", "relative"});
   EXPECT_EQ(status, 2);
   EXPECT_EQ(out, "xpud-api-proxy: --listen: must be an absolute path (try --help)\n");
-  auto [bstatus, bout] = run({binary_path("xpud-api-proxy/xpud-api-proxy").string(), "--listen",
-                              (dir_.path() / "xpud.conf").string(), "--bus-address", bus_.address()});
+  auto [bstatus, bout] =
+      run({binary_path("xpud-api-proxy/xpud-api-proxy").string(), "--listen",
+           (dir_.path() / "xpud.conf").string(), "--bus-address", bus_.address()});
   EXPECT_EQ(bstatus, 1);
   EXPECT_NE(bout.find("exists and is not a socket"), std::string::npos) << bout;
   proxy_->signal(SIGTERM);

@@ -72,9 +72,9 @@ TEST(CdiSpecRender, EachCardByIndexAndUuidAndAllWithItsNodesAndEnvironment) {
   EXPECT_EQ(node_paths(*all), (std::vector<std::string>{"/dev/xpu0", "/dev/xpu1", "/dev/xpuctrl"}));
   // The vendor's runtime injects what CXPU_VISIBLE_DEVICES names (its base images say "all"):
   // exactly these cards.
-  EXPECT_EQ(env(*all), (std::vector<std::string>{"XPU_VISIBLE_DEVICES=0,1",
-                                                 "CXPU_VISIBLE_DEVICES=0,1",
-                                                 "KUNLUNXIN_XPU_UUIDS=uuid-a0,uuid-b1"}));
+  EXPECT_EQ(env(*all),
+            (std::vector<std::string>{"XPU_VISIBLE_DEVICES=0,1", "CXPU_VISIBLE_DEVICES=0,1",
+                                      "KUNLUNXIN_XPU_UUIDS=uuid-a0,uuid-b1"}));
 }
 
 TEST(CdiSpecRender, SimulatedNodesStandInForAnExistingDevice) {

@@ -20,8 +20,8 @@ TEST(Config, MissingOptionalFileGivesDefaults) {
   EXPECT_EQ(config->rescan_interval.count(), 60000);
   // The vendor's runtime root, then the loader's own search (docs/hardware.md).
   EXPECT_EQ(config->xpuml_libraries,
-            (std::vector<std::filesystem::path>{"/usr/local/xpu/lib64/libxpuml.so.1", "libxpuml.so.1",
-                                                "libxpuml.so"}));
+            (std::vector<std::filesystem::path>{"/usr/local/xpu/lib64/libxpuml.so.1",
+                                                "libxpuml.so.1", "libxpuml.so"}));
   EXPECT_EQ(config->sim_devices, 8u);
   EXPECT_EQ(config->sim_model, "R200");
   EXPECT_EQ(config->sim_memory_mib, 32768u);
@@ -75,9 +75,10 @@ TEST(Config, ReadsEveryKey) {
 
 TEST(Config, ALibraryListKeepsItsOrderAndBareNames) {
   TempDir dir;
-  write_file(dir.path() / "xpud.conf",
-             "[xpuml]\nlibrary = /opt/xpu//lib64/libxpuml.so.1 \t libxpuml.so.1   /usr/lib64/libxpuml.so"
-             "  ; the loader's search second\n");
+  write_file(
+      dir.path() / "xpud.conf",
+      "[xpuml]\nlibrary = /opt/xpu//lib64/libxpuml.so.1 \t libxpuml.so.1   /usr/lib64/libxpuml.so"
+      "  ; the loader's search second\n");
   auto config = load_config(dir.path() / "xpud.conf", true);
   ASSERT_TRUE(config) << config.error();
   EXPECT_EQ(config->xpuml_libraries,
@@ -90,8 +91,9 @@ TEST(Config, TopologyQuirksMustBeAnAbsolutePath) {
   write_file(dir.path() / "xpud.conf", "[topology]\nquirks = topology.quirk\n");
   auto config = load_config(dir.path() / "xpud.conf", true);
   ASSERT_FALSE(config);
-  EXPECT_EQ(config.error(), (dir.path() / "xpud.conf").string() +
-                                ":2: bad value for topology.quirks: 'topology.quirk' is not an absolute path");
+  EXPECT_EQ(config.error(),
+            (dir.path() / "xpud.conf").string() +
+                ":2: bad value for topology.quirks: 'topology.quirk' is not an absolute path");
 }
 
 TEST(Config, CdiKeysRejectWhatARuntimeCouldNotUseWithFileLineAndReason) {
@@ -100,10 +102,13 @@ TEST(Config, CdiKeysRejectWhatARuntimeCouldNotUseWithFileLineAndReason) {
   const std::pair<const char*, const char*> cases[] = {
       {"enabled = yes", "bad value for cdi.enabled: 'yes' is not one of auto, true, false"},
       {"directory = run/cdi", "bad value for cdi.directory: 'run/cdi' is not an absolute path"},
-      {"file = nvidia.json", "bad value for cdi.file: 'nvidia.json' does not start with 'kunlunxin'"},
-      {"file = kunlunxin.yaml", "bad value for cdi.file: 'kunlunxin.yaml' does not end in '.json' (the spec is JSON)"},
-      {"file = kunlunxin/../../etc/x.json", "bad value for cdi.file: 'kunlunxin/../../etc/x.json' is not a plain "
-                                            "file name (it contains '/'); set the directory with [cdi] directory"},
+      {"file = nvidia.json",
+       "bad value for cdi.file: 'nvidia.json' does not start with 'kunlunxin'"},
+      {"file = kunlunxin.yaml",
+       "bad value for cdi.file: 'kunlunxin.yaml' does not end in '.json' (the spec is JSON)"},
+      {"file = kunlunxin/../../etc/x.json",
+       "bad value for cdi.file: 'kunlunxin/../../etc/x.json' is not a plain "
+       "file name (it contains '/'); set the directory with [cdi] directory"},
       {"spec = on", "unknown key 'spec' in section [cdi]"},
   };
   for (const auto& [line, reason] : cases) {
@@ -118,7 +123,8 @@ TEST(Config, DropInsOverrideInNameOrder) {
   TempDir dir;
   write_file(dir.path() / "xpud.conf", "[sampling]\ninterval_ms = 1000\n");
   write_file(dir.path() / "xpud.conf.d/20-late.conf", "[sampling]\ninterval_ms = 300\n");
-  write_file(dir.path() / "xpud.conf.d/10-early.conf", "[sampling]\ninterval_ms = 200\n[sim]\ndevices = 2\n");
+  write_file(dir.path() / "xpud.conf.d/10-early.conf",
+             "[sampling]\ninterval_ms = 200\n[sim]\ndevices = 2\n");
   write_file(dir.path() / "xpud.conf.d/30-ignored.txt", "garbage\n");
   auto config = load_config(dir.path() / "xpud.conf", true);
   ASSERT_TRUE(config) << config.error();
@@ -131,7 +137,9 @@ struct BadConfigCase {
   std::string expected;  // must appear in the error
 };
 
-void PrintTo(const BadConfigCase& c, std::ostream* os) { *os << "config \"" << c.content << "\""; }
+void PrintTo(const BadConfigCase& c, std::ostream* os) {
+  *os << "config \"" << c.content << "\"";
+}
 
 class BadConfig : public ::testing::TestWithParam<BadConfigCase> {};
 
@@ -149,10 +157,12 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, BadConfig,
     ::testing::Values(
         BadConfigCase{"[daemon]\nbackend = cuda\n", "xpud.conf:2: bad value for daemon.backend"},
-        BadConfigCase{"[daemon]\nbackend = auto   # the default\n",
-                      ":2: bad value for daemon.backend: 'auto   # the default' is not one of auto, xpuml, "
-                      "sysfs, sim (an inline comment starts with ';', not '#')"},
-        BadConfigCase{"[daemon]\nbackend = sim\nflavour = mild\n", ":3: unknown key 'flavour' in section [daemon]"},
+        BadConfigCase{
+            "[daemon]\nbackend = auto   # the default\n",
+            ":2: bad value for daemon.backend: 'auto   # the default' is not one of auto, xpuml, "
+            "sysfs, sim (an inline comment starts with ';', not '#')"},
+        BadConfigCase{"[daemon]\nbackend = sim\nflavour = mild\n",
+                      ":3: unknown key 'flavour' in section [daemon]"},
         BadConfigCase{"[gpu]\nx = 1\n", ":2: unknown section [gpu]"},
         BadConfigCase{"[sampling]\ninterval_ms = fast\n", "'fast' is not a non-negative integer"},
         BadConfigCase{"[sampling]\ninterval_ms = 5\n", "out of range"},
@@ -160,24 +170,30 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfigCase{"[sampling]\ninterval_ms = -1\n", "interval_ms"},
         BadConfigCase{"[sampling]\ninterval_ms = 99999999999999999999999\n", "interval_ms"},
         BadConfigCase{"[sampling]\nfailure_threshold = 0\n", "failure_threshold"},
-        BadConfigCase{"[sampling]\nstall_grace_ms = 3600001\n", "sampling.stall_grace_ms: '3600001' is out of range"},
+        BadConfigCase{"[sampling]\nstall_grace_ms = 3600001\n",
+                      "sampling.stall_grace_ms: '3600001' is out of range"},
         BadConfigCase{"[daemon]\nlog_level = chatty\n", "log_level"},
-        BadConfigCase{"[xpuml]\nlibrary = lib/libxpuml.so.1\n",
-                      ":2: bad value for xpuml.library: 'lib/libxpuml.so.1' is neither an absolute path "
-                      "nor a bare file name"},
-        BadConfigCase{"[xpuml]\nlibrary = /opt/a.so ../libxpuml.so.1\n", "'../libxpuml.so.1' is neither"},
+        BadConfigCase{
+            "[xpuml]\nlibrary = lib/libxpuml.so.1\n",
+            ":2: bad value for xpuml.library: 'lib/libxpuml.so.1' is neither an absolute path "
+            "nor a bare file name"},
+        BadConfigCase{"[xpuml]\nlibrary = /opt/a.so ../libxpuml.so.1\n",
+                      "'../libxpuml.so.1' is neither"},
         BadConfigCase{"[xpuml]\nlibrary = /opt/a.so lib$(id).so\n", "'lib$(id).so' is neither"},
         BadConfigCase{"[xpuml]\nlibrary =\n", ":2: bad value for xpuml.library: no library listed"},
-        BadConfigCase{"[xpuml]\nlibrary = a b c d e f g h i j k l m n o p q\n", "more than 16 libraries"},
+        BadConfigCase{"[xpuml]\nlibrary = a b c d e f g h i j k l m n o p q\n",
+                      "more than 16 libraries"},
         BadConfigCase{"[sysfs]\nroot =\n", "not an absolute path"},
         BadConfigCase{"[sim]\nmodel = R200;rm -rf\n", "model"},
         BadConfigCase{"[sim]\ndevices = 100000\n", "out of range"},
         BadConfigCase{"[sim]\nmemory_mib = 0\n", "out of range"},
-        BadConfigCase{"[sriov]\nallow_cluster_reconfigure = yes\n",
-                      ":2: bad value for sriov.allow_cluster_reconfigure: 'yes' is not true or false"},
+        BadConfigCase{
+            "[sriov]\nallow_cluster_reconfigure = yes\n",
+            ":2: bad value for sriov.allow_cluster_reconfigure: 'yes' is not true or false"},
         BadConfigCase{"[sim]\ndevices = 2\ndevices = 3\n", ":3: duplicate key 'devices'"},
         BadConfigCase{"[daemon\nbackend = sim\n", ":1: syntax error"},
-        BadConfigCase{"[daemon]\nbackend = sim\n[sim\ndevices = 2\n[sampling]\ninterval_ms = 1\n", ":3: syntax error"},
+        BadConfigCase{"[daemon]\nbackend = sim\n[sim\ndevices = 2\n[sampling]\ninterval_ms = 1\n",
+                      ":3: syntax error"},
         BadConfigCase{"backend = sim\n", ":1: unknown section []"},
         BadConfigCase{"[daemon]\nthis line has no equals sign\n", ":2: syntax error"}));
 

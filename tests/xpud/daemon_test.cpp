@@ -4,11 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sdbus-c++/sdbus-c++.h>
 #include <fstream>
 #include <mutex>
-#include <sdbus-c++/sdbus-c++.h>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "common/names.h"
@@ -57,11 +57,13 @@ class XpudTest : public ::testing::Test {
                                      bus_.address(), "--config", config_.string()};
     argv.insert(argv.end(), extra.begin(), extra.end());
     env["NOTIFY_SOCKET"] = notify_.path();
-    xpud_ = std::make_unique<ChildProcess>(argv, dir_.path() / ("xpud" + std::to_string(++runs_) + ".log"), env);
+    xpud_ = std::make_unique<ChildProcess>(
+        argv, dir_.path() / ("xpud" + std::to_string(++runs_) + ".log"), env);
     ASSERT_GE(notify_.wait_for("READY=1", 10s), 0) << xpud_->output();
   }
 
-  // Rewrites the config, sends SIGHUP and expects RELOADING=1 followed by READY=1, as systemd would.
+  // Rewrites the config, sends SIGHUP and expects RELOADING=1 followed by READY=1, as systemd
+  // would.
   void reload_with(const std::string& config) {
     xpu::test::write_file(config_, config);
     size_t before = notify_.messages().size();
@@ -72,7 +74,8 @@ class XpudTest : public ::testing::Test {
   }
 
   std::unique_ptr<sdbus::IProxy> manager_proxy(sdbus::IConnection& connection) {
-    return sdbus::createProxy(connection, std::string(names::kBusName), std::string(names::kManagerPath));
+    return sdbus::createProxy(connection, std::string(names::kBusName),
+                              std::string(names::kManagerPath));
   }
 
   void set_health(unsigned index, const std::string& health, const std::string& reason) {
@@ -83,7 +86,8 @@ class XpudTest : public ::testing::Test {
         .withArguments(index, health, reason);
   }
 
-  std::string call_error(const std::string& method, std::function<void(sdbus::MethodInvoker&)> args) {
+  std::string call_error(const std::string& method,
+                         std::function<void(sdbus::MethodInvoker&)> args) {
     auto connection = sdbus::createSessionBusConnectionWithAddress(bus_.address());
     try {
       auto proxy = manager_proxy(*connection);
@@ -149,12 +153,14 @@ TEST_F(XpudTest, GetMetricsServesEveryDeviceInBaseUnits) {
   ASSERT_TRUE(snapshot) << snapshot.error();
   ASSERT_EQ(snapshot->devices.size(), 8u);
   auto now_usec = std::chrono::duration_cast<std::chrono::microseconds>(
-                      std::chrono::system_clock::now().time_since_epoch()).count();
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
   EXPECT_NEAR(static_cast<double>(snapshot->timestamp_usec), static_cast<double>(now_usec), 5e6);
   for (const auto& device : snapshot->devices) {
     for (const auto& [key, value] : device.values) {
       EXPECT_NE(std::find(names::metric::kAll.begin(), names::metric::kAll.end(), key),
-                names::metric::kAll.end()) << "unexpected key " << key;
+                names::metric::kAll.end())
+          << "unexpected key " << key;
     }
     EXPECT_EQ(device.values.at("memory_total_bytes"), static_cast<double>(32768ull << 20));
     EXPECT_LE(device.values.at("utilization_ratio"), 1.0);
@@ -170,12 +176,14 @@ TEST_F(XpudTest, HealthChangeIsSignalledAndRecovers) {
   auto manager = manager_proxy(*connection);
   manager->uponSignal("DeviceHealthChanged")
       .onInterface(std::string(names::kManagerInterface))
-      .call([&](const sdbus::ObjectPath& device, const std::string& health, const std::string& reason) {
+      .call([&](const sdbus::ObjectPath& device, const std::string& health,
+                const std::string& reason) {
         std::lock_guard lock(mutex);
         signals.emplace_back(device, health, reason);
       });
   manager->finishRegistration();
-  auto device3 = sdbus::createProxy(*connection, std::string(names::kBusName), names::device_path(3));
+  auto device3 =
+      sdbus::createProxy(*connection, std::string(names::kBusName), names::device_path(3));
   device3->uponSignal("PropertiesChanged")
       .onInterface("org.freedesktop.DBus.Properties")
       .call([&](const std::string& interface, const std::map<std::string, sdbus::Variant>& changed,
@@ -188,18 +196,24 @@ TEST_F(XpudTest, HealthChangeIsSignalledAndRecovers) {
   connection->enterEventLoopAsync();
 
   set_health(3, "Unhealthy", "test fault");
-  ASSERT_TRUE(wait_until([&] {
-    std::lock_guard lock(mutex);
-    return !signals.empty();
-  }, 5s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        std::lock_guard lock(mutex);
+        return !signals.empty();
+      },
+      5s));
   {
     std::lock_guard lock(mutex);
-    EXPECT_EQ(signals[0], std::make_tuple(names::device_path(3), std::string("Unhealthy"), std::string("test fault")));
+    EXPECT_EQ(signals[0], std::make_tuple(names::device_path(3), std::string("Unhealthy"),
+                                          std::string("test fault")));
   }
-  ASSERT_TRUE(wait_until([&] {
-    std::lock_guard lock(mutex);
-    return std::find(changed_properties.begin(), changed_properties.end(), "Health") != changed_properties.end();
-  }, 5s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        std::lock_guard lock(mutex);
+        return std::find(changed_properties.begin(), changed_properties.end(), "Health") !=
+               changed_properties.end();
+      },
+      5s));
   auto devices = client().list_devices();
   ASSERT_TRUE(devices);
   EXPECT_FALSE((*devices)[3].healthy);
@@ -212,13 +226,16 @@ TEST_F(XpudTest, HealthChangeIsSignalledAndRecovers) {
   EXPECT_NE(xpud_->output().find("xpu3: health: Unhealthy: test fault"), std::string::npos);
 
   set_health(3, "Healthy", "");
-  ASSERT_TRUE(wait_until([&] {
-    std::lock_guard lock(mutex);
-    return signals.size() >= 2;
-  }, 5s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        std::lock_guard lock(mutex);
+        return signals.size() >= 2;
+      },
+      5s));
   {
     std::lock_guard lock(mutex);
-    EXPECT_EQ(signals[1], std::make_tuple(names::device_path(3), std::string("Healthy"), std::string("")));
+    EXPECT_EQ(signals[1],
+              std::make_tuple(names::device_path(3), std::string("Healthy"), std::string("")));
   }
   EXPECT_GE(notify_.wait_for("STATUS=8 devices, 8 healthy, backend sim", 5s), 0);
   devices = client().list_devices();
@@ -251,7 +268,11 @@ TEST_F(XpudTest, WatcherSeesInjectedFaultsAndXpudComingAndGoing) {
   EXPECT_EQ(last().devices.size(), 8u) << "the last known cards stay listed";
 
   start();
-  ASSERT_TRUE(wait_until([&] { return last().xpud_present && last().devices.size() == 8 && last().devices[6].healthy; }, 10s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return last().xpud_present && last().devices.size() == 8 && last().devices[6].healthy;
+      },
+      10s));
 }
 
 TEST_F(XpudTest, WatcherReconnectsWhenTheBusRestarts) {
@@ -276,11 +297,11 @@ TEST_F(XpudTest, WatcherReconnectsWhenTheBusRestarts) {
 
 // A stopped xpud keeps its bus name and sends nothing: the watcher's 30 s safety refresh was
 // all that noticed it, and it counted xpud as present again only at the next one, up to 30 s
-// after xpud ran again (found by the fault matrix). It reads a property of xpud every 5 s instead, and asks a
-// silent one again every second.
+// after xpud ran again (found by the fault matrix). It reads a property of xpud every 5 s instead,
+// and asks a silent one again every second.
 TEST_F(XpudTest, WatcherSeesAHungXpudWithinSecondsAndItsReturnWithinOne) {
   start();
-  ViewRecorder views;  // declared before the client, whose destructor stops the watcher
+  ViewRecorder views;       // declared before the client, whose destructor stops the watcher
   auto watcher = client();  // 2 s call timeout
   watcher.watch(views.listener());
   auto last = [&] { return views.last(); };
@@ -295,7 +316,8 @@ TEST_F(XpudTest, WatcherSeesAHungXpudWithinSecondsAndItsReturnWithinOne) {
   // At most one probe interval (5 s) and one call timeout (2 s), with slack for a loaded machine.
   ASSERT_TRUE(wait_until([&] { return !last().xpud_present; }, 10s));
   EXPECT_EQ(last().devices.size(), 8u) << "the last known cards stay listed";
-  EXPECT_GE(std::chrono::steady_clock::now() - stopped, 2s) << "absent before a call could time out";
+  EXPECT_GE(std::chrono::steady_clock::now() - stopped, 2s)
+      << "absent before a call could time out";
 
   xpud_->signal(SIGCONT);
   // The retry every second, plus slack: not the 30 s safety refresh.
@@ -304,29 +326,41 @@ TEST_F(XpudTest, WatcherSeesAHungXpudWithinSecondsAndItsReturnWithinOne) {
 
 TEST_F(XpudTest, SimulatorErrorsAreNamedDbusErrors) {
   start();
-  EXPECT_EQ(call_error("SetHealth", [](auto& m) { m.withArguments(99u, std::string("Unhealthy"), std::string("x")); }),
-            "com.kunlunxin.xpud1.Error.NoSuchDevice: no device with index 99");
-  EXPECT_EQ(call_error("SetHealth", [](auto& m) { m.withArguments(1u, std::string("Sick"), std::string("x")); }),
-            "com.kunlunxin.xpud1.Error.InvalidArgument: health must be 'Healthy' or 'Unhealthy', got 'Sick'");
-  EXPECT_EQ(call_error("SetMetric", [](auto& m) { m.withArguments(1u, std::string("fan_rpm"), 1.0); }),
-            "com.kunlunxin.xpud1.Error.InvalidArgument: unknown metric 'fan_rpm'");
-  EXPECT_EQ(call_error("SetMetric", [](auto& m) { m.withArguments(1u, std::string("power_watts"), -3.0); }),
-            "com.kunlunxin.xpud1.Error.InvalidArgument: metric value must be finite and not negative");
+  EXPECT_EQ(
+      call_error("SetHealth",
+                 [](auto& m) { m.withArguments(99u, std::string("Unhealthy"), std::string("x")); }),
+      "com.kunlunxin.xpud1.Error.NoSuchDevice: no device with index 99");
+  EXPECT_EQ(call_error("SetHealth",
+                       [](auto& m) { m.withArguments(1u, std::string("Sick"), std::string("x")); }),
+            "com.kunlunxin.xpud1.Error.InvalidArgument: health must be 'Healthy' or 'Unhealthy', "
+            "got 'Sick'");
+  EXPECT_EQ(
+      call_error("SetMetric", [](auto& m) { m.withArguments(1u, std::string("fan_rpm"), 1.0); }),
+      "com.kunlunxin.xpud1.Error.InvalidArgument: unknown metric 'fan_rpm'");
+  EXPECT_EQ(
+      call_error("SetMetric",
+                 [](auto& m) { m.withArguments(1u, std::string("power_watts"), -3.0); }),
+      "com.kunlunxin.xpud1.Error.InvalidArgument: metric value must be finite and not negative");
   // Wrong argument types are refused by the bus binding, and the daemon keeps serving.
-  EXPECT_NE(call_error("SetHealth", [](auto& m) { m.withArguments(std::string("one")); }), "no error");
+  EXPECT_NE(call_error("SetHealth", [](auto& m) { m.withArguments(std::string("one")); }),
+            "no error");
   EXPECT_TRUE(client().list_devices());
 }
 
 TEST_F(XpudTest, SetMetricPinsAValueUntilReleased) {
   start();
   auto connection = sdbus::createSessionBusConnectionWithAddress(bus_.address());
-  manager_proxy(*connection)->callMethod("SetMetric").onInterface(std::string(names::kSimulatorInterface))
+  manager_proxy(*connection)
+      ->callMethod("SetMetric")
+      .onInterface(std::string(names::kSimulatorInterface))
       .withArguments(2u, std::string("temperature_celsius"), 91.5);
   auto xpud = client();
-  ASSERT_TRUE(wait_until([&] {
-    auto snapshot = xpud.get_metrics();
-    return snapshot && snapshot->devices[2].values.at("temperature_celsius") == 91.5;
-  }, 5s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto snapshot = xpud.get_metrics();
+        return snapshot && snapshot->devices[2].values.at("temperature_celsius") == 91.5;
+      },
+      5s));
 }
 
 TEST_F(XpudTest, WatchdogIsFedWhileTheSamplerRuns) {
@@ -340,19 +374,28 @@ TEST_F(XpudTest, WatchdogIsFedWhileTheSamplerRuns) {
 
 TEST_F(XpudTest, SighupReloadsTheConfiguration) {
   start();
-  ASSERT_NO_FATAL_FAILURE(reload_with("[daemon]\nbackend = sim\nlog_level = debug\n[sampling]\ninterval_ms = 300\n"));
-  EXPECT_TRUE(wait_until([&] {
-    return xpud_->output().find("configuration reloaded (interval 300 ms, log level debug)") != std::string::npos;
-  }, 5s)) << xpud_->output();
+  ASSERT_NO_FATAL_FAILURE(
+      reload_with("[daemon]\nbackend = sim\nlog_level = debug\n[sampling]\ninterval_ms = 300\n"));
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return xpud_->output().find("configuration reloaded (interval 300 ms, log level debug)") !=
+               std::string::npos;
+      },
+      5s))
+      << xpud_->output();
 }
 
 TEST_F(XpudTest, BadConfigOnReloadKeepsTheRunningOne) {
   start();
   ASSERT_NO_FATAL_FAILURE(reload_with("[daemon]\nbackend = sim\nspeed = ludicrous\n"));
-  EXPECT_TRUE(wait_until([&] {
-    return xpud_->output().find("reload failed, keeping the running configuration: " + config_.string() +
-                                ":3: unknown key 'speed'") != std::string::npos;
-  }, 5s)) << xpud_->output();
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return xpud_->output().find(
+                   "reload failed, keeping the running configuration: " + config_.string() +
+                   ":3: unknown key 'speed'") != std::string::npos;
+      },
+      5s))
+      << xpud_->output();
   EXPECT_TRUE(client().list_devices());
 }
 
@@ -368,8 +411,8 @@ TEST_F(XpudTest, SigtermStopsCleanly) {
 
 TEST_F(XpudTest, SecondInstanceCannotTakeTheName) {
   start();
-  ChildProcess second({binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--backend", "sim",
-                       "--config", config_.string()},
+  ChildProcess second({binary_path("xpud/xpud").string(), "--bus-address", bus_.address(),
+                       "--backend", "sim", "--config", config_.string()},
                       dir_.path() / "second.log");
   EXPECT_EQ(second.wait(10s), 1);
   EXPECT_NE(second.output().find("cannot serve on the bus"), std::string::npos) << second.output();
@@ -378,23 +421,30 @@ TEST_F(XpudTest, SecondInstanceCannotTakeTheName) {
 
 TEST_F(XpudTest, BadConfigStopsStartUpWithFileAndLine) {
   xpu::test::write_file(config_, "[daemon]\nbackend = sim\n[sampling]\ninterval_ms = often\n");
-  ChildProcess xpud({binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config", config_.string()},
+  ChildProcess xpud({binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",
+                     config_.string()},
                     dir_.path() / "bad.log");
   EXPECT_EQ(xpud.wait(10s), 1);
-  EXPECT_NE(xpud.output().find(config_.string() + ":4: bad value for sampling.interval_ms"), std::string::npos)
+  EXPECT_NE(xpud.output().find(config_.string() + ":4: bad value for sampling.interval_ms"),
+            std::string::npos)
       << xpud.output();
 }
 
 TEST_F(XpudTest, CheckConfigValidatesAndExits) {
-  ChildProcess good({binary_path("xpud/xpud").string(), "--check-config", "--config", config_.string()},
-                    dir_.path() / "good.log");
+  ChildProcess good(
+      {binary_path("xpud/xpud").string(), "--check-config", "--config", config_.string()},
+      dir_.path() / "good.log");
   EXPECT_EQ(good.wait(10s), 0);
-  EXPECT_NE(good.output().find("configuration OK (backend sim, interval 200 ms)"), std::string::npos) << good.output();
+  EXPECT_NE(good.output().find("configuration OK (backend sim, interval 200 ms)"),
+            std::string::npos)
+      << good.output();
   xpu::test::write_file(dir_.path() / "bad.conf", "[sim]\ndevices = many\n");
-  ChildProcess bad({binary_path("xpud/xpud").string(), "--check-config", "--config", (dir_.path() / "bad.conf").string()},
+  ChildProcess bad({binary_path("xpud/xpud").string(), "--check-config", "--config",
+                    (dir_.path() / "bad.conf").string()},
                    dir_.path() / "bad.log");
   EXPECT_EQ(bad.wait(10s), 1);
-  EXPECT_NE(bad.output().find("bad.conf:2: bad value for sim.devices"), std::string::npos) << bad.output();
+  EXPECT_NE(bad.output().find("bad.conf:2: bad value for sim.devices"), std::string::npos)
+      << bad.output();
 }
 
 // The README's configuration example, as a reader copies it: the ```ini block under
@@ -416,13 +466,15 @@ std::string readme_configuration_example() {
 
 TEST_F(XpudTest, ReadmeConfigurationExampleChecksAsWritten) {
   const std::string example = readme_configuration_example();
-  ASSERT_NE(example.find("[daemon]"), std::string::npos) << "no ```ini block under ### Configuration";
+  ASSERT_NE(example.find("[daemon]"), std::string::npos)
+      << "no ```ini block under ### Configuration";
   xpu::test::write_file(dir_.path() / "readme.conf", example);
   ChildProcess check({binary_path("xpud/xpud").string(), "--check-config", "--config",
                       (dir_.path() / "readme.conf").string()},
                      dir_.path() / "readme.log");
   EXPECT_EQ(check.wait(10s), 0) << check.output() << "\n" << example;
-  EXPECT_NE(check.output().find("configuration OK (backend auto, interval 1000 ms)"), std::string::npos)
+  EXPECT_NE(check.output().find("configuration OK (backend auto, interval 1000 ms)"),
+            std::string::npos)
       << check.output();
 }
 
@@ -433,13 +485,19 @@ TEST_F(XpudTest, CheckConfigWithoutTheDefaultFileSaysDefaultsApply) {
     // A host with xpud installed: hide its configuration in a mount namespace of our own.
     if (std::system("unshare --mount --map-root-user true >/dev/null 2>&1") != 0)
       GTEST_SKIP() << "/etc/xpud exists and no mount namespace can hide it";
-    argv = {"/usr/bin/unshare", "--mount", "--map-root-user", "/bin/sh", "-c",
-            "mount -t tmpfs tmpfs /etc/xpud && exec \"$0\" --check-config", xpud};
+    argv = {"/usr/bin/unshare",
+            "--mount",
+            "--map-root-user",
+            "/bin/sh",
+            "-c",
+            "mount -t tmpfs tmpfs /etc/xpud && exec \"$0\" --check-config",
+            xpud};
   }
   ChildProcess check(argv, dir_.path() / "defaults.log");
   EXPECT_EQ(check.wait(10s), 0) << check.output();
   EXPECT_EQ(check.output(),
-            "/etc/xpud/xpud.conf: not found, defaults apply; configuration OK (backend auto, interval 1000 ms)\n");
+            "/etc/xpud/xpud.conf: not found, defaults apply; configuration OK (backend auto, "
+            "interval 1000 ms)\n");
 }
 
 TEST_F(XpudTest, SessionWithoutASessionBusSaysWhatToDo) {
@@ -448,16 +506,18 @@ TEST_F(XpudTest, SessionWithoutASessionBusSaysWhatToDo) {
                      binary_path("xpud/xpud").string(), "--session", "--config", config_.string()},
                     dir_.path() / "session.log");
   EXPECT_EQ(xpud.wait(10s), 1);
-  EXPECT_NE(xpud.output().find("cannot connect to the session bus (neither $DBUS_SESSION_BUS_ADDRESS nor "
-                               "$XDG_RUNTIME_DIR is set): run xpud inside a session (dbus-run-session -- "
-                               "xpud --session) or give --bus-address ADDR"),
-            std::string::npos)
+  EXPECT_NE(
+      xpud.output().find("cannot connect to the session bus (neither $DBUS_SESSION_BUS_ADDRESS nor "
+                         "$XDG_RUNTIME_DIR is set): run xpud inside a session (dbus-run-session -- "
+                         "xpud --session) or give --bus-address ADDR"),
+      std::string::npos)
       << xpud.output();
   EXPECT_EQ(xpud.output().find("ENOMEDIUM"), std::string::npos) << xpud.output();
 
-  ChildProcess no_socket({binary_path("xpud/xpud").string(), "--session", "--config", config_.string()},
-                         dir_.path() / "session-address.log",
-                         {{"DBUS_SESSION_BUS_ADDRESS", "unix:path=" + (dir_.path() / "no-bus").string()}});
+  ChildProcess no_socket(
+      {binary_path("xpud/xpud").string(), "--session", "--config", config_.string()},
+      dir_.path() / "session-address.log",
+      {{"DBUS_SESSION_BUS_ADDRESS", "unix:path=" + (dir_.path() / "no-bus").string()}});
   EXPECT_EQ(no_socket.wait(10s), 1);
   EXPECT_NE(no_socket.output().find("cannot connect to the session bus at unix:path=" +
                                     (dir_.path() / "no-bus").string() + ": "),
@@ -466,15 +526,18 @@ TEST_F(XpudTest, SessionWithoutASessionBusSaysWhatToDo) {
 }
 
 TEST_F(XpudTest, BadFlagsExitTwoWithOneLine) {
-  for (auto args : std::vector<std::vector<std::string>>{{"--frobnicate"}, {"--backend", "cuda"}, {"--log-level"}, {"extra"}}) {
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"--frobnicate"}, {"--backend", "cuda"}, {"--log-level"}, {"extra"}}) {
     std::vector<std::string> argv = {binary_path("xpud/xpud").string()};
     argv.insert(argv.end(), args.begin(), args.end());
     ChildProcess xpud(argv, dir_.path() / "flags.log");
     EXPECT_EQ(xpud.wait(10s), 2) << args[0];
   }
-  auto lines = ChildProcess({binary_path("xpud/xpud").string(), "--backend", "cuda"}, dir_.path() / "one.log");
+  auto lines = ChildProcess({binary_path("xpud/xpud").string(), "--backend", "cuda"},
+                            dir_.path() / "one.log");
   lines.wait(10s);
-  EXPECT_EQ(lines.output(), "xpud: --backend: 'cuda' is not one of auto, xpuml, sysfs, sim (try --help)\n");
+  EXPECT_EQ(lines.output(),
+            "xpud: --backend: 'cuda' is not one of auto, xpuml, sysfs, sim (try --help)\n");
 }
 
 }  // namespace

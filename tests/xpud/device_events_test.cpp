@@ -33,8 +33,10 @@ TEST(ConcernsXpu, DeviceNodesByNameWhateverTheirClass) {
 }
 
 TEST(ParseUeventProperties, KernelStyleNulOrNewlineSeparated) {
-  auto event = parse_uevent_properties(std::string_view(
-      "ACTION=add\0DEVPATH=/devices/pci0000:b0/0000:b1:00.0\0SUBSYSTEM=pci\0PCI_ID=1D22:3684\0SEQNUM=42\0", 93));
+  auto event = parse_uevent_properties(
+      std::string_view("ACTION=add\0DEVPATH=/devices/pci0000:b0/"
+                       "0000:b1:00.0\0SUBSYSTEM=pci\0PCI_ID=1D22:3684\0SEQNUM=42\0",
+                       93));
   ASSERT_TRUE(event) << event.error();
   EXPECT_EQ(event->action, "add");
   EXPECT_EQ(event->subsystem, "pci");
@@ -54,10 +56,12 @@ TEST(ParseUeventProperties, RejectsWhatIsNotAUevent) {
   EXPECT_EQ(error(""), "no ACTION");
   EXPECT_EQ(error("ACTION=add\nDEVPATH=/devices/x\n"), "no SUBSYSTEM");
   EXPECT_EQ(error("ACTION=add\nSUBSYSTEM=pci\n"), "no DEVPATH (or one ending in '/')");
-  EXPECT_EQ(error("ACTION=add\nSUBSYSTEM=pci\nDEVPATH=/devices/\n"), "no DEVPATH (or one ending in '/')");
+  EXPECT_EQ(error("ACTION=add\nSUBSYSTEM=pci\nDEVPATH=/devices/\n"),
+            "no DEVPATH (or one ending in '/')");
   EXPECT_EQ(error("garbage"), "'garbage' is not KEY=VALUE");
   EXPECT_EQ(error("=add"), "'=add' is not KEY=VALUE");
-  EXPECT_EQ(error("ACTION=a\x01\n"), "the value of ACTION is not printable text of at most 1024 bytes");
+  EXPECT_EQ(error("ACTION=a\x01\n"),
+            "the value of ACTION is not printable text of at most 1024 bytes");
   EXPECT_EQ(error("ACTION=" + std::string(1025, 'a')),
             "the value of ACTION is not printable text of at most 1024 bytes");
 }
@@ -80,7 +84,8 @@ TEST(DiscoverySchedule, StartEventsGoneCardsFailuresAndTheRescan) {
   EXPECT_EQ(schedule.take_due(t0 + 4s, rescan), "a card is gone");
   schedule.discovered(t0 + 4s, true);
   schedule.note_read("card-a", true);
-  EXPECT_EQ(schedule.take_due(t0 + 5s, rescan), std::nullopt) << "a card that stays gone triggers once";
+  EXPECT_EQ(schedule.take_due(t0 + 5s, rescan), std::nullopt)
+      << "a card that stays gone triggers once";
   schedule.note_read("card-a", false);
   schedule.note_read("card-a", true);
   EXPECT_EQ(schedule.take_due(t0 + 6s, rescan), "a card is gone") << "found again, then gone again";

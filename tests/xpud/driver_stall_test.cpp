@@ -10,8 +10,12 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = DriverStall::Clock;
 
-HealthState healthy() { return {}; }
-HealthState faulty() { return {false, "driver reports state ERROR (207)", "driver_fault", 0}; }
+HealthState healthy() {
+  return {};
+}
+HealthState faulty() {
+  return {false, "driver reports state ERROR (207)", "driver_fault", 0};
+}
 
 TEST(DriverStall, NoStuckCallIsNoStall) {
   DriverStall stall(1000ms);

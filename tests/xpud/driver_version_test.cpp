@@ -4,9 +4,9 @@
 // xpumlSystemGetDriverVersion), seen by a client on a private bus.
 #include <gtest/gtest.h>
 
+#include <sdbus-c++/sdbus-c++.h>
 #include <mutex>
 #include <set>
-#include <sdbus-c++/sdbus-c++.h>
 
 #include "common/names.h"
 #include "common/xpud_client.h"
@@ -33,19 +33,21 @@ class DriverVersionRefresh : public ::testing::TestWithParam<std::string> {
     set_version("5.0.21.16");
     // A real driver reload comes with PCI unbind/bind uevents, which trigger a discovery; the
     // fake tree sends none, so the rescan (every second here) stands in for them.
-    std::string config = "[sampling]\ninterval_ms = 100\nrescan_interval_ms = 1000\n[sysfs]\nroot = " +
-                         tree_.root().string() + "\n";
+    std::string config =
+        "[sampling]\ninterval_ms = 100\nrescan_interval_ms = 1000\n[sysfs]\nroot = " +
+        tree_.root().string() + "\n";
     if (GetParam() == "sysfs")
       config += "[daemon]\nbackend = sysfs\n";
     else
       config += "[daemon]\nbackend = xpuml\n[xpuml]\nlibrary = " FAKE_XPUML "\n";
     write_file(dir_.path() / "xpud.conf", config);
     xpud_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",
-                                 (dir_.path() / "xpud.conf").string()},
+        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(),
+                                 "--config", (dir_.path() / "xpud.conf").string()},
         dir_.path() / "xpud.log",
-        std::map<std::string, std::string>{{"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()},
-                                           {"NOTIFY_SOCKET", notify_.path()}});
+        std::map<std::string, std::string>{
+            {"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()},
+            {"NOTIFY_SOCKET", notify_.path()}});
     ASSERT_GE(notify_.wait_for("READY=1", 10s), 0) << xpud_->output();
   }
 
@@ -79,7 +81,8 @@ TEST_P(DriverVersionRefresh, ADriverReloadChangesTheVersionWithOneSignal) {
   std::mutex mutex;
   std::vector<std::string> signalled;  // DriverVersion values in PropertiesChanged
   auto connection = sdbus::createSessionBusConnectionWithAddress(bus_.address());
-  auto manager = sdbus::createProxy(*connection, std::string(names::kBusName), std::string(names::kManagerPath));
+  auto manager = sdbus::createProxy(*connection, std::string(names::kBusName),
+                                    std::string(names::kManagerPath));
   manager->uponSignal("PropertiesChanged")
       .onInterface("org.freedesktop.DBus.Properties")
       .call([&](const std::string& interface, const std::map<std::string, sdbus::Variant>& changed,
@@ -102,10 +105,13 @@ TEST_P(DriverVersionRefresh, ADriverReloadChangesTheVersionWithOneSignal) {
   }
 
   set_version("5.0.21.21");
-  ASSERT_TRUE(wait_until([&] {
-    std::lock_guard lock(mutex);
-    return !signalled.empty();
-  }, 5s)) << xpud_->output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        std::lock_guard lock(mutex);
+        return !signalled.empty();
+      },
+      5s))
+      << xpud_->output();
   EXPECT_EQ(reported_version(), "5.0.21.21");
   // And no more after it, over two more rescans.
   const auto settled_until = std::chrono::steady_clock::now() + 2500ms;
@@ -114,7 +120,8 @@ TEST_P(DriverVersionRefresh, ADriverReloadChangesTheVersionWithOneSignal) {
     std::lock_guard lock(mutex);
     EXPECT_EQ(signalled, std::vector<std::string>{"5.0.21.21"});
   }
-  EXPECT_NE(xpud_->output().find("driver version changed from 5.0.21.16 to 5.0.21.21"), std::string::npos)
+  EXPECT_NE(xpud_->output().find("driver version changed from 5.0.21.16 to 5.0.21.21"),
+            std::string::npos)
       << xpud_->output();
   connection->leaveEventLoop();
 }
@@ -124,9 +131,12 @@ TEST_P(DriverVersionRefresh, ADriverReloadChangesTheVersionWithOneSignal) {
 std::set<std::string> const_properties(sdbus::IConnection& connection, const std::string& path) {
   auto proxy = sdbus::createProxy(connection, std::string(names::kBusName), path);
   std::string xml;
-  proxy->callMethod("Introspect").onInterface("org.freedesktop.DBus.Introspectable").storeResultsTo(xml);
+  proxy->callMethod("Introspect")
+      .onInterface("org.freedesktop.DBus.Introspectable")
+      .storeResultsTo(xml);
   std::set<std::string> found;
-  for (auto at = xml.find("<property name=\""); at != std::string::npos; at = xml.find("<property name=\"", at + 1)) {
+  for (auto at = xml.find("<property name=\""); at != std::string::npos;
+       at = xml.find("<property name=\"", at + 1)) {
     const auto name_start = at + 16;
     const std::string name = xml.substr(name_start, xml.find('"', name_start) - name_start);
     const auto end = xml.find("</property>", at);
@@ -140,11 +150,12 @@ std::set<std::string> const_properties(sdbus::IConnection& connection, const std
 
 TEST_P(DriverVersionRefresh, OnlyPropertiesThatNeverChangeAreDeclaredConstant) {
   auto connection = sdbus::createSessionBusConnectionWithAddress(bus_.address());
-  EXPECT_EQ(const_properties(*connection, std::string(names::kManagerPath)), std::set<std::string>{"Version"});
+  EXPECT_EQ(const_properties(*connection, std::string(names::kManagerPath)),
+            std::set<std::string>{"Version"});
   EXPECT_EQ(const_properties(*connection, names::device_path(0)),
-            (std::set<std::string>{"Index", "Name", "Uuid", "Serial", "Model", "PciBusId", "NumaNode",
-                                   "MemoryTotalBytes", "DeviceNodes", "LinkedDevices", "IsVirtualFunction",
-                                   "SriovEnabled"}));
+            (std::set<std::string>{"Index", "Name", "Uuid", "Serial", "Model", "PciBusId",
+                                   "NumaNode", "MemoryTotalBytes", "DeviceNodes", "LinkedDevices",
+                                   "IsVirtualFunction", "SriovEnabled"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DriverVersionRefresh, ::testing::Values("sysfs", "xpuml"),

@@ -5,9 +5,15 @@
 namespace xpud {
 namespace {
 
-DeviceReading ok() { return {}; }
-DeviceReading fault(std::string reason) { return {{}, std::move(reason), std::nullopt, std::nullopt}; }
-DeviceReading failed(std::string error) { return {{}, std::nullopt, std::move(error), std::nullopt}; }
+DeviceReading ok() {
+  return {};
+}
+DeviceReading fault(std::string reason) {
+  return {{}, std::move(reason), std::nullopt, std::nullopt};
+}
+DeviceReading failed(std::string error) {
+  return {{}, std::nullopt, std::move(error), std::nullopt};
+}
 
 TEST(HealthMonitor, CleanReadingsAreHealthy) {
   HealthMonitor monitor(3);
@@ -46,12 +52,16 @@ TEST(HealthMonitor, TheReasonKindIsOneFixedWordPerCause) {
 TEST(HealthMonitor, PersistentFailureKeepsItsReason) {
   HealthMonitor monitor(2);
   monitor.update("u0", failed("driver busy: 'read xpu0' has not returned after 300 ms"));
-  const std::string first = monitor.update("u0", failed("driver busy: 'read xpu0' has not returned after 400 ms")).reason;
+  const std::string first =
+      monitor.update("u0", failed("driver busy: 'read xpu0' has not returned after 400 ms")).reason;
   EXPECT_EQ(first, "reads keep failing: driver busy: 'read xpu0' has not returned after 400 ms");
   // More failures of the same kind, longer durations: the reason a client saw stays.
   for (int ms = 500; ms < 5000; ms += 100)
-    EXPECT_EQ(monitor.update("u0", failed("driver busy: 'read xpu0' has not returned after " +
-                                          std::to_string(ms) + " ms")).reason, first);
+    EXPECT_EQ(monitor
+                  .update("u0", failed("driver busy: 'read xpu0' has not returned after " +
+                                       std::to_string(ms) + " ms"))
+                  .reason,
+              first);
   // Another cause is a new reason.
   EXPECT_EQ(monitor.update("u0", failed("xpumlDeviceGetState(xpu0): UNKNOWN (999)")).reason,
             "reads keep failing: xpumlDeviceGetState(xpu0): UNKNOWN (999)");

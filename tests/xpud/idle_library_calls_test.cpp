@@ -107,7 +107,8 @@ TEST_F(IdleLibraryCalls, TheRescanRunsOnItsOwnInterval) {
   start(1000ms);
   ASSERT_TRUE(xpu::test::wait_until([&] { return discoveries() >= 3; }, 10s));
   // 100 ms cycles, a rescan every 1000 ms: about one discovery per ten cycles.
-  EXPECT_GE(cycles.load(), 3 * discoveries()) << cycles << " cycles, " << discoveries() << " discoveries";
+  EXPECT_GE(cycles.load(), 3 * discoveries())
+      << cycles << " cycles, " << discoveries() << " discoveries";
 }
 
 // Figures for the closing note: library calls per minute on an idle 8-card host at the
@@ -121,9 +122,10 @@ TEST_F(IdleLibraryCalls, FiguresPerMinute) {
   cycles = 0;
   start(1200ms, 20ms);
   auto [evented, evented_discoveries] = minute_of_calls();
-  std::printf("library calls per minute, idle 8-card host: discovery every cycle %u (%u discoveries), "
-              "on events + 60 s rescan %u (%u discoveries)\n",
-              every_cycle, every_cycle_discoveries, evented, evented_discoveries);
+  std::printf(
+      "library calls per minute, idle 8-card host: discovery every cycle %u (%u discoveries), "
+      "on events + 60 s rescan %u (%u discoveries)\n",
+      every_cycle, every_cycle_discoveries, evented, evented_discoveries);
   EXPECT_LE(evented_discoveries, 2u);
   EXPECT_LT(evented, every_cycle);
 }

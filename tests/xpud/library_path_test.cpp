@@ -25,20 +25,24 @@ class LibraryPathTest : public ::testing::Test {
   }
 
   void start(const std::string& backend, const std::string& libraries) {
-    write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = " + backend +
-                                              "\n[sampling]\ninterval_ms = 100\nrescan_interval_ms = 1000\n[xpuml]\nlibrary = " +
-                                              libraries + "\n[sysfs]\nroot = " + dir_.path().string() + "\n");
+    write_file(
+        dir_.path() / "xpud.conf",
+        "[daemon]\nbackend = " + backend +
+            "\n[sampling]\ninterval_ms = 100\nrescan_interval_ms = 1000\n[xpuml]\nlibrary = " +
+            libraries + "\n[sysfs]\nroot = " + dir_.path().string() + "\n");
     xpud_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",
-                                 (dir_.path() / "xpud.conf").string()},
+        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(),
+                                 "--config", (dir_.path() / "xpud.conf").string()},
         dir_.path() / "xpud.log",
-        std::map<std::string, std::string>{{"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()},
-                                           {"NOTIFY_SOCKET", notify_.path()}});
+        std::map<std::string, std::string>{
+            {"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()},
+            {"NOTIFY_SOCKET", notify_.path()}});
     ASSERT_GE(notify_.wait_for("READY=1", 10s), 0) << xpud_->output();
   }
 
   std::string xpuctl(std::vector<std::string> args) {
-    args.insert(args.begin(), {binary_path("xpuctl/xpuctl").string(), "--bus-address", bus_.address()});
+    args.insert(args.begin(),
+                {binary_path("xpuctl/xpuctl").string(), "--bus-address", bus_.address()});
     ChildProcess run(args, dir_.path() / "xpuctl.log");
     EXPECT_EQ(run.wait(10s), 0) << run.output();
     return run.output();
@@ -58,9 +62,11 @@ TEST_F(LibraryPathTest, TheFirstCandidateThatLoadsIsUsedAndShown) {
   ASSERT_TRUE(manager) << manager.error();
   EXPECT_EQ(manager->backend, "xpuml");
   EXPECT_EQ(manager->library_path, FAKE_XPUML);
-  EXPECT_NE(xpud_->output().find("libxpuml: using " FAKE_XPUML), std::string::npos) << xpud_->output();
+  EXPECT_NE(xpud_->output().find("libxpuml: using " FAKE_XPUML), std::string::npos)
+      << xpud_->output();
   EXPECT_NE(xpuctl({"list"}).find("backend xpuml (" FAKE_XPUML ")"), std::string::npos);
-  EXPECT_NE(xpuctl({"list", "--json"}).find("\"library_path\":\"" FAKE_XPUML "\""), std::string::npos);
+  EXPECT_NE(xpuctl({"list", "--json"}).find("\"library_path\":\"" FAKE_XPUML "\""),
+            std::string::npos);
 }
 
 TEST_F(LibraryPathTest, WithNoUsableCandidateAutoServesSysfsAndNamesEveryCandidate) {
@@ -73,7 +79,8 @@ TEST_F(LibraryPathTest, WithNoUsableCandidateAutoServesSysfsAndNamesEveryCandida
   EXPECT_EQ(manager->backend, "sysfs");
   EXPECT_EQ(manager->library_path, "") << "no library in use";
   const std::string log = xpud_->output();
-  EXPECT_NE(log.find("backend auto: xpuml unavailable (no usable libxpuml among 3 candidates"), std::string::npos)
+  EXPECT_NE(log.find("backend auto: xpuml unavailable (no usable libxpuml among 3 candidates"),
+            std::string::npos)
       << log;
   for (const auto& name : {first, second, std::string("libxpuml-not-installed.so.1")})
     EXPECT_NE(log.find(name), std::string::npos) << name << "\n" << log;
@@ -91,21 +98,26 @@ TEST_F(LibraryPathTest, AutoShowsTheLibraryOnceTheDriverComes) {
   // The driver loads: the retry (after 1 s) initialises the same library.
   write_file(dir_.path() / "scenario.tmp", "devices 2\n");
   std::filesystem::rename(dir_.path() / "scenario.tmp", dir_.path() / "scenario");
-  EXPECT_TRUE(wait_until([&] {
-    auto now = client.manager_info();
-    return now && now->backend == "xpuml" && now->library_path == FAKE_XPUML;
-  }, 15s)) << xpud_->output();
+  EXPECT_TRUE(wait_until(
+      [&] {
+        auto now = client.manager_info();
+        return now && now->backend == "xpuml" && now->library_path == FAKE_XPUML;
+      },
+      15s))
+      << xpud_->output();
 }
 
 TEST_F(LibraryPathTest, AnEntryThatIsNeitherAPathNorAFileNameStopsStartUpWithFileAndLine) {
-  write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = xpuml\n[xpuml]\nlibrary = " FAKE_XPUML " lib/libxpuml.so.1\n");
+  write_file(dir_.path() / "xpud.conf",
+             "[daemon]\nbackend = xpuml\n[xpuml]\nlibrary = " FAKE_XPUML " lib/libxpuml.so.1\n");
   ChildProcess check({binary_path("xpud/xpud").string(), "--check-config", "--config",
                       (dir_.path() / "xpud.conf").string()},
                      dir_.path() / "check.log");
   EXPECT_NE(check.wait(10s), 0);
-  EXPECT_NE(check.output().find((dir_.path() / "xpud.conf").string() +
-                                ":4: bad value for xpuml.library: 'lib/libxpuml.so.1' is neither an absolute "
-                                "path nor a bare file name"),
+  EXPECT_NE(check.output().find(
+                (dir_.path() / "xpud.conf").string() +
+                ":4: bad value for xpuml.library: 'lib/libxpuml.so.1' is neither an absolute "
+                "path nor a bare file name"),
             std::string::npos)
       << check.output();
 }

@@ -32,13 +32,14 @@ TEST(ProcessOwner, CgroupfsDriverUnderCgroupV1) {
   auto owner = owner_from_cgroup_file(
       "12:pids:/kubepods/besteffort/pod6f2b1c3a-1111-4222-8333-444455556666/" + kId +
       "\n11:memory:/kubepods/besteffort/pod6f2b1c3a-1111-4222-8333-444455556666/" + kId +
-      "\n1:name=systemd:/kubepods/besteffort/pod6f2b1c3a-1111-4222-8333-444455556666/" + kId + "\n");
+      "\n1:name=systemd:/kubepods/besteffort/pod6f2b1c3a-1111-4222-8333-444455556666/" + kId +
+      "\n");
   EXPECT_EQ(owner, (ProcessOwner{kUid, kId}));
 }
 
 TEST(ProcessOwner, ProcessInASubCgroupOfItsContainerStillBelongsToIt) {
-  auto owner = owner_from_cgroup_file("0::/kubepods/pod" + std::string(kUid) + "/" + kId +
-                                      "/worker\n");
+  auto owner =
+      owner_from_cgroup_file("0::/kubepods/pod" + std::string(kUid) + "/" + kId + "/worker\n");
   EXPECT_EQ(owner, (ProcessOwner{kUid, kId}));
 }
 
@@ -52,7 +53,8 @@ TEST(ProcessOwner, PodLevelProcessHasAPodButNoContainer) {
 
 TEST(ProcessOwner, HostProcessesAndGarbageHaveNoOwner) {
   EXPECT_EQ(owner_from_cgroup_file("0::/system.slice/xpud.service\n"), ProcessOwner{});
-  EXPECT_EQ(owner_from_cgroup_file("0::/user.slice/user-1000.slice/session-3.scope\n"), ProcessOwner{});
+  EXPECT_EQ(owner_from_cgroup_file("0::/user.slice/user-1000.slice/session-3.scope\n"),
+            ProcessOwner{});
   // A docker container outside Kubernetes names no pod.
   EXPECT_EQ(owner_from_cgroup_file("0::/system.slice/docker-" + kId + ".scope\n"), ProcessOwner{});
   EXPECT_EQ(owner_from_cgroup_file(""), ProcessOwner{});

@@ -39,8 +39,7 @@ constexpr auto kCallTimeout = 10s;
 class KernelStandIn {
  public:
   KernelStandIn(xpu::fakes::FakeSysfsTree& tree, std::string pf, unsigned first_index)
-      : tree_(tree), pf_(std::move(pf)), first_index_(first_index),
-        thread_([this] { run(); }) {}
+      : tree_(tree), pf_(std::move(pf)), first_index_(first_index), thread_([this] { run(); }) {}
   ~KernelStandIn() {
     stop_ = true;
     thread_.join();
@@ -83,8 +82,9 @@ class SriovTest : public ::testing::Test {
         std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(),
                                  "--config", (dir_.path() / "xpud.conf").string()},
         dir_.path() / "xpud.log",
-        std::map<std::string, std::string>{{"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()},
-                                           {"NOTIFY_SOCKET", notify_.path()}});
+        std::map<std::string, std::string>{
+            {"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()},
+            {"NOTIFY_SOCKET", notify_.path()}});
     ASSERT_GE(notify_.wait_for("READY=1", 10s), 0) << xpud_->output();
   }
 
@@ -94,12 +94,13 @@ class SriovTest : public ::testing::Test {
     // The private bus's socket lives in a directory of its own; nobody must reach it.
     const std::string socket = bus_.address().substr(std::string("unix:path=").size());
     ::chmod(fs::path(socket).parent_path().c_str(), 0755);
-    ChildProcess call({"/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--",
-                       "/usr/bin/dbus-send", "--bus=" + bus_.address(), "--print-reply",
-                       "--dest=" + std::string(xpu::names::kBusName), std::string(xpu::names::kManagerPath),
-                       std::string(xpu::names::kManagerInterface) + ".ConfigureVirtualFunctions",
-                       "uint32:" + std::to_string(index), "uint32:" + std::to_string(count)},
-                      dir_.path() / ("call." + std::to_string(++calls_)));
+    ChildProcess call(
+        {"/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--",
+         "/usr/bin/dbus-send", "--bus=" + bus_.address(), "--print-reply",
+         "--dest=" + std::string(xpu::names::kBusName), std::string(xpu::names::kManagerPath),
+         std::string(xpu::names::kManagerInterface) + ".ConfigureVirtualFunctions",
+         "uint32:" + std::to_string(index), "uint32:" + std::to_string(count)},
+        dir_.path() / ("call." + std::to_string(++calls_)));
     auto status = call.wait(15s);
     return {status.value_or(-1), call.output()};
   }
@@ -143,7 +144,8 @@ class SysfsSriovTest : public SriovTest {
     // kernel does both at once): a fast rescan finds them.
     return "[daemon]\nbackend = sysfs\n[sampling]\ninterval_ms = 100\nrescan_interval_ms = 1000\n"
            "[sysfs]\nroot = " +
-           tree_.root().string() + "\n[sriov]\nallow_cluster_reconfigure = " + (allow ? "true" : "false") + "\n";
+           tree_.root().string() +
+           "\n[sriov]\nallow_cluster_reconfigure = " + (allow ? "true" : "false") + "\n";
   }
 
   xpu::fakes::FakeSysfsTree tree_;
@@ -159,13 +161,17 @@ TEST_F(SysfsSriovTest, TwoVirtualFunctionsBecomeTwoDeviceObjectsWithoutARestart)
   const auto asked = std::chrono::steady_clock::now();
   auto done = client.configure_virtual_functions(0, 2, kCallTimeout);
   ASSERT_TRUE(done) << done.error() << "\n" << xpud_->output();
-  ASSERT_TRUE(wait_until([&] {
-    auto devices = client.list_devices();
-    return devices && devices->size() == 4u;
-  }, 5s)) << xpud_->output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto devices = client.list_devices();
+        return devices && devices->size() == 4u;
+      },
+      5s))
+      << xpud_->output();
   const auto took = std::chrono::steady_clock::now() - asked;
-  std::printf("ConfigureVirtualFunctions(0, 2) to two VF objects on the bus: %lld ms\n",
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+  std::printf(
+      "ConfigureVirtualFunctions(0, 2) to two VF objects on the bus: %lld ms\n",
+      static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
 
   auto devices = client.list_devices();
   ASSERT_TRUE(devices);
@@ -178,14 +184,18 @@ TEST_F(SysfsSriovTest, TwoVirtualFunctionsBecomeTwoDeviceObjectsWithoutARestart)
   EXPECT_EQ((*devices)[3].model, "KL2-VF");
   EXPECT_EQ(xpud_->pid(), pid);
   EXPECT_TRUE(xpud_->running());
-  EXPECT_THAT(xpud_->output(), HasSubstr("ConfigureVirtualFunctions: 2 virtual functions asked by uid 0"));
+  EXPECT_THAT(xpud_->output(),
+              HasSubstr("ConfigureVirtualFunctions: 2 virtual functions asked by uid 0"));
 
   // And back to none: the VF objects go the same way.
   ASSERT_TRUE(client.configure_virtual_functions(0, 0, kCallTimeout));
-  ASSERT_TRUE(wait_until([&] {
-    auto now = client.list_devices();
-    return now && now->size() == 2u && count_virtual_functions(*now) == 0;
-  }, 5s)) << xpud_->output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto now = client.list_devices();
+        return now && now->size() == 2u && count_virtual_functions(*now) == 0;
+      },
+      5s))
+      << xpud_->output();
 }
 
 // The PF whose VFs are on stays a device (operators see it) and says why the cluster does not
@@ -201,22 +211,26 @@ TEST_F(SysfsSriovTest, APhysicalFunctionWithVirtualFunctionsOnSaysSo) {
   EXPECT_FALSE((*before)[0].sriov_enabled);
 
   ASSERT_TRUE(client.configure_virtual_functions(0, 2, kCallTimeout)) << xpud_->output();
-  ASSERT_TRUE(wait_until([&] {
-    auto devices = client.list_devices();
-    return devices && devices->size() == 4u && (*devices)[0].sriov_enabled;
-  }, 5s)) << xpud_->output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto devices = client.list_devices();
+        return devices && devices->size() == 4u && (*devices)[0].sriov_enabled;
+      },
+      5s))
+      << xpud_->output();
   auto devices = client.list_devices();
   ASSERT_TRUE(devices);
   EXPECT_EQ((*devices)[0].pci_bus_id, "0000:3b:00.0");
   EXPECT_FALSE((*devices)[1].sriov_enabled);
   EXPECT_FALSE((*devices)[2].sriov_enabled);
   EXPECT_TRUE((*devices)[2].is_virtual_function);
-  const int on =
-      notify_.wait_for("STATUS=4 devices, 4 healthy, 1 PF with SR-IOV on (not offered), backend sysfs", 5s);
+  const int on = notify_.wait_for(
+      "STATUS=4 devices, 4 healthy, 1 PF with SR-IOV on (not offered), backend sysfs", 5s);
   EXPECT_GE(on, 0);
 
   auto xpuctl = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {binary_path("xpuctl/xpuctl").string(), "--bus-address", bus_.address()};
+    std::vector<std::string> argv = {binary_path("xpuctl/xpuctl").string(), "--bus-address",
+                                     bus_.address()};
     argv.insert(argv.end(), args.begin(), args.end());
     ChildProcess process(argv, dir_.path() / ("xpuctl." + std::to_string(++calls_)));
     auto status = process.wait(15s);
@@ -231,11 +245,14 @@ TEST_F(SysfsSriovTest, APhysicalFunctionWithVirtualFunctionsOnSaysSo) {
   EXPECT_THAT(json, HasSubstr(R"("pci_bus_id":"0000:3b:00.0")"));
   const auto first = json.find(R"("sriov_enabled":true)");
   EXPECT_NE(first, std::string::npos) << json;
-  EXPECT_EQ(json.find(R"("sriov_enabled":true)", first + 1), std::string::npos) << "only the PF: " << json;
+  EXPECT_EQ(json.find(R"("sriov_enabled":true)", first + 1), std::string::npos)
+      << "only the PF: " << json;
 
   // Off again: the PF is a whole card once more.
   ASSERT_TRUE(client.configure_virtual_functions(0, 0, kCallTimeout));
-  EXPECT_GE(notify_.wait_for("STATUS=2 devices, 2 healthy, backend sysfs", 5s, static_cast<size_t>(on + 1)), 0)
+  EXPECT_GE(notify_.wait_for("STATUS=2 devices, 2 healthy, backend sysfs", 5s,
+                             static_cast<size_t>(on + 1)),
+            0)
       << xpud_->output();
 }
 
@@ -245,7 +262,8 @@ TEST_F(SysfsSriovTest, ErrorsSayWhatIsWrong) {
 
   auto too_many = client.configure_virtual_functions(0, 5, kCallTimeout);
   ASSERT_FALSE(too_many);
-  EXPECT_THAT(too_many.error(), HasSubstr("xpu0 (0000:3b:00.0) supports at most 4 virtual functions"));
+  EXPECT_THAT(too_many.error(),
+              HasSubstr("xpu0 (0000:3b:00.0) supports at most 4 virtual functions"));
   EXPECT_THAT(too_many.error(), HasSubstr(std::string(xpu::names::kErrorInvalidArgument)));
 
   auto no_sriov = client.configure_virtual_functions(1, 1, kCallTimeout);
@@ -268,7 +286,8 @@ TEST_F(SysfsSriovTest, XpuctlConfigureVfs) {
   start(config(false));
   KernelStandIn kernel(tree_, "0000:3b:00.0", 2);
   auto xpuctl = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {binary_path("xpuctl/xpuctl").string(), "--bus-address", bus_.address()};
+    std::vector<std::string> argv = {binary_path("xpuctl/xpuctl").string(), "--bus-address",
+                                     bus_.address()};
     argv.insert(argv.end(), args.begin(), args.end());
     ChildProcess process(argv, dir_.path() / ("xpuctl." + std::to_string(++calls_)));
     auto status = process.wait(15s);
@@ -277,10 +296,13 @@ TEST_F(SysfsSriovTest, XpuctlConfigureVfs) {
   auto [status, output] = xpuctl({"configure-vfs", "0", "2"});
   EXPECT_EQ(status, 0) << output;
   EXPECT_EQ(output, "xpu0: 2 virtual functions\n");
-  ASSERT_TRUE(wait_until([&] {
-    auto listed = xpuctl({"list"});
-    return listed.second.find("0000:3b:00.2") != std::string::npos;
-  }, 5s)) << xpud_->output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto listed = xpuctl({"list"});
+        return listed.second.find("0000:3b:00.2") != std::string::npos;
+      },
+      5s))
+      << xpud_->output();
 
   auto [bad_status, bad_output] = xpuctl({"configure-vfs", "0", "9"});
   EXPECT_EQ(bad_status, 1);
@@ -302,7 +324,8 @@ TEST_F(SysfsSriovTest, OnlyRootUnlessTheHostAllowsTheCluster) {
   // policy admits only root and xpud-api-proxy's user to this method at all.
   write_file(dir_.path() / "xpud.conf", config(true));
   xpud_->signal(SIGHUP);
-  ASSERT_TRUE(wait_until([&] { return allowed_property().find("b true") != std::string::npos; }, 5s))
+  ASSERT_TRUE(
+      wait_until([&] { return allowed_property().find("b true") != std::string::npos; }, 5s))
       << xpud_->output();
   auto [allowed_status, allowed_output] = configure_as_nobody(0, 1);
   EXPECT_EQ(allowed_status, 0) << allowed_output << xpud_->output();
@@ -310,14 +333,16 @@ TEST_F(SysfsSriovTest, OnlyRootUnlessTheHostAllowsTheCluster) {
 
   write_file(dir_.path() / "xpud.conf", config(false));
   xpud_->signal(SIGHUP);
-  ASSERT_TRUE(wait_until([&] { return allowed_property().find("b false") != std::string::npos; }, 5s));
+  ASSERT_TRUE(
+      wait_until([&] { return allowed_property().find("b false") != std::string::npos; }, 5s));
   EXPECT_NE(configure_as_nobody(0, 0).first, 0);
 }
 
 TEST_F(SriovTest, LibraryVirtualFunctionsAreOnTheBusWhenTheCallReturns) {
   write_file(dir_.path() / "scenario", "devices 2\ndevice 0\nmax_vfs 4\n");
   start("[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 60000\n[xpuml]\nlibrary = " FAKE_XPUML
-        "\n[sysfs]\nroot = " + dir_.path().string() + "\n");
+        "\n[sysfs]\nroot = " +
+        dir_.path().string() + "\n");
   xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
   ASSERT_EQ(client.list_devices()->size(), 2u);
 

@@ -34,7 +34,8 @@ TEST(TimeBoxedExecutor, SlowCallTimesOutAndBlocksNothingElse) {
   auto started = std::chrono::steady_clock::now();
   auto busy = executor.call("read xpu4", [] { return 2; });
   ASSERT_FALSE(busy);
-  EXPECT_NE(busy.error().find("driver busy: 'read xpu3' has not returned after"), std::string::npos);
+  EXPECT_NE(busy.error().find("driver busy: 'read xpu3' has not returned after"),
+            std::string::npos);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 40ms);
 
   release.set_value();
@@ -47,7 +48,8 @@ TEST(TimeBoxedExecutor, SlowCallTimesOutAndBlocksNothingElse) {
 
 TEST(TimeBoxedExecutor, ExceptionsBecomeErrors) {
   TimeBoxedExecutor executor(1000ms);
-  auto result = executor.call("discover devices", []() -> int { throw std::runtime_error("boom"); });
+  auto result =
+      executor.call("discover devices", []() -> int { throw std::runtime_error("boom"); });
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error(), "'discover devices' failed: boom");
   EXPECT_TRUE(executor.call("next", [] { return true; }));

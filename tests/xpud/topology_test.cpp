@@ -51,7 +51,8 @@ std::map<unsigned, std::vector<unsigned>> driver_links() {
   return links;
 }
 
-std::map<unsigned, std::vector<unsigned>> links_over_dbus(const std::vector<xpu::DeviceInfo>& devices) {
+std::map<unsigned, std::vector<unsigned>> links_over_dbus(
+    const std::vector<xpu::DeviceInfo>& devices) {
   std::map<unsigned, std::vector<unsigned>> links;
   for (const auto& d : devices) {
     auto row = d.linked_devices;
@@ -115,8 +116,8 @@ class XpudTopologySysfs : public XpudTopology {
   }
 
   std::string config(const std::string& table) {
-    return "[daemon]\nbackend = sysfs\n[sysfs]\nroot = " + tree_.root().string() + "\n[topology]\nquirks = " +
-           table + "\n";
+    return "[daemon]\nbackend = sysfs\n[sysfs]\nroot = " + tree_.root().string() +
+           "\n[topology]\nquirks = " + table + "\n";
   }
 
   xpu::fakes::FakeSysfsTree tree_;
@@ -152,7 +153,8 @@ TEST_F(XpudTopologySysfs, FewerCardsThanTheTableGetNone) {
 
 TEST_F(XpudTopologySysfs, ABrokenTableCostsTheLinksNotTheService) {
   const auto table = dir_.path() / "broken.quirk";
-  write_file(table, "[R300]\nMatch = pci 1d22:3684 subsystem 0002:0003\nCards = 8\nLinks.0 = 1 2 3 9\n");
+  write_file(table,
+             "[R300]\nMatch = pci 1d22:3684 subsystem 0002:0003\nCards = 8\nLinks.0 = 1 2 3 9\n");
   start(config(table.string()));
   auto found = devices(8);
   for (const auto& d : found) EXPECT_TRUE(d.linked_devices.empty()) << d.index;
@@ -165,7 +167,8 @@ TEST_F(XpudTopologySysfs, AMissingTableCostsTheLinksNotTheService) {
   start(config((dir_.path() / "none.quirk").string()));
   auto found = devices(8);
   for (const auto& d : found) EXPECT_TRUE(d.linked_devices.empty()) << d.index;
-  EXPECT_NE(xpud_->output().find("none.quirk: cannot open: No such file or directory"), std::string::npos)
+  EXPECT_NE(xpud_->output().find("none.quirk: cannot open: No such file or directory"),
+            std::string::npos)
       << xpud_->output();
 }
 
@@ -179,13 +182,13 @@ class XpudTopologyXpuml : public XpudTopology {
     for (unsigned k = 0; k < 8; ++k) {
       char bus[32];
       std::snprintf(bus, sizeof bus, "00000000:%02X:00.0", kBus[k]);
-      scenario += "device " + std::to_string(k) + "\nid " + std::to_string(kIndexOf[k]) + "\nbus_id " + bus +
-                  "\nboard 101\npci_subsystem_id 0x00030002\n";
+      scenario += "device " + std::to_string(k) + "\nid " + std::to_string(kIndexOf[k]) +
+                  "\nbus_id " + bus + "\nboard 101\npci_subsystem_id 0x00030002\n";
     }
     scenario += extra_devices;
     write_file(dir_.path() / "scenario", scenario);
-    start("[daemon]\nbackend = xpuml\n[xpuml]\nlibrary = " FAKE_XPUML "\n[sysfs]\nroot = " + dir_.path().string() +
-              "\n[topology]\nquirks = " + kShippedTable + "\n",
+    start("[daemon]\nbackend = xpuml\n[xpuml]\nlibrary = " FAKE_XPUML "\n[sysfs]\nroot = " +
+              dir_.path().string() + "\n[topology]\nquirks = " + kShippedTable + "\n",
           {{"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()}});
   }
 };
@@ -199,14 +202,16 @@ TEST_F(XpudTopologyXpuml, EightR300sGetTheDriversLinksByPhysicalId) {
 
 TEST_F(XpudTopologyXpuml, AnR200GetsNoneAndSaysSoOnce) {
   // An R200: board 100, PCI subsystem 2/1.
-  start_with("device 8\nid 8\nbus_id 00000000:D8:00.0\nboard 100\npci_subsystem_id 0x00010002\n", 1);
+  start_with("device 8\nid 8\nbus_id 00000000:D8:00.0\nboard 100\npci_subsystem_id 0x00010002\n",
+             1);
   auto found = devices(9);
   ASSERT_EQ(found.size(), 9u);
   EXPECT_EQ(found[8].model, "R200");
   EXPECT_TRUE(found[8].linked_devices.empty());
   EXPECT_EQ(links_over_dbus({found.begin(), found.begin() + 8}), driver_links());
   let_it_run(10);
-  EXPECT_EQ(count(xpud_->output(), "no entry for board R200 (pci 1d22:3684 subsystem 0002:0001, xpuml board-id 100"),
+  EXPECT_EQ(count(xpud_->output(),
+                  "no entry for board R200 (pci 1d22:3684 subsystem 0002:0001, xpuml board-id 100"),
             1u)
       << xpud_->output();
 }

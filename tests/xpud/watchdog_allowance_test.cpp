@@ -22,7 +22,8 @@ TEST(WatchdogAllowance, CoversTheSlowestCycleThatStillCompletes) {
     const auto call_timeout = 2000ms;
     // One discovery and one read per card, each just under the timeout, then the interval.
     const auto slowest_cycle = interval + (cards + 1) * (call_timeout - 1ms);
-    EXPECT_GT(watchdog_allowance(interval, call_timeout, cards), slowest_cycle) << cards << " cards";
+    EXPECT_GT(watchdog_allowance(interval, call_timeout, cards), slowest_cycle)
+        << cards << " cards";
   }
 }
 

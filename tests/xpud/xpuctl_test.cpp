@@ -14,7 +14,8 @@ using xpu::test::ChildProcess;
 class XpuctlTest : public ::testing::Test {
  protected:
   std::pair<int, std::string> xpuctl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {binary_path("xpuctl/xpuctl").string(), "--bus-address", bus_.address()};
+    std::vector<std::string> argv = {binary_path("xpuctl/xpuctl").string(), "--bus-address",
+                                     bus_.address()};
     argv.insert(argv.end(), args.begin(), args.end());
     ChildProcess process(argv, dir_.path() / ("xpuctl" + std::to_string(++runs_) + ".log"));
     auto status = process.wait(10s);
@@ -24,10 +25,11 @@ class XpuctlTest : public ::testing::Test {
   void start_xpud() {
     xpu::test::write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = sim\n");
     xpud_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",
-                                 (dir_.path() / "xpud.conf").string()},
+        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(),
+                                 "--config", (dir_.path() / "xpud.conf").string()},
         dir_.path() / "xpud.log");
-    ASSERT_TRUE(xpu::test::wait_until([&] { return xpuctl({"list"}).first == 0; }, 10s)) << xpud_->output();
+    ASSERT_TRUE(xpu::test::wait_until([&] { return xpuctl({"list"}).first == 0; }, 10s))
+        << xpud_->output();
   }
 
   xpu::test::TempDir dir_;
@@ -39,7 +41,8 @@ class XpuctlTest : public ::testing::Test {
 TEST_F(XpuctlTest, ClearErrorWhenXpudIsNotRunning) {
   auto [status, output] = xpuctl({"list"});
   EXPECT_EQ(status, 1);
-  EXPECT_EQ(output, "xpuctl: xpud is not running (com.kunlunxin.xpud1 has no owner on the bus at " + bus_.address() + ")\n");
+  EXPECT_EQ(output, "xpuctl: xpud is not running (com.kunlunxin.xpud1 has no owner on the bus at " +
+                        bus_.address() + ")\n");
 }
 
 TEST_F(XpuctlTest, NoBusNamesTheAddressTriedAndWhereToLook) {
@@ -48,17 +51,20 @@ TEST_F(XpuctlTest, NoBusNamesTheAddressTriedAndWhereToLook) {
   ChildProcess system({binary_path("xpuctl/xpuctl").string(), "list"}, dir_.path() / "system.log",
                       {{"DBUS_SYSTEM_BUS_ADDRESS", address}});
   EXPECT_EQ(system.wait(10s), 1);
-  EXPECT_EQ(system.output(), "xpuctl: cannot connect to the system bus at " + address +
-                                 ": Failed to open bus (No such file or directory); xpud may not be running "
-                                 "(systemctl status xpud), or it serves another bus (--bus-address ADDR)\n");
+  EXPECT_EQ(system.output(),
+            "xpuctl: cannot connect to the system bus at " + address +
+                ": Failed to open bus (No such file or directory); xpud may not be running "
+                "(systemctl status xpud), or it serves another bus (--bus-address ADDR)\n");
 
   const std::string given = "unix:path=" + (dir_.path() / "no-private-bus").string();
   ChildProcess private_bus({binary_path("xpuctl/xpuctl").string(), "--bus-address", given, "list"},
                            dir_.path() / "private.log");
   EXPECT_EQ(private_bus.wait(10s), 1);
-  EXPECT_EQ(private_bus.output(), "xpuctl: cannot connect to the bus at " + given +
-                                      ": Failed to open bus (No such file or directory); is a bus running "
-                                      "there, with xpud on it (xpud --bus-address " + given + ")?\n");
+  EXPECT_EQ(private_bus.output(),
+            "xpuctl: cannot connect to the bus at " + given +
+                ": Failed to open bus (No such file or directory); is a bus running "
+                "there, with xpud on it (xpud --bus-address " +
+                given + ")?\n");
 }
 
 TEST_F(XpuctlTest, ListShowsOneRowPerCard) {
@@ -68,7 +74,8 @@ TEST_F(XpuctlTest, ListShowsOneRowPerCard) {
   EXPECT_NE(output.find("backend sim"), std::string::npos) << output;
   EXPECT_NE(output.find("8 devices, 8 healthy"), std::string::npos) << output;
   EXPECT_NE(output.find("XPU  MODEL"), std::string::npos) << output;
-  for (int i = 0; i < 8; ++i) EXPECT_NE(output.find("\n" + std::to_string(i) + "    R200"), std::string::npos) << output;
+  for (int i = 0; i < 8; ++i)
+    EXPECT_NE(output.find("\n" + std::to_string(i) + "    R200"), std::string::npos) << output;
 }
 
 TEST_F(XpuctlTest, JsonOutputsAreMachineReadable) {
@@ -78,7 +85,8 @@ TEST_F(XpuctlTest, JsonOutputsAreMachineReadable) {
   EXPECT_EQ(output.front(), '{');
   EXPECT_NE(output.find("\"backend\":\"sim\""), std::string::npos);
   EXPECT_NE(output.find("\"device_count\":8"), std::string::npos);
-  EXPECT_NE(output.find("\"device_nodes\":[\"/dev/xpu7\",\"/dev/xpuctrl\"]"), std::string::npos) << output;
+  EXPECT_NE(output.find("\"device_nodes\":[\"/dev/xpu7\",\"/dev/xpuctrl\"]"), std::string::npos)
+      << output;
   auto [mstatus, metrics] = xpuctl({"metrics", "--json"});
   ASSERT_EQ(mstatus, 0) << metrics;
   EXPECT_NE(metrics.find("\"memory_total_bytes\":34359738368"), std::string::npos) << metrics;
@@ -102,7 +110,8 @@ TEST_F(XpuctlTest, ShowAndMetricsTables) {
 
 TEST_F(XpuctlTest, BadUsage) {
   start_xpud();
-  EXPECT_EQ(xpuctl({"show", "42"}), std::make_pair(1, std::string("xpuctl: no device with index 42\n")));
+  EXPECT_EQ(xpuctl({"show", "42"}),
+            std::make_pair(1, std::string("xpuctl: no device with index 42\n")));
   EXPECT_EQ(xpuctl({"show", "three"}).first, 2);
   EXPECT_EQ(xpuctl({"show"}).first, 2);
   EXPECT_EQ(xpuctl({"reboot"}).first, 2);

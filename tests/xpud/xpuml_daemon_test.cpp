@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sdbus-c++/sdbus-c++.h>
 #include <algorithm>
 #include <mutex>
-#include <sdbus-c++/sdbus-c++.h>
 #include <set>
 
 #include "common/names.h"
@@ -29,9 +29,13 @@ class XpumlDaemonTest : public ::testing::Test {
  protected:
   void SetUp() override {
     set_scenario("devices 2\ndriver_version 5.0.21.21\ndevice 1\nstate ERROR\n");
-    write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n"
-               "call_timeout_ms = 300\nfailure_threshold = 2\nstall_grace_ms = 1000\n[xpuml]\nlibrary = " FAKE_XPUML "\n"
-               "[sysfs]\nroot = " + dir_.path().string() + "\n");
+    write_file(dir_.path() / "xpud.conf",
+               "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n"
+               "call_timeout_ms = 300\nfailure_threshold = 2\nstall_grace_ms = "
+               "1000\n[xpuml]\nlibrary = " FAKE_XPUML
+               "\n"
+               "[sysfs]\nroot = " +
+                   dir_.path().string() + "\n");
   }
 
   // Replaced atomically, as the fake's README asks.
@@ -47,12 +51,13 @@ class XpumlDaemonTest : public ::testing::Test {
 
   // Starts xpud without waiting for it to be ready.
   void launch(std::map<std::string, std::string> extra_env = {}) {
-    std::map<std::string, std::string> env{{"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()},
-                                           {"NOTIFY_SOCKET", notify_.path()}};
+    std::map<std::string, std::string> env{
+        {"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()},
+        {"NOTIFY_SOCKET", notify_.path()}};
     env.merge(extra_env);
     xpud_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",
-                                 (dir_.path() / "xpud.conf").string()},
+        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(),
+                                 "--config", (dir_.path() / "xpud.conf").string()},
         dir_.path() / "xpud.log", env);
   }
 
@@ -78,10 +83,13 @@ TEST_F(XpumlDaemonTest, DriverStateBecomesHealthWithTheReason) {
   EXPECT_GE(notify_.wait_for("STATUS=2 devices, 1 healthy, backend xpuml", 2s), 0);
 
   set_scenario("devices 2\ndriver_version 5.0.21.21\n");
-  ASSERT_TRUE(wait_until([&] {
-    auto now = client.list_devices();
-    return now && (*now)[1].healthy;
-  }, 5s)) << xpud_->output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto now = client.list_devices();
+        return now && (*now)[1].healthy;
+      },
+      5s))
+      << xpud_->output();
 }
 
 TEST_F(XpumlDaemonTest, HungDriverMarksCardsUnhealthyPastTheGraceButNeverStallsTheBusOrShutdown) {
@@ -89,10 +97,13 @@ TEST_F(XpumlDaemonTest, HungDriverMarksCardsUnhealthyPastTheGraceButNeverStallsT
   // Every temperature read now hangs for a minute, far beyond call_timeout_ms.
   set_scenario("devices 2\ndriver_version 5.0.21.21\ndelay xpumlDeviceGetTemperature 60000\n");
   xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
-  ASSERT_TRUE(wait_until([&] {
-    auto devices = client.list_devices();
-    return devices && !(*devices)[0].healthy && !(*devices)[1].healthy;
-  }, 10s)) << xpud_->output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto devices = client.list_devices();
+        return devices && !(*devices)[0].healthy && !(*devices)[1].healthy;
+      },
+      10s))
+      << xpud_->output();
   auto devices = client.list_devices();
   for (const auto& device : *devices) {
     EXPECT_EQ(device.health_reason, "driver stalled");
@@ -112,16 +123,19 @@ TEST_F(XpumlDaemonTest, HungDriverMarksCardsUnhealthyPastTheGraceButNeverStallsT
 TEST_F(XpumlDaemonTest, SigtermDuringASlowFirstSampleStopsAtOnce) {
   // The first sample cannot finish for a long while: each temperature read hangs and is given up
   // only after call_timeout_ms.
-  write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n"
+  write_file(dir_.path() / "xpud.conf",
+             "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n"
              "call_timeout_ms = 30000\n[xpuml]\nlibrary = " FAKE_XPUML "\n[sysfs]\nroot = " +
-             dir_.path().string() + "\n");
+                 dir_.path().string() + "\n");
   set_scenario("devices 2\ndriver_version 5.0.21.21\ndelay xpumlDeviceGetTemperature 60000\n");
   launch();
-  ASSERT_TRUE(wait_until([&] { return xpud_->output().find("backend xpuml started") != std::string::npos; }, 10s))
+  ASSERT_TRUE(wait_until(
+      [&] { return xpud_->output().find("backend xpuml started") != std::string::npos; }, 10s))
       << xpud_->output();
   xpud_->signal(SIGTERM);
   EXPECT_EQ(xpud_->wait(3s), 0) << xpud_->output();
-  EXPECT_NE(xpud_->output().find("stopping before the first sample"), std::string::npos) << xpud_->output();
+  EXPECT_NE(xpud_->output().find("stopping before the first sample"), std::string::npos)
+      << xpud_->output();
   EXPECT_LT(notify_.wait_for("READY=1", 0s), 0) << "never ready, never served";
 }
 
@@ -132,25 +146,30 @@ class HealthSignalCounter {
   HealthSignalCounter(const std::string& address, unsigned devices)
       : connection_(sdbus::createSessionBusConnectionWithAddress(address)) {
     namespace names = xpu::names;
-    manager_ = sdbus::createProxy(*connection_, std::string(names::kBusName), std::string(names::kManagerPath));
+    manager_ = sdbus::createProxy(*connection_, std::string(names::kBusName),
+                                  std::string(names::kManagerPath));
     manager_->uponSignal("DeviceHealthChanged")
         .onInterface(std::string(names::kManagerInterface))
-        .call([this](const sdbus::ObjectPath& device, const std::string&, const std::string& reason) {
-          std::lock_guard lock(mutex_);
-          ++health_changed_[device];
-          reasons_[device].insert(reason);
-        });
+        .call(
+            [this](const sdbus::ObjectPath& device, const std::string&, const std::string& reason) {
+              std::lock_guard lock(mutex_);
+              ++health_changed_[device];
+              reasons_[device].insert(reason);
+            });
     manager_->finishRegistration();
     for (unsigned index = 0; index < devices; ++index) {
-      auto proxy = sdbus::createProxy(*connection_, std::string(names::kBusName), names::device_path(index));
+      auto proxy =
+          sdbus::createProxy(*connection_, std::string(names::kBusName), names::device_path(index));
       proxy->uponSignal("PropertiesChanged")
           .onInterface("org.freedesktop.DBus.Properties")
-          .call([this, path = names::device_path(index)](const std::string& interface,
-                                                         const std::map<std::string, sdbus::Variant>& changed,
-                                                         const std::vector<std::string>&) {
+          .call([this, path = names::device_path(index)](
+                    const std::string& interface,
+                    const std::map<std::string, sdbus::Variant>& changed,
+                    const std::vector<std::string>&) {
             if (interface != names::kDeviceInterface) return;
             std::lock_guard lock(mutex_);
-            if (changed.count("Health") || changed.count("HealthReason")) ++properties_changed_[path];
+            if (changed.count("Health") || changed.count("HealthReason"))
+              ++properties_changed_[path];
           });
       proxy->finishRegistration();
       devices_.push_back(std::move(proxy));
@@ -186,16 +205,19 @@ class HealthSignalCounter {
 // per sampling cycle); false if that takes longer than `timeout`.
 bool wait_for_cycles(xpu::XpudClient& client, unsigned cycles, std::chrono::milliseconds timeout) {
   std::set<std::uint64_t> seen;
-  return wait_until([&] {
-    auto metrics = client.get_metrics();
-    if (metrics) seen.insert(metrics->timestamp_usec);
-    return seen.size() > cycles;
-  }, timeout);
+  return wait_until(
+      [&] {
+        auto metrics = client.get_metrics();
+        if (metrics) seen.insert(metrics->timestamp_usec);
+        return seen.size() > cycles;
+      },
+      timeout);
 }
 
 size_t count_lines_containing(const std::string& text, const std::string& needle) {
   size_t count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++count;
   return count;
 }
 
@@ -206,13 +228,15 @@ TEST_F(XpumlDaemonTest, PersistentlyFailingCardSignalsOnce) {
   xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
   // Every read call on card 1 fails from now on; card 0 is untouched.
   std::string failing = "devices 2\ndriver_version 5.0.21.21\ndevice 1\n";
-  for (const char* function : {"xpumlDeviceGetState", "xpumlDeviceGetMemoryInfo", "xpumlDeviceGetUtilizationRates",
-                               "xpumlDeviceGetTemperature", "xpumlDeviceGetPowerUsage", "xpumlDeviceGetClockInfo",
-                               "xpumlDeviceGetComputeRunningProcesses"})
+  for (const char* function :
+       {"xpumlDeviceGetState", "xpumlDeviceGetMemoryInfo", "xpumlDeviceGetUtilizationRates",
+        "xpumlDeviceGetTemperature", "xpumlDeviceGetPowerUsage", "xpumlDeviceGetClockInfo",
+        "xpumlDeviceGetComputeRunningProcesses"})
     failing += std::string("fail ") + function + " UNKNOWN\n";
   set_scenario(failing);
   const std::string card1 = xpu::names::device_path(1);
-  ASSERT_TRUE(wait_until([&] { return counter.health_changed(card1) >= 1; }, 10s)) << xpud_->output();
+  ASSERT_TRUE(wait_until([&] { return counter.health_changed(card1) >= 1; }, 10s))
+      << xpud_->output();
 
   constexpr unsigned kCycles = 30;
   ASSERT_TRUE(wait_for_cycles(client, kCycles, 30s)) << xpud_->output();
@@ -223,7 +247,8 @@ TEST_F(XpumlDaemonTest, PersistentlyFailingCardSignalsOnce) {
   EXPECT_EQ(counter.health_changed(card1), 1u) << testing::PrintToString(counter.reasons(card1));
   EXPECT_EQ(counter.properties_changed(card1), 1u);
   EXPECT_EQ(counter.health_changed(xpu::names::device_path(0)), 0u);
-  EXPECT_EQ(count_lines_containing(xpud_->output(), "xpu1: health: Unhealthy"), 1u) << xpud_->output();
+  EXPECT_EQ(count_lines_containing(xpud_->output(), "xpu1: health: Unhealthy"), 1u)
+      << xpud_->output();
 }
 
 TEST_F(XpumlDaemonTest, HungDriverSignalsOncePerCardWhileItStaysHung) {
@@ -234,10 +259,13 @@ TEST_F(XpumlDaemonTest, HungDriverSignalsOncePerCardWhileItStaysHung) {
   // The first temperature read hangs for a minute: every later call finds the driver busy, for
   // longer each cycle.
   set_scenario("devices 2\ndriver_version 5.0.21.21\ndelay xpumlDeviceGetTemperature 60000\n");
-  ASSERT_TRUE(wait_until([&] {
-    return counter.health_changed(xpu::names::device_path(0)) >= 1 &&
-           counter.health_changed(xpu::names::device_path(1)) >= 1;
-  }, 10s)) << xpud_->output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return counter.health_changed(xpu::names::device_path(0)) >= 1 &&
+               counter.health_changed(xpu::names::device_path(1)) >= 1;
+      },
+      10s))
+      << xpud_->output();
 
   ASSERT_TRUE(wait_for_cycles(client, 20, 30s)) << xpud_->output();
   for (unsigned index : {0u, 1u}) {
@@ -258,7 +286,8 @@ TEST_F(XpumlDaemonTest, ProcessesComeWithTheirPodAndContainer) {
              "kubepods-besteffort-pod6f2b1c3a_1111_4222_8333_444455556666.slice/cri-containerd-" +
                  container + ".scope\n");
   write_file(dir_.path() / "proc/4300/cgroup", "0::/user.slice/user-1000.slice/session-2.scope\n");
-  set_scenario("devices 2\ndriver_version 5.0.21.21\ndevice 0\nprocess 4242 2GiB 7\nprocess 4300 512MiB\n");
+  set_scenario(
+      "devices 2\ndriver_version 5.0.21.21\ndevice 0\nprocess 4242 2GiB 7\nprocess 4300 512MiB\n");
   start();
   xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
   auto processes = client.get_processes();
@@ -277,17 +306,22 @@ TEST_F(XpumlDaemonTest, ProcessesComeWithTheirPodAndContainer) {
   EXPECT_EQ(on_host.container_id, "");
   EXPECT_TRUE(processes->devices[1].processes.empty());
 
-  ChildProcess xpuctl({binary_path("xpuctl/xpuctl").string(), "--bus-address", bus_.address(), "processes"},
-                      dir_.path() / "xpuctl.log");
+  ChildProcess xpuctl(
+      {binary_path("xpuctl/xpuctl").string(), "--bus-address", bus_.address(), "processes"},
+      dir_.path() / "xpuctl.log");
   ASSERT_EQ(xpuctl.wait(10s), 0) << xpuctl.output();
-  EXPECT_NE(xpuctl.output().find("XPU  PID   MEMORY   POD-UID"), std::string::npos) << xpuctl.output();
-  EXPECT_NE(xpuctl.output().find("0    4242  2048MiB  6f2b1c3a-1111-4222-8333-444455556666  bbbbbbbbbbbb"),
-            std::string::npos) << xpuctl.output();
+  EXPECT_NE(xpuctl.output().find("XPU  PID   MEMORY   POD-UID"), std::string::npos)
+      << xpuctl.output();
+  EXPECT_NE(xpuctl.output().find(
+                "0    4242  2048MiB  6f2b1c3a-1111-4222-8333-444455556666  bbbbbbbbbbbb"),
+            std::string::npos)
+      << xpuctl.output();
   EXPECT_NE(xpuctl.output().find("0    4300  512MiB   -"), std::string::npos) << xpuctl.output();
 }
 
 TEST_F(XpumlDaemonTest, MissingLibraryIsAClearStartupError) {
-  write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = xpuml\n[xpuml]\nlibrary = " + (dir_.path() / "nope.so.1").string() + "\n");
+  write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = xpuml\n[xpuml]\nlibrary = " +
+                                            (dir_.path() / "nope.so.1").string() + "\n");
   ChildProcess xpud({binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",
                      (dir_.path() / "xpud.conf").string()},
                     dir_.path() / "missing.log");
@@ -298,14 +332,16 @@ TEST_F(XpumlDaemonTest, MissingLibraryIsAClearStartupError) {
 
 TEST_F(XpumlDaemonTest, AutoFallsBackToSysfsWhenTheLibraryIsMissing) {
   std::filesystem::create_directories(dir_.path() / "sys/bus/pci/devices");
-  write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = auto\n[xpuml]\nlibrary = " + (dir_.path() / "nope.so.1").string() +
-             "\n[sysfs]\nroot = " + dir_.path().string() + "\n");
+  write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = auto\n[xpuml]\nlibrary = " +
+                                            (dir_.path() / "nope.so.1").string() +
+                                            "\n[sysfs]\nroot = " + dir_.path().string() + "\n");
   start();
   xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
   auto manager = client.manager_info();
   ASSERT_TRUE(manager) << manager.error();
   EXPECT_EQ(manager->backend, "sysfs");
-  EXPECT_NE(xpud_->output().find("backend auto: xpuml unavailable"), std::string::npos) << xpud_->output();
+  EXPECT_NE(xpud_->output().find("backend auto: xpuml unavailable"), std::string::npos)
+      << xpud_->output();
 }
 
 // Reads the Manager's properties and counts its PropertiesChanged by property name.
@@ -315,10 +351,12 @@ class ManagerProperties {
       : signals_(sdbus::createSessionBusConnectionWithAddress(address)),
         calls_(sdbus::createSessionBusConnectionWithAddress(address)) {
     namespace names = xpu::names;
-    watcher_ = sdbus::createProxy(*signals_, std::string(names::kBusName), std::string(names::kManagerPath));
+    watcher_ = sdbus::createProxy(*signals_, std::string(names::kBusName),
+                                  std::string(names::kManagerPath));
     watcher_->uponSignal("PropertiesChanged")
         .onInterface("org.freedesktop.DBus.Properties")
-        .call([this](const std::string& interface, const std::map<std::string, sdbus::Variant>& changed,
+        .call([this](const std::string& interface,
+                     const std::map<std::string, sdbus::Variant>& changed,
                      const std::vector<std::string>& invalidated) {
           if (interface != names::kManagerInterface) return;
           std::lock_guard lock(mutex_);
@@ -327,12 +365,15 @@ class ManagerProperties {
         });
     watcher_->finishRegistration();
     signals_->enterEventLoopAsync();
-    reader_ = sdbus::createProxy(*calls_, std::string(names::kBusName), std::string(names::kManagerPath));
+    reader_ =
+        sdbus::createProxy(*calls_, std::string(names::kBusName), std::string(names::kManagerPath));
   }
   ~ManagerProperties() { signals_->leaveEventLoop(); }
 
   bool driver_stalled() {
-    return reader_->getProperty("DriverStalled").onInterface(std::string(xpu::names::kManagerInterface)).get<bool>();
+    return reader_->getProperty("DriverStalled")
+        .onInterface(std::string(xpu::names::kManagerInterface))
+        .get<bool>();
   }
   unsigned changes(const std::string& property) {
     std::lock_guard lock(mutex_);
@@ -365,9 +406,11 @@ bool all_metrics_present(xpu::XpudClient& client) {
 }
 
 TEST_F(XpumlDaemonTest, StallShorterThanTheGraceKeepsCardsHealthyWithoutMetrics) {
-  write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n"
-             "call_timeout_ms = 300\nfailure_threshold = 2\nstall_grace_ms = 5000\n[xpuml]\nlibrary = " FAKE_XPUML
-             "\n[sysfs]\nroot = " + dir_.path().string() + "\n");
+  write_file(dir_.path() / "xpud.conf",
+             "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n"
+             "call_timeout_ms = 300\nfailure_threshold = 2\nstall_grace_ms = "
+             "5000\n[xpuml]\nlibrary = " FAKE_XPUML "\n[sysfs]\nroot = " +
+                 dir_.path().string() + "\n");
   const std::string normal = "devices 2\ndriver_version 5.0.21.21\n";
   set_scenario(normal);
   start();
@@ -409,10 +452,13 @@ TEST_F(XpumlDaemonTest, StallPastTheGraceTurnsCardsUnhealthyDriverStalledUntilIt
   xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
 
   set_scenario(normal + "delay xpumlDeviceGetTemperature 4000\n");
-  ASSERT_TRUE(wait_until([&] {
-    auto devices = client.list_devices();
-    return devices && !(*devices)[0].healthy && !(*devices)[1].healthy;
-  }, 10s)) << xpud_->output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto devices = client.list_devices();
+        return devices && !(*devices)[0].healthy && !(*devices)[1].healthy;
+      },
+      10s))
+      << xpud_->output();
   set_scenario(normal);
   auto devices = client.list_devices();
   ASSERT_TRUE(devices) << devices.error();
@@ -424,10 +470,13 @@ TEST_F(XpumlDaemonTest, StallPastTheGraceTurnsCardsUnhealthyDriverStalledUntilIt
   EXPECT_GE(notify_.wait_for("STATUS=2 devices, 0 healthy, backend xpuml, driver stalled", 2s), 0);
 
   // The hung call returns (4 s after it started): back to normal.
-  ASSERT_TRUE(wait_until([&] {
-    auto now = client.list_devices();
-    return now && (*now)[0].healthy && (*now)[1].healthy;
-  }, 10s)) << xpud_->output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto now = client.list_devices();
+        return now && (*now)[0].healthy && (*now)[1].healthy;
+      },
+      10s))
+      << xpud_->output();
   EXPECT_FALSE(manager.driver_stalled());
   EXPECT_TRUE(wait_until([&] { return all_metrics_present(client); }, 5s));
   EXPECT_GE(notify_.wait_for("STATUS=2 devices, 2 healthy, backend xpuml", 2s), 0);
@@ -440,9 +489,10 @@ TEST_F(XpumlDaemonTest, StallPastTheGraceTurnsCardsUnhealthyDriverStalledUntilIt
 TEST_F(XpumlDaemonTest, SlowButAliveDriverWithEightCardsKeepsTheWatchdogFed) {
   // Every read takes 1.3 s of a 1.5 s call timeout: a cycle over 8 cards lasts more than 10 s,
   // longer than interval + 2 x call_timeout + 5 s (8.1 s, the allowance before it counted cards).
-  write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n"
+  write_file(dir_.path() / "xpud.conf",
+             "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n"
              "call_timeout_ms = 1500\n[xpuml]\nlibrary = " FAKE_XPUML "\n[sysfs]\nroot = " +
-             dir_.path().string() + "\n");
+                 dir_.path().string() + "\n");
   set_scenario("devices 8\ndriver_version 5.0.21.21\ndelay xpumlDeviceGetState 1300\n");
   launch({{"WATCHDOG_USEC", "2000000"}});
   const int ready = notify_.wait_for("READY=1", 30s);
@@ -452,25 +502,31 @@ TEST_F(XpumlDaemonTest, SlowButAliveDriverWithEightCardsKeepsTheWatchdogFed) {
   // Two more full cycles, each well past the old allowance. The notify socket is drained all
   // along: a full datagram queue (max_dgram_qlen, often 10) would block xpud's sd_notify.
   std::set<std::uint64_t> cycles;
-  ASSERT_TRUE(wait_until([&] {
-    notify_.poll();
-    auto metrics = client.get_metrics();
-    if (metrics) cycles.insert(metrics->timestamp_usec);
-    return cycles.size() > 2;
-  }, 40s)) << xpud_->output();
-  const auto watched = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        notify_.poll();
+        auto metrics = client.get_metrics();
+        if (metrics) cycles.insert(metrics->timestamp_usec);
+        return cycles.size() > 2;
+      },
+      40s))
+      << xpud_->output();
+  const auto watched = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
   EXPECT_GT(watched, 16s);
   EXPECT_TRUE(xpud_->running());
   EXPECT_EQ(xpud_->output().find("not feeding the watchdog"), std::string::npos) << xpud_->output();
   // Pinged every second (half of WATCHDOG_USEC) the whole time.
   notify_.poll();
   const auto messages = notify_.messages();
-  const auto pings = std::count(messages.begin() + ready, messages.end(), std::string("WATCHDOG=1"));
+  const auto pings =
+      std::count(messages.begin() + ready, messages.end(), std::string("WATCHDOG=1"));
   EXPECT_GE(pings, watched / 1s - 2) << pings << " pings in " << watched.count() << " ms";
   auto devices = client.list_devices();
   ASSERT_TRUE(devices) << devices.error();
   EXPECT_EQ(devices->size(), 8u);
-  for (const auto& device : *devices) EXPECT_TRUE(device.healthy) << device.name << ": " << device.health_reason;
+  for (const auto& device : *devices)
+    EXPECT_TRUE(device.healthy) << device.name << ": " << device.health_reason;
 }
 
 TEST_F(XpumlDaemonTest, AutoMovesFromSysfsToXpumlWhenTheDriverArrivesWithoutRenamingCards) {
@@ -479,9 +535,10 @@ TEST_F(XpumlDaemonTest, AutoMovesFromSysfsToXpumlWhenTheDriverArrivesWithoutRena
   tree.add_card(xpu::fakes::kunlunxin_r_series("0000:3b:00.0", 1), 0);
   tree.add_card(xpu::fakes::kunlunxin_r_series("0000:3c:00.0", 1), 1);
   tree.add_control_node();
-  write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = auto\n[sampling]\ninterval_ms = 100\n"
+  write_file(dir_.path() / "xpud.conf",
+             "[daemon]\nbackend = auto\n[sampling]\ninterval_ms = 100\n"
              "call_timeout_ms = 300\n[xpuml]\nlibrary = " FAKE_XPUML "\n[sysfs]\nroot = " +
-             tree.root().string() + "\n");
+                 tree.root().string() + "\n");
   // The library loads, but the kunlun module is not there yet. Once it is, the library names
   // the cards with its own UUIDs (fa4e0000-...), not the ids sysfs derives.
   set_scenario("fail xpumlInit DRIVER_NOT_LOADED\ndevices 2\n");
@@ -491,17 +548,21 @@ TEST_F(XpumlDaemonTest, AutoMovesFromSysfsToXpumlWhenTheDriverArrivesWithoutRena
   auto info = client.manager_info();
   ASSERT_TRUE(info) << info.error();
   EXPECT_EQ(info->backend, "sysfs");
-  EXPECT_NE(xpud_->output().find("libxpuml cannot initialise"), std::string::npos) << xpud_->output();
+  EXPECT_NE(xpud_->output().find("libxpuml cannot initialise"), std::string::npos)
+      << xpud_->output();
   EXPECT_NE(xpud_->output().find("DRIVER_NOT_LOADED"), std::string::npos) << xpud_->output();
   auto before = client.list_devices();
   ASSERT_TRUE(before) << before.error();
   ASSERT_EQ(before->size(), 2u);
 
   set_scenario("devices 2\n");
-  ASSERT_TRUE(wait_until([&] {
-    auto now = client.manager_info();
-    return now && now->backend == "xpuml";
-  }, 15s)) << xpud_->output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto now = client.manager_info();
+        return now && now->backend == "xpuml";
+      },
+      15s))
+      << xpud_->output();
   EXPECT_TRUE(wait_until([&] { return manager.changes("Backend") == 1; }, 2s));
   // Metrics come from the library now, for the cards under their old ids.
   ASSERT_TRUE(wait_until([&] { return all_metrics_present(client); }, 5s)) << xpud_->output();

@@ -35,7 +35,8 @@ xpu::Result<std::unique_ptr<Backend>> make_auto_backend(
   }
 
   auto sysfs = make_sysfs_backend(config.sysfs_root, links);
-  if (!sysfs) return xpu::Error{"no backend available: xpuml: " + why + "; sysfs: " + sysfs.error()};
+  if (!sysfs)
+    return xpu::Error{"no backend available: xpuml: " + why + "; sysfs: " + sysfs.error()};
   bool retry = !returned;  // hung in xpumlInit: the library is there
   if (returned) {
     std::lock_guard lock(attempts->mutex);
@@ -46,9 +47,10 @@ xpu::Result<std::unique_ptr<Backend>> make_auto_backend(
     spdlog::info("backend auto: xpuml unavailable ({}), using sysfs", why);
     return sysfs;
   }
-  spdlog::warn("backend auto: libxpuml cannot initialise ({}); serving from sysfs without metrics "
-               "and retrying after {} s, backing off to every {} s",
-               why, backoff.first.count() / 1000, backoff.longest.count() / 1000);
+  spdlog::warn(
+      "backend auto: libxpuml cannot initialise ({}); serving from sysfs without metrics "
+      "and retrying after {} s, backing off to every {} s",
+      why, backoff.first.count() / 1000, backoff.longest.count() / 1000);
   return std::unique_ptr<Backend>(std::make_unique<AutoBackend>(
       std::move(*sysfs), std::move(open), std::move(executor), std::move(attempts), why, backoff));
 }
@@ -118,7 +120,9 @@ std::string AutoBackend::library_path() const {
   return switched_ ? upgraded_->library_path() : fallback_->library_path();
 }
 
-std::string AutoBackend::driver_version() { return active().driver_version(); }
+std::string AutoBackend::driver_version() {
+  return active().driver_version();
+}
 
 xpu::Result<std::vector<DeviceIdentity>> AutoBackend::discover() {
   if (!upgraded_) {

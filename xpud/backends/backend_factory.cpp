@@ -32,12 +32,14 @@ xpu::Result<StartedBackend> without_simulator(xpu::Result<std::unique_ptr<Backen
 
 xpu::Result<StartedBackend> make_backend(const Config& config) {
   if (config.backend == "sim") {
-    auto sim = make_sim_backend(SimOptions{config.sim_devices, config.sim_model, config.sim_memory_mib});
+    auto sim =
+        make_sim_backend(SimOptions{config.sim_devices, config.sim_model, config.sim_memory_mib});
     return StartedBackend{std::move(sim.backend), std::move(sim.simulator),
                           std::string(kSimDeviceNodeStandIn)};
   }
   auto links = load_topology(config);
-  if (config.backend == "sysfs") return without_simulator(make_sysfs_backend(config.sysfs_root, links));
+  if (config.backend == "sysfs")
+    return without_simulator(make_sysfs_backend(config.sysfs_root, links));
   if (config.backend == "xpuml")
     return without_simulator(
         open_xpuml_backend(config.xpuml_libraries, config.sysfs_root, nullptr, links));

@@ -50,8 +50,7 @@ void compress(std::array<std::uint32_t, 5>& state, const std::uint8_t* block) {
 }  // namespace
 
 Sha1Digest sha1(std::string_view data) {
-  std::array<std::uint32_t, 5> state = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476,
-                                        0xc3d2e1f0};
+  std::array<std::uint32_t, 5> state = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0};
   // Message, then 0x80, zeros up to 56 mod 64, then the bit length as a 64-bit big-endian value.
   std::vector<std::uint8_t> message(data.begin(), data.end());
   const std::uint64_t bit_length = std::uint64_t{data.size()} * 8;

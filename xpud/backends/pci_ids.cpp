@@ -18,30 +18,49 @@ std::optional<PciModel> model_from_pci_ids(std::uint16_t vendor, std::uint16_t d
   if (subsystem_vendor == 0 && subsystem_device == 0) return PciModel{"K200", false};
   if (subsystem_vendor != 2) return PciModel{kUnknownModel, false};
   switch (subsystem_device) {
-    case 1: return PciModel{"R200", false};
-    case 2: return PciModel{"R100", false};
-    case 3: return PciModel{"R300", false};
-    case 4: return PciModel{"R200-8F", false};
-    case 5: return PciModel{"R200-8FS", false};
-    case 6: return PciModel{"R420", false};
-    case 7: return PciModel{"RG800", false};
-    case 8: return PciModel{"RG800-PRO", false};
-    default: return PciModel{kUnknownModel, false};
+    case 1:
+      return PciModel{"R200", false};
+    case 2:
+      return PciModel{"R100", false};
+    case 3:
+      return PciModel{"R300", false};
+    case 4:
+      return PciModel{"R200-8F", false};
+    case 5:
+      return PciModel{"R200-8FS", false};
+    case 6:
+      return PciModel{"R420", false};
+    case 7:
+      return PciModel{"RG800", false};
+    case 8:
+      return PciModel{"RG800-PRO", false};
+    default:
+      return PciModel{kUnknownModel, false};
   }
 }
 
 std::optional<std::string> model_from_board_id(unsigned board_id) {
   switch (board_id) {
-    case 1: return "K100";
-    case 2: return "K200";
-    case 99: return "R100";
-    case 100: return "R200";
-    case 101: return "R300";
-    case 102: return "R200-8F";
-    case 103: return "R200-8FS";
-    case 105: return "R420";
-    case 106: return "RG800";
-    default: return std::nullopt;
+    case 1:
+      return "K100";
+    case 2:
+      return "K200";
+    case 99:
+      return "R100";
+    case 100:
+      return "R200";
+    case 101:
+      return "R300";
+    case 102:
+      return "R200-8F";
+    case 103:
+      return "R200-8FS";
+    case 105:
+      return "R420";
+    case 106:
+      return "RG800";
+    default:
+      return std::nullopt;
   }
 }
 

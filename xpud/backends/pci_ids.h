@@ -9,9 +9,9 @@
 namespace xpud::pci {
 
 inline constexpr std::uint16_t kVendorKunlunxin = 0x1d22;
-inline constexpr std::uint16_t kDeviceKl1Kl2 = 0x3684;   // K100/K200 and the R-series
-inline constexpr std::uint16_t kDeviceKl2Vf = 0x3685;    // KL2 SR-IOV virtual function
-inline constexpr std::uint16_t kDeviceKl3 = 0x3688;      // P800 (unconfirmed)
+inline constexpr std::uint16_t kDeviceKl1Kl2 = 0x3684;  // K100/K200 and the R-series
+inline constexpr std::uint16_t kDeviceKl2Vf = 0x3685;   // KL2 SR-IOV virtual function
+inline constexpr std::uint16_t kDeviceKl3 = 0x3688;     // P800 (unconfirmed)
 
 inline constexpr const char* kUnknownModel = "unknown";
 

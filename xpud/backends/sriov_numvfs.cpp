@@ -37,9 +37,10 @@ std::string explain(int error) {
 }
 
 // One write of `value` to an existing regular file: no creating, no following a FIFO.
-std::optional<VfChangeError> write_value(const std::filesystem::path& file, const std::string& subject,
-                                         unsigned value) {
-  xpu::UniqueFd fd(::open(file.c_str(), O_WRONLY | O_TRUNC | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
+std::optional<VfChangeError> write_value(const std::filesystem::path& file,
+                                         const std::string& subject, unsigned value) {
+  xpu::UniqueFd fd(
+      ::open(file.c_str(), O_WRONLY | O_TRUNC | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
   if (!fd.valid()) {
     const int error = errno;
     return VfChangeError{Kind::Failed, subject + ": cannot open " + file.string() + ": " +
@@ -71,10 +72,12 @@ std::optional<VfChangeError> write_sriov_numvfs(const std::filesystem::path& fun
                                                 const std::string& subject, unsigned count) {
   auto total = parse_attribute(function_dir / "sriov_totalvfs", parse_vf_count);
   if (!total.ok())
-    return VfChangeError{Kind::NotSupported, subject + ": SR-IOV capability unreadable: " + total.error()};
+    return VfChangeError{Kind::NotSupported,
+                         subject + ": SR-IOV capability unreadable: " + total.error()};
   if (!*total || **total == 0)
-    return VfChangeError{Kind::NotSupported, subject + " has no SR-IOV capability (no virtual "
-                                                       "functions in its sriov_totalvfs)"};
+    return VfChangeError{Kind::NotSupported, subject +
+                                                 " has no SR-IOV capability (no virtual "
+                                                 "functions in its sriov_totalvfs)"};
   if (count > **total)
     return VfChangeError{Kind::InvalidArgument,
                          subject + " supports at most " + std::to_string(**total) +

@@ -16,7 +16,9 @@
 namespace xpud::sysfs {
 namespace {
 
-std::string errno_text(int error) { return std::strerror(error); }
+std::string errno_text(int error) {
+  return std::strerror(error);
+}
 
 template <typename Int>
 std::optional<Int> parse_decimal(std::string_view text, std::size_t max_digits) {
@@ -112,6 +114,8 @@ void log_ignored_file(const std::filesystem::path& path, std::string_view why) {
   log_ignored_problem(path.string() + ": " + std::string(why));
 }
 
-void log_ignored_problem(std::string_view problem) { spdlog::debug("sysfs: ignoring {}", problem); }
+void log_ignored_problem(std::string_view problem) {
+  spdlog::debug("sysfs: ignoring {}", problem);
+}
 
 }  // namespace xpud::sysfs

@@ -30,9 +30,8 @@ xpu::Result<std::optional<std::string>> read_text_file(const std::filesystem::pa
                                                        std::size_t max_bytes = kMaxAttributeBytes);
 // The same for a path relative to an open directory: spares the kernel the walk from "/" when
 // one directory is read many times (the PCI scan).
-xpu::Result<std::optional<std::string>> read_text_file_at(int dir_fd,
-                                                          const std::filesystem::path& relative,
-                                                          std::size_t max_bytes = kMaxAttributeBytes);
+xpu::Result<std::optional<std::string>> read_text_file_at(
+    int dir_fd, const std::filesystem::path& relative, std::size_t max_bytes = kMaxAttributeBytes);
 
 // Text without trailing spaces, tabs and newlines (sysfs ends every value with '\n').
 std::string_view trim_trailing_space(std::string_view text);

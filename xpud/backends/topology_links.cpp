@@ -42,10 +42,10 @@ std::map<unsigned, std::vector<unsigned>> LinkAssigner::assign(const std::vector
       by_board[board].push_back(&card);
       continue;
     }
-    say_once(table_ ? "no entry for board " + describe_key(card) + " in " + table_->source +
-                          "; its cards have no LinkedDevices"
-                    : "no link table loaded; board " + describe_key(card) +
-                          " has no LinkedDevices");
+    say_once(table_
+                 ? "no entry for board " + describe_key(card) + " in " + table_->source +
+                       "; its cards have no LinkedDevices"
+                 : "no link table loaded; board " + describe_key(card) + " has no LinkedDevices");
   }
 
   std::map<unsigned, std::vector<unsigned>> linked;
@@ -60,11 +60,11 @@ std::map<unsigned, std::vector<unsigned>> LinkAssigner::assign(const std::vector
     std::sort(members.begin(), members.end(),
               [](const Card* a, const Card* b) { return a->index < b->index; });
     // Distinct indices, as many as rows: all below `rows` means exactly 0 .. rows-1.
-    const bool rows_present =
-        std::adjacent_find(members.begin(), members.end(), [](const Card* a, const Card* b) {
-          return a->index == b->index;
-        }) == members.end() &&
-        members.back()->index < rows;
+    const bool rows_present = std::adjacent_find(members.begin(), members.end(),
+                                                 [](const Card* a, const Card* b) {
+                                                   return a->index == b->index;
+                                                 }) == members.end() &&
+                              members.back()->index < rows;
     if (!rows_present) {
       std::string held;
       for (const Card* card : members)

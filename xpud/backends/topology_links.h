@@ -27,9 +27,9 @@
 namespace xpud::topology {
 
 struct Card {
-  unsigned index = 0;       // host index (/dev/xpu<index>), the physical id: the card's row
-  std::string pci_bus_id;   // normalised, for log lines
-  std::string model;        // for log lines
+  unsigned index = 0;      // host index (/dev/xpu<index>), the physical id: the card's row
+  std::string pci_bus_id;  // normalised, for log lines
+  std::string model;       // for log lines
   CardKey key;
 };
 

@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
-#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -137,11 +137,11 @@ class Parser {
   xpu::Status start_group(std::string_view line, unsigned number) {
     if (line.back() != ']') return fail(number, "a group line is [Name] with nothing after ']'");
     const std::string_view name = line.substr(1, line.size() - 2);
-    const bool valid = !name.empty() && name.size() <= kMaxNameLength &&
-                       std::all_of(name.begin(), name.end(), [](char c) {
-                         return std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
-                                c == '_' || c == '.';
-                       });
+    const bool valid =
+        !name.empty() && name.size() <= kMaxNameLength &&
+        std::all_of(name.begin(), name.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+        });
     if (!valid)
       return fail(number, "group name must be 1 to " + std::to_string(kMaxNameLength) +
                               " letters, digits, '-', '_' or '.'");
@@ -256,8 +256,8 @@ class Parser {
       for (unsigned linked : row.links) {
         if (linked >= *cards_)
           return fail(row.line, "Links." + std::to_string(k) + " names card " +
-                                    std::to_string(linked) + ", beyond Cards = " +
-                                    std::to_string(*cards_));
+                                    std::to_string(linked) +
+                                    ", beyond Cards = " + std::to_string(*cards_));
         auto back = rows_.find(linked);
         if (back == rows_.end()) continue;  // reported below as a missing row
         if (!std::binary_search(back->second.links.begin(), back->second.links.end(), k))

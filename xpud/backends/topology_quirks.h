@@ -45,7 +45,7 @@ struct BoardIdMatch {
 };
 
 struct BoardLinks {
-  std::string name;  // the group name, for log lines
+  std::string name;   // the group name, for log lines
   unsigned line = 0;  // where the group starts
   std::vector<PciMatch> pci_matches;
   std::vector<PciDeviceMatch> pci_device_matches;

@@ -14,8 +14,8 @@
 namespace shim::dra {
 
 struct ApiError {
-  long code = 0;       // HTTP status; 0 when no answer came (transport, bad input, bad body)
-  std::string reason;  // the Status object's reason ("NotFound", "Conflict"...); may be empty
+  long code = 0;        // HTTP status; 0 when no answer came (transport, bad input, bad body)
+  std::string reason;   // the Status object's reason ("NotFound", "Conflict"...); may be empty
   std::string message;  // for the log: method, path and what went wrong
 
   bool not_found() const { return code == 404; }
@@ -26,8 +26,8 @@ struct ApiError {
 template <typename T>
 class [[nodiscard]] ApiResult {
  public:
-  ApiResult(T value) : state_(std::move(value)) {}          // NOLINT(google-explicit-constructor)
-  ApiResult(ApiError error) : state_(std::move(error)) {}   // NOLINT(google-explicit-constructor)
+  ApiResult(T value) : state_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
+  ApiResult(ApiError error) : state_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(state_); }
   explicit operator bool() const { return ok(); }

@@ -4,7 +4,9 @@ namespace shim::dra {
 
 namespace {
 
-bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+bool is_lower_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
 
 }  // namespace
 
@@ -50,7 +52,9 @@ std::string resource_claim_path(std::string_view namespace_name, std::string_vie
          "/resourceclaims/" + percent_encode(name);
 }
 
-std::string resource_slices_path() { return std::string(kResourceApiPrefix) + "/resourceslices"; }
+std::string resource_slices_path() {
+  return std::string(kResourceApiPrefix) + "/resourceslices";
+}
 
 std::string resource_slice_path(std::string_view name) {
   return resource_slices_path() + "/" + percent_encode(name);

@@ -77,8 +77,7 @@ xpu::Result<std::string> CurlTransport::bearer_token() {
   std::error_code ec;
   auto mtime = std::filesystem::last_write_time(config_.token_file, ec);
   if (ec)
-    return xpu::Error{"cannot read the token " + config_.token_file.string() + ": " +
-                      ec.message()};
+    return xpu::Error{"cannot read the token " + config_.token_file.string() + ": " + ec.message()};
   // The kubelet replaces the projected token atomically (a symlink swap), so a new mtime means a
   // new token; an unchanged one saves reading the file per request.
   if (!token_.empty() && mtime == token_mtime_) return token_;
@@ -112,7 +111,8 @@ xpu::Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
     return true;
   };
   bool headers_ok = add_header("Accept: application/json");
-  if (!request.body.empty()) headers_ok = headers_ok && add_header("Content-Type: application/json");
+  if (!request.body.empty())
+    headers_ok = headers_ok && add_header("Content-Type: application/json");
   if (!token->empty()) headers_ok = headers_ok && add_header("Authorization: Bearer " + *token);
   // libcurl would send "Expect: 100-continue" for big bodies and wait for the server's go.
   headers_ok = headers_ok && add_header("Expect:");
@@ -135,8 +135,7 @@ xpu::Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
       set(curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_error)) &&
       set(curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L)) &&
       set(curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L)) &&
-      set(curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
-                           static_cast<long>(config_.timeout.count()))) &&
+      set(curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(config_.timeout.count()))) &&
       set(curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, https ? "https" : "http")) &&
       set(curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE,
                            static_cast<curl_off_t>(max_response_bytes_)));
@@ -147,10 +146,9 @@ xpu::Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
       options_ok = set(curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_file.c_str()));
   }
   if (options_ok && !request.body.empty()) {
-    options_ok =
-        set(curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data())) &&
-        set(curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
-                             static_cast<curl_off_t>(request.body.size())));
+    options_ok = set(curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data())) &&
+                 set(curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+                                      static_cast<curl_off_t>(request.body.size())));
   }
   if (!options_ok) return xpu::Error{where() + ": libcurl refused an option"};
 

@@ -41,9 +41,8 @@ inline constexpr std::size_t kMaxResponseBytes = std::size_t{16} << 20;
 class CurlTransport : public HttpTransport {
  public:
   // Fails when libcurl cannot make a handle or the server URL is not http(s)://.
-  static xpu::Result<std::unique_ptr<CurlTransport>> create(KubeApiConfig config,
-                                                            std::size_t max_response_bytes =
-                                                                kMaxResponseBytes);
+  static xpu::Result<std::unique_ptr<CurlTransport>> create(
+      KubeApiConfig config, std::size_t max_response_bytes = kMaxResponseBytes);
   ~CurlTransport() override;
   CurlTransport(const CurlTransport&) = delete;
   CurlTransport& operator=(const CurlTransport&) = delete;

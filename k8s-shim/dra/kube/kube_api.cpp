@@ -17,17 +17,17 @@ ApiError invalid(std::string_view what, std::string_view value, std::string_view
 template <typename T>
 ApiResult<T> decoded(xpu::Result<T> parsed, std::string_view method, std::string_view target) {
   if (parsed) return std::move(parsed).value();
-  return ApiError{.code = 0,
-                  .reason = "BadResponse",
-                  .message = std::string(method) + " " + std::string(target) + ": " +
-                             parsed.error()};
+  return ApiError{
+      .code = 0,
+      .reason = "BadResponse",
+      .message = std::string(method) + " " + std::string(target) + ": " + parsed.error()};
 }
 
 }  // namespace
 
 ApiResult<std::string> KubeApi::call(std::string method, std::string target, std::string body) {
-  HttpRequest request{.method = std::move(method), .target = std::move(target),
-                      .body = std::move(body)};
+  HttpRequest request{
+      .method = std::move(method), .target = std::move(target), .body = std::move(body)};
   auto response = transport_.send(request);
   if (!response) return ApiError{.code = 0, .reason = "", .message = response.error()};
   if (response->status < 200 || response->status > 299)
@@ -70,8 +70,7 @@ ApiResult<ResourceSlice> KubeApi::update_resource_slice(const ResourceSlice& sli
   if (!is_dns_subdomain(slice.name)) return invalid("slice name", slice.name, "a DNS subdomain");
   // Without it the server would overwrite whatever is there: the 409 on a stale version is what
   // makes concurrent writers safe.
-  if (slice.resource_version.empty())
-    return invalid("resourceVersion of slice", slice.name, "set");
+  if (slice.resource_version.empty()) return invalid("resourceVersion of slice", slice.name, "set");
   std::string target = resource_slice_path(slice.name);
   auto body = call("PUT", target, resource_slice_to_json(slice));
   if (!body) return body.error();

@@ -13,9 +13,9 @@
 namespace shim::dra {
 
 struct KubeApiConfig {
-  std::string server;  // "https://host:port" (tests: "http://127.0.0.1:port")
-  std::filesystem::path token_file;  // re-read per request: projected tokens rotate
-  std::filesystem::path ca_file;     // empty: the system's CA store
+  std::string server;                        // "https://host:port" (tests: "http://127.0.0.1:port")
+  std::filesystem::path token_file;          // re-read per request: projected tokens rotate
+  std::filesystem::path ca_file;             // empty: the system's CA store
   std::chrono::milliseconds timeout{10000};  // whole request, connect included
 };
 

@@ -34,7 +34,9 @@ constexpr std::array kSuffixes = {
     Suffix{"T", 0, 12},  Suffix{"P", 0, 15},  Suffix{"E", 0, 18},
 };
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 xpu::Error bad(std::string_view text, std::string_view why) {
   return xpu::Error{"quantity \"" + std::string(text) + "\": " + std::string(why)};
@@ -129,6 +131,8 @@ xpu::Result<std::int64_t> parse_quantity(std::string_view text) {
   return static_cast<std::int64_t>(mantissa);
 }
 
-std::string format_quantity(std::int64_t value) { return std::to_string(value); }
+std::string format_quantity(std::int64_t value) {
+  return std::to_string(value);
+}
 
 }  // namespace shim::dra

@@ -24,7 +24,7 @@ struct ResourceClaim {
   std::string name;
   std::string namespace_name;
   std::string uid;
-  bool allocated = false;  // status.allocation present
+  bool allocated = false;                 // status.allocation present
   std::vector<DeviceAllocation> results;  // of every driver; filter by driver before use
 };
 

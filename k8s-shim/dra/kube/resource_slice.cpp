@@ -46,8 +46,7 @@ AttributeValue attribute_from_json(const json& value, const std::string& path) {
     ++set;
     result = Version{jf::string_or(value, path, "version")};
   }
-  if (set != 1)
-    throw jf::FieldError(path + ": expected exactly one of bool, int, string, version");
+  if (set != 1) throw jf::FieldError(path + ": expected exactly one of bool, int, string, version");
   return result;
 }
 

@@ -25,7 +25,7 @@ struct Version {
 using AttributeValue = std::variant<bool, std::int64_t, std::string, Version>;
 
 struct SliceDevice {
-  std::string name;  // a DNS label: device_name(index)
+  std::string name;                                  // a DNS label: device_name(index)
   std::map<std::string, AttributeValue> attributes;  // unqualified: in the driver's domain
   std::map<std::string, std::int64_t> capacity;      // {"memory": {"value": "34359738368"}}
 
@@ -50,8 +50,8 @@ struct ResourceSliceSpec {
 };
 
 struct ResourceSlice {
-  std::string name;  // metadata.name, empty before create
-  std::string generate_name;  // for create; empty: "<node>-xpu.kunlunxin.com-"
+  std::string name;              // metadata.name, empty before create
+  std::string generate_name;     // for create; empty: "<node>-xpu.kunlunxin.com-"
   std::string resource_version;  // required by update
   std::string uid;
   ResourceSliceSpec spec;

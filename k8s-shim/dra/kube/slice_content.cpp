@@ -15,8 +15,8 @@ namespace {
 constexpr std::size_t kMaxAttributeLength = 64;
 
 bool is_numeric(std::string_view text) {
-  return !text.empty() && std::all_of(text.begin(), text.end(),
-                                      [](char c) { return c >= '0' && c <= '9'; });
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // A numeric identifier without leading zeros, as semver requires.
@@ -108,8 +108,9 @@ std::map<unsigned, unsigned> link_groups(const std::vector<xpu::DeviceInfo>& dev
   std::map<unsigned, unsigned> group_of;
   for (unsigned index : indexes) {
     auto fits = [&](const std::vector<unsigned>& group) {
-      return std::all_of(group.begin(), group.end(),
-                         [&](unsigned member) { return links.contains({index, member}); });
+      return std::all_of(group.begin(), group.end(), [&](unsigned member) {
+        return links.contains({index, member});
+      });
     };
     auto group = std::find_if(groups.begin(), groups.end(), fits);
     if (group == groups.end()) {
@@ -133,8 +134,8 @@ ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view no
   ResourceSliceSpec spec;
   spec.driver = std::string(kDriverName);
   spec.node_name = std::string(node_name);
-  spec.pool = SlicePool{.name = std::string(node_name), .generation = generation,
-                        .resource_slice_count = 1};
+  spec.pool = SlicePool{
+      .name = std::string(node_name), .generation = generation, .resource_slice_count = 1};
 
   std::vector<xpu::DeviceInfo> cards;
   for (const xpu::DeviceInfo& device : view.devices)
@@ -169,8 +170,10 @@ ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view no
     put_string(a::kUuid, card.uuid);
     put_string(a::kPciBusId, card.pci_bus_id);
     device.attributes[std::string(a::kIndex)] = std::int64_t{card.index};
-    if (card.numa_node >= 0) device.attributes[std::string(a::kNumaNode)] = std::int64_t{card.numa_node};
-    if (driver_version) device.attributes[std::string(a::kDriverVersion)] = Version{*driver_version};
+    if (card.numa_node >= 0)
+      device.attributes[std::string(a::kNumaNode)] = std::int64_t{card.numa_node};
+    if (driver_version)
+      device.attributes[std::string(a::kDriverVersion)] = Version{*driver_version};
     device.attributes[std::string(a::kHealthy)] = card.healthy;
     device.attributes[std::string(a::kLinkGroup)] = std::int64_t{groups.at(card.index)};
     if (card.memory_total_bytes > static_cast<std::uint64_t>(INT64_MAX))

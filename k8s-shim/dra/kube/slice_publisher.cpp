@@ -25,8 +25,7 @@ bool SlicePublisher::set_devices(const xpu::DeviceView& view) {
   return true;
 }
 
-ResourceSliceSpec SlicePublisher::spec_for(const Desired& desired,
-                                           std::int64_t generation) const {
+ResourceSliceSpec SlicePublisher::spec_for(const Desired& desired, std::int64_t generation) const {
   return ResourceSliceSpec{
       .driver = std::string(kDriverName),
       .node_name = node_name_,
@@ -57,7 +56,8 @@ SlicePublisher::Clock::time_point SlicePublisher::reconcile(Clock::time_point no
     }
   }
   if (outcome == Outcome::failed) {
-    backoff_ = backoff_ == std::chrono::seconds{0} ? kFirstRetry : std::min(backoff_ * 2, kMaxRetry);
+    backoff_ =
+        backoff_ == std::chrono::seconds{0} ? kFirstRetry : std::min(backoff_ * 2, kMaxRetry);
     next_attempt_ = now + backoff_;
     return next_attempt_;
   }
@@ -91,7 +91,8 @@ SlicePublisher::Outcome SlicePublisher::relist_and_converge(const Desired& desir
   std::vector<ResourceSlice>& slices = listed.value();
   for (const ResourceSlice& slice : slices)
     highest_generation_ = std::max(highest_generation_, slice.spec.pool.generation);
-  if (published_) highest_generation_ = std::max(highest_generation_, published_->spec.pool.generation);
+  if (published_)
+    highest_generation_ = std::max(highest_generation_, published_->spec.pool.generation);
 
   if (slices.size() == 1 &&
       slices.front().spec == spec_for(desired, slices.front().spec.pool.generation)) {

@@ -36,9 +36,10 @@ std::string claim_cdi_spec_json(const PreparedClaim& claim) {
     devices.push_back({
         {"name", claim_cdi_device_name(claim.uid, request)},
         {"containerEdits",
-         {{"env", {std::string(xpu::names::kVisibleDevicesEnv) + "=" + indices,
-                   std::string(xpu::names::kVendorRuntimeVisibleDevicesEnv) + "=" + indices,
-                   std::string(xpu::names::kUuidsEnv) + "=" + uuids}}}},
+         {{"env",
+           {std::string(xpu::names::kVisibleDevicesEnv) + "=" + indices,
+            std::string(xpu::names::kVendorRuntimeVisibleDevicesEnv) + "=" + indices,
+            std::string(xpu::names::kUuidsEnv) + "=" + uuids}}}},
     });
   }
   nlohmann::json spec = {
@@ -56,7 +57,8 @@ xpu::Status ClaimCdiSpecs::write(const PreparedClaim& claim) const {
   std::error_code error;
   std::filesystem::create_directories(directory_, error);
   if (error)
-    return xpu::Error{"cannot create CDI directory " + directory_.string() + ": " + error.message()};
+    return xpu::Error{"cannot create CDI directory " + directory_.string() + ": " +
+                      error.message()};
   auto written = xpu::replace_file_if_changed(directory_, claim_cdi_spec_file_name(claim.uid),
                                               claim_cdi_spec_json(claim),
                                               xpu::FileReplacement{.mode = 0644, .durable = false});

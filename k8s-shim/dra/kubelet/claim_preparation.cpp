@@ -32,10 +32,9 @@ const xpu::DeviceInfo* find_card(const std::vector<xpu::DeviceInfo>& cards, unsi
 // Why the device at `index` is no card to prepare: a PF with SR-IOV on is named, since the
 // scheduler could only have picked it from a slice published before its VFs were turned on.
 std::string why_not_a_card(const std::vector<xpu::DeviceInfo>& cards, unsigned index) {
-  const bool sriov_pf =
-      std::any_of(cards.begin(), cards.end(), [index](const xpu::DeviceInfo& card) {
-        return card.index == index && card.sriov_enabled;
-      });
+  const bool sriov_pf = std::any_of(
+      cards.begin(), cards.end(),
+      [index](const xpu::DeviceInfo& card) { return card.index == index && card.sriov_enabled; });
   return sriov_pf ? " is a physical function with SR-IOV on, which has no compute of its own"
                   : " is not a card on this node";
 }
@@ -46,12 +45,13 @@ std::string claim_label(std::string_view namespace_name, std::string_view name) 
   return std::string(namespace_name) + "/" + std::string(name);
 }
 
-xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference, const AllocatedClaim& claim,
-                                         std::string_view node_name,
+xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference,
+                                         const AllocatedClaim& claim, std::string_view node_name,
                                          const std::vector<xpu::DeviceInfo>& cards) {
   if (claim.uid != reference.uid)
-    return claim_error(reference, "the API server has UID " + claim.uid + " where the kubelet has " +
-                                      reference.uid + " (the claim was recreated)");
+    return claim_error(reference, "the API server has UID " + claim.uid +
+                                      " where the kubelet has " + reference.uid +
+                                      " (the claim was recreated)");
   if (!is_claim_uid(reference.uid))
     return claim_error(reference, "UID \"" + reference.uid + "\" is not a valid claim UID");
   if (!claim.allocated) return claim_error(reference, "it is not allocated");
@@ -75,17 +75,17 @@ xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference, const 
     if (!card) return claim_error(reference, what + why_not_a_card(cards, *index));
     // The kubelet retries a failed prepare; the scheduler should not have picked this card.
     if (!card->healthy)
-      return claim_error(reference, what + " is unhealthy" +
-                                        (card->health_reason.empty() ? "" : ": " + card->health_reason));
+      return claim_error(
+          reference,
+          what + " is unhealthy" + (card->health_reason.empty() ? "" : ": " + card->health_reason));
 
     if (std::find(requests.begin(), requests.end(), result.request) == requests.end())
       requests.push_back(result.request);
     auto same = std::find_if(prepared.devices.begin(), prepared.devices.end(),
                              [&](const PreparedDevice& d) { return d.index == *index; });
     if (same == prepared.devices.end()) {
-      prepared.devices.push_back(
-          PreparedDevice{{result.request}, result.pool, result.device, *index, card->uuid,
-                         {card_cdi_id(*card)}});
+      prepared.devices.push_back(PreparedDevice{
+          {result.request}, result.pool, result.device, *index, card->uuid, {card_cdi_id(*card)}});
     } else if (std::find(same->requests.begin(), same->requests.end(), result.request) ==
                same->requests.end()) {
       same->requests.push_back(result.request);
@@ -95,11 +95,10 @@ xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference, const 
   // A runtime applies CDI edits in order and the last value of a variable wins: the request's
   // entry, which lists all its cards, goes after every card of the request.
   for (const std::string& request : requests) {
-    auto last = std::find_if(prepared.devices.rbegin(), prepared.devices.rend(),
-                             [&](const PreparedDevice& d) {
-                               return std::find(d.requests.begin(), d.requests.end(), request) !=
-                                      d.requests.end();
-                             });
+    auto last = std::find_if(
+        prepared.devices.rbegin(), prepared.devices.rend(), [&](const PreparedDevice& d) {
+          return std::find(d.requests.begin(), d.requests.end(), request) != d.requests.end();
+        });
     last->cdi_ids.push_back(claim_cdi_qualified_name(reference.uid, request));
   }
   return prepared;

@@ -45,8 +45,8 @@ std::string claim_label(std::string_view namespace_name, std::string_view name);
 // results is for another node's pool, names no card of ours (or a VF, or a PF with SR-IOV on),
 // or an unhealthy card.
 // Results for other drivers are ignored.
-xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference, const AllocatedClaim& claim,
-                                         std::string_view node_name,
+xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference,
+                                         const AllocatedClaim& claim, std::string_view node_name,
                                          const std::vector<xpu::DeviceInfo>& cards);
 
 }  // namespace shim::dra

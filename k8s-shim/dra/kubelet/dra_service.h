@@ -24,8 +24,8 @@ namespace shim::dra {
 namespace drapb = ::k8s::io::kubelet::pkg::apis::dra::v1;
 
 // The claim as the API server holds it, by namespace and name.
-using ClaimLookup =
-    std::function<xpu::Result<AllocatedClaim>(std::string_view namespace_name, std::string_view name)>;
+using ClaimLookup = std::function<xpu::Result<AllocatedClaim>(std::string_view namespace_name,
+                                                              std::string_view name)>;
 // The cards on this node now (from xpud).
 using CardSource = std::function<std::vector<xpu::DeviceInfo>()>;
 

@@ -62,9 +62,9 @@ void HealthService::update(const std::vector<xpu::DeviceInfo>& cards) {
     if (!is_offered_card(card)) continue;
     auto known = devices_.find(card.index);
     const bool unchanged = known != devices_.end() && known->second.healthy == card.healthy;
-    next[card.index] =
-        DeviceState{card.healthy, unchanged ? known->second.since : now,
-                    card.healthy ? std::string() : truncate_utf8(card.health_reason, kMaxMessageBytes)};
+    next[card.index] = DeviceState{
+        card.healthy, unchanged ? known->second.since : now,
+        card.healthy ? std::string() : truncate_utf8(card.health_reason, kMaxMessageBytes)};
   }
   // xpud's view changes in ways the kubelet does not see (counters, a healthy card's reason): no
   // message then. A new reason of an unhealthy card is news to v1 only; v1alpha1 streams then
@@ -119,9 +119,9 @@ grpc::Status HealthService::watch(grpc::ServerContext* context,
     // Each stream holds a server thread for its whole life: a client that opens many must not
     // take them all from the DRAPlugin calls.
     if (streams_ >= kMaxStreams)
-      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          "too many health streams open (at most " + std::to_string(kMaxStreams) +
-                              ")");
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          "too many health streams open (at most " + std::to_string(kMaxStreams) + ")");
     ++streams_;
   }
   struct Slot {

@@ -46,9 +46,9 @@ class HealthService {
   using Clock = std::function<std::chrono::system_clock::time_point()>;
 
   // pool_name: the node's pool (the node name). `now` stamps health changes (tests pass their own).
-  explicit HealthService(std::string pool_name,
-                         std::chrono::milliseconds resend_interval = kResendInterval,
-                         Clock now = [] { return std::chrono::system_clock::now(); });
+  explicit HealthService(
+      std::string pool_name, std::chrono::milliseconds resend_interval = kResendInterval,
+      Clock now = [] { return std::chrono::system_clock::now(); });
   HealthService(const HealthService&) = delete;
   HealthService& operator=(const HealthService&) = delete;
 
@@ -58,7 +58,8 @@ class HealthService {
 
   // xpud's view now. Virtual functions are skipped (they are not published as devices); a card
   // whose health differs from the last view gets a new last_updated_time. Cards no longer listed
-  // leave the messages (the kubelet shows them Unknown after its timeout). Never blocks on a stream.
+  // leave the messages (the kubelet shows them Unknown after its timeout). Never blocks on a
+  // stream.
   void update(const std::vector<xpu::DeviceInfo>& cards);
   // Ends the streams open now, of both versions, with OK (for shutdown, before the server stops,
   // so the server's grace period is not spent waiting on them). Later streams are served again.

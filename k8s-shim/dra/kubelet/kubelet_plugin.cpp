@@ -18,10 +18,11 @@ KubeletPlugin::KubeletPlugin(KubeletPluginPaths paths, std::unique_ptr<DraServic
       registration_(std::make_unique<RegistrationService>(
           std::string(kDriverName), std::filesystem::absolute(paths_.dra_socket()).string())) {}
 
-xpu::Result<std::unique_ptr<KubeletPlugin>> KubeletPlugin::start(KubeletPluginPaths paths,
-                                                                 std::unique_ptr<DraService> service) {
+xpu::Result<std::unique_ptr<KubeletPlugin>> KubeletPlugin::start(
+    KubeletPluginPaths paths, std::unique_ptr<DraService> service) {
   if (!service) return xpu::Error{"no DRA service to serve"};
-  if (auto dir = ensure_plugin_directory(paths.plugin_directory); !dir) return xpu::Error{dir.error()};
+  if (auto dir = ensure_plugin_directory(paths.plugin_directory); !dir)
+    return xpu::Error{dir.error()};
   std::error_code error;
   if (!std::filesystem::is_directory(paths.registry_directory, error))
     return xpu::Error{"the kubelet's plugin registry " + paths.registry_directory.string() +
@@ -48,7 +49,8 @@ bool KubeletPlugin::sockets_present() const {
 xpu::Result<bool> KubeletPlugin::restart_missing() {
   bool restarted = false;
   if (!dra_server_ || !dra_server_->socket_present()) {
-    if (dra_server_) spdlog::warn("DRA socket {} is gone; serving it again", paths_.dra_socket().string());
+    if (dra_server_)
+      spdlog::warn("DRA socket {} is gone; serving it again", paths_.dra_socket().string());
     // The old server stops before a new one takes the same services.
     health_->close_all();
     dra_server_.reset();

@@ -9,9 +9,9 @@
 // Owning the object means serving: start() creates the plugin directory (0750) if missing,
 // replaces stale sockets, serves DRA first and only then creates the registration socket (the
 // kubelet dials the endpoint right after GetInfo). The destructor stops both and removes the
-// sockets; health streams are ended first. The kubelet never deletes the registration socket, but someone else may: the role's
-// loop checks sockets_present() and calls restart_missing(). Not synchronised: one thread (the
-// role's) calls the methods; gRPC's threads only reach the services.
+// sockets; health streams are ended first. The kubelet never deletes the registration socket, but
+// someone else may: the role's loop checks sockets_present() and calls restart_missing(). Not
+// synchronised: one thread (the role's) calls the methods; gRPC's threads only reach the services.
 #pragma once
 
 #include <filesystem>

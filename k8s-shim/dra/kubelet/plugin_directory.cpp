@@ -10,7 +10,8 @@ namespace shim::dra {
 xpu::Status ensure_plugin_directory(const std::filesystem::path& directory) {
   std::error_code error;
   if (std::filesystem::is_directory(directory, error)) return xpu::ok_status();
-  if (directory.has_parent_path()) std::filesystem::create_directories(directory.parent_path(), error);
+  if (directory.has_parent_path())
+    std::filesystem::create_directories(directory.parent_path(), error);
   if (error)
     return xpu::Error{"cannot create " + directory.parent_path().string() + ": " + error.message()};
   // mkdir's mode goes through the umask, which may only remove bits: 0750 or less, never more.

@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <utility>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "common/file_replacement.h"
 #include "common/fnv1a.h"
@@ -71,15 +71,13 @@ T integer_at(const json& object, const char* key) {
 Claims from_json(const json& in) {
   Claims claims;
   for (const auto& [uid, entry] : in.items()) {
-    PreparedClaim claim{uid, entry.at("namespace").get<std::string>(),
-                        entry.at("name").get<std::string>(), {}};
+    PreparedClaim claim{
+        uid, entry.at("namespace").get<std::string>(), entry.at("name").get<std::string>(), {}};
     for (const json& d : entry.at("devices"))
-      claim.devices.push_back(PreparedDevice{d.at("requests").get<std::vector<std::string>>(),
-                                             d.at("pool").get<std::string>(),
-                                             d.at("device").get<std::string>(),
-                                             integer_at<unsigned>(d, "index"),
-                                             d.at("uuid").get<std::string>(),
-                                             d.at("cdiIds").get<std::vector<std::string>>()});
+      claim.devices.push_back(PreparedDevice{
+          d.at("requests").get<std::vector<std::string>>(), d.at("pool").get<std::string>(),
+          d.at("device").get<std::string>(), integer_at<unsigned>(d, "index"),
+          d.at("uuid").get<std::string>(), d.at("cdiIds").get<std::vector<std::string>>()});
     claims.emplace(uid, std::move(claim));
   }
   return claims;
@@ -89,7 +87,8 @@ Claims from_json(const json& in) {
 
 std::string PreparedClaims::serialize(const Claims& claims) {
   json body = to_json(claims);
-  json file = {{"version", kFormatVersion}, {"checksum", checksum_of(body.dump())}, {"claims", body}};
+  json file = {
+      {"version", kFormatVersion}, {"checksum", checksum_of(body.dump())}, {"claims", body}};
   return file.dump(2) + "\n";
 }
 
@@ -98,7 +97,8 @@ xpu::Result<Claims> PreparedClaims::parse(std::string_view text) {
   if (file.is_discarded() || !file.is_object()) return xpu::Error{"not a JSON object"};
   try {
     const int version = integer_at<int>(file, "version");
-    if (version != kFormatVersion) return xpu::Error{"unknown format version " + std::to_string(version)};
+    if (version != kFormatVersion)
+      return xpu::Error{"unknown format version " + std::to_string(version)};
     const json& body = file.at("claims");
     if (!body.is_object()) return xpu::Error{"\"claims\" is not an object"};
     if (file.at("checksum").get<std::string>() != checksum_of(body.dump()))
@@ -119,7 +119,8 @@ PreparedClaims PreparedClaims::load(std::filesystem::path file) {
   std::ifstream in(store.file_, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
-  xpu::Result<Claims> loaded = in ? parse(text.str()) : xpu::Result<Claims>(xpu::Error{"unreadable"});
+  xpu::Result<Claims> loaded =
+      in ? parse(text.str()) : xpu::Result<Claims>(xpu::Error{"unreadable"});
   if (loaded) {
     store.claims_ = std::move(*loaded);
     spdlog::info("prepared claims: loaded {} from {}", store.claims_.size(), store.file_.string());
@@ -131,8 +132,9 @@ PreparedClaims PreparedClaims::load(std::filesystem::path file) {
   aside += ".corrupt";
   std::filesystem::rename(store.file_, aside, error);
   if (error)
-    spdlog::error("prepared claims: {} does not load ({}) and cannot be renamed to {}: {}; starting empty",
-                  store.file_.string(), loaded.error(), aside.string(), error.message());
+    spdlog::error(
+        "prepared claims: {} does not load ({}) and cannot be renamed to {}: {}; starting empty",
+        store.file_.string(), loaded.error(), aside.string(), error.message());
   else
     spdlog::error("prepared claims: {} does not load ({}); renamed to {}, starting empty",
                   store.file_.string(), loaded.error(), aside.string());

@@ -41,7 +41,8 @@ class PreparedClaims {
   // The file's text for these claims, and the claims a text holds (an error says why not);
   // exposed for the tests of the format.
   static std::string serialize(const std::map<std::string, PreparedClaim, std::less<>>& claims);
-  static xpu::Result<std::map<std::string, PreparedClaim, std::less<>>> parse(std::string_view text);
+  static xpu::Result<std::map<std::string, PreparedClaim, std::less<>>> parse(
+      std::string_view text);
 
  private:
   explicit PreparedClaims(std::filesystem::path file) : file_(std::move(file)) {}

@@ -34,8 +34,8 @@ struct FakeDevice {
   std::string serial;
   std::string uuid;
   std::string name;
-  unsigned minor = 0;     // the driver hands minors out in steps of two: 2 * i by default
-  int physical_id = 0;    // xpumlDeviceGetId: the /dev/xpuN number; i by default
+  unsigned minor = 0;             // the driver hands minors out in steps of two: 2 * i by default
+  int physical_id = 0;            // xpumlDeviceGetId: the /dev/xpuN number; i by default
   std::string bus_id;             // as the library formats it: "%08X:%02X:%02X.%01X"
   unsigned pci_device_id = 0;     // device << 16 | vendor
   unsigned pci_subsystem_id = 0;  // subsystem device << 16 | subsystem vendor

@@ -119,7 +119,8 @@ class FakeLibrary {
     if (plan.index >= scenario_.devices.size()) return XPUML_ERROR_XPU_IS_LOST;
     const FakeDevice& pf = scenario_.devices[plan.index];
     if (!has_sriov(pf) || plan.index >= base_devices_.size()) return XPUML_ERROR_NOT_SUPPORTED;
-    if (vf_num < 0 || static_cast<unsigned>(vf_num) > pf.max_vfs) return XPUML_ERROR_INVALID_ARGUMENT;
+    if (vf_num < 0 || static_cast<unsigned>(vf_num) > pf.max_vfs)
+      return XPUML_ERROR_INVALID_ARGUMENT;
     vf_counts_[pf.bus_id] = static_cast<unsigned>(vf_num);
     add_virtual_functions();
     return XPUML_SUCCESS;
@@ -326,8 +327,8 @@ class FakeLibrary {
   }
 
   std::mutex mutex_;
-  Scenario scenario_;                      // what the calls see: base_devices_ plus VFs
-  std::vector<FakeDevice> base_devices_;  // the scenario file's own devices
+  Scenario scenario_;                          // what the calls see: base_devices_ plus VFs
+  std::vector<FakeDevice> base_devices_;       // the scenario file's own devices
   std::map<std::string, unsigned> vf_counts_;  // PF bus id -> VFs set by xpumlDeviceSetSriovVfNum
   std::optional<std::string> load_error_;
   xpumlReturn_t load_error_code_ = XPUML_SUCCESS;

@@ -78,8 +78,7 @@ FakePciFunction kunlunxin_vf(std::string bus_id, std::string pf_bus_id, int numa
   return function;
 }
 
-FakePciFunction other_pci_function(std::string bus_id, std::uint16_t vendor,
-                                   std::uint16_t device) {
+FakePciFunction other_pci_function(std::string bus_id, std::uint16_t vendor, std::uint16_t device) {
   FakePciFunction function;
   function.bus_id = std::move(bus_id);
   function.vendor = vendor;
@@ -175,7 +174,9 @@ void FakeSysfsTree::remove_device_node(unsigned index) {
   fs::remove(root_ / ("dev/xpu" + std::to_string(index)));
 }
 
-void FakeSysfsTree::add_control_node() { write_file("dev/xpuctrl", ""); }
+void FakeSysfsTree::add_control_node() {
+  write_file("dev/xpuctrl", "");
+}
 
 void FakeSysfsTree::add_card(const FakePciFunction& function, unsigned index) {
   add_pci_function(function);

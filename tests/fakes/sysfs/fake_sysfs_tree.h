@@ -15,15 +15,15 @@ namespace xpu::fakes {
 
 // One PCI function as the kernel shows it under /sys/bus/pci/devices/<bus_id>/.
 struct FakePciFunction {
-  std::string bus_id;                       // entry name, e.g. "0000:3b:00.0"
+  std::string bus_id;  // entry name, e.g. "0000:3b:00.0"
   std::uint16_t vendor = 0x1d22;
   std::uint16_t device = 0x3684;
   std::uint16_t subsystem_vendor = 0x0002;  // 2/1: an R200
   std::uint16_t subsystem_device = 0x0001;
   int numa_node = -1;
-  std::string driver = "kunlun";            // empty: bound to no driver
-  std::string physical_function;            // VFs: bus id of their PF (already added)
-  std::optional<unsigned> sriov_totalvfs;   // PFs that can do SR-IOV
+  std::string driver = "kunlun";           // empty: bound to no driver
+  std::string physical_function;           // VFs: bus id of their PF (already added)
+  std::optional<unsigned> sriov_totalvfs;  // PFs that can do SR-IOV
   unsigned sriov_numvfs = 0;
 };
 

@@ -23,8 +23,9 @@ ResourceState three_cards() {
 TEST(ContainerAllocation, DeviceNodesAndEnvironmentInHostIndexOrder) {
   auto allocation = allocate_container(three_cards(), {"uuid-3", "uuid-1"});
   ASSERT_TRUE(allocation.ok()) << allocation.error();
-  const std::vector<DeviceNode> nodes = {
-      {"/dev/xpu1", "/dev/xpu1", "rw"}, {"/dev/xpu3", "/dev/xpu3", "rw"}, {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
+  const std::vector<DeviceNode> nodes = {{"/dev/xpu1", "/dev/xpu1", "rw"},
+                                         {"/dev/xpu3", "/dev/xpu3", "rw"},
+                                         {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
   EXPECT_EQ(allocation->device_nodes, nodes);
   // CXPU_VISIBLE_DEVICES: the vendor's runtime injects what it names, and the vendor's base
   // images set it to "all"; the response overrides the image's value with exactly these cards.
@@ -49,7 +50,8 @@ TEST(ContainerAllocation, FailsAsAWholeNamingTheDevice) {
     auto allocation = allocate_container(three_cards(), ids);
     return allocation.ok() ? std::string("(granted)") : allocation.error();
   };
-  EXPECT_EQ(error_of({"uuid-1", "nope"}), "device 'nope' is not a kunlunxin.com/xpu device of this node");
+  EXPECT_EQ(error_of({"uuid-1", "nope"}),
+            "device 'nope' is not a kunlunxin.com/xpu device of this node");
   EXPECT_EQ(error_of({"uuid-1", "uuid-6"}), "device 'uuid-6' (xpu6) is Unhealthy: test fault");
   EXPECT_EQ(error_of({"uuid-1", "uuid-1"}), "device 'uuid-1' is requested twice");
   EXPECT_EQ(error_of({}), "no device IDs requested");
@@ -68,7 +70,6 @@ TEST(ContainerAllocation, RefusalEscapesTheRequestedId) {
                                     "...' is not a kunlunxin.com/xpu device of this node");
 }
 
-
 TEST(ContainerAllocation, VirtualFunctionGetsItsOwnNodes) {
   ResourceState state{"kunlunxin.com/vxpu", "kunlunxin-vxpu.sock", {}};
   for (unsigned i : {8u, 9u}) {
@@ -83,8 +84,9 @@ TEST(ContainerAllocation, VirtualFunctionGetsItsOwnNodes) {
   }
   auto allocation = allocate_container(state, {"vf-9", "vf-8"});
   ASSERT_TRUE(allocation.ok()) << allocation.error();
-  const std::vector<DeviceNode> nodes = {
-      {"/dev/xpu8", "/dev/xpu8", "rw"}, {"/dev/xpu9", "/dev/xpu9", "rw"}, {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
+  const std::vector<DeviceNode> nodes = {{"/dev/xpu8", "/dev/xpu8", "rw"},
+                                         {"/dev/xpu9", "/dev/xpu9", "rw"},
+                                         {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
   EXPECT_EQ(allocation->device_nodes, nodes);
   EXPECT_EQ(allocation->envs.at("XPU_VISIBLE_DEVICES"), "8,9");
   EXPECT_EQ(allocation->envs.at("CXPU_VISIBLE_DEVICES"), "8,9");
@@ -110,7 +112,8 @@ ResourceState shared_cards() {
 TEST(ContainerAllocation, SharedReplicasMapBackToTheirCardOnce) {
   auto allocation = allocate_container(shared_cards(), {"uuid-0::3", "uuid-0::1"});
   ASSERT_TRUE(allocation.ok()) << allocation.error();
-  const std::vector<DeviceNode> nodes = {{"/dev/xpu0", "/dev/xpu0", "rw"}, {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
+  const std::vector<DeviceNode> nodes = {{"/dev/xpu0", "/dev/xpu0", "rw"},
+                                         {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
   EXPECT_EQ(allocation->device_nodes, nodes);
   EXPECT_EQ(allocation->envs.at("XPU_VISIBLE_DEVICES"), "0");
   EXPECT_EQ(allocation->envs.at("KUNLUNXIN_XPU_UUIDS"), "uuid-0");
@@ -118,8 +121,9 @@ TEST(ContainerAllocation, SharedReplicasMapBackToTheirCardOnce) {
 
   auto two_cards = allocate_container(shared_cards(), {"uuid-2::0", "uuid-0::2", "uuid-2::3"});
   ASSERT_TRUE(two_cards.ok()) << two_cards.error();
-  const std::vector<DeviceNode> both = {
-      {"/dev/xpu0", "/dev/xpu0", "rw"}, {"/dev/xpu2", "/dev/xpu2", "rw"}, {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
+  const std::vector<DeviceNode> both = {{"/dev/xpu0", "/dev/xpu0", "rw"},
+                                        {"/dev/xpu2", "/dev/xpu2", "rw"},
+                                        {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
   EXPECT_EQ(two_cards->device_nodes, both);
   EXPECT_EQ(two_cards->envs.at("XPU_VISIBLE_DEVICES"), "0,2");
   EXPECT_EQ(two_cards->envs.at("CXPU_VISIBLE_DEVICES"), "0,2");
@@ -133,7 +137,8 @@ TEST(ContainerAllocation, SharedReplicasMapBackToTheirCardOnce) {
   EXPECT_EQ(twice.error(), "device 'uuid-0::0' is requested twice");
   auto whole_card = allocate_container(shared_cards(), {"uuid-0"});
   ASSERT_FALSE(whole_card.ok());
-  EXPECT_EQ(whole_card.error(), "device 'uuid-0' is not a kunlunxin.com/xpu-shared device of this node");
+  EXPECT_EQ(whole_card.error(),
+            "device 'uuid-0' is not a kunlunxin.com/xpu-shared device of this node");
 }
 
 TEST(ContainerAllocation, CdiOffGivesNoCdiNames) {
@@ -147,7 +152,8 @@ TEST(ContainerAllocation, CdiAutoGivesTheCardsCdiNameBesideTheRawNodes) {
   auto allocation = allocate_container(three_cards(), {"uuid-3"}, CdiMode::kAuto);
   ASSERT_TRUE(allocation.ok()) << allocation.error();
   EXPECT_EQ(allocation->cdi_devices, std::vector<std::string>{"kunlunxin.com/xpu=uuid-3"});
-  const std::vector<DeviceNode> nodes = {{"/dev/xpu3", "/dev/xpu3", "rw"}, {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
+  const std::vector<DeviceNode> nodes = {{"/dev/xpu3", "/dev/xpu3", "rw"},
+                                         {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
   EXPECT_EQ(allocation->device_nodes, nodes);
   EXPECT_EQ(allocation->envs.at("XPU_VISIBLE_DEVICES"), "3");
 }
@@ -180,7 +186,8 @@ TEST(ContainerAllocation, CdiNamesASharedCardByItsUuidAndAnOddUuidByIndex) {
   EXPECT_EQ(replicas->cdi_devices, std::vector<std::string>{"kunlunxin.com/xpu=uuid-0"});
 
   ResourceState state = three_cards();
-  state.devices[0].id = "odd_";  // a valid device-plugin ID, but no CDI name: xpud's spec has index 1
+  state.devices[0].id =
+      "odd_";  // a valid device-plugin ID, but no CDI name: xpud's spec has index 1
   auto odd = allocate_container(state, {"odd_"}, CdiMode::kAuto);
   ASSERT_TRUE(odd.ok()) << odd.error();
   EXPECT_EQ(odd->cdi_devices, std::vector<std::string>{"kunlunxin.com/xpu=1"});

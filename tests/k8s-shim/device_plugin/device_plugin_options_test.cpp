@@ -26,8 +26,9 @@ TEST(DevicePluginOptions, DefaultsAdvertiseWholeCardsOnly) {
 
 TEST(DevicePluginOptions, TheChartsReservedFlagsAreAccepted) {
   // The argument list charts/xpu-k8s-shim renders with every reserved option on.
-  auto options = parse({"--resource-per-model", "--resource-name", "example.com/xpu", "--enable-sriov",
-                        "--sriov-num-vfs", "4", "--reconfig-vxpu", "--enable-xpu-share"});
+  auto options =
+      parse({"--resource-per-model", "--resource-name", "example.com/xpu", "--enable-sriov",
+             "--sriov-num-vfs", "4", "--reconfig-vxpu", "--enable-xpu-share"});
   EXPECT_TRUE(options.enable_sriov);
   EXPECT_EQ(options.sriov_num_vfs, 4u);
   EXPECT_TRUE(options.reconfig_vxpu);
@@ -38,7 +39,8 @@ TEST(DevicePluginOptions, TheChartsReservedFlagsAreAccepted) {
   EXPECT_EQ(config.sriov_num_vfs, 4u);
   EXPECT_EQ(config.share_replicas, 4u);
 
-  auto zero = parse({"--enable-sriov", "--sriov-num-vfs", "0", "--enable-xpu-share", "--xpu-share-replicas=64"});
+  auto zero = parse(
+      {"--enable-sriov", "--sriov-num-vfs", "0", "--enable-xpu-share", "--xpu-share-replicas=64"});
   EXPECT_EQ(zero.sriov_num_vfs, 0u);
   EXPECT_EQ(resource_config(zero).share_replicas, 64u);
 }
@@ -61,9 +63,11 @@ TEST(DevicePluginOptions, OutOfRangeCountsAreUsageErrors) {
               "--sriov-num-vfs: '65' is out of range \\[0, 64\\]");
   EXPECT_EXIT(parse({"--enable-sriov", "--sriov-num-vfs", "-1"}), ::testing::ExitedWithCode(2),
               "--sriov-num-vfs: '-1' is not a non-negative integer");
-  EXPECT_EXIT(parse({"--enable-xpu-share", "--xpu-share-replicas", "0"}), ::testing::ExitedWithCode(2),
+  EXPECT_EXIT(parse({"--enable-xpu-share", "--xpu-share-replicas", "0"}),
+              ::testing::ExitedWithCode(2),
               "--xpu-share-replicas: '0' is out of range \\[1, 64\\]");
-  EXPECT_EXIT(parse({"--enable-xpu-share", "--xpu-share-replicas", "65"}), ::testing::ExitedWithCode(2),
+  EXPECT_EXIT(parse({"--enable-xpu-share", "--xpu-share-replicas", "65"}),
+              ::testing::ExitedWithCode(2),
               "--xpu-share-replicas: '65' is out of range \\[1, 64\\]");
   EXPECT_EXIT(parse({"--enable-sriov=yes"}), ::testing::ExitedWithCode(2),
               "option '--enable-sriov' takes no value");
@@ -72,20 +76,26 @@ TEST(DevicePluginOptions, OutOfRangeCountsAreUsageErrors) {
 TEST(DevicePluginOptions, NfdFeaturesFileIsOffUnlessNamed) {
   EXPECT_EQ(parse({}).nfd_features_file, "");
   EXPECT_EQ(parse({"--nfd-features-file", ""}).nfd_features_file, "");
-  EXPECT_EQ(parse({"--nfd-features-file", "/etc/kubernetes/node-feature-discovery/features.d/kunlunxin-xpu"})
+  EXPECT_EQ(parse({"--nfd-features-file",
+                   "/etc/kubernetes/node-feature-discovery/features.d/kunlunxin-xpu"})
                 .nfd_features_file,
             "/etc/kubernetes/node-feature-discovery/features.d/kunlunxin-xpu");
-  auto features = node_feature_options(parse({"--enable-sriov", "--enable-xpu-share", "--xpu-share-replicas", "2"}),
-                                       MemoryUnit::GiB);
+  auto features = node_feature_options(
+      parse({"--enable-sriov", "--enable-xpu-share", "--xpu-share-replicas", "2"}),
+      MemoryUnit::GiB);
   EXPECT_EQ(features.memory_unit, MemoryUnit::GiB);
   EXPECT_TRUE(features.sriov);
   EXPECT_EQ(features.share_replicas, 2u);
-  EXPECT_EQ(node_feature_options(parse({"--xpu-share-replicas", "2"}), MemoryUnit::MiB).share_replicas, 0u);
+  EXPECT_EQ(
+      node_feature_options(parse({"--xpu-share-replicas", "2"}), MemoryUnit::MiB).share_replicas,
+      0u);
 }
 
 TEST(DevicePluginOptions, NfdFeaturesFileThatNfdWouldNotReadIsAUsageError) {
-  EXPECT_EXIT(parse({"--nfd-features-file", "/etc/features.d/.kunlunxin-xpu"}), ::testing::ExitedWithCode(2),
-              "--nfd-features-file: '.kunlunxin-xpu' starts with '.', and node-feature-discovery ignores such files");
+  EXPECT_EXIT(parse({"--nfd-features-file", "/etc/features.d/.kunlunxin-xpu"}),
+              ::testing::ExitedWithCode(2),
+              "--nfd-features-file: '.kunlunxin-xpu' starts with '.', and node-feature-discovery "
+              "ignores such files");
   EXPECT_EXIT(parse({"--nfd-features-file", "/etc/features.d/"}), ::testing::ExitedWithCode(2),
               "--nfd-features-file: '/etc/features.d/' names a directory, not a file");
   EXPECT_EXIT(parse({"--nfd-features-file", "/etc/features.d/.."}), ::testing::ExitedWithCode(2),
@@ -99,7 +109,8 @@ TEST(DevicePluginOptions, CdiIsAutoUnlessSetAndTakesOnlyItsThreeValues) {
   EXPECT_EQ(parse({"--cdi", "false"}).cdi, CdiMode::kOff);
   EXPECT_EXIT(parse({"--cdi=yes"}), ::testing::ExitedWithCode(2),
               "--cdi: 'yes' is not one of auto, true, false");
-  EXPECT_EXIT(parse({"--cdi="}), ::testing::ExitedWithCode(2), "--cdi: '' is not one of auto, true, false");
+  EXPECT_EXIT(parse({"--cdi="}), ::testing::ExitedWithCode(2),
+              "--cdi: '' is not one of auto, true, false");
 }
 
 }  // namespace

@@ -28,7 +28,8 @@ ResourceState eight_cards() {
     d.memory_total_bytes = 32ull << 30;
     d.healthy = true;
     for (unsigned j = 0; j < 8; ++j)
-      if (j != i && ((i < 4) == (j < 4) || j == (i + 4) % 8)) d.linked_ids.push_back("uuid-" + std::to_string(j));
+      if (j != i && ((i < 4) == (j < 4) || j == (i + 4) % 8))
+        d.linked_ids.push_back("uuid-" + std::to_string(j));
     state.devices.push_back(d);
   }
   state.devices[7].numa_node = -1;  // unknown: no topology on the wire
@@ -98,7 +99,8 @@ TEST_F(DevicePluginServiceTest, ListAndWatchSendsTheFullListThenEveryChange) {
   const auto expected = ResourceFeed(state).latest();
   auto wire_equal = [&](const v1beta1::ListAndWatchResponse& m) {
     for (int i = 0; i < m.devices_size(); ++i)
-      if ((m.devices(i).health() == "Healthy") != expected.state->devices[static_cast<std::size_t>(i)].healthy)
+      if ((m.devices(i).health() == "Healthy") !=
+          expected.state->devices[static_cast<std::size_t>(i)].healthy)
         return false;
     return m.devices_size() == 8;
   };
@@ -140,7 +142,8 @@ TEST_F(DevicePluginServiceTest, AStreamThatDoesNotReadHoldsUpNobody) {
   // sanitizer builds on a loaded machine.
   EXPECT_LT(std::chrono::steady_clock::now() - started, 15s) << "publishing waited for a stream";
   const bool last_first_healthy = big.devices[0].healthy;
-  big.devices[1].unhealthy_reason = "final";  // invisible on the wire; health of card 1 is the marker
+  big.devices[1].unhealthy_reason =
+      "final";  // invisible on the wire; health of card 1 is the marker
   big.devices[1].healthy = !big.devices[1].healthy;
   feed_->publish(big);
   const bool last_second_healthy = big.devices[1].healthy;
@@ -229,11 +232,13 @@ TEST_F(DevicePluginServiceTest, AllocateFailsAsAWhole) {
   };
   auto unknown = call({{"uuid-0"}, {"uuid-1", "no-such-card"}});
   EXPECT_EQ(unknown.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(unknown.error_message(),
-            "container request 1: device 'no-such-card' is not a kunlunxin.com/xpu device of this node");
+  EXPECT_EQ(
+      unknown.error_message(),
+      "container request 1: device 'no-such-card' is not a kunlunxin.com/xpu device of this node");
   auto unhealthy = call({{"uuid-5"}});
   EXPECT_EQ(unhealthy.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(unhealthy.error_message(), "container request 0: device 'uuid-5' (xpu5) is Unhealthy: test fault");
+  EXPECT_EQ(unhealthy.error_message(),
+            "container request 0: device 'uuid-5' (xpu5) is Unhealthy: test fault");
   auto none = call({});
   EXPECT_EQ(none.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
@@ -241,7 +246,8 @@ TEST_F(DevicePluginServiceTest, AllocateFailsAsAWhole) {
 TEST_F(DevicePluginServiceTest, PreferredAllocationUsesTheTopology) {
   v1beta1::PreferredAllocationRequest request;
   auto* c = request.add_container_requests();
-  for (unsigned i : {7u, 6u, 5u, 4u, 3u, 1u, 0u}) c->add_available_deviceids("uuid-" + std::to_string(i));
+  for (unsigned i : {7u, 6u, 5u, 4u, 3u, 1u, 0u})
+    c->add_available_deviceids("uuid-" + std::to_string(i));
   c->add_must_include_deviceids("uuid-0");
   c->set_allocation_size(4);
   grpc::ClientContext context;
@@ -261,7 +267,8 @@ TEST_F(DevicePluginServiceTest, PreferredAllocationUsesTheTopology) {
   v1beta1::PreferredAllocationResponse rejected;
   auto bad = stub_->GetPreferredAllocation(&again, request, &rejected);
   EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(bad.error_message(), "container request 0: allocation size 9 exceeds the 7 available devices");
+  EXPECT_EQ(bad.error_message(),
+            "container request 0: allocation size 9 exceeds the 7 available devices");
 }
 
 TEST_F(DevicePluginServiceTest, SharedResourceSpreadsAndAllocatesCards) {
@@ -288,7 +295,8 @@ TEST_F(DevicePluginServiceTest, SharedResourceSpreadsAndAllocatesCards) {
   auto status = stub_->GetPreferredAllocation(&context, request, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
   const auto& ids = response.container_responses(0).deviceids();
-  EXPECT_EQ(std::vector<std::string>(ids.begin(), ids.end()), (std::vector<std::string>{"uuid-0::0", "uuid-1::0"}));
+  EXPECT_EQ(std::vector<std::string>(ids.begin(), ids.end()),
+            (std::vector<std::string>{"uuid-0::0", "uuid-1::0"}));
 
   v1beta1::AllocateRequest allocate;
   auto* a = allocate.add_container_requests();

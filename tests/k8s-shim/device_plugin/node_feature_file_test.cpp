@@ -29,7 +29,8 @@ struct Stamp {
   ino_t inode = 0;
   timespec mtime{};
   bool operator==(const Stamp& other) const {
-    return inode == other.inode && mtime.tv_sec == other.mtime.tv_sec && mtime.tv_nsec == other.mtime.tv_nsec;
+    return inode == other.inode && mtime.tv_sec == other.mtime.tv_sec &&
+           mtime.tv_nsec == other.mtime.tv_nsec;
   }
 };
 
@@ -41,7 +42,8 @@ Stamp stamp(const fs::path& path) {
 
 std::vector<std::string> entries(const fs::path& dir) {
   std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  for (const auto& entry : fs::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -148,7 +150,8 @@ TEST_F(NodeFeatureFileTest, ADirectoryInTheWayIsAnErrorNotACrash) {
   file.set_content("kunlunxin.com/xpu.count=8\n");
   file.sync();
   EXPECT_TRUE(fs::is_directory(path_));
-  EXPECT_EQ(entries(dir_), std::vector<std::string>{"kunlunxin-xpu"}) << "the temp file is cleaned up";
+  EXPECT_EQ(entries(dir_), std::vector<std::string>{"kunlunxin-xpu"})
+      << "the temp file is cleaned up";
 }
 
 TEST_F(NodeFeatureFileTest, RemoveTakesTheFileAndALeftoverTempFile) {
@@ -166,7 +169,9 @@ TEST_F(NodeFeatureFileTest, RemoveTakesTheFileAndALeftoverTempFile) {
 }
 
 TEST(NodeFeatureFilePath, NamesNfdWouldReadOnly) {
-  EXPECT_TRUE(validate_feature_file_path("/etc/kubernetes/node-feature-discovery/features.d/kunlunxin-xpu").ok());
+  EXPECT_TRUE(
+      validate_feature_file_path("/etc/kubernetes/node-feature-discovery/features.d/kunlunxin-xpu")
+          .ok());
   EXPECT_TRUE(validate_feature_file_path("kunlunxin-xpu").ok());
   EXPECT_FALSE(validate_feature_file_path("").ok());
   EXPECT_FALSE(validate_feature_file_path("/etc/features.d/").ok());

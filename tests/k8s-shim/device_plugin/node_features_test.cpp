@@ -11,7 +11,8 @@
 namespace shim {
 namespace {
 
-xpu::DeviceInfo card(unsigned index, std::string model = "R200", std::uint64_t memory = 32ull << 30) {
+xpu::DeviceInfo card(unsigned index, std::string model = "R200",
+                     std::uint64_t memory = 32ull << 30) {
   xpu::DeviceInfo d;
   d.index = index;
   d.name = "xpu" + std::to_string(index);
@@ -53,7 +54,8 @@ std::map<std::string, std::string> parse_as_nfd(const std::string& text) {
     std::string line = text.substr(start, end - start);
     start = end + 1;
     if (line.starts_with("#")) {
-      EXPECT_FALSE(line.starts_with("# +") || line.starts_with("#+")) << "a directive, not a comment: " << line;
+      EXPECT_FALSE(line.starts_with("# +") || line.starts_with("#+"))
+          << "a directive, not a comment: " << line;
       continue;
     }
     std::smatch m;
@@ -71,7 +73,8 @@ std::map<std::string, std::string> parse_as_nfd(const std::string& text) {
   return labels;
 }
 
-std::map<std::string, std::string> labels_of(const xpu::DeviceView& view, NodeFeatureOptions options = {}) {
+std::map<std::string, std::string> labels_of(const xpu::DeviceView& view,
+                                             NodeFeatureOptions options = {}) {
   auto labels = node_feature_labels(view, options);
   EXPECT_TRUE(labels.has_value());
   if (!labels) return {};
@@ -84,7 +87,8 @@ TEST(NodeFeatures, EightR200CardsInMiB) {
   auto labels = node_feature_labels(present(cards), {});
   ASSERT_TRUE(labels);
   EXPECT_EQ(render_feature_file(*labels),
-            "# XPU facts of this node, written by xpu-k8s-shim device-plugin for node-feature-discovery's\n"
+            "# XPU facts of this node, written by xpu-k8s-shim device-plugin for "
+            "node-feature-discovery's\n"
             "# local source; rewritten when they change, removed when the device plugin stops.\n"
             "kunlunxin.com/xpu.count=8\n"
             "kunlunxin.com/xpu.model=R200\n"
@@ -107,8 +111,10 @@ TEST(NodeFeatures, MemoryUnitIsInTheNameAndRoundsDown) {
   auto view = present({card(0, "R200", memory)});
   EXPECT_EQ(labels_of(view, {.memory_unit = MemoryUnit::B}).at("kunlunxin.com/xpu.memory-b"),
             std::to_string(memory));
-  EXPECT_EQ(labels_of(view, {.memory_unit = MemoryUnit::KiB}).at("kunlunxin.com/xpu.memory-kib"), "33554431");
-  EXPECT_EQ(labels_of(view, {.memory_unit = MemoryUnit::MiB}).at("kunlunxin.com/xpu.memory-mib"), "32767");
+  EXPECT_EQ(labels_of(view, {.memory_unit = MemoryUnit::KiB}).at("kunlunxin.com/xpu.memory-kib"),
+            "33554431");
+  EXPECT_EQ(labels_of(view, {.memory_unit = MemoryUnit::MiB}).at("kunlunxin.com/xpu.memory-mib"),
+            "32767");
   auto gib = labels_of(view, {.memory_unit = MemoryUnit::GiB});
   EXPECT_EQ(gib.at("kunlunxin.com/xpu.memory-gib"), "31");
   EXPECT_EQ(gib.count("kunlunxin.com/xpu.memory-mib"), 0u);
@@ -178,8 +184,12 @@ TEST(NodeFeatures, HostileModelAndDriverStringsBecomeValidLabelValues) {
       {"", "", "unknown", std::nullopt},
       {"!!!", "=", "unknown", std::nullopt},
       {long_model, std::string(100, '9') + "-x", std::string(63, 'K'), std::string(63, '9')},
-      {std::string(62, 'a') + "-b", std::string(62, '1') + ".", std::string(62, 'a'), std::string(62, '1')},
-      {std::string("R2\0""00", 5), "5.0.21\t", "R2-00", "5.0.21"},
+      {std::string(62, 'a') + "-b", std::string(62, '1') + ".", std::string(62, 'a'),
+       std::string(62, '1')},
+      {std::string("R2\0"
+                   "00",
+                   5),
+       "5.0.21\t", "R2-00", "5.0.21"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE("model '" + c.model + "', driver '" + c.driver + "'");
@@ -206,7 +216,8 @@ TEST(NodeFeatures, EqualFactsGiveEqualFilesWhateverTheHealth) {
   b.devices[1].healthy = false;
   b.devices[1].health_reason = "thermal trip";
   b.manager.healthy_device_count = 1;
-  EXPECT_EQ(render_feature_file(*node_feature_labels(a, {})), render_feature_file(*node_feature_labels(b, {})));
+  EXPECT_EQ(render_feature_file(*node_feature_labels(a, {})),
+            render_feature_file(*node_feature_labels(b, {})));
 }
 
 }  // namespace

@@ -103,8 +103,8 @@ TEST(ResourcePlan, PerModelTakesTheDomainOfTheResourceName) {
 }
 
 TEST(ResourcePlan, SocketCollisionsAreResolvedAndKnownSocketsKept) {
-  auto plan = plan_resources({"kunlunxin.com/xpu", true}, present({card(0, "r200"), card(1, "R200")}),
-                             false, {});
+  auto plan = plan_resources({"kunlunxin.com/xpu", true},
+                             present({card(0, "r200"), card(1, "R200")}), false, {});
   ASSERT_EQ(plan.resources.size(), 2u);
   // card 0 came first: it keeps the plain name.
   EXPECT_EQ(plan.resources[1].resource_name, "kunlunxin.com/r200");
@@ -116,7 +116,8 @@ TEST(ResourcePlan, SocketCollisionsAreResolvedAndKnownSocketsKept) {
 
   // An already served resource keeps its socket and stays (empty) when its cards are gone.
   std::map<std::string, std::string> known = {{"kunlunxin.com/R200", "kunlunxin-xpu-r200.sock"}};
-  auto later = plan_resources({"kunlunxin.com/xpu", true}, present({card(0, "r200")}), false, known);
+  auto later =
+      plan_resources({"kunlunxin.com/xpu", true}, present({card(0, "r200")}), false, known);
   ASSERT_EQ(later.resources.size(), 2u);
   EXPECT_EQ(later.resources[0].resource_name, "kunlunxin.com/R200");
   EXPECT_EQ(later.resources[0].socket_name, "kunlunxin-xpu-r200.sock");
@@ -136,15 +137,18 @@ TEST(ResourcePlan, DevicesThatCannotBeAdvertisedAreReported) {
   auto good = card(4);
   auto dup_index = card(4);
   dup_index.uuid = "other";
-  auto plan = plan_resources({}, present({no_uuid, long_uuid, comma, good, dup_uuid, dup_index}), false, {});
+  auto plan = plan_resources({}, present({no_uuid, long_uuid, comma, good, dup_uuid, dup_index}),
+                             false, {});
   ASSERT_EQ(plan.resources[0].devices.size(), 2u);
   EXPECT_EQ(plan.resources[0].devices[0].id, "uuid-4");  // dup_uuid (index 3) came first
   EXPECT_EQ(plan.resources[0].devices[0].index, 3u);
   EXPECT_EQ(plan.resources[0].devices[1].index, 4u);
   const std::vector<std::string> expected = {
       "device xpu0 is not advertised: the UUID is empty",
-      "device xpu1 is not advertised: the UUID '" + std::string(64, 'a') + "' is longer than 63 characters",
-      "device xpu2 is not advertised: the UUID 'a,b' contains a character other than letters, digits, "
+      "device xpu1 is not advertised: the UUID '" + std::string(64, 'a') +
+          "' is longer than 63 characters",
+      "device xpu2 is not advertised: the UUID 'a,b' contains a character other than letters, "
+      "digits, "
       "'-', '_', '.' and ':'",
       "device xpu4 is not advertised: UUID 'uuid-4' belongs to another device too",
   };
@@ -158,7 +162,8 @@ TEST(ResourcePlan, DuplicateIndexIsReported) {
   auto plan = plan_resources({}, present({first, second}), false, {});
   ASSERT_EQ(plan.resources[0].devices.size(), 1u);
   EXPECT_EQ(plan.resources[0].devices[0].id, "uuid-5");
-  EXPECT_EQ(plan.problems, std::vector<std::string>{"device xpu5 is not advertised: its index is reported twice"});
+  EXPECT_EQ(plan.problems,
+            std::vector<std::string>{"device xpu5 is not advertised: its index is reported twice"});
 }
 
 TEST(ResourcePlan, ModelSocketNames) {
@@ -166,7 +171,6 @@ TEST(ResourcePlan, ModelSocketNames) {
   EXPECT_EQ(socket_name_for_model("P800/x"), "kunlunxin-xpu-p800-x.sock");
   EXPECT_EQ(socket_name_for_model("  "), "kunlunxin-xpu-unknown.sock");
 }
-
 
 xpu::DeviceInfo virtual_function(unsigned index, std::string model = "R200") {
   auto d = card(index, std::move(model));
@@ -183,19 +187,23 @@ const ResourceState* find_resource(const ResourcePlan& plan, std::string_view na
 }
 
 TEST(ResourcePlan, VirtualFunctionsAreLeftOutWithoutSriov) {
-  auto plan = plan_resources({}, present({card(0), virtual_function(1), virtual_function(2)}), false, {});
+  auto plan =
+      plan_resources({}, present({card(0), virtual_function(1), virtual_function(2)}), false, {});
   ASSERT_EQ(plan.resources.size(), 1u);
   ASSERT_EQ(plan.resources[0].devices.size(), 1u);
   EXPECT_EQ(plan.resources[0].devices[0].id, "uuid-0");
   EXPECT_TRUE(plan.problems.empty());
-  EXPECT_EQ(plan.notices, std::vector<std::string>{
-                              "SR-IOV virtual functions xpu1, xpu2 are not advertised: --enable-sriov is not set"});
+  EXPECT_EQ(
+      plan.notices,
+      std::vector<std::string>{
+          "SR-IOV virtual functions xpu1, xpu2 are not advertised: --enable-sriov is not set"});
 }
 
 TEST(ResourcePlan, SriovAdvertisesVirtualFunctionsOnTheirOwnResource) {
   ResourceConfig config;
   config.enable_sriov = true;
-  auto plan = plan_resources(config, present({virtual_function(2), card(0), virtual_function(1)}), false, {});
+  auto plan = plan_resources(config, present({virtual_function(2), card(0), virtual_function(1)}),
+                             false, {});
   ASSERT_EQ(plan.resources.size(), 2u);
   const auto* cards = find_resource(plan, "kunlunxin.com/xpu");
   const auto* vfs = find_resource(plan, "kunlunxin.com/vxpu");
@@ -229,7 +237,8 @@ TEST(ResourcePlan, SriovPerModelNamesAndBadDeviceNodes) {
   no_nodes.device_nodes.clear();
   auto escaping = virtual_function(4);
   escaping.device_nodes = {"/dev/../etc/shadow"};
-  auto plan = plan_resources(config, present({card(0), virtual_function(1), no_nodes, escaping}), false, {});
+  auto plan = plan_resources(config, present({card(0), virtual_function(1), no_nodes, escaping}),
+                             false, {});
   ASSERT_EQ(plan.resources.size(), 2u);
   EXPECT_EQ(plan.resources[0].resource_name, "kunlunxin.com/R200");
   EXPECT_EQ(plan.resources[0].socket_name, "kunlunxin-xpu-r200.sock");
@@ -238,7 +247,8 @@ TEST(ResourcePlan, SriovPerModelNamesAndBadDeviceNodes) {
   ASSERT_EQ(plan.resources[1].devices.size(), 1u);
   EXPECT_EQ(plan.problems,
             (std::vector<std::string>{
-                "device xpu3 (SR-IOV virtual function) is not advertised: xpud lists no device node for it",
+                "device xpu3 (SR-IOV virtual function) is not advertised: xpud lists no device "
+                "node for it",
                 "device xpu4 (SR-IOV virtual function) is not advertised: device node "
                 "'/dev/../etc/shadow' has an empty, '.' or '..' component"}));
 }
@@ -259,18 +269,22 @@ TEST(ResourcePlan, SriovCountOtherThanExpectedIsAWarning) {
   config.enable_sriov = true;
   config.sriov_num_vfs = 2;
   // Two physical cards, three virtual functions: 2 x 2 = 4 expected.
-  auto plan = plan_resources(config, present({card(0), card(1), virtual_function(2), virtual_function(3),
-                                              virtual_function(4)}),
-                             false, {});
+  auto plan = plan_resources(
+      config,
+      present({card(0), card(1), virtual_function(2), virtual_function(3), virtual_function(4)}),
+      false, {});
   ASSERT_EQ(plan.problems.size(), 1u);
-  EXPECT_EQ(plan.problems[0],
-            "xpud reports 3 SR-IOV virtual functions, but --sriov-num-vfs 2 x 2 physical cards expects 4; "
-            "change it on the host (xpuctl configure-vfs INDEX COUNT, while no process uses the card), "
-            "or let the device plugin ask xpud for it (--reconfig-vxpu, allowed by [sriov] "
-            "allow_cluster_reconfigure = true in xpud's configuration)");
+  EXPECT_EQ(
+      plan.problems[0],
+      "xpud reports 3 SR-IOV virtual functions, but --sriov-num-vfs 2 x 2 physical cards expects "
+      "4; "
+      "change it on the host (xpuctl configure-vfs INDEX COUNT, while no process uses the card), "
+      "or let the device plugin ask xpud for it (--reconfig-vxpu, allowed by [sriov] "
+      "allow_cluster_reconfigure = true in xpud's configuration)");
   EXPECT_EQ(find_resource(plan, "kunlunxin.com/vxpu")->devices.size(), 3u);  // still advertised
 
-  auto matching = plan_resources(config, present({card(0), virtual_function(1), virtual_function(2)}), false, {});
+  auto matching = plan_resources(
+      config, present({card(0), virtual_function(1), virtual_function(2)}), false, {});
   EXPECT_TRUE(matching.problems.empty());
   config.sriov_num_vfs = 0;  // no expectation
   EXPECT_EQ(sriov_count_mismatch(config, present({card(0), virtual_function(1)})), "");
@@ -293,8 +307,8 @@ TEST(ResourcePlan, SharedModeAdvertisesReplicasInsteadOfCards) {
   EXPECT_TRUE(r.shared);
   std::vector<std::string> ids;
   for (const auto& d : r.devices) ids.push_back(d.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"uuid-0::0", "uuid-0::1", "uuid-0::2", "uuid-1::0", "uuid-1::1",
-                                           "uuid-1::2"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"uuid-0::0", "uuid-0::1", "uuid-0::2", "uuid-1::0",
+                                           "uuid-1::1", "uuid-1::2"}));
   EXPECT_EQ(r.devices[4].card_id, "uuid-1");
   EXPECT_EQ(r.devices[4].replica, 1u);
   EXPECT_FALSE(r.devices[4].healthy);  // health follows the card
@@ -316,8 +330,9 @@ TEST(ResourcePlan, SharedModeLeavesOutCardsWhoseReplicaIdsWouldBeTooLong) {
   auto plan = plan_resources(config, present({fits, too_long}), false, {});
   ASSERT_EQ(plan.resources[0].devices.size(), 10u);
   EXPECT_EQ(plan.resources[0].devices[9].id, std::string(60, 'a') + "::9");
-  EXPECT_EQ(plan.problems, std::vector<std::string>{"device xpu1 is not shared: UUID '" + std::string(61, 'b') +
-                                                    "' plus the replica suffix would be longer than 63 characters"});
+  EXPECT_EQ(plan.problems, std::vector<std::string>{
+                               "device xpu1 is not shared: UUID '" + std::string(61, 'b') +
+                               "' plus the replica suffix would be longer than 63 characters"});
 }
 
 TEST(ResourcePlan, SharedModePerModelWithSriov) {
@@ -325,7 +340,8 @@ TEST(ResourcePlan, SharedModePerModelWithSriov) {
   config.share_replicas = 2;
   config.per_model = true;
   config.enable_sriov = true;
-  auto plan = plan_resources(config, present({card(0, "P800"), virtual_function(1, "P800")}), false, {});
+  auto plan =
+      plan_resources(config, present({card(0, "P800"), virtual_function(1, "P800")}), false, {});
   ASSERT_EQ(plan.resources.size(), 2u);
   EXPECT_EQ(plan.resources[0].resource_name, "kunlunxin.com/P800-shared");
   EXPECT_EQ(plan.resources[0].socket_name, "kunlunxin-xpu-shared-p800.sock");
@@ -356,12 +372,13 @@ TEST(ResourcePlan, APhysicalFunctionWithSriovOnIsNeverAdvertised) {
   EXPECT_EQ(whole.resources[0].devices[0].id, "uuid-1");
   EXPECT_TRUE(whole.resources[0].devices[0].linked_ids.empty());
   EXPECT_TRUE(whole.problems.empty());
-  EXPECT_EQ(whole.notices,
-            (std::vector<std::string>{
-                "SR-IOV virtual functions xpu2, xpu3 are not advertised: --enable-sriov is not set",
-                "physical functions xpu0 are not advertised: their SR-IOV virtual functions are on, "
-                "which leaves them no compute of their own (--enable-sriov advertises the virtual "
-                "functions)"}));
+  EXPECT_EQ(
+      whole.notices,
+      (std::vector<std::string>{
+          "SR-IOV virtual functions xpu2, xpu3 are not advertised: --enable-sriov is not set",
+          "physical functions xpu0 are not advertised: their SR-IOV virtual functions are on, "
+          "which leaves them no compute of their own (--enable-sriov advertises the virtual "
+          "functions)"}));
 
   ResourceConfig sriov;
   sriov.enable_sriov = true;

@@ -44,7 +44,8 @@ TEST(SharedAllocation, SpreadsOverDistinctCards) {
 TEST(SharedAllocation, PrefersTheLeastLoadedCardAndKeepsMustInclude) {
   const auto state = three_shared_cards();
   // Card 0 has one replica left, card 1 two, card 2 four: the least loaded goes first.
-  Ids available = {"uuid-2::3", "uuid-0::3", "uuid-1::2", "uuid-1::3", "uuid-2::0", "uuid-2::1", "uuid-2::2"};
+  Ids available = {"uuid-2::3", "uuid-0::3", "uuid-1::2", "uuid-1::3",
+                   "uuid-2::0", "uuid-2::1", "uuid-2::2"};
   auto one = preferred_shared_allocation(state, {available, {}, 1});
   ASSERT_TRUE(one.ok()) << one.error();
   EXPECT_EQ(*one, Ids{"uuid-2::0"});
@@ -81,7 +82,8 @@ TEST(SharedAllocation, BadRequestsAreRejected) {
   auto missing = preferred_shared_allocation(state, {{"uuid-0::0"}, {"uuid-0::1"}, 1});
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error(), "must-include device 'uuid-0::1' is not among the available devices");
-  auto too_many = preferred_shared_allocation(state, {{"uuid-0::0", "uuid-0::1"}, {"uuid-0::0", "uuid-0::1"}, 1});
+  auto too_many = preferred_shared_allocation(
+      state, {{"uuid-0::0", "uuid-0::1"}, {"uuid-0::0", "uuid-0::1"}, 1});
   ASSERT_FALSE(too_many.ok());
   EXPECT_EQ(too_many.error(), "must-include lists 2 devices, more than the allocation size 1");
 }

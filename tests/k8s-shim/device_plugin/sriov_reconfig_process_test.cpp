@@ -34,17 +34,20 @@ class SriovReconfigProcessTest : public ::testing::Test {
     fs::create_directories(plugin_dir_);
     // xpu0 can have up to 4 virtual functions, xpu1 has no SR-IOV.
     write_file(dir_.path() / "scenario", "devices 2\ndevice 0\nmax_vfs 4\n");
-    write_file(dir_.path() / "xpud.conf", std::string("[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n"
-               "[xpuml]\nlibrary = " FAKE_XPUML "\n[sysfs]\nroot = ") + dir_.path().string() +
-               "\n[sriov]\nallow_cluster_reconfigure = " + (allow ? "true" : "false") + "\n");
+    write_file(dir_.path() / "xpud.conf",
+               std::string("[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n"
+                           "[xpuml]\nlibrary = " FAKE_XPUML "\n[sysfs]\nroot = ") +
+                   dir_.path().string() +
+                   "\n[sriov]\nallow_cluster_reconfigure = " + (allow ? "true" : "false") + "\n");
     xpud_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(), "--config",
-                                 (dir_.path() / "xpud.conf").string()},
+        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(),
+                                 "--config", (dir_.path() / "xpud.conf").string()},
         dir_.path() / "xpud.log",
-        std::map<std::string, std::string>{{"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()}});
+        std::map<std::string, std::string>{
+            {"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()}});
     proxy_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{binary_path("xpud-api-proxy/xpud-api-proxy").string(), "--bus-address",
-                                 bus_.address(), "--listen", socket_.string()},
+        std::vector<std::string>{binary_path("xpud-api-proxy/xpud-api-proxy").string(),
+                                 "--bus-address", bus_.address(), "--listen", socket_.string()},
         dir_.path() / "proxy.log");
     xpu::XpudClient direct(xpu::ClientOptions{bus_.address(), 2s});
     ASSERT_TRUE(wait_until([&] { return direct.list_devices().ok() && fs::exists(socket_); }, 15s))
@@ -58,7 +61,8 @@ class SriovReconfigProcessTest : public ::testing::Test {
   }
 
   std::string all_output() const {
-    return "shim:\n" + shim_->output() + "\nproxy:\n" + proxy_->output() + "\nxpud:\n" + xpud_->output();
+    return "shim:\n" + shim_->output() + "\nproxy:\n" + proxy_->output() + "\nxpud:\n" +
+           xpud_->output();
   }
 
   xpu::test::TempDir dir_;
@@ -71,41 +75,57 @@ class SriovReconfigProcessTest : public ::testing::Test {
 TEST_F(SriovReconfigProcessTest, TheHostAllowsItAndTheCardGetsItsVirtualFunctions) {
   start(true);
   xpu::XpudClient direct(xpu::ClientOptions{bus_.address(), 2s});
-  ASSERT_TRUE(wait_until([&] {
-    auto devices = direct.list_devices();
-    return devices && devices->size() == 4u;
-  }, 15s)) << all_output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto devices = direct.list_devices();
+        return devices && devices->size() == 4u;
+      },
+      15s))
+      << all_output();
   auto devices = direct.list_devices();
   EXPECT_FALSE((*devices)[0].is_virtual_function);
   EXPECT_FALSE((*devices)[1].is_virtual_function);
   EXPECT_TRUE((*devices)[2].is_virtual_function);
   EXPECT_TRUE((*devices)[3].is_virtual_function);
-  ASSERT_TRUE(wait_until([&] {
-    return shim_->output().find("--reconfig-vxpu: xpu1 not changed") != std::string::npos;
-  }, 15s)) << all_output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return shim_->output().find("--reconfig-vxpu: xpu1 not changed") != std::string::npos;
+      },
+      15s))
+      << all_output();
   const std::string shim = shim_->output();
-  EXPECT_NE(shim.find("--reconfig-vxpu: xpu0 set to 2 virtual functions"), std::string::npos) << shim;
+  EXPECT_NE(shim.find("--reconfig-vxpu: xpu0 set to 2 virtual functions"), std::string::npos)
+      << shim;
   EXPECT_NE(shim.find("xpu1 (0000:3c:00.0) has no SR-IOV capability"), std::string::npos) << shim;
-  EXPECT_NE(proxy_->output().find("forwarding com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions"),
-            std::string::npos);
+  EXPECT_NE(
+      proxy_->output().find("forwarding com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions"),
+      std::string::npos);
   // The node stays short of 2 x 2 (xpu1 cannot), yet each card was asked once.
-  EXPECT_TRUE(wait_until([&] { return count(shim_->output(), "SR-IOV virtual functions, but") >= 1; }, 5s));
-  EXPECT_EQ(count(shim_->output(), "asking xpud for 2 virtual functions on xpu0"), 1u) << shim_->output();
-  EXPECT_EQ(count(shim_->output(), "asking xpud for 2 virtual functions on xpu1"), 1u) << shim_->output();
+  EXPECT_TRUE(
+      wait_until([&] { return count(shim_->output(), "SR-IOV virtual functions, but") >= 1; }, 5s));
+  EXPECT_EQ(count(shim_->output(), "asking xpud for 2 virtual functions on xpu0"), 1u)
+      << shim_->output();
+  EXPECT_EQ(count(shim_->output(), "asking xpud for 2 virtual functions on xpu1"), 1u)
+      << shim_->output();
 }
 
 TEST_F(SriovReconfigProcessTest, TheHostDoesNotAllowItAndNothingChanges) {
   start(false);
-  ASSERT_TRUE(wait_until([&] {
-    return shim_->output().find("--reconfig-vxpu: xpu0 not changed") != std::string::npos;
-  }, 15s)) << all_output();
-  EXPECT_NE(shim_->output().find("allow_cluster_reconfigure is false"), std::string::npos) << all_output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return shim_->output().find("--reconfig-vxpu: xpu0 not changed") != std::string::npos;
+      },
+      15s))
+      << all_output();
+  EXPECT_NE(shim_->output().find("allow_cluster_reconfigure is false"), std::string::npos)
+      << all_output();
   xpu::XpudClient direct(xpu::ClientOptions{bus_.address(), 2s});
   auto devices = direct.list_devices();
   ASSERT_TRUE(devices);
   EXPECT_EQ(devices->size(), 2u);
   EXPECT_EQ(xpud_->output().find("ConfigureVirtualFunctions:"), std::string::npos)
-      << "the proxy refused it; xpud never saw it\n" << xpud_->output();
+      << "the proxy refused it; xpud never saw it\n"
+      << xpud_->output();
 }
 
 }  // namespace

@@ -13,7 +13,9 @@ namespace {
 
 // IDs whose alphabetical order is the reverse of the card order, so a result that silently
 // follows string order instead of topology shows up.
-std::string id_of(unsigned index) { return std::string("XPU-") + static_cast<char>('z' - index); }
+std::string id_of(unsigned index) {
+  return std::string("XPU-") + static_cast<char>('z' - index);
+}
 
 // The 8-card node of xpu-facts.md: 0-3 on NUMA 0, 4-7 on NUMA 1, all pairs inside a half linked,
 // cross links 0-4 1-5 2-6 3-7.
@@ -61,7 +63,9 @@ std::string describe(Mask mask) {
 
 constexpr Mask kHalf0 = 0x0f;
 constexpr Mask kHalf1 = 0xf0;
-bool linked(unsigned a, unsigned b) { return a != b && ((a < 4) == (b < 4) || b == (a + 4) % 8); }
+bool linked(unsigned a, unsigned b) {
+  return a != b && ((a < 4) == (b < 4) || b == (a + 4) % 8);
+}
 constexpr std::array<Mask, 6> kGoodCrossGroups = {
     0b00110011,  // 0-1-4-5
     0b11001100,  // 2-3-6-7
@@ -71,7 +75,9 @@ constexpr std::array<Mask, 6> kGoodCrossGroups = {
     0b01100110,  // 1-2-5-6
 };
 
-bool fits(Mask set, Mask must, Mask available) { return (set & must) == must && (set & ~available) == 0; }
+bool fits(Mask set, Mask must, Mask available) {
+  return (set & must) == must && (set & ~available) == 0;
+}
 
 // Every subset of `mask` (including 0 and mask itself).
 std::vector<Mask> subsets(Mask mask) {
@@ -156,8 +162,12 @@ TEST(TopologyAllocator, ExhaustiveOverEightCardTopology) {
 
         // A single card comes from the half with the fewest free cards (keeps bigger groups whole).
         if (size == 1 && must == 0) {
-          const int free0 = std::popcount(available & kHalf0), free1 = std::popcount(available & kHalf1);
-          const Mask best_half = free0 == 0 ? kHalf1 : free1 == 0 ? kHalf0 : free0 <= free1 ? kHalf0 : kHalf1;
+          const int free0 = std::popcount(available & kHalf0),
+                    free1 = std::popcount(available & kHalf1);
+          const Mask best_half = free0 == 0       ? kHalf1
+                                 : free1 == 0     ? kHalf0
+                                 : free0 <= free1 ? kHalf0
+                                                  : kHalf1;
           if (free0 != free1) {
             ASSERT_TRUE((r & best_half) != 0) << where << " -> " << describe(r);
           }
@@ -250,13 +260,16 @@ TEST(TopologyAllocator, OneSidedLinksCount) {
 
 TEST(TopologyAllocator, SixteenCardsFourNodesStaysOnOneNode) {
   std::vector<TopologyDevice> devices;
-  for (unsigned i = 0; i < 16; ++i) devices.push_back({"c" + std::to_string(i), i, static_cast<int>(i / 4), {}});
+  for (unsigned i = 0; i < 16; ++i)
+    devices.push_back({"c" + std::to_string(i), i, static_cast<int>(i / 4), {}});
   const TopologyAllocator allocator(devices);
   std::vector<std::string> available;
-  for (unsigned i : {0u, 1u, 4u, 5u, 6u, 9u, 12u, 13u, 14u, 15u}) available.push_back("c" + std::to_string(i));
+  for (unsigned i : {0u, 1u, 4u, 5u, 6u, 9u, 12u, 13u, 14u, 15u})
+    available.push_back("c" + std::to_string(i));
   auto result = allocator.preferred({available, {}, 3});
   ASSERT_TRUE(result.ok()) << result.error();
-  EXPECT_EQ(*result, (std::vector<std::string>{"c4", "c5", "c6"}));  // best fit: node 1 has exactly 3
+  EXPECT_EQ(*result,
+            (std::vector<std::string>{"c4", "c5", "c6"}));  // best fit: node 1 has exactly 3
   auto four = allocator.preferred({available, {}, 4});
   ASSERT_TRUE(four.ok()) << four.error();
   EXPECT_EQ(*four, (std::vector<std::string>{"c12", "c13", "c14", "c15"}));

@@ -9,7 +9,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::optional<std::string> no_environment(std::string_view) { return std::nullopt; }
+std::optional<std::string> no_environment(std::string_view) {
+  return std::nullopt;
+}
 
 TEST(DraDriverOptions, NodeNamesAreDnsSubdomains) {
   for (const char* good : {"node-1", "worker.example.com", "a", "0node"})
@@ -38,9 +40,9 @@ TEST(DraDriverOptions, TheNodeNameComesFromTheFlagOrNodeName) {
   EXPECT_EQ(flagged.node_name, "from-flag");
 
   DraDriverOptions bad_env;
-  auto invalid = complete_dra_driver_options(bad_env, [](std::string_view) -> std::optional<std::string> {
-    return std::string("Not A Node");
-  });
+  auto invalid = complete_dra_driver_options(
+      bad_env,
+      [](std::string_view) -> std::optional<std::string> { return std::string("Not A Node"); });
   ASSERT_FALSE(invalid.ok());
   EXPECT_NE(invalid.error().find("NODE_NAME"), std::string::npos) << invalid.error();
 }

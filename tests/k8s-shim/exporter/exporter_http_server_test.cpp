@@ -36,10 +36,10 @@ class ExporterHttpServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto started = ExporterHttpServer::start(kLoopbackAnyPort, whole([this] {
-      ++scrapes_;
-      if (fail_) throw std::runtime_error("boom");
-      return std::string(kBody);
-    }));
+                                               ++scrapes_;
+                                               if (fail_) throw std::runtime_error("boom");
+                                               return std::string(kBody);
+                                             }));
     ASSERT_TRUE(started) << started.error();
     server_ = std::move(*started);
     ASSERT_NE(server_->port(), 0);
@@ -75,12 +75,12 @@ TEST_F(ExporterHttpServerTest, LandingPageLinksMetrics) {
 
 TEST(ExporterHttpServerPage, StatusPageFromItsSourceWithAPolicyThatForbidsScripts) {
   std::atomic<bool> fail{false};
-  auto started = ExporterHttpServer::start(
-      kLoopbackAnyPort, whole([] { return std::string(kBody); }), HttpLimits{}, WebConfig{},
-      [&fail] {
-        if (fail) throw std::runtime_error("boom");
-        return std::string("<!DOCTYPE html><p>cards</p>");
-      });
+  auto started =
+      ExporterHttpServer::start(kLoopbackAnyPort, whole([] { return std::string(kBody); }),
+                                HttpLimits{}, WebConfig{}, [&fail] {
+                                  if (fail) throw std::runtime_error("boom");
+                                  return std::string("<!DOCTYPE html><p>cards</p>");
+                                });
   ASSERT_TRUE(started) << started.error();
   const auto port = (*started)->port();
   auto reply = http_request(port, "GET", "/");
@@ -205,8 +205,8 @@ TEST(ExporterHttpServer, SilentClientsDoNotHoldUpScrapesAndAreClosedAfterTheIdle
   ExporterHttpServer::Limits limits;
   limits.threads = 1;
   limits.idle_timeout = std::chrono::seconds(1);
-  auto server = ExporterHttpServer::start(
-      kLoopbackAnyPort, whole([] { return std::string(kBody); }), limits);
+  auto server =
+      ExporterHttpServer::start(kLoopbackAnyPort, whole([] { return std::string(kBody); }), limits);
   ASSERT_TRUE(server) << server.error();
   std::vector<xpu::UniqueFd> silent;
   for (int i = 0; i < 8; ++i) {
@@ -232,8 +232,8 @@ TEST(ExporterHttpServer, AHeadTricklingInIsCutAtTheHeadTimeoutThoughNeverIdle) {
   ExporterHttpServer::Limits limits;
   limits.idle_timeout = std::chrono::seconds(30);
   limits.head_timeout = std::chrono::milliseconds(800);
-  auto server = ExporterHttpServer::start(
-      kLoopbackAnyPort, whole([] { return std::string(kBody); }), limits);
+  auto server =
+      ExporterHttpServer::start(kLoopbackAnyPort, whole([] { return std::string(kBody); }), limits);
   ASSERT_TRUE(server) << server.error();
   auto fd = testing::connect_local((*server)->port(), std::chrono::milliseconds(100));
   ASSERT_TRUE(fd.valid());
@@ -273,8 +273,8 @@ TEST(ExporterHttpServer, IPv6LoopbackAndDualStackAny) {
   auto v6 = ExporterHttpServer::start(*parse_listen_address("[::1]:0"),
                                       whole([] { return std::string(kBody); }));
   ASSERT_TRUE(v6) << v6.error();
-  auto reply = testing::send_request_to("::1", (*v6)->port(),
-                                        "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  auto reply = testing::send_request_to(
+      "::1", (*v6)->port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->status, 200);
   // [::1] is IPv6 only.
@@ -304,12 +304,13 @@ TEST(ExporterHttpServer, PortInUseIsAnErrorNamingTheAddress) {
 
 TEST(ExporterHttpServer, StopWaitsForTheScrapeInProgressAndIsQuick) {
   std::atomic<bool> entered{false}, finished{false};
-  auto server = ExporterHttpServer::start(kLoopbackAnyPort, whole([&] {
-    entered = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a scrape that takes a while
-    finished = true;
-    return std::string(kBody);
-  }));
+  auto server = ExporterHttpServer::start(
+      kLoopbackAnyPort, whole([&] {
+        entered = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a scrape that takes a while
+        finished = true;
+        return std::string(kBody);
+      }));
   ASSERT_TRUE(server) << server.error();
   std::thread client([port = (*server)->port()] { (void)http_request(port, "GET", "/metrics"); });
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);

@@ -119,9 +119,11 @@ TEST(MetricsBodyCache, PodMapRefreshedUnchangedKeepsTheBodyChangedGivesANewOne) 
   std::vector<v1::ListPodResourcesResponse> replies = {
       pod_holding_card("demo"), pod_holding_card("demo"), pod_holding_card("later")};
   size_t lists = 0;
-  PodOwnersCache pods([&]() -> xpu::Result<v1::ListPodResourcesResponse> {
-    return replies.at(std::min(lists++, replies.size() - 1));
-  }, 2000ms);
+  PodOwnersCache pods(
+      [&]() -> xpu::Result<v1::ListPodResourcesResponse> {
+        return replies.at(std::min(lists++, replies.size() - 1));
+      },
+      2000ms);
   const auto t0 = PodOwnersCache::Clock::time_point{} + 1h;
   MetricsBodyCache cache;
   Renderer render;
@@ -187,9 +189,9 @@ TEST(MetricsBody, KeptPartAndDurationTailMakeTheWholeBody) {
   inputs.pods = {{"uuid-0", {"default", "demo", "main"}}};
   for (double seconds : {0.0, 0.000123456789, 0.4181, 12.5}) {
     inputs.scrape_duration_seconds = seconds;
-    EXPECT_EQ(render_text(build_families(inputs)),
-              render_text(build_state_families(inputs)) +
-                  render_text({scrape_duration_family(seconds)}))
+    EXPECT_EQ(
+        render_text(build_families(inputs)),
+        render_text(build_state_families(inputs)) + render_text({scrape_duration_family(seconds)}))
         << seconds;
   }
 }

@@ -61,8 +61,9 @@ ScrapeInputs two_cards() {
   processes.timestamp_usec = snapshot.timestamp_usec;
   processes.devices.push_back({0, {{4100, 1024, "", ""}}});
   processes.devices.push_back(
-      {1, {{4242, 3072, "6f2b1c3a-1111-4222-8333-444455556666", std::string(64, 'c')},
-           {4300, 1024, "", ""}}});
+      {1,
+       {{4242, 3072, "6f2b1c3a-1111-4222-8333-444455556666", std::string(64, 'c')},
+        {4300, 1024, "", ""}}});
   inputs.processes = processes;
   return inputs;
 }
@@ -133,9 +134,8 @@ TEST(MetricsRenderer, EveryFamilyHasHelpAndGaugeType) {
        {"xpu_info", "xpu_healthy", "xpu_utilization_ratio", "xpu_memory_utilization_ratio",
         "xpu_memory_used_bytes", "xpu_memory_total_bytes", "xpu_l3_memory_used_bytes",
         "xpu_l3_memory_total_bytes", "xpu_temperature_celsius", "xpu_power_watts",
-        "xpu_clock_hertz", "xpu_processes", "xpu_process_memory_used_bytes",
-        "xpu_exporter_xpud_up", "xpu_exporter_podresources_up",
-        "xpu_exporter_scrape_duration_seconds"}) {
+        "xpu_clock_hertz", "xpu_processes", "xpu_process_memory_used_bytes", "xpu_exporter_xpud_up",
+        "xpu_exporter_podresources_up", "xpu_exporter_scrape_duration_seconds"}) {
     EXPECT_THAT(text, HasSubstr(std::string("# HELP ") + family + " ")) << family;
     EXPECT_THAT(text, HasSubstr(std::string("# TYPE ") + family + " gauge\n")) << family;
   }
@@ -151,20 +151,23 @@ TEST(MetricsRenderer, HealthHistoryAndReasonCarryTheCardsIdentityOnly) {
   // No pod labels on a counter (card 1 is held by a pod): a pod coming or going must not start
   // a new series; and a word xpud does not define is not turned into a label value.
   EXPECT_THAT(samples_of(text, "xpu_health_transitions_total"),
-              ::testing::ElementsAre(R"(xpu_health_transitions_total{xpu="0",uuid="uuid-0",to="Healthy"} 3)",
-                                     R"(xpu_health_transitions_total{xpu="0",uuid="uuid-0",to="Unhealthy"} 3)",
-                                     R"(xpu_health_transitions_total{xpu="1",uuid="uuid-1",to="Healthy"} 0)",
-                                     R"(xpu_health_transitions_total{xpu="1",uuid="uuid-1",to="Unhealthy"} 1)"));
+              ::testing::ElementsAre(
+                  R"(xpu_health_transitions_total{xpu="0",uuid="uuid-0",to="Healthy"} 3)",
+                  R"(xpu_health_transitions_total{xpu="0",uuid="uuid-0",to="Unhealthy"} 3)",
+                  R"(xpu_health_transitions_total{xpu="1",uuid="uuid-1",to="Healthy"} 0)",
+                  R"(xpu_health_transitions_total{xpu="1",uuid="uuid-1",to="Unhealthy"} 1)"));
   // Only the Unhealthy card has a reason.
   EXPECT_THAT(samples_of(text, "xpu_health_reason_info"),
-              ::testing::ElementsAre(R"(xpu_health_reason_info{xpu="1",uuid="uuid-1",reason="driver_fault"} 1)"));
+              ::testing::ElementsAre(
+                  R"(xpu_health_reason_info{xpu="1",uuid="uuid-1",reason="driver_fault"} 1)"));
 
   // A word this exporter does not know, or none (an older xpud), is "other": still bounded.
   for (const char* kind : {"cosmic_rays", ""}) {
     inputs.view.devices[1].health_reason_kind = kind;
     text = render_text(build_families(inputs));
-    EXPECT_THAT(samples_of(text, "xpu_health_reason_info"),
-                ::testing::ElementsAre(R"(xpu_health_reason_info{xpu="1",uuid="uuid-1",reason="other"} 1)"))
+    EXPECT_THAT(
+        samples_of(text, "xpu_health_reason_info"),
+        ::testing::ElementsAre(R"(xpu_health_reason_info{xpu="1",uuid="uuid-1",reason="other"} 1)"))
         << kind;
   }
 }
@@ -173,7 +176,8 @@ TEST(MetricsRenderer, BuildInfoIsAlwaysThere) {
   auto inputs = two_cards();
   inputs.metrics.reset();
   EXPECT_THAT(samples_of(render_text(build_families(inputs)), "xpu_exporter_build_info"),
-              ::testing::ElementsAre(std::string("xpu_exporter_build_info{version=\"") + XPU_VERSION + "\"} 1"));
+              ::testing::ElementsAre(std::string("xpu_exporter_build_info{version=\"") +
+                                     XPU_VERSION + "\"} 1"));
 }
 
 TEST(MetricsRenderer, MetricXpudLeftOutIsLeftOut) {
@@ -233,7 +237,8 @@ TEST(MetricsRenderer, APhysicalFunctionWithSriovOnIsStillReported) {
   auto inputs = two_cards();
   inputs.view.devices[0].sriov_enabled = true;
   std::string text = render_text(build_families(inputs));
-  EXPECT_THAT(samples_of(text, "xpu_healthy"), Contains(std::string("xpu_healthy{") + kCard0 + "} 1"));
+  EXPECT_THAT(samples_of(text, "xpu_healthy"),
+              Contains(std::string("xpu_healthy{") + kCard0 + "} 1"));
   EXPECT_THAT(samples_of(text, "xpu_temperature_celsius"),
               ::testing::ElementsAre(std::string("xpu_temperature_celsius{") + kCard0 + "} 45"));
 }
@@ -255,16 +260,18 @@ TEST(MetricsRenderer, LabelValuesAreEscaped) {
   EXPECT_THAT(text, HasSubstr(R"(serial="a\"b\\c\nd")"));
 }
 
-constexpr const char* kCard1Identity = R"(xpu="1",uuid="uuid-1",model="R200",pci_bus_id="0000:31:00.0")";
+constexpr const char* kCard1Identity =
+    R"(xpu="1",uuid="uuid-1",model="R200",pci_bus_id="0000:31:00.0")";
 
 TEST(MetricsRenderer, ProcessMemoryNamesThePodOnlyForTheContainerOnAnOwnedCard) {
   std::string text = render_text(build_families(two_cards()));
-  EXPECT_THAT(samples_of(text, "xpu_process_memory_used_bytes"),
-              ::testing::ElementsAre(
-                  std::string("xpu_process_memory_used_bytes{") + kCard0 + R"(,pid="4100"} 1024)",
-                  std::string("xpu_process_memory_used_bytes{") + kCard1Identity +
-                      R"(,pid="4242",namespace="default",pod="demo",container="main"} 3072)",
-                  std::string("xpu_process_memory_used_bytes{") + kCard1Identity + R"(,pid="4300"} 1024)"));
+  EXPECT_THAT(
+      samples_of(text, "xpu_process_memory_used_bytes"),
+      ::testing::ElementsAre(
+          std::string("xpu_process_memory_used_bytes{") + kCard0 + R"(,pid="4100"} 1024)",
+          std::string("xpu_process_memory_used_bytes{") + kCard1Identity +
+              R"(,pid="4242",namespace="default",pod="demo",container="main"} 3072)",
+          std::string("xpu_process_memory_used_bytes{") + kCard1Identity + R"(,pid="4300"} 1024)"));
 }
 
 TEST(MetricsRenderer, ProcessesOfACardListedForSeveralContainersNameNoPod) {

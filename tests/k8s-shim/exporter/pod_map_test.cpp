@@ -73,11 +73,12 @@ void add_dra_container(v1::ListPodResourcesResponse& reply, const std::string& n
 TEST(PodMap, CardsGrantedThroughDraBelongToTheirContainer) {
   v1::ListPodResourcesResponse reply;
   // As the 1.34 kubelet lists them: each device with the CDI names of the devices before it.
-  add_dra_container(reply, "ml", "train-dra", "worker",
-                    {{"xpu.kunlunxin.com", "xpu-0", {"kunlunxin.com/xpu=uuid-a"}},
-                     {"xpu.kunlunxin.com", "xpu-1",
-                      {"kunlunxin.com/xpu=uuid-a", "kunlunxin.com/xpu=uuid-b",
-                       "kunlunxin.com/claim=0f9e-req"}}});
+  add_dra_container(
+      reply, "ml", "train-dra", "worker",
+      {{"xpu.kunlunxin.com", "xpu-0", {"kunlunxin.com/xpu=uuid-a"}},
+       {"xpu.kunlunxin.com",
+        "xpu-1",
+        {"kunlunxin.com/xpu=uuid-a", "kunlunxin.com/xpu=uuid-b", "kunlunxin.com/claim=0f9e-req"}}});
   // Another driver's device, and one of ours named by index only: neither is a card's UUID.
   add_dra_container(reply, "ml", "other", "main",
                     {{"gpu.example.com", "gpu-0", {"kunlunxin.com/xpu=uuid-x"}},
@@ -112,8 +113,8 @@ TEST(PodMap, SharedReplicasLabelTheCardTheyAreOf) {
                 {{"kunlunxin.com/xpu-shared", {"uuid-a::0", "uuid-a::1"}}});
   add_container(reply, "ml", "infer-1", "main", {{"kunlunxin.com/R200-shared", {"uuid-b::3"}}});
 
-  EXPECT_EQ(PodMapBuilder().update(reply), (PodMap{{"uuid-a", {"ml", "infer-0", "main"}},
-                                                   {"uuid-b", {"ml", "infer-1", "main"}}}));
+  EXPECT_EQ(PodMapBuilder().update(reply),
+            (PodMap{{"uuid-a", {"ml", "infer-0", "main"}}, {"uuid-b", {"ml", "infer-1", "main"}}}));
 }
 
 TEST(PodMap, ReadsTheResourcesOfTheConfiguredDomainOnly) {

@@ -8,7 +8,8 @@
 namespace shim::exporter::test {
 
 // One pod in namespace "default" whose container "main" holds the card `uuid` of kunlunxin.com/xpu.
-inline v1::ListPodResourcesResponse one_pod_holding(const std::string& pod, const std::string& uuid) {
+inline v1::ListPodResourcesResponse one_pod_holding(const std::string& pod,
+                                                    const std::string& uuid) {
   v1::ListPodResourcesResponse reply;
   auto* entry = reply.add_pod_resources();
   entry->set_namespace_("default");

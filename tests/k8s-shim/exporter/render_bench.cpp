@@ -44,8 +44,7 @@ ScrapeInputs cards_like_the_sim(unsigned count) {
                                  {"power_watts", 83.5 + i % 11},
                                  {"clock_hertz", 1.2e9},
                                  {"process_count", static_cast<double>(i % 3)}}});
-    if (i % 2 == 0)
-      inputs.pods[card.uuid] = {"bench", "job-" + std::to_string(i / 2), "main"};
+    if (i % 2 == 0) inputs.pods[card.uuid] = {"bench", "job-" + std::to_string(i / 2), "main"};
   }
   inputs.metrics = std::move(snapshot);
   inputs.podresources_up = true;

@@ -70,10 +70,12 @@ TEST(SingleFlight, NextCallAfterOneFinishedRunsAgain) {
 TEST(SingleFlight, ResultIsSharedForTheReuseWindowFromItsCallsStart) {
   auto now = std::chrono::steady_clock::time_point{};
   int calls = 0;
-  SingleFlight<int> flight([&] {
-    now += 500ms;  // the call takes half a second (a hung xpud's timeout)
-    return ++calls;
-  }, 1000ms, [&] { return now; });
+  SingleFlight<int> flight(
+      [&] {
+        now += 500ms;  // the call takes half a second (a hung xpud's timeout)
+        return ++calls;
+      },
+      1000ms, [&] { return now; });
   EXPECT_EQ(flight.run(), 1);  // started at 0, done at 500 ms
   EXPECT_EQ(flight.run(), 1);  // at 500 ms: within a second of the call's start
   now += 499ms;

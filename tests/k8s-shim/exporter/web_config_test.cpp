@@ -87,7 +87,8 @@ TEST_F(WebConfigTest, MistakesAreErrorsNamingTheFileAndTheKey) {
       {"tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
        "  client_auth_type: Sometimes\n",
        "'Sometimes' is not one of"},
-      {"tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  min_version: TLS99\n",
+      {"tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  min_version: "
+       "TLS99\n",
        "min_version: 'TLS99'"},
       {"basic_auth_users:\n  alice: plaintext\n", "basic_auth_users.alice: not a bcrypt hash"},
       {"basic_auth_users:\n  alice: $2b$10$short\n", "basic_auth_users.alice: not a well-formed"},
@@ -114,7 +115,8 @@ TEST_F(WebConfigTest, MistakesAreErrorsNamingTheFileAndTheKey) {
 TEST_F(WebConfigTest, ChangesToAnyNamedFileAreSeen) {
   write("server.crt", "CERT");
   write("server.key", "KEY");
-  const auto path = write("web.yml", "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n");
+  const auto path =
+      write("web.yml", "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n");
   auto loaded = load_web_config(path);
   ASSERT_TRUE(loaded) << loaded.error();
   EXPECT_FALSE(web_config_files_changed(loaded->files));
@@ -148,7 +150,8 @@ std::string readme_web_config_example() {
 
 TEST_F(WebConfigTest, ReadmeExampleLoadsAsWritten) {
   const std::string example = readme_web_config_example();
-  ASSERT_THAT(example, HasSubstr("tls_server_config:")) << "no ```yaml block under ### Example web config";
+  ASSERT_THAT(example, HasSubstr("tls_server_config:"))
+      << "no ```yaml block under ### Example web config";
   write("tls.crt", "CERT");
   write("tls.key", "KEY");
   write("ca.crt", "CA");

@@ -8,7 +8,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-xpu::Result<std::string> url(std::optional<std::string> host, std::optional<std::string> port = "443") {
+xpu::Result<std::string> url(std::optional<std::string> host,
+                             std::optional<std::string> port = "443") {
   return api_server_url(ApiServerEnvironment{std::move(host), std::move(port)});
 }
 
@@ -56,12 +57,13 @@ TEST_P(BadHost, IsAnErrorNamingVariableAndValue) {
   EXPECT_THAT(result.error(), HasSubstr("KUBERNETES_SERVICE_HOST='"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Values, BadHost,
-                         ::testing::Values("", "999.1.1.1", "10.0.0", "10.0.0.1.", "01.2.3.4", "fe80::1%eth0",
-                                           "fd00::1::2", "[10.0.0.1]", "[fd00::1", "my_host", "-leading.example",
-                                           "trailing-.example", "two..dots", "has space", "evil\nhost",
-                                           "host/path", "host:443", "https://10.0.0.1",
-                                           "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example"));
+INSTANTIATE_TEST_SUITE_P(
+    Values, BadHost,
+    ::testing::Values("", "999.1.1.1", "10.0.0", "10.0.0.1.", "01.2.3.4", "fe80::1%eth0",
+                      "fd00::1::2", "[10.0.0.1]", "[fd00::1", "my_host", "-leading.example",
+                      "trailing-.example", "two..dots", "has space", "evil\nhost", "host/path",
+                      "host:443", "https://10.0.0.1",
+                      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example"));
 
 TEST(ApiServerUrl, ControlCharactersInTheValueAreEscapedInTheError) {
   auto result = url(std::string("evil\nhost"));
@@ -75,10 +77,12 @@ class BadPort : public ::testing::TestWithParam<const char*> {};
 TEST_P(BadPort, IsAnErrorNamingVariableAndValue) {
   auto result = url("10.0.0.1", std::string(GetParam()));
   ASSERT_FALSE(result.ok()) << "accepted port '" << GetParam() << "'";
-  EXPECT_THAT(result.error(), HasSubstr(std::string("KUBERNETES_SERVICE_PORT='") + GetParam() + "'"));
+  EXPECT_THAT(result.error(),
+              HasSubstr(std::string("KUBERNETES_SERVICE_PORT='") + GetParam() + "'"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Values, BadPort, ::testing::Values("", "0", "65536", "443x", "-1", " 443", "https"));
+INSTANTIATE_TEST_SUITE_P(Values, BadPort,
+                         ::testing::Values("", "0", "65536", "443x", "-1", " 443", "https"));
 
 }  // namespace
 }  // namespace shim::token_sync

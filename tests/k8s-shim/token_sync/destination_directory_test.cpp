@@ -25,7 +25,8 @@ using xpu::test::write_file;
 
 std::vector<std::string> entries(const fs::path& dir) {
   std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  for (const auto& entry : fs::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -138,7 +139,8 @@ TEST_F(DestinationDirectoryTest, PlantedSymlinkAtTheTempNameIsNotFollowed) {
   const auto victim = temp_.path() / "victim";
   write_file(victim, "do not touch");
   // The first temp name this process would pick.
-  const std::string temp = std::string(kTempFilePrefix) + "token." + std::to_string(::getpid()) + ".0";
+  const std::string temp =
+      std::string(kTempFilePrefix) + "token." + std::to_string(::getpid()) + ".0";
   fs::create_symlink(victim, dest_ / temp);
   auto update = dir.write_file("token", "secret");
   ASSERT_TRUE(update.ok()) << update.error();
@@ -160,7 +162,8 @@ TEST_F(DestinationDirectoryTest, RemovesStaleTempFiles) {
   auto dir = open_dest();
   write_file(dest_ / (std::string(kTempFilePrefix) + "token.1.0"), "half");
   write_file(dest_ / "keep", "x");
-  EXPECT_THAT(dir.remove_stale_temp_files(), ElementsAre(std::string(kTempFilePrefix) + "token.1.0"));
+  EXPECT_THAT(dir.remove_stale_temp_files(),
+              ElementsAre(std::string(kTempFilePrefix) + "token.1.0"));
   EXPECT_THAT(entries(dest_), ElementsAre("keep"));
 }
 

@@ -26,8 +26,8 @@ TEST(Kubeconfig, PointsAtTheSyncedFilesAndTheServer) {
       "    user: xpu-runtime\n"
       "    namespace: \"kube-system\"\n"
       "current-context: xpu-runtime\n";
-  EXPECT_EQ(render_kubeconfig({"https://10.96.0.1:443", "/xpu-runtime/auth/ca.crt", "/xpu-runtime/auth/token",
-                               "kube-system"}),
+  EXPECT_EQ(render_kubeconfig({"https://10.96.0.1:443", "/xpu-runtime/auth/ca.crt",
+                               "/xpu-runtime/auth/token", "kube-system"}),
             expected);
 }
 

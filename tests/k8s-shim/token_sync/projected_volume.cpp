@@ -14,7 +14,9 @@
 namespace shim::token_sync::testing {
 namespace fs = std::filesystem;
 
-ProjectedVolume::ProjectedVolume(fs::path dir) : dir_(std::move(dir)) { fs::create_directories(dir_); }
+ProjectedVolume::ProjectedVolume(fs::path dir) : dir_(std::move(dir)) {
+  fs::create_directories(dir_);
+}
 
 void ProjectedVolume::publish(const std::map<std::string, std::string>& files) {
   ++generation_;

@@ -21,7 +21,9 @@ using xpu::test::write_file;
 class ServiceAccountSourceTest : public ::testing::Test {
  protected:
   std::map<std::string, std::string> good_files() {
-    return {{"token", "eyJhbGciOiJSUzI1NiJ9.payload.signature"}, {"ca.crt", valid_ca_cert()}, {"namespace", "kube-system"}};
+    return {{"token", "eyJhbGciOiJSUzI1NiJ9.payload.signature"},
+            {"ca.crt", valid_ca_cert()},
+            {"namespace", "kube-system"}};
   }
   TempDir temp_;
   ProjectedVolume volume_{temp_.path() / "serviceaccount"};
@@ -142,7 +144,8 @@ TEST(ServiceAccountValidation, CaCert) {
   EXPECT_TRUE(validate_ca_cert(valid_ca_cert("a") + valid_ca_cert("b")).ok());
   EXPECT_THAT(validate_ca_cert("").error(), HasSubstr("is empty"));
   EXPECT_THAT(validate_ca_cert("not a certificate").error(), HasSubstr("no BEGIN CERTIFICATE"));
-  EXPECT_THAT(validate_ca_cert("-----BEGIN CERTIFICATE-----\nMIIB").error(), HasSubstr("truncated"));
+  EXPECT_THAT(validate_ca_cert("-----BEGIN CERTIFICATE-----\nMIIB").error(),
+              HasSubstr("truncated"));
 }
 
 TEST(ServiceAccountValidation, Namespace) {
@@ -164,7 +167,8 @@ TEST_F(ServiceAccountSourceTest, BadNamespaceIsAnErrorQuotingItSafely) {
   volume_.publish(files);
   auto result = read_service_account(volume_.dir());
   ASSERT_FALSE(result.ok());
-  EXPECT_THAT(result.error(), HasSubstr("namespace: 'evil\\x22\\x0akind: x' is not a DNS-1123 label"));
+  EXPECT_THAT(result.error(),
+              HasSubstr("namespace: 'evil\\x22\\x0akind: x' is not a DNS-1123 label"));
 }
 
 }  // namespace

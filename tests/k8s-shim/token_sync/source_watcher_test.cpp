@@ -98,7 +98,8 @@ TEST_F(SourceWatcherTest, DeletedDirectoryLosesTheWatchUntilItIsBack) {
 
   auto rearmed = watcher.arm();
   ASSERT_FALSE(rearmed.ok());
-  EXPECT_THAT(rearmed.error(), HasSubstr(volume_.dir().string() + ": cannot watch: No such file or directory"));
+  EXPECT_THAT(rearmed.error(),
+              HasSubstr(volume_.dir().string() + ": cannot watch: No such file or directory"));
 
   fs::create_directory(volume_.dir());
   ASSERT_TRUE(watcher.arm().ok());

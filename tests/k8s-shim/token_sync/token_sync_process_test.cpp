@@ -48,7 +48,8 @@ std::uint32_t fnv1a(std::string_view text) {
 // "<generation>.<length>.<checksum>.<payload>": a reader can tell a complete record from a
 // truncated or mixed one. Only characters a token may hold.
 std::string framed_record(unsigned generation, std::mt19937& random) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   std::uniform_int_distribution<std::size_t> length(16, 8192), pick(0, sizeof kAlphabet - 2);
   std::string payload(length(random), 'x');
   for (auto& c : payload) c = kAlphabet[pick(random)];
@@ -64,17 +65,21 @@ std::optional<unsigned> check_record(std::string_view record) {
   unsigned checksum = 0;
   int consumed = 0;
   const std::string head(record.substr(0, 64));
-  if (std::sscanf(head.c_str(), "%u.%zu.%8x.%n", &generation, &length, &checksum, &consumed) != 3 || consumed == 0)
+  if (std::sscanf(head.c_str(), "%u.%zu.%8x.%n", &generation, &length, &checksum, &consumed) != 3 ||
+      consumed == 0)
     return std::nullopt;
   std::string_view payload = record.substr(static_cast<std::size_t>(consumed));
   if (payload.size() != length || fnv1a(payload) != checksum) return std::nullopt;
   return generation;
 }
 
-std::string ca_for(const std::string& record) { return testing::valid_ca_cert(record); }
+std::string ca_for(const std::string& record) {
+  return testing::valid_ca_cert(record);
+}
 
 std::optional<unsigned> check_ca(std::string_view ca) {
-  constexpr std::string_view kBegin = "-----BEGIN CERTIFICATE-----\n", kEnd = "\n-----END CERTIFICATE-----\n";
+  constexpr std::string_view kBegin = "-----BEGIN CERTIFICATE-----\n",
+                             kEnd = "\n-----END CERTIFICATE-----\n";
   if (!ca.starts_with(kBegin) || !ca.ends_with(kEnd)) return std::nullopt;
   return check_record(ca.substr(kBegin.size(), ca.size() - kBegin.size() - kEnd.size()));
 }
@@ -98,25 +103,31 @@ ReadResult read_as_runtime(const fs::path& path) {
     result.problem = path.filename().string() + ": not a regular 0600 file";
   char buffer[16384];
   ssize_t n;
-  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) result.content.append(buffer, static_cast<std::size_t>(n));
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
+    result.content.append(buffer, static_cast<std::size_t>(n));
   ::close(fd);
   return result;
 }
 
-std::string log_text(const fs::path& log) { return read_file(log).value_or(""); }
+std::string log_text(const fs::path& log) {
+  return read_file(log).value_or("");
+}
 
-std::string shim_binary() { return xpu::test::binary_path("k8s-shim/xpu-k8s-shim").string(); }
+std::string shim_binary() {
+  return xpu::test::binary_path("k8s-shim/xpu-k8s-shim").string();
+}
 
 class TokenSyncProcessTest : public ::testing::Test {
  protected:
   // `environment` is set in the child's environment, `unset` names variables removed from it.
-  std::unique_ptr<ChildProcess> start(std::vector<std::string> extra_args = {},
-                                      std::map<std::string, std::string> environment = {
-                                          {"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
-                                          {"KUBERNETES_SERVICE_PORT", "443"}},
-                                      std::vector<std::string> unset = {}) {
-    std::vector<std::string> argv = {shim_binary(), "token-sync", "--source-dir", source_.string(),
-                                     "--dest-dir", dest_.string(), "--log-level", "debug"};
+  std::unique_ptr<ChildProcess> start(
+      std::vector<std::string> extra_args = {},
+      std::map<std::string, std::string> environment = {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
+                                                        {"KUBERNETES_SERVICE_PORT", "443"}},
+      std::vector<std::string> unset = {}) {
+    std::vector<std::string> argv = {shim_binary(),    "token-sync", "--source-dir",
+                                     source_.string(), "--dest-dir", dest_.string(),
+                                     "--log-level",    "debug"};
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     return std::make_unique<ChildProcess>(argv, log_, environment, unset);
   }
@@ -148,8 +159,10 @@ TEST_F(TokenSyncProcessTest, RotationsNeverShowTheRuntimeAMissingOrPartialFile) 
   publish(record);
   // A long interval: every update below has to come from inotify.
   auto child = start({"--interval", "3600"});
-  ASSERT_TRUE(wait_until([&] { return read_file(dest_ / "token") == record; }, kDeadline)) << log_text(log_);
-  ASSERT_TRUE(wait_until([&] { return fs::exists(dest_ / "kubeconfig"); }, kDeadline)) << log_text(log_);
+  ASSERT_TRUE(wait_until([&] { return read_file(dest_ / "token") == record; }, kDeadline))
+      << log_text(log_);
+  ASSERT_TRUE(wait_until([&] { return fs::exists(dest_ / "kubeconfig"); }, kDeadline))
+      << log_text(log_);
   const auto kubeconfig = read_file(dest_ / "kubeconfig");
 
   std::atomic<bool> stop_reading{false};
@@ -166,12 +179,16 @@ TEST_F(TokenSyncProcessTest, RotationsNeverShowTheRuntimeAMissingOrPartialFile) 
       for (const auto* read : {&token, &ca, &config, &ns})
         if (!read->problem.empty()) problems.push_back(read->problem);
       auto generation = check_record(token.content);
-      if (!generation) problems.push_back("partial or corrupt token of " + std::to_string(token.content.size()) + " bytes");
+      if (!generation)
+        problems.push_back("partial or corrupt token of " + std::to_string(token.content.size()) +
+                           " bytes");
       else {
         generations_seen.insert(*generation);
         latest_seen = *generation;
       }
-      if (!check_ca(ca.content)) problems.push_back("partial or corrupt ca.crt of " + std::to_string(ca.content.size()) + " bytes");
+      if (!check_ca(ca.content))
+        problems.push_back("partial or corrupt ca.crt of " + std::to_string(ca.content.size()) +
+                           " bytes");
       if (config.content != kubeconfig) problems.push_back("kubeconfig changed or partial");
       if (ns.content != "kube-system") problems.push_back("namespace is '" + ns.content + "'");
       ++reads;
@@ -197,17 +214,22 @@ TEST_F(TokenSyncProcessTest, RotationsNeverShowTheRuntimeAMissingOrPartialFile) 
     // however loaded the machine is.
     if (generation % kCheckpointEvery == 0) {
       ASSERT_TRUE(wait_until([&] { return latest_seen.load() >= generation; }, kDeadline))
-          << "rotation " << generation << " never reached the reader\n" << log_text(log_);
+          << "rotation " << generation << " never reached the reader\n"
+          << log_text(log_);
     }
   }
-  const bool converged = wait_until([&] {
-    return read_file(dest_ / "token") == record && read_file(dest_ / "ca.crt") == ca_for(record);
-  }, kDeadline);
+  const bool converged = wait_until(
+      [&] {
+        return read_file(dest_ / "token") == record &&
+               read_file(dest_ / "ca.crt") == ca_for(record);
+      },
+      kDeadline);
   stop_reading = true;
   reader.join();
 
   EXPECT_TRUE(converged) << "the destination never reached the last rotation\n" << log_text(log_);
-  EXPECT_TRUE(problems.empty()) << problems.size() << " bad reads out of " << reads << ", first: " << problems.front();
+  EXPECT_TRUE(problems.empty()) << problems.size() << " bad reads out of " << reads
+                                << ", first: " << problems.front();
   RecordProperty("reads", static_cast<int>(reads));
   RecordProperty("generations_seen", static_cast<int>(generations_seen.size()));
   EXPECT_GT(reads, 0u);
@@ -224,10 +246,14 @@ TEST_F(TokenSyncProcessTest, SigtermAndSigintExitZero) {
   publish(framed_record(0, random_));
   for (int signo : {SIGTERM, SIGINT}) {
     auto child = start();
-    ASSERT_TRUE(wait_until([&] {
-      return log_text(log_).find("created " + (dest_ / "kubeconfig").string()) != std::string::npos ||
-             log_text(log_).find("is in sync") != std::string::npos;
-    }, kDeadline)) << log_text(log_);
+    ASSERT_TRUE(wait_until(
+        [&] {
+          return log_text(log_).find("created " + (dest_ / "kubeconfig").string()) !=
+                     std::string::npos ||
+                 log_text(log_).find("is in sync") != std::string::npos;
+        },
+        kDeadline))
+        << log_text(log_);
     expect_clean_stop(*child, signo);
     fs::remove(log_);
   }
@@ -259,7 +285,8 @@ TEST_F(TokenSyncProcessTest, BadFlagsExitTwoWithOneLineNamingTheFlag) {
 }
 
 TEST_F(TokenSyncProcessTest, SameSourceAndDestExitTwo) {
-  ChildProcess child({shim_binary(), "token-sync", "--source-dir", "/tmp/x/", "--dest-dir", "/tmp/x"}, log_);
+  ChildProcess child(
+      {shim_binary(), "token-sync", "--source-dir", "/tmp/x/", "--dest-dir", "/tmp/x"}, log_);
   auto status = child.wait(kDeadline);
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(*status, 2);
@@ -269,17 +296,22 @@ TEST_F(TokenSyncProcessTest, SameSourceAndDestExitTwo) {
 TEST_F(TokenSyncProcessTest, BadServiceHostIsReportedAndTheFilesStillSync) {
   const std::string record = framed_record(0, random_);
   publish(record);
-  auto child = start({"--interval", "1"}, {{"KUBERNETES_SERVICE_HOST", "not a host!"}, {"KUBERNETES_SERVICE_PORT", "443"}});
-  ASSERT_TRUE(wait_until([&] { return read_file(dest_ / "token") == record; }, kDeadline)) << log_text(log_);
+  auto child = start({"--interval", "1"}, {{"KUBERNETES_SERVICE_HOST", "not a host!"},
+                                           {"KUBERNETES_SERVICE_PORT", "443"}});
+  ASSERT_TRUE(wait_until([&] { return read_file(dest_ / "token") == record; }, kDeadline))
+      << log_text(log_);
   // Reported on every attempt (the interval is 1 s), and the process keeps running.
-  ASSERT_TRUE(wait_until([&] {
-    const std::string log = log_text(log_);
-    std::size_t count = 0;
-    for (auto at = log.find("KUBERNETES_SERVICE_HOST='not a host!'"); at != std::string::npos;
-         at = log.find("KUBERNETES_SERVICE_HOST='not a host!'", at + 1))
-      ++count;
-    return count >= 2;
-  }, kDeadline)) << log_text(log_);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const std::string log = log_text(log_);
+        std::size_t count = 0;
+        for (auto at = log.find("KUBERNETES_SERVICE_HOST='not a host!'"); at != std::string::npos;
+             at = log.find("KUBERNETES_SERVICE_HOST='not a host!'", at + 1))
+          ++count;
+        return count >= 2;
+      },
+      kDeadline))
+      << log_text(log_);
   EXPECT_FALSE(fs::exists(dest_ / "kubeconfig"));
   expect_clean_stop(*child);
 }
@@ -287,9 +319,12 @@ TEST_F(TokenSyncProcessTest, BadServiceHostIsReportedAndTheFilesStillSync) {
 TEST_F(TokenSyncProcessTest, MissingServiceHostIsReported) {
   publish(framed_record(0, random_));
   auto child = start({}, {}, {"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"});
-  ASSERT_TRUE(wait_until([&] {
-    return log_text(log_).find("KUBERNETES_SERVICE_HOST is not set") != std::string::npos;
-  }, kDeadline)) << log_text(log_);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return log_text(log_).find("KUBERNETES_SERVICE_HOST is not set") != std::string::npos;
+      },
+      kDeadline))
+      << log_text(log_);
   expect_clean_stop(*child);
 }
 
@@ -298,12 +333,17 @@ TEST_F(TokenSyncProcessTest, TheIntervalSyncRepairsATamperedDestination) {
   publish(record);
   // The source never changes here, so only the interval can bring the files back.
   auto child = start({"--interval", "1"});
-  ASSERT_TRUE(wait_until([&] { return read_file(dest_ / "token") == record; }, kDeadline)) << log_text(log_);
+  ASSERT_TRUE(wait_until([&] { return read_file(dest_ / "token") == record; }, kDeadline))
+      << log_text(log_);
   fs::remove(dest_ / "token");
   xpu::test::write_file(dest_ / "ca.crt", "tampered");
-  EXPECT_TRUE(wait_until([&] {
-    return read_file(dest_ / "token") == record && read_file(dest_ / "ca.crt") == ca_for(record);
-  }, kDeadline)) << log_text(log_);
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return read_file(dest_ / "token") == record &&
+               read_file(dest_ / "ca.crt") == ca_for(record);
+      },
+      kDeadline))
+      << log_text(log_);
   expect_clean_stop(*child);
 }
 
@@ -317,23 +357,28 @@ TEST_F(TokenSyncProcessTest, ARefusedWriteIsRetriedSoonNotAfterTheInterval) {
   fs::create_directories(dest_.parent_path());
   xpu::test::write_file(dest_, "in the way");
   auto child = start({"--interval", "3600"});
-  ASSERT_TRUE(wait_until([&] { return log_text(log_).find("exists but is not a directory") != std::string::npos; },
-                         kDeadline)) << log_text(log_);
+  ASSERT_TRUE(wait_until(
+      [&] { return log_text(log_).find("exists but is not a directory") != std::string::npos; },
+      kDeadline))
+      << log_text(log_);
   EXPECT_THAT(log_text(log_), HasSubstr("trying " + dest_.string() + " again in 1 s"));
   fs::remove(dest_);
-  EXPECT_TRUE(wait_until([&] { return read_file(dest_ / "token") == record; }, kDeadline)) << log_text(log_);
+  EXPECT_TRUE(wait_until([&] { return read_file(dest_ / "token") == record; }, kDeadline))
+      << log_text(log_);
   expect_clean_stop(*child);
 }
 
 TEST_F(TokenSyncProcessTest, ASourceThatAppearsLaterIsPickedUp) {
   fs::remove_all(source_);
   auto child = start({"--interval", "3600"});
-  ASSERT_TRUE(wait_until([&] { return log_text(log_).find("cannot watch") != std::string::npos; }, kDeadline))
+  ASSERT_TRUE(wait_until([&] { return log_text(log_).find("cannot watch") != std::string::npos; },
+                         kDeadline))
       << log_text(log_);
   ProjectedVolume late(source_);
   const std::string record = framed_record(1, random_);
   late.publish({{"token", record}, {"ca.crt", ca_for(record)}, {"namespace", "kube-system"}});
-  EXPECT_TRUE(wait_until([&] { return read_file(dest_ / "token") == record; }, kDeadline)) << log_text(log_);
+  EXPECT_TRUE(wait_until([&] { return read_file(dest_ / "token") == record; }, kDeadline))
+      << log_text(log_);
   expect_clean_stop(*child);
 }
 

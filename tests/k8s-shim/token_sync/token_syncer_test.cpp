@@ -16,11 +16,11 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using ::testing::UnorderedElementsAre;
 using testing::lstat_or_throw;
 using testing::mode_bits;
 using testing::ProjectedVolume;
 using testing::read_file;
+using ::testing::UnorderedElementsAre;
 using testing::valid_ca_cert;
 using xpu::test::TempDir;
 using xpu::test::write_file;
@@ -40,11 +40,18 @@ class TokenSyncerTest : public ::testing::Test {
   std::string expected_kubeconfig(const std::string& server = "https://10.96.0.1:443") const {
     return "# Written by xpu-k8s-shim token-sync; rewritten on every change, do not edit.\n"
            "apiVersion: v1\nkind: Config\nclusters:\n- name: kubernetes\n  cluster:\n"
-           "    server: \"" + server + "\"\n"
-           "    certificate-authority: \"" + dest("ca.crt").string() + "\"\n"
+           "    server: \"" +
+           server +
+           "\"\n"
+           "    certificate-authority: \"" +
+           dest("ca.crt").string() +
+           "\"\n"
            "users:\n- name: xpu-runtime\n  user:\n"
-           "    tokenFile: \"" + dest("token").string() + "\"\n"
-           "contexts:\n- name: xpu-runtime\n  context:\n    cluster: kubernetes\n    user: xpu-runtime\n"
+           "    tokenFile: \"" +
+           dest("token").string() +
+           "\"\n"
+           "contexts:\n- name: xpu-runtime\n  context:\n    cluster: kubernetes\n    user: "
+           "xpu-runtime\n"
            "    namespace: \"kube-system\"\n"
            "current-context: xpu-runtime\n";
   }
@@ -91,7 +98,8 @@ TEST_F(TokenSyncerTest, NothingIsRewrittenWhenUnchanged) {
   volume_.publish(files());
   ASSERT_TRUE(sync_once(config_).ok());
   std::map<std::string, struct stat> before;
-  for (const char* name : {"token", "ca.crt", "namespace", "kubeconfig"}) before[name] = lstat_or_throw(dest(name));
+  for (const char* name : {"token", "ca.crt", "namespace", "kubeconfig"})
+    before[name] = lstat_or_throw(dest(name));
 
   // Even a rotation to identical content is no change for the reader.
   volume_.publish(files());
@@ -158,7 +166,8 @@ class BadSourceTest : public TokenSyncerTest {
     auto report = sync_once(config_);
     ASSERT_FALSE(report.ok());
     EXPECT_THAT(report.errors.front(), HasSubstr(error));
-    EXPECT_THAT(report.errors.front(), HasSubstr("the previous copy in " + config_.dest_dir.string() + " stays"));
+    EXPECT_THAT(report.errors.front(),
+                HasSubstr("the previous copy in " + config_.dest_dir.string() + " stays"));
     EXPECT_THAT(report.changed_files, IsEmpty());
     EXPECT_EQ(read_file(dest("token")), "good.token.v1");
     EXPECT_EQ(lstat_or_throw(dest("token")).st_ino, token_inode);
@@ -169,7 +178,8 @@ class BadSourceTest : public TokenSyncerTest {
 TEST_F(BadSourceTest, MissingToken) {
   auto bad = files();
   bad.erase("token");
-  expect_rejected(bad, (volume_.dir() / "token").string() + ": cannot open: No such file or directory");
+  expect_rejected(bad,
+                  (volume_.dir() / "token").string() + ": cannot open: No such file or directory");
 }
 
 TEST_F(BadSourceTest, MissingNamespace) {
@@ -178,7 +188,9 @@ TEST_F(BadSourceTest, MissingNamespace) {
   expect_rejected(bad, (volume_.dir() / "namespace").string() + ": cannot open");
 }
 
-TEST_F(BadSourceTest, EmptyToken) { expect_rejected(files(""), (volume_.dir() / "token").string() + ": is empty"); }
+TEST_F(BadSourceTest, EmptyToken) {
+  expect_rejected(files(""), (volume_.dir() / "token").string() + ": is empty");
+}
 
 TEST_F(BadSourceTest, OversizedToken) {
   expect_rejected(files(std::string(kMaxSourceFileBytes + 1, 'x')), "over the limit of 1048576");

@@ -78,8 +78,9 @@ struct ScriptedOpener {
   }
 };
 
-std::unique_ptr<AutoBackend> make(const ScriptedOpener& opener, std::vector<DeviceIdentity> fallback_cards,
-                                  RetryBackoff backoff, std::chrono::milliseconds timeout = 1000ms,
+std::unique_ptr<AutoBackend> make(const ScriptedOpener& opener,
+                                  std::vector<DeviceIdentity> fallback_cards, RetryBackoff backoff,
+                                  std::chrono::milliseconds timeout = 1000ms,
                                   std::shared_ptr<AutoBackend::Attempts> attempts = nullptr) {
   if (!attempts) attempts = std::make_shared<AutoBackend::Attempts>();
   return std::make_unique<AutoBackend>(
@@ -139,22 +140,26 @@ TEST(AutoBackend, CardsKeepTheIdsTheFallbackPublished) {
   opener.state->succeed_at = 1;
   // The library names card 0 its own way; card 1 it names as sysfs did; card 2 is new.
   opener.state->library_cards = {card(0, "library-0"), card(1, "derived-1"), card(2, "library-2")};
-  auto backend = make(opener, {card(0, "derived-0"), card(1, "derived-1")}, RetryBackoff{10ms, 10ms});
+  auto backend =
+      make(opener, {card(0, "derived-0"), card(1, "derived-1")}, RetryBackoff{10ms, 10ms});
   ASSERT_TRUE(backend->discover());
   ASSERT_TRUE(wait_until([&] { return opener.calls() >= 1; }, 5s));
   std::vector<DeviceIdentity> after;
-  ASSERT_TRUE(wait_until([&] {
-    auto found = backend->discover();
-    if (found) after = *found;
-    return backend->name() == "xpuml";
-  }, 5s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto found = backend->discover();
+        if (found) after = *found;
+        return backend->name() == "xpuml";
+      },
+      5s));
   ASSERT_EQ(after.size(), 3u);
   EXPECT_EQ(after[0].uuid, "derived-0");
   EXPECT_EQ(after[1].uuid, "derived-1");
   EXPECT_EQ(after[2].uuid, "library-2");
   for (const auto& device : after) backend->read(device);
   // The library is asked about each card under its own name.
-  EXPECT_EQ(*opener.state->reads, (std::vector<std::string>{"library-0", "derived-1", "library-2"}));
+  EXPECT_EQ(*opener.state->reads,
+            (std::vector<std::string>{"library-0", "derived-1", "library-2"}));
 }
 
 // An opener that blocks until released, as xpumlInit does on a half-loaded driver.
@@ -179,11 +184,13 @@ TEST(AutoBackend, AnAttemptThatOverrunsItsTimeBoxStillCountsWhenItReturns) {
     std::unique_lock lock(gate->mutex);
     ++gate->entered;
     gate->changed.wait(lock, [&] { return gate->open; });
-    return std::unique_ptr<Backend>(std::make_unique<ScriptedBackend>("library", std::vector{card(0, "u0")}, reads));
+    return std::unique_ptr<Backend>(
+        std::make_unique<ScriptedBackend>("library", std::vector{card(0, "u0")}, reads));
   };
   AutoBackend backend(std::make_unique<ScriptedBackend>("sysfs", std::vector{card(0, "u0")}), open,
-                      std::make_unique<TimeBoxedExecutor>(20ms), std::make_shared<AutoBackend::Attempts>(),
-                      "xpumlInit timed out", RetryBackoff{10ms, 20ms});
+                      std::make_unique<TimeBoxedExecutor>(20ms),
+                      std::make_shared<AutoBackend::Attempts>(), "xpumlInit timed out",
+                      RetryBackoff{10ms, 20ms});
   // Several time boxes pass; later attempts find the first still running and start nothing.
   std::this_thread::sleep_for(300ms);
   {
@@ -192,10 +199,12 @@ TEST(AutoBackend, AnAttemptThatOverrunsItsTimeBoxStillCountsWhenItReturns) {
   }
   EXPECT_EQ(backend.name(), "sysfs");
   gate->release();
-  ASSERT_TRUE(wait_until([&] {
-    (void)backend.discover();
-    return backend.name() == "xpuml";
-  }, 5s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        (void)backend.discover();
+        return backend.name() == "xpuml";
+      },
+      5s));
 }
 
 TEST(AutoBackend, StopsAtOnceWhileAnAttemptHangs) {
@@ -210,10 +219,12 @@ TEST(AutoBackend, StopsAtOnceWhileAnAttemptHangs) {
       std::make_unique<ScriptedBackend>("sysfs", std::vector<DeviceIdentity>{}), open,
       std::make_unique<TimeBoxedExecutor>(60s), std::make_shared<AutoBackend::Attempts>(),
       "xpumlInit timed out", RetryBackoff{1ms, 1ms});
-  ASSERT_TRUE(wait_until([&] {
-    std::lock_guard lock(gate->mutex);
-    return gate->entered == 1;
-  }, 5s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        std::lock_guard lock(gate->mutex);
+        return gate->entered == 1;
+      },
+      5s));
   const auto started = Clock::now();
   backend.reset();
   EXPECT_LT(Clock::now() - started, 1s);

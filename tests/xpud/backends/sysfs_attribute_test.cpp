@@ -53,7 +53,9 @@ TEST_F(SysfsAttributeFile, AcceptsExactlyTheLimitAndRejectsOneByteMore) {
 }
 
 TEST_F(SysfsAttributeFile, RejectsBinaryContent) {
-  auto text = read_text_file(write("binary", std::string("0x1d\0" "22", 7)));
+  auto text = read_text_file(write("binary", std::string("0x1d\0"
+                                                         "22",
+                                                         7)));
   ASSERT_FALSE(text.ok());
   EXPECT_THAT(text.error(), HasSubstr("binary"));
 }

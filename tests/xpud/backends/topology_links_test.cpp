@@ -17,7 +17,8 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
 std::shared_ptr<const LinkTable> shipped_table() {
-  auto table = load_link_table(std::filesystem::path(XPU_SOURCE_DIR) / "xpud/backends/topology.quirk");
+  auto table =
+      load_link_table(std::filesystem::path(XPU_SOURCE_DIR) / "xpud/backends/topology.quirk");
   EXPECT_TRUE(table) << table.error();
   return table ? std::make_shared<const LinkTable>(std::move(*table)) : nullptr;
 }
@@ -47,7 +48,8 @@ std::vector<unsigned> r300_peers(unsigned card) {
 // Eight R300s whose bus order is not their index order: bus 0x10 + k holds index index_of[k].
 std::vector<Card> shuffled_r300s(const unsigned (&index_of)[8]) {
   std::vector<Card> cards;
-  for (unsigned k = 0; k < 8; ++k) cards.push_back(Card{index_of[k], bus(0x10 + k), "R300", {kR300, {}, {}}});
+  for (unsigned k = 0; k < 8; ++k)
+    cards.push_back(Card{index_of[k], bus(0x10 + k), "R300", {kR300, {}, {}}});
   std::reverse(cards.begin(), cards.end());  // the order they come in does not matter
   return cards;
 }
@@ -87,8 +89,9 @@ TEST(TopologyLinks, TheShippedTableHasNoR200Entry) {
   std::vector<Card> cards;
   for (unsigned k = 0; k < 8; ++k) cards.push_back(Card{k, bus(0x10 + k), "R200", {kR200, 100, 2}});
   EXPECT_THAT(assigner.assign(cards), IsEmpty());
-  EXPECT_EQ(log.count("info", "no entry for board R200 (pci 1d22:3684 subsystem 0002:0001, "
-                              "xpuml board-id 100 model-id 2)"),
+  EXPECT_EQ(log.count("info",
+                      "no entry for board R200 (pci 1d22:3684 subsystem 0002:0001, "
+                      "xpuml board-id 100 model-id 2)"),
             1)
       << log.text();
 }
@@ -116,7 +119,8 @@ TEST(TopologyLinks, EightCardsWhoseIdsAreNotTheRowsGetNoneAndSaySoOnce) {
   xpud::test::CapturedLog log;
   LinkAssigner assigner(shipped_table());
   std::vector<Card> cards;
-  for (unsigned k = 0; k < 8; ++k) cards.push_back(Card{k == 7 ? 9 : k, bus(0x50 + k), "R300", {kR300, {}, {}}});
+  for (unsigned k = 0; k < 8; ++k)
+    cards.push_back(Card{k == 7 ? 9 : k, bus(0x50 + k), "R300", {kR300, {}, {}}});
   EXPECT_THAT(assigner.assign(cards), IsEmpty());
   EXPECT_THAT(assigner.assign(cards), IsEmpty());
   EXPECT_EQ(log.count("info", "xpu9 (0000:57:00.0), but the rows of"), 1) << log.text();
@@ -141,10 +145,9 @@ TEST(TopologyLinks, TwoChipsAtOneAddressAreRowsByTheirOwnIds) {
   ASSERT_TRUE(table) << table.error();
   LinkAssigner assigner(std::make_shared<const LinkTable>(std::move(*table)));
   const PciMatch k200{0x1d22, 0x3684, 0, 0};
-  auto linked = assigner.assign({Card{3, bus(0x60), "K200", {k200, {}, {}}},
-                                 Card{2, bus(0x60), "K200", {k200, {}, {}}},
-                                 Card{0, bus(0x50), "K200", {k200, {}, {}}},
-                                 Card{1, bus(0x50), "K200", {k200, {}, {}}}});
+  auto linked = assigner.assign(
+      {Card{3, bus(0x60), "K200", {k200, {}, {}}}, Card{2, bus(0x60), "K200", {k200, {}, {}}},
+       Card{0, bus(0x50), "K200", {k200, {}, {}}}, Card{1, bus(0x50), "K200", {k200, {}, {}}}});
   EXPECT_THAT(linked[0], ElementsAre(1u));
   EXPECT_THAT(linked[2], ElementsAre(3u));
   EXPECT_THAT(linked[3], ElementsAre(2u));

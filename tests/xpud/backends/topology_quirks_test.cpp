@@ -48,7 +48,9 @@ bool r300_linked(unsigned a, unsigned b) {
 }
 
 // HAMi's P800 node: pairs within a half, and i with i + 4 across.
-bool p800_linked(unsigned a, unsigned b) { return a != b && ((a < 4) == (b < 4) || a % 4 == b % 4); }
+bool p800_linked(unsigned a, unsigned b) {
+  return a != b && ((a < 4) == (b < 4) || a % 4 == b % 4);
+}
 
 std::filesystem::path shipped() {
   return std::filesystem::path(XPU_SOURCE_DIR) / "xpud/backends/topology.quirk";
@@ -64,7 +66,8 @@ TEST(TopologyQuirks, TheShippedTableHasTheR300LinksOfTheDriversTable) {
   ASSERT_EQ(r300->links.size(), 8u);
   for (unsigned a = 0; a < 8; ++a)
     for (unsigned b = 0; b < 8; ++b)
-      EXPECT_EQ(std::binary_search(r300->links[a].begin(), r300->links[a].end(), b), r300_linked(a, b))
+      EXPECT_EQ(std::binary_search(r300->links[a].begin(), r300->links[a].end(), b),
+                r300_linked(a, b))
           << a << "-" << b;
 }
 
@@ -79,7 +82,8 @@ TEST(TopologyQuirks, TheShippedTableHasHamisP800LayoutByPciDeviceAlone) {
   ASSERT_EQ(p800->links.size(), 8u);
   for (unsigned a = 0; a < 8; ++a)
     for (unsigned b = 0; b < 8; ++b)
-      EXPECT_EQ(std::binary_search(p800->links[a].begin(), p800->links[a].end(), b), p800_linked(a, b))
+      EXPECT_EQ(std::binary_search(p800->links[a].begin(), p800->links[a].end(), b),
+                p800_linked(a, b))
           << a << "-" << b;
 }
 
@@ -116,7 +120,8 @@ TEST(TopologyQuirks, ParsesGroupsMatchesAndRows) {
   EXPECT_EQ(quad.line, 3u);
   EXPECT_THAT(quad.pci_matches, ElementsAre(PciMatch{0x1d22, 0x3684, 2, 9}));
   EXPECT_THAT(quad.board_id_matches, ElementsAre(BoardIdMatch{200, 3}));
-  EXPECT_THAT(quad.links, ElementsAre(ElementsAre(1u), ElementsAre(0u), ElementsAre(3u), ElementsAre(2u)));
+  EXPECT_THAT(quad.links,
+              ElementsAre(ElementsAre(1u), ElementsAre(0u), ElementsAre(3u), ElementsAre(2u)));
   EXPECT_THAT(table->boards[1].links, ElementsAre(ElementsAre(), ElementsAre()));
 }
 
@@ -135,7 +140,8 @@ TEST(TopologyQuirks, BoardIdMatchesBeforePciIdsAndModelIdNarrows) {
 }
 
 TEST(TopologyQuirks, AcceptsCrLfAndAnEmptyFile) {
-  auto crlf = parse_link_table("[P]\r\nMatch = xpuml board-id 1\r\nCards = 1\r\nLinks.0 =\r\n", "crlf");
+  auto crlf =
+      parse_link_table("[P]\r\nMatch = xpuml board-id 1\r\nCards = 1\r\nLinks.0 =\r\n", "crlf");
   ASSERT_TRUE(crlf) << crlf.error();
   EXPECT_EQ(crlf->boards.size(), 1u);
   auto empty = parse_link_table("", "empty");
@@ -162,12 +168,14 @@ const std::string kHead = "[B]\nMatch = xpuml board-id 7\nCards = 2\n";
 INSTANTIATE_TEST_SUITE_P(
     Lines, TopologyQuirksBad,
     ::testing::Values(
-        BadCase{"key before a group", "Cards = 2\n", "t.quirk:1: 'Cards' before the first [Name] group"},
+        BadCase{"key before a group", "Cards = 2\n",
+                "t.quirk:1: 'Cards' before the first [Name] group"},
         BadCase{"neither group nor key", kHead + "Links.0 1\n",
                 "t.quirk:4: expected [Name], Key = Value or a comment"},
         BadCase{"unknown key", kHead + "Link.0 = 1\n",
                 "t.quirk:4: unknown key 'Link.0' (expected Match, Cards or Links.N)"},
-        BadCase{"text after the group", "[B] x\n", "t.quirk:1: a group line is [Name] with nothing after ']'"},
+        BadCase{"text after the group", "[B] x\n",
+                "t.quirk:1: a group line is [Name] with nothing after ']'"},
         BadCase{"bad group name", "[a/b]\n",
                 "t.quirk:1: group name must be 1 to 64 letters, digits, '-', '_' or '.'"},
         BadCase{"empty group name", "[]\n",
@@ -175,49 +183,65 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"group twice", kHead + "Links.0 = 1\nLinks.1 = 0\n[B]\n",
                 "t.quirk:6: group [B] already started at line 1"},
         BadCase{"match garbage", "[B]\nMatch = usb 1:2\n",
-                "t.quirk:2: Match is 'pci VVVV:DDDD [subsystem SSSS:SSSS]' or 'xpuml board-id N [model-id M]'"},
-        BadCase{"pci ids not hex", "[B]\nMatch = pci 1d22:36g4 subsystem 2:1\n",
-                "t.quirk:2: bad PCI ids in Match: Match is 'pci VVVV:DDDD [subsystem SSSS:SSSS]' or "
-                "'xpuml board-id N [model-id M]'"},
-        BadCase{"pci id too long", "[B]\nMatch = pci 11d22:3684 subsystem 2:1\n",
-                "t.quirk:2: bad PCI ids in Match: Match is 'pci VVVV:DDDD [subsystem SSSS:SSSS]' or "
-                "'xpuml board-id N [model-id M]'"},
+                "t.quirk:2: Match is 'pci VVVV:DDDD [subsystem SSSS:SSSS]' or 'xpuml board-id N "
+                "[model-id M]'"},
+        BadCase{
+            "pci ids not hex", "[B]\nMatch = pci 1d22:36g4 subsystem 2:1\n",
+            "t.quirk:2: bad PCI ids in Match: Match is 'pci VVVV:DDDD [subsystem SSSS:SSSS]' or "
+            "'xpuml board-id N [model-id M]'"},
+        BadCase{
+            "pci id too long", "[B]\nMatch = pci 11d22:3684 subsystem 2:1\n",
+            "t.quirk:2: bad PCI ids in Match: Match is 'pci VVVV:DDDD [subsystem SSSS:SSSS]' or "
+            "'xpuml board-id N [model-id M]'"},
         BadCase{"negative board id", "[B]\nMatch = xpuml board-id -1\n",
                 "t.quirk:2: bad board-id in Match: '-1' is not a non-negative integer"},
-        BadCase{"match used by two groups", kHead + "Links.0 = 1\nLinks.1 = 0\n[C]\nMatch = xpuml board-id 7\n",
+        BadCase{"match used by two groups",
+                kHead + "Links.0 = 1\nLinks.1 = 0\n[C]\nMatch = xpuml board-id 7\n",
                 "t.quirk:7: 'xpuml board-id 7' already matches [B] at line 2"},
         BadCase{"cards zero", "[B]\nMatch = xpuml board-id 7\nCards = 0\n",
                 "t.quirk:3: bad Cards: '0' is out of range [1, 64]"},
         BadCase{"cards twice", kHead + "Cards = 2\n", "t.quirk:4: Cards given twice in [B]"},
         BadCase{"inline comment", "[B]\nMatch = xpuml board-id 7\nCards = 2  # two\n",
-                "t.quirk:3: bad Cards: '2  # two' is not a non-negative integer (comments go on a line of their own)"},
+                "t.quirk:3: bad Cards: '2  # two' is not a non-negative integer (comments go on a "
+                "line of their own)"},
         BadCase{"row beyond cards", kHead + "Links.0 = 1\nLinks.1 = 0\nLinks.2 =\n",
                 "t.quirk:6: Links.2 is beyond Cards = 2 (rows count from 0)"},
         BadCase{"card beyond cards", kHead + "Links.0 = 1 5\nLinks.1 = 0\n",
                 "t.quirk:4: Links.0 names card 5, beyond Cards = 2"},
-        BadCase{"row twice", kHead + "Links.0 = 1\nLinks.0 = 1\n", "t.quirk:5: Links.0 already given at line 4"},
-        BadCase{"linked to itself", kHead + "Links.0 = 0\n", "t.quirk:4: Links.0 links card 0 to itself"},
-        BadCase{"card twice in a row", kHead + "Links.0 = 1 1\n", "t.quirk:4: Links.0 names card 1 twice"},
-        BadCase{"one-way link", "[B]\nMatch = xpuml board-id 7\nCards = 3\nLinks.0 = 1 2\nLinks.1 = 0\nLinks.2 =\n",
-                "t.quirk:4: Links.0 links card 2 but Links.2 does not link card 0 (links go both ways)"},
-        BadCase{"missing row", kHead + "Links.0 =\n",
-                "t.quirk:1: [B] has no Links.1 (one row per card; an unlinked card has an empty one)"},
+        BadCase{"row twice", kHead + "Links.0 = 1\nLinks.0 = 1\n",
+                "t.quirk:5: Links.0 already given at line 4"},
+        BadCase{"linked to itself", kHead + "Links.0 = 0\n",
+                "t.quirk:4: Links.0 links card 0 to itself"},
+        BadCase{"card twice in a row", kHead + "Links.0 = 1 1\n",
+                "t.quirk:4: Links.0 names card 1 twice"},
+        BadCase{"one-way link",
+                "[B]\nMatch = xpuml board-id 7\nCards = 3\nLinks.0 = 1 2\nLinks.1 = 0\nLinks.2 =\n",
+                "t.quirk:4: Links.0 links card 2 but Links.2 does not link card 0 (links go both "
+                "ways)"},
+        BadCase{
+            "missing row", kHead + "Links.0 =\n",
+            "t.quirk:1: [B] has no Links.1 (one row per card; an unlinked card has an empty one)"},
         BadCase{"no match", "[B]\nCards = 1\nLinks.0 =\n", "t.quirk:1: [B] has no Match line"},
-        BadCase{"no cards", "[B]\nMatch = xpuml board-id 7\n[C]\n", "t.quirk:1: [B] has no Cards line"},
+        BadCase{"no cards", "[B]\nMatch = xpuml board-id 7\n[C]\n",
+                "t.quirk:1: [B] has no Cards line"},
         BadCase{"row number not a number", kHead + "Links.x = 1\n",
                 "t.quirk:4: bad row in 'Links.x': 'x' is not a non-negative integer"},
         BadCase{"row number huge", kHead + "Links.99999999999999999999 = 1\n",
-                "t.quirk:4: bad row in 'Links.99999999999999999999': '99999999999999999999' is not a non-negative integer"},
+                "t.quirk:4: bad row in 'Links.99999999999999999999': '99999999999999999999' is not "
+                "a non-negative integer"},
         BadCase{"NUL byte", kHead + std::string("Links.0 = 1\0", 12) + "\n",
                 "t.quirk:4: control or non-ASCII byte 0x00 (the file is plain ASCII text)"},
-        BadCase{"non-ASCII", "[B\xc3\xa9]\n", "t.quirk:1: control or non-ASCII byte 0xc3 (the file is plain ASCII text)"},
-        BadCase{"very long line", "#" + std::string(5000, 'x') + "\n", "t.quirk:1: line longer than 4096 characters"}));
+        BadCase{"non-ASCII", "[B\xc3\xa9]\n",
+                "t.quirk:1: control or non-ASCII byte 0xc3 (the file is plain ASCII text)"},
+        BadCase{"very long line", "#" + std::string(5000, 'x') + "\n",
+                "t.quirk:1: line longer than 4096 characters"}));
 
 TEST(TopologyQuirksFile, AMissingFileSaysSo) {
   xpu::test::TempDir dir;
   auto table = load_link_table(dir.path() / "none.quirk");
   ASSERT_FALSE(table);
-  EXPECT_EQ(table.error(), (dir.path() / "none.quirk").string() + ": cannot open: No such file or directory");
+  EXPECT_EQ(table.error(),
+            (dir.path() / "none.quirk").string() + ": cannot open: No such file or directory");
 }
 
 TEST(TopologyQuirksFile, ADirectoryOrAFifoIsNotATable) {

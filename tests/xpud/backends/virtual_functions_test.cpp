@@ -21,9 +21,9 @@ using Kind = VfChangeError::Kind;
 namespace fs = std::filesystem;
 
 // The change was made; otherwise the failure shows the backend's message.
-#define EXPECT_DONE(call)                              \
-  do {                                                 \
-    auto error_ = (call);                              \
+#define EXPECT_DONE(call)                                    \
+  do {                                                       \
+    auto error_ = (call);                                    \
     EXPECT_FALSE(error_) << (error_ ? error_->message : ""); \
   } while (0)
 
@@ -122,7 +122,8 @@ TEST_F(SysfsVirtualFunctionsTest, MoreThanTotalVfsIsInvalid) {
   auto error = set("0000:3b:00.0", 5);
   ASSERT_TRUE(error);
   EXPECT_EQ(error->kind, Kind::InvalidArgument);
-  EXPECT_THAT(error->message, HasSubstr("xpu0 (0000:3b:00.0) supports at most 4 virtual functions"));
+  EXPECT_THAT(error->message,
+              HasSubstr("xpu0 (0000:3b:00.0) supports at most 4 virtual functions"));
   EXPECT_EQ(read_file(numvfs()), "2\n") << "nothing written";
 }
 

@@ -3,10 +3,10 @@
 // reports xpud's resident memory. Run: build/tests/xpud/bench/xpud_dbus_bench
 #include <benchmark/benchmark.h>
 
+#include <sdbus-c++/sdbus-c++.h>
 #include <fstream>
 #include <map>
 #include <memory>
-#include <sdbus-c++/sdbus-c++.h>
 
 #include "common/names.h"
 #include "common/xpud_client.h"
@@ -25,11 +25,11 @@ struct Daemon {
   std::unique_ptr<xpu::test::ChildProcess> xpud;
 
   explicit Daemon(unsigned cards) {
-    xpu::test::write_file(dir.path() / "xpud.conf",
-                          "[daemon]\nbackend = sim\n[sim]\ndevices = " + std::to_string(cards) + "\n");
+    xpu::test::write_file(dir.path() / "xpud.conf", "[daemon]\nbackend = sim\n[sim]\ndevices = " +
+                                                        std::to_string(cards) + "\n");
     xpud = std::make_unique<xpu::test::ChildProcess>(
-        std::vector<std::string>{xpu::test::binary_path("xpud/xpud").string(), "--bus-address", bus.address(),
-                                 "--config", (dir.path() / "xpud.conf").string()},
+        std::vector<std::string>{xpu::test::binary_path("xpud/xpud").string(), "--bus-address",
+                                 bus.address(), "--config", (dir.path() / "xpud.conf").string()},
         dir.path() / "xpud.log");
     xpu::XpudClient client(xpu::ClientOptions{bus.address(), 2s});
     if (!xpu::test::wait_until([&] { return client.list_devices().ok(); }, 10s))
@@ -55,7 +55,8 @@ Daemon& daemon_for(unsigned cards) {
 void BM_PingBaseline(benchmark::State& state) {
   Daemon& daemon = daemon_for(static_cast<unsigned>(state.range(0)));
   auto connection = sdbus::createSessionBusConnectionWithAddress(daemon.bus.address());
-  auto proxy = sdbus::createProxy(*connection, std::string(xpu::names::kBusName), std::string(xpu::names::kManagerPath));
+  auto proxy = sdbus::createProxy(*connection, std::string(xpu::names::kBusName),
+                                  std::string(xpu::names::kManagerPath));
   for (auto _ : state) proxy->callMethod("Ping").onInterface("org.freedesktop.DBus.Peer");
 }
 

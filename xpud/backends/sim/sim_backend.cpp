@@ -71,8 +71,13 @@ class SimulatedCards final : public Backend, public Simulator {
  public:
   explicit SimulatedCards(const SimOptions& options) : options_(options) {
     for (unsigned i = 0; i < options.devices; ++i) {
-      cards_.push_back(Card{make_identity(options, i), {}, std::nullopt,
-                            std::mt19937_64(0x5eed0000u + i), 0.2, 0.0, 35.0});
+      cards_.push_back(Card{make_identity(options, i),
+                            {},
+                            std::nullopt,
+                            std::mt19937_64(0x5eed0000u + i),
+                            0.2,
+                            0.0,
+                            35.0});
     }
     started_ = std::chrono::steady_clock::now();
   }
@@ -165,12 +170,15 @@ class SimulatedCards final : public Backend, public Simulator {
   // A slow cycle of busy and idle phases per card plus noise, memory that follows the load with
   // lag, and temperature that approaches a load-dependent target.
   void advance(Card& card) {
-    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    const double t =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     std::normal_distribution<double> noise(0.0, 0.03);
     const double phase = 0.7 * card.identity.index;
     const double target = 0.45 + 0.4 * std::sin(t / 40.0 + phase);
-    card.utilization = std::clamp(0.7 * card.utilization + 0.3 * target + noise(card.random), 0.0, 1.0);
-    card.memory_fraction = std::clamp(0.9 * card.memory_fraction + 0.1 * (0.1 + 0.7 * card.utilization), 0.0, 1.0);
+    card.utilization =
+        std::clamp(0.7 * card.utilization + 0.3 * target + noise(card.random), 0.0, 1.0);
+    card.memory_fraction =
+        std::clamp(0.9 * card.memory_fraction + 0.1 * (0.1 + 0.7 * card.utilization), 0.0, 1.0);
     const double target_temp = 35.0 + 45.0 * card.utilization;
     card.temperature += 0.2 * (target_temp - card.temperature);
   }

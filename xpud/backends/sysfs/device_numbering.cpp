@@ -34,9 +34,8 @@ std::vector<DeviceSlot> assign_device_slots(const std::vector<PciFunction>& func
   }
 
   // stable_partition keeps bus-id order inside each group.
-  std::stable_partition(unpublished.begin(), unpublished.end(), [&](std::size_t f) {
-    return !functions[f].is_virtual_function();
-  });
+  std::stable_partition(unpublished.begin(), unpublished.end(),
+                        [&](std::size_t f) { return !functions[f].is_virtual_function(); });
   unsigned next = 0;
   for (std::size_t f : unpublished) {
     for (unsigned chip = 0; chip < chips_without_published_nodes(functions[f]); ++chip) {

@@ -30,9 +30,9 @@ std::optional<PciFunction> read_kunlunxin_function(const fs::path& dir, std::str
   // Without subsystem ids a 0x3684 function is still an XPU, just of an unknown board.
   auto subsystem_vendor = read_attribute(dir / "subsystem_vendor", parse_pci_id);
   auto subsystem_device = read_attribute(dir / "subsystem_device", parse_pci_id);
-  auto model = pci::model_from_pci_ids(pci::kVendorKunlunxin, *device,
-                                       subsystem_vendor.value_or(0xffff),
-                                       subsystem_device.value_or(0xffff));
+  auto model =
+      pci::model_from_pci_ids(pci::kVendorKunlunxin, *device, subsystem_vendor.value_or(0xffff),
+                              subsystem_device.value_or(0xffff));
   if (!model) return std::nullopt;
 
   PciFunction function;

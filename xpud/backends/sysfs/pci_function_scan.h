@@ -18,16 +18,16 @@ namespace xpud::sysfs {
 inline constexpr unsigned kMaxDeviceNodeNumber = 9999;
 
 struct PciFunction {
-  std::string pci_bus_id;       // normalised "dddd:bb:dd.f"
-  std::filesystem::path dir;    // the entry under sys/bus/pci/devices (a symlink in real sysfs)
+  std::string pci_bus_id;     // normalised "dddd:bb:dd.f"
+  std::filesystem::path dir;  // the entry under sys/bus/pci/devices (a symlink in real sysfs)
   pci::PciModel model;
   std::uint16_t device_id = 0;                    // the vendor is always Kunlunxin's
   std::optional<std::uint16_t> subsystem_vendor;  // unset when unreadable
   std::optional<std::uint16_t> subsystem_device;
   int numa_node = -1;
-  std::string driver;           // basename of the driver link; empty when bound to none
-  bool has_physfn_link = false;  // SR-IOV virtual functions link to their physical function
-  std::optional<unsigned> sriov_numvfs;          // PFs with SR-IOV capability
+  std::string driver;                    // basename of the driver link; empty when bound to none
+  bool has_physfn_link = false;          // SR-IOV virtual functions link to their physical function
+  std::optional<unsigned> sriov_numvfs;  // PFs with SR-IOV capability
   std::optional<unsigned> sriov_totalvfs;
   // N of every class device "xpuN" the driver created under this function (<dir>/xpuN or
   // <dir>/<class>/xpuN), ascending: the kernel's own record of which /dev nodes it backs.

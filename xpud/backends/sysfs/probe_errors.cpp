@@ -17,7 +17,9 @@ bool is_printable_ascii(std::string_view text) {
   return true;
 }
 
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
+bool is_blank(char c) {
+  return c == ' ' || c == '\t';
+}
 
 // Splits off the first blank-separated word; the rest keeps its inner spacing.
 std::string_view next_word(std::string_view& text) {

@@ -10,14 +10,14 @@
 #include <spdlog/spdlog.h>
 
 #include "common/names.h"
-#include "xpud/backends/sysfs/device_numbering.h"
-#include "xpud/backends/sysfs/driver_version.h"
 #include "xpud/backends/device_uuid.h"
 #include "xpud/backends/sriov_numvfs.h"
-#include "xpud/backends/virtual_functions.h"
+#include "xpud/backends/sysfs/device_numbering.h"
+#include "xpud/backends/sysfs/driver_version.h"
 #include "xpud/backends/sysfs/pci_function_scan.h"
 #include "xpud/backends/sysfs/probe_errors.h"
 #include "xpud/backends/topology_links.h"
+#include "xpud/backends/virtual_functions.h"
 
 namespace xpud {
 namespace {
@@ -102,8 +102,8 @@ class SysfsBackend final : public Backend, public VirtualFunctionControl {
       if (has_control_node) device.device_nodes.emplace_back(xpu::names::kControlNode);
       function_dirs.emplace(function.pci_bus_id, function.dir);
       if (!device.is_virtual_function)
-        physical_cards.push_back(topology::Card{device.index, device.pci_bus_id, device.model,
-                                                topology_key(function)});
+        physical_cards.push_back(
+            topology::Card{device.index, device.pci_bus_id, device.model, topology_key(function)});
       devices.push_back(std::move(device));
     }
     // Sysfs has no link information of its own: the table is the only source.
@@ -135,9 +135,9 @@ class SysfsBackend final : public Backend, public VirtualFunctionControl {
     auto known = function_dirs_.find(device.pci_bus_id);
     std::error_code ec;
     if (known == function_dirs_.end() || !fs::exists(known->second, ec)) {
-      reading.read_error = ec ? "cannot check device " + device.pci_bus_id + " in sysfs: " +
-                                    ec.message()
-                              : "device " + device.pci_bus_id + " is gone from sysfs";
+      reading.read_error =
+          ec ? "cannot check device " + device.pci_bus_id + " in sysfs: " + ec.message()
+             : "device " + device.pci_bus_id + " is gone from sysfs";
       reading.gone = !ec;
       return reading;
     }
@@ -175,8 +175,8 @@ class SysfsBackend final : public Backend, public VirtualFunctionControl {
                                            *function.sriov_totalvfs};
       auto logged = sriov_counts_.find(function.pci_bus_id);
       if (logged == sriov_counts_.end() || logged->second != counts)
-        spdlog::info("sysfs: {} has {} of {} SR-IOV virtual functions enabled",
-                     function.pci_bus_id, counts.first, counts.second);
+        spdlog::info("sysfs: {} has {} of {} SR-IOV virtual functions enabled", function.pci_bus_id,
+                     counts.first, counts.second);
       now.emplace(function.pci_bus_id, counts);
     }
     sriov_counts_ = std::move(now);

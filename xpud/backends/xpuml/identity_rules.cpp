@@ -24,13 +24,12 @@ NamingDecision choose_name(const NamingInputs& in) {
       decision.index = static_cast<unsigned>(id);
       decision.source = NameSource::PhysicalId;
     } else {
-      id_problem = "xpumlDeviceGetId(" + in.subject + "): implausible physical id " +
-                   std::to_string(id);
+      id_problem =
+          "xpumlDeviceGetId(" + in.subject + "): implausible physical id " + std::to_string(id);
     }
   } else if (in.physical_id.available) {
-    id_problem = in.physical_id.failure.empty()
-                     ? "xpumlDeviceGetId(" + in.subject + ") gave no id"
-                     : in.physical_id.failure;
+    id_problem = in.physical_id.failure.empty() ? "xpumlDeviceGetId(" + in.subject + ") gave no id"
+                                                : in.physical_id.failure;
   }
 
   if (decision.source != NameSource::PhysicalId) {
@@ -61,16 +60,26 @@ NamingDecision choose_name(const NamingInputs& in) {
 
 std::optional<std::string> model_from_model_id(int model_id) {
   switch (model_id) {
-    case XPUML_DEVICE_MODEL_KL1_K200: return "K200";
-    case XPUML_DEVICE_MODEL_KL1_K100: return "K100";
-    case XPUML_DEVICE_MODEL_KL2_R200: return "R200";
-    case XPUML_DEVICE_MODEL_KL2_R300: return "R300";
-    case XPUML_DEVICE_MODEL_KL2_R200_8F: return "R200-8F";
-    case XPUML_DEVICE_MODEL_KL2_R200_SRIOV_PF: return "R200-PF";
-    case XPUML_DEVICE_MODEL_KL2_R200_SRIOV_VF_ONE_OF_ONE: return "R200-VF-16G";
-    case XPUML_DEVICE_MODEL_KL2_R200_SRIOV_VF_ONE_OF_TWO: return "R200-VF-8G";
-    case XPUML_DEVICE_MODEL_KL2_R200_SRIOV_VF_ONE_OF_THREE: return "R200-VF-5G";
-    default: return std::nullopt;
+    case XPUML_DEVICE_MODEL_KL1_K200:
+      return "K200";
+    case XPUML_DEVICE_MODEL_KL1_K100:
+      return "K100";
+    case XPUML_DEVICE_MODEL_KL2_R200:
+      return "R200";
+    case XPUML_DEVICE_MODEL_KL2_R300:
+      return "R300";
+    case XPUML_DEVICE_MODEL_KL2_R200_8F:
+      return "R200-8F";
+    case XPUML_DEVICE_MODEL_KL2_R200_SRIOV_PF:
+      return "R200-PF";
+    case XPUML_DEVICE_MODEL_KL2_R200_SRIOV_VF_ONE_OF_ONE:
+      return "R200-VF-16G";
+    case XPUML_DEVICE_MODEL_KL2_R200_SRIOV_VF_ONE_OF_TWO:
+      return "R200-VF-8G";
+    case XPUML_DEVICE_MODEL_KL2_R200_SRIOV_VF_ONE_OF_THREE:
+      return "R200-VF-5G";
+    default:
+      return std::nullopt;
   }
 }
 

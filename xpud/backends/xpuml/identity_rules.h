@@ -19,9 +19,9 @@ namespace xpud::xpuml {
 // What one optional library call answered.
 template <typename T>
 struct Answer {
-  bool available = false;    // the library exports the function
-  std::optional<T> value;    // set when the call succeeded (and, for text, gave printable text)
-  std::string failure;       // the library's message when the call failed
+  bool available = false;  // the library exports the function
+  std::optional<T> value;  // set when the call succeeded (and, for text, gave printable text)
+  std::string failure;     // the library's message when the call failed
   bool succeeded() const { return available && failure.empty(); }
 };
 
@@ -95,9 +95,9 @@ std::optional<unsigned> virtual_function_limit(unsigned max_vf_count);
 
 // Total global memory in bytes: the memory info's (a VF reports its own share), else the
 // attributes' MiB; nullopt when neither is plausible.
-std::optional<std::uint64_t> choose_memory_total(const std::optional<xpumlMemory_t>& memory,
-                                                 const std::optional<xpumlDeviceAttributes_t>&
-                                                     attributes);
+std::optional<std::uint64_t> choose_memory_total(
+    const std::optional<xpumlMemory_t>& memory,
+    const std::optional<xpumlDeviceAttributes_t>& attributes);
 
 struct UuidDecision {
   std::string uuid;  // empty: derive one (device_uuid.h)
@@ -113,7 +113,6 @@ struct NumaDecision {
 };
 
 // numa_node as read from sysfs: absent means -1; unusable or malformed means -1, with a warning.
-NumaDecision choose_numa_node(const xpu::Result<std::optional<int>>& read,
-                              std::string_view bus_id);
+NumaDecision choose_numa_node(const xpu::Result<std::optional<int>>& read, std::string_view bus_id);
 
 }  // namespace xpud::xpuml

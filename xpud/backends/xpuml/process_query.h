@@ -5,8 +5,8 @@
 #pragma once
 
 #include <functional>
-#include <string>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "xpud/backends/xpuml/xpuml_api.h"

@@ -95,7 +95,7 @@ enum xpumlDeviceModel : int {
   XPUML_DEVICE_MODEL_KL2_R200 = 2,
   XPUML_DEVICE_MODEL_KL2_R300 = 3,
   XPUML_DEVICE_MODEL_KL2_R200_8F = 4,
-  XPUML_DEVICE_MODEL_KL2_R200_SRIOV_PF = 200,              // R200-PF: its VFs are on
+  XPUML_DEVICE_MODEL_KL2_R200_SRIOV_PF = 200,               // R200-PF: its VFs are on
   XPUML_DEVICE_MODEL_KL2_R200_SRIOV_VF_ONE_OF_ONE = 201,    // R200-VF-16G
   XPUML_DEVICE_MODEL_KL2_R200_SRIOV_VF_ONE_OF_TWO = 202,    // R200-VF-8G
   XPUML_DEVICE_MODEL_KL2_R200_SRIOV_VF_ONE_OF_THREE = 203,  // R200-VF-5G
@@ -119,8 +119,8 @@ struct xpumlPciInfo_t {
   unsigned bus;
   unsigned device;
   unsigned function;
-  unsigned pciDeviceId;     // device id << 16 | vendor id
-  unsigned pciSubSystemId;  // subsystem device id << 16 | subsystem vendor id
+  unsigned pciDeviceId;               // device id << 16 | vendor id
+  unsigned pciSubSystemId;            // subsystem device id << 16 | subsystem vendor id
   char busId[XPUML_PCI_BUS_ID_SIZE];  // "%08X:%02X:%02X.%01X"
   std::uint64_t reserved[9];
 };

@@ -14,10 +14,10 @@
 #include "xpud/backends/device_uuid.h"
 #include "xpud/backends/pci_ids.h"
 #include "xpud/backends/sriov_numvfs.h"
-#include "xpud/backends/virtual_functions.h"
-#include "xpud/backends/sysfs_attribute.h"
 #include "xpud/backends/sysfs/pci_function_scan.h"
+#include "xpud/backends/sysfs_attribute.h"
 #include "xpud/backends/topology_links.h"
+#include "xpud/backends/virtual_functions.h"
 #include "xpud/backends/xpuml/discovery_warnings.h"
 #include "xpud/backends/xpuml/identity_rules.h"
 #include "xpud/backends/xpuml/process_query.h"
@@ -104,8 +104,8 @@ std::string XpumlBackend::driver_version() {
   std::array<char, kTextBufferSize> buffer{};
   const auto& function = library_->symbols().system_get_driver_version;
   xpumlReturn_t rc = library_->call(function, buffer.data(), static_cast<unsigned>(buffer.size()));
-  auto text = rc == XPUML_SUCCESS ? xpuml::text_from_library(buffer.data(), buffer.size())
-                                  : std::nullopt;
+  auto text =
+      rc == XPUML_SUCCESS ? xpuml::text_from_library(buffer.data(), buffer.size()) : std::nullopt;
   if (!text) {
     const std::string problem = rc != XPUML_SUCCESS
                                     ? library_->error_message(function.name, "system", rc)
@@ -470,8 +470,8 @@ DeviceReading XpumlBackend::read(const DeviceIdentity& device) {
     if (processes.records)
       reading.processes = xpuml::process_list(*processes.records, subject);
     else
-      spdlog::debug("{}: {} kept growing past the room offered; publishing the count only",
-                    subject, processes_fn.name);
+      spdlog::debug("{}: {} kept growing past the room offered; publishing the count only", subject,
+                    processes_fn.name);
   } else {
     succeeded(processes.code, processes_fn.name);
   }
@@ -483,7 +483,7 @@ DeviceReading XpumlBackend::read(const DeviceIdentity& device) {
 }
 
 std::optional<VfChangeError> XpumlBackend::set_virtual_function_count(const DeviceIdentity& device,
-                                                                     unsigned count) {
+                                                                      unsigned count) {
   using Kind = VfChangeError::Kind;
   const std::string subject =
       xpu::names::device_name(device.index) + " (" + device.pci_bus_id + ")";
@@ -504,9 +504,9 @@ std::optional<VfChangeError> XpumlBackend::set_virtual_function_count(const Devi
   xpumlDeviceAttributes_t attributes{};
   xpumlReturn_t rc = library_->call(sym.device_get_attributes, handle, &attributes);
   if (rc != XPUML_SUCCESS)
-    return VfChangeError{Kind::Failed, "cannot read the SR-IOV limit: " +
-                                           library_->error_message(sym.device_get_attributes.name,
-                                                                   subject, rc)};
+    return VfChangeError{Kind::Failed,
+                         "cannot read the SR-IOV limit: " +
+                             library_->error_message(sym.device_get_attributes.name, subject, rc)};
   // maxVFCount 0 or "not available" (all ones): no SR-IOV, never a limit of four billion.
   const auto limit = xpuml::virtual_function_limit(attributes.maxVFCount);
   if (!limit)
@@ -523,7 +523,8 @@ std::optional<VfChangeError> XpumlBackend::set_virtual_function_count(const Devi
     spdlog::info("{}: virtual functions set to {} (libxpuml)", subject, count);
     return std::nullopt;
   }
-  const std::string message = library_->error_message(sym.device_set_sriov_vf_num.name, subject, rc);
+  const std::string message =
+      library_->error_message(sym.device_set_sriov_vf_num.name, subject, rc);
   switch (rc) {
     case XPUML_ERROR_NOT_SUPPORTED:
       return VfChangeError{Kind::NotSupported, message};

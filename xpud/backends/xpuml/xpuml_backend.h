@@ -33,8 +33,8 @@ class Library;
 }
 
 // The same over a library already open (xpuml::Library::open, or from_symbols for a fuzzer).
-std::unique_ptr<Backend> make_xpuml_backend(std::unique_ptr<xpuml::Library> library,
-                                            const std::filesystem::path& sysfs_root,
-                                            std::shared_ptr<const topology::LinkTable> links = nullptr);
+std::unique_ptr<Backend> make_xpuml_backend(
+    std::unique_ptr<xpuml::Library> library, const std::filesystem::path& sysfs_root,
+    std::shared_ptr<const topology::LinkTable> links = nullptr);
 
 }  // namespace xpud

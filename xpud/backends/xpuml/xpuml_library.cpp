@@ -71,8 +71,9 @@ xpu::Result<std::unique_ptr<Library>> Library::open_first(
       continue;
     }
     const std::filesystem::path& opened = (*loaded)->path();
-    spdlog::info("libxpuml: using {}{}", opened.string(),
-                 candidate == opened ? "" : " (the loader's search for " + candidate.string() + ")");
+    spdlog::info(
+        "libxpuml: using {}{}", opened.string(),
+        candidate == opened ? "" : " (the loader's search for " + candidate.string() + ")");
     return initialise(std::move(*loaded), init_failed);
   }
   if (candidates.size() == 1) return xpu::Error{std::move(errors)};

@@ -34,8 +34,8 @@ void add_pool(std::uint64_t used, std::uint64_t total, std::string_view used_key
 void add_memory_metrics(const xpumlMemory_t& memory, std::string_view device, Metrics& out) {
   add_pool(memory.usedGlobalMemory, memory.totalGlobalMemory, metric::kMemoryUsed,
            metric::kMemoryTotal, device, out);
-  add_pool(memory.usedL3Memory, memory.totalL3Memory, metric::kL3MemoryUsed,
-           metric::kL3MemoryTotal, device, out);
+  add_pool(memory.usedL3Memory, memory.totalL3Memory, metric::kL3MemoryUsed, metric::kL3MemoryTotal,
+           device, out);
 }
 
 void add_utilization_metrics(const xpumlUtilization_t& utilization, std::string_view device,

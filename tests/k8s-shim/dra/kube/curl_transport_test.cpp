@@ -18,13 +18,14 @@ class CurlTransportTest : public ::testing::Test {
  protected:
   void SetUp() override {
     server_ = std::make_unique<xpu::test::ChildProcess>(
-        std::vector<std::string>{"/usr/bin/python3",
-                                 std::string(XPU_SOURCE_DIR) +
-                                     "/tests/k8s-shim/dra/kube/echo_server.py",
-                                 (dir_.path() / "port").string()},
+        std::vector<std::string>{
+            "/usr/bin/python3",
+            std::string(XPU_SOURCE_DIR) + "/tests/k8s-shim/dra/kube/echo_server.py",
+            (dir_.path() / "port").string()},
         dir_.path() / "server.log");
-    ASSERT_TRUE(xpu::test::wait_until([&] { return std::filesystem::exists(dir_.path() / "port"); }))
-        << server_->output();
+    ASSERT_TRUE(xpu::test::wait_until([&] {
+      return std::filesystem::exists(dir_.path() / "port");
+    })) << server_->output();
     std::ifstream in(dir_.path() / "port");
     in >> port_;
     xpu::test::write_file(token_file(), "token-one\n");
@@ -32,8 +33,8 @@ class CurlTransportTest : public ::testing::Test {
 
   std::filesystem::path token_file() const { return dir_.path() / "token"; }
 
-  std::unique_ptr<CurlTransport> transport(std::chrono::milliseconds timeout =
-                                               std::chrono::milliseconds(3000)) {
+  std::unique_ptr<CurlTransport> transport(
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) {
     KubeApiConfig config{.server = "http://127.0.0.1:" + std::to_string(port_),
                          .token_file = token_file(),
                          .ca_file = {},
@@ -81,9 +82,9 @@ TEST_F(CurlTransportTest, ReReadsARotatedToken) {
   ASSERT_TRUE(http->send({"GET", "/", ""}));
   // A new file (as the kubelet's atomic swap makes), with a later mtime.
   xpu::test::write_file(dir_.path() / "token.new", "token-two");
-  std::filesystem::last_write_time(dir_.path() / "token.new",
-                                   std::filesystem::file_time_type::clock::now() +
-                                       std::chrono::seconds(5));
+  std::filesystem::last_write_time(
+      dir_.path() / "token.new",
+      std::filesystem::file_time_type::clock::now() + std::chrono::seconds(5));
   std::filesystem::rename(dir_.path() / "token.new", token_file());
   auto got = http->send({"GET", "/", ""});
   ASSERT_TRUE(got) << got.error();
@@ -138,8 +139,10 @@ TEST(CurlTransport, RefusedConnectionNamesTheUrl) {
 }
 
 TEST(CurlTransport, RefusesOtherSchemes) {
-  EXPECT_FALSE(CurlTransport::create({.server = "file:///etc/passwd", .token_file = {}, .ca_file = {}}));
-  EXPECT_FALSE(CurlTransport::create({.server = "127.0.0.1:6443", .token_file = {}, .ca_file = {}}));
+  EXPECT_FALSE(
+      CurlTransport::create({.server = "file:///etc/passwd", .token_file = {}, .ca_file = {}}));
+  EXPECT_FALSE(
+      CurlTransport::create({.server = "127.0.0.1:6443", .token_file = {}, .ca_file = {}}));
 }
 
 }  // namespace

@@ -22,7 +22,8 @@ class FakeSliceServer : public HttpTransport {
   // Puts an object in the store as another writer would; returns its name.
   std::string add(nlohmann::json object) {
     std::string name = object["metadata"].value("name", "");
-    if (name.empty()) name = object["metadata"].value("generateName", "slice-") + std::to_string(++names_);
+    if (name.empty())
+      name = object["metadata"].value("generateName", "slice-") + std::to_string(++names_);
     object["metadata"]["name"] = name;
     object["metadata"]["uid"] = "uid-" + name;
     object["metadata"]["resourceVersion"] = std::to_string(++version_);
@@ -98,8 +99,8 @@ class FakeSliceServer : public HttpTransport {
  private:
   static HttpResponse status_answer(long code, const std::string& reason,
                                     const std::string& message) {
-    nlohmann::json status = {{"kind", "Status"}, {"apiVersion", "v1"},  {"status", "Failure"},
-                             {"message", message}, {"reason", reason}, {"code", code}};
+    nlohmann::json status = {{"kind", "Status"},   {"apiVersion", "v1"}, {"status", "Failure"},
+                             {"message", message}, {"reason", reason},   {"code", code}};
     return HttpResponse{code, status.dump()};
   }
 

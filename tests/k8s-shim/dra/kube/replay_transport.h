@@ -23,7 +23,9 @@ inline std::string recorded(const std::string& name) {
 
 class ReplayTransport : public HttpTransport {
  public:
-  void answer(long status, std::string body) { queue_.push_back(HttpResponse{status, std::move(body)}); }
+  void answer(long status, std::string body) {
+    queue_.push_back(HttpResponse{status, std::move(body)});
+  }
   void answer_recorded(long status, const std::string& file) { answer(status, recorded(file)); }
   void fail(std::string message) { queue_.push_back(xpu::Error{std::move(message)}); }
 

@@ -17,8 +17,7 @@ TEST(ResourceClaim, ReadsAnAllocatedClaim) {
   EXPECT_EQ(claim->uid, "521225ba-a34a-46e9-b94f-ba4b7bccfd20");
   EXPECT_TRUE(claim->allocated);
   ASSERT_EQ(claim->results.size(), 2u);
-  EXPECT_EQ(claim->results[0],
-            (DeviceAllocation{"xpu", "xpu.kunlunxin.com", "node-a", "xpu-0"}));
+  EXPECT_EQ(claim->results[0], (DeviceAllocation{"xpu", "xpu.kunlunxin.com", "node-a", "xpu-0"}));
   EXPECT_EQ(claim->results[1].device, "xpu-1");
 }
 
@@ -42,7 +41,8 @@ TEST(ResourceClaim, NamesAFieldOfTheWrongType) {
             std::string::npos)
       << bad_device.error();
 
-  auto bad_results = parse_resource_claim(R"({"status":{"allocation":{"devices":{"results":{}}}}})");
+  auto bad_results =
+      parse_resource_claim(R"({"status":{"allocation":{"devices":{"results":{}}}}})");
   ASSERT_FALSE(bad_results);
   EXPECT_NE(bad_results.error().find("status.allocation.devices.results"), std::string::npos);
 }

@@ -32,11 +32,11 @@ ResourceSliceSpec recorded_spec(std::int64_t generation) {
                                   {"healthy", false},
                                   {"linkGroup", std::int64_t{0}}},
                    .capacity = {{"memory", 1500000000}}};
-  return ResourceSliceSpec{.driver = "xpu.kunlunxin.com",
-                           .node_name = "node-a",
-                           .pool = {.name = "node-a", .generation = generation,
-                                    .resource_slice_count = 1},
-                           .devices = {xpu0, xpu1}};
+  return ResourceSliceSpec{
+      .driver = "xpu.kunlunxin.com",
+      .node_name = "node-a",
+      .pool = {.name = "node-a", .generation = generation, .resource_slice_count = 1},
+      .devices = {xpu0, xpu1}};
 }
 
 TEST(ResourceSlice, ReadsTheCreatedObjectAsWritten) {
@@ -77,7 +77,8 @@ TEST(ResourceSlice, WritesWhatItReads) {
   EXPECT_EQ(json["kind"], "ResourceSlice");
   EXPECT_EQ(json["metadata"]["generateName"], "node-a-xpu.kunlunxin.com-");
   EXPECT_FALSE(json["metadata"].contains("name"));
-  EXPECT_EQ(json["spec"], nlohmann::json::parse(recorded("request_resourceslice_create.json"))["spec"]);
+  EXPECT_EQ(json["spec"],
+            nlohmann::json::parse(recorded("request_resourceslice_create.json"))["spec"]);
 
   auto back = parse_resource_slice(resource_slice_to_json(slice));
   ASSERT_TRUE(back) << back.error();

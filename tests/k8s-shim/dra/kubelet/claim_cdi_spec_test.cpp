@@ -37,7 +37,8 @@ std::string read(const std::filesystem::path& path) {
 
 TEST(dra_ClaimCdiSpec, NamesFollowTheCdiRule) {
   EXPECT_EQ(claim_cdi_spec_file_name(kUid), std::string("kunlunxin-claim-") + kUid + ".json");
-  EXPECT_EQ(claim_cdi_qualified_name(kUid, "train"), std::string("kunlunxin.com/claim=") + kUid + "-train");
+  EXPECT_EQ(claim_cdi_qualified_name(kUid, "train"),
+            std::string("kunlunxin.com/claim=") + kUid + "-train");
   EXPECT_TRUE(xpu::names::cdi::is_device_name(claim_cdi_device_name(kUid, "main/sub")));
   EXPECT_FALSE(is_claim_uid("../x"));
   EXPECT_FALSE(is_claim_uid(""));
@@ -51,9 +52,9 @@ TEST(dra_ClaimCdiSpec, OneDevicePerRequestWithTheEnvironmentOfAllItsCards) {
   ASSERT_EQ(spec["devices"].size(), 2u);
   // Sorted by request name.
   EXPECT_EQ(spec["devices"][0]["name"], std::string(kUid) + "-infer");
-  EXPECT_THAT(spec["devices"][0]["containerEdits"]["env"].get<std::vector<std::string>>(),
-              ElementsAre("XPU_VISIBLE_DEVICES=2", "CXPU_VISIBLE_DEVICES=2",
-                          "KUNLUNXIN_XPU_UUIDS=UUID-2"));
+  EXPECT_THAT(
+      spec["devices"][0]["containerEdits"]["env"].get<std::vector<std::string>>(),
+      ElementsAre("XPU_VISIBLE_DEVICES=2", "CXPU_VISIBLE_DEVICES=2", "KUNLUNXIN_XPU_UUIDS=UUID-2"));
   EXPECT_EQ(spec["devices"][1]["name"], std::string(kUid) + "-train");
   EXPECT_THAT(spec["devices"][1]["containerEdits"]["env"].get<std::vector<std::string>>(),
               ElementsAre("XPU_VISIBLE_DEVICES=0,2", "CXPU_VISIBLE_DEVICES=0,2",

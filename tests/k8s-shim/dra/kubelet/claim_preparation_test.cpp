@@ -26,17 +26,19 @@ std::vector<xpu::DeviceInfo> cards() {
   return {card(0, "KL-UUID-0"), card(1, "KL-UUID-1"), card(2, "KL-UUID-2"), card(3, "123")};
 }
 
-ClaimReference reference() { return {"team", kUid, "gpu-claim"}; }
+ClaimReference reference() {
+  return {"team", kUid, "gpu-claim"};
+}
 
 AllocatedClaim allocated(std::vector<AllocatedDevice> results) {
   return AllocatedClaim{"gpu-claim", "team", kUid, true, std::move(results)};
 }
 
 TEST(dra_ClaimPreparation, OneRequestTwoCardsGetsTheirOwnNamesAndTheClaimEntryLast) {
-  auto prepared = prepare_claim(reference(),
-                                allocated({{"train", kDriver, kNode, "xpu-1"},
-                                           {"train", kDriver, kNode, "xpu-0"}}),
-                                kNode, cards());
+  auto prepared = prepare_claim(
+      reference(),
+      allocated({{"train", kDriver, kNode, "xpu-1"}, {"train", kDriver, kNode, "xpu-0"}}), kNode,
+      cards());
   ASSERT_TRUE(prepared) << prepared.error();
   EXPECT_EQ(prepared->uid, kUid);
   EXPECT_EQ(prepared->namespace_name, "team");
@@ -55,18 +57,19 @@ TEST(dra_ClaimPreparation, OneRequestTwoCardsGetsTheirOwnNamesAndTheClaimEntryLa
 }
 
 TEST(dra_ClaimPreparation, ACardWhoseUuidCannotBeACdiNameIsNamedByIndex) {
-  auto prepared = prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-3"}}), kNode,
-                                cards());
+  auto prepared =
+      prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-3"}}), kNode, cards());
   ASSERT_TRUE(prepared) << prepared.error();
-  EXPECT_THAT(prepared->devices[0].cdi_ids,
-              ElementsAre("kunlunxin.com/xpu=3", std::string("kunlunxin.com/claim=") + kUid + "-r"));
+  EXPECT_THAT(
+      prepared->devices[0].cdi_ids,
+      ElementsAre("kunlunxin.com/xpu=3", std::string("kunlunxin.com/claim=") + kUid + "-r"));
 }
 
 TEST(dra_ClaimPreparation, ResultsOfOtherDriversAreIgnored) {
-  auto prepared = prepare_claim(reference(),
-                                allocated({{"gpu", "gpu.example.com", "elsewhere", "gpu-0"},
-                                           {"x", kDriver, kNode, "xpu-2"}}),
-                                kNode, cards());
+  auto prepared = prepare_claim(
+      reference(),
+      allocated({{"gpu", "gpu.example.com", "elsewhere", "gpu-0"}, {"x", kDriver, kNode, "xpu-2"}}),
+      kNode, cards());
   ASSERT_TRUE(prepared) << prepared.error();
   ASSERT_EQ(prepared->devices.size(), 1u);
   EXPECT_EQ(prepared->devices[0].device, "xpu-2");
@@ -84,9 +87,11 @@ TEST(dra_ClaimPreparation, OneCardInSeveralRequestsIsOneDeviceWithEveryRequest) 
   EXPECT_THAT(prepared->devices[1].requests, ElementsAre("b"));
   // a's last (only) card is xpu-0; b's last card is xpu-1.
   EXPECT_THAT(prepared->devices[0].cdi_ids,
-              ElementsAre("kunlunxin.com/xpu=KL-UUID-0", std::string("kunlunxin.com/claim=") + kUid + "-a"));
+              ElementsAre("kunlunxin.com/xpu=KL-UUID-0",
+                          std::string("kunlunxin.com/claim=") + kUid + "-a"));
   EXPECT_THAT(prepared->devices[1].cdi_ids,
-              ElementsAre("kunlunxin.com/xpu=KL-UUID-1", std::string("kunlunxin.com/claim=") + kUid + "-b"));
+              ElementsAre("kunlunxin.com/xpu=KL-UUID-1",
+                          std::string("kunlunxin.com/claim=") + kUid + "-b"));
 }
 
 TEST(dra_ClaimPreparation, ASubrequestGetsAValidCdiName) {
@@ -117,8 +122,8 @@ TEST(dra_ClaimPreparation, AnUnallocatedClaimIsRefused) {
 }
 
 TEST(dra_ClaimPreparation, AnotherNodesPoolIsRefused) {
-  auto prepared = prepare_claim(reference(), allocated({{"r", kDriver, "node-b", "xpu-0"}}), kNode,
-                                cards());
+  auto prepared =
+      prepare_claim(reference(), allocated({{"r", kDriver, "node-b", "xpu-0"}}), kNode, cards());
   ASSERT_FALSE(prepared);
   EXPECT_THAT(prepared.error(), HasSubstr("team/gpu-claim"));
   EXPECT_THAT(prepared.error(), HasSubstr("pool node-b"));
@@ -126,16 +131,16 @@ TEST(dra_ClaimPreparation, AnotherNodesPoolIsRefused) {
 
 TEST(dra_ClaimPreparation, ADeviceNameOfAnotherShapeIsRefused) {
   for (const char* device : {"gpu-0", "xpu-01", "xpu-", "xpu0"}) {
-    auto prepared = prepare_claim(reference(), allocated({{"r", kDriver, kNode, device}}), kNode,
-                                  cards());
+    auto prepared =
+        prepare_claim(reference(), allocated({{"r", kDriver, kNode, device}}), kNode, cards());
     ASSERT_FALSE(prepared) << device;
     EXPECT_THAT(prepared.error(), HasSubstr("not a device name")) << device;
   }
 }
 
 TEST(dra_ClaimPreparation, AMissingCardOrAVirtualFunctionIsRefused) {
-  auto missing = prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-7"}}), kNode,
-                               cards());
+  auto missing =
+      prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-7"}}), kNode, cards());
   ASSERT_FALSE(missing);
   EXPECT_THAT(missing.error(), HasSubstr("xpu-7 of request r is not a card on this node"));
 
@@ -157,17 +162,19 @@ TEST(dra_ClaimPreparation, APhysicalFunctionWithSriovOnIsRefused) {
       prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-2"}}), kNode, with_sriov);
   ASSERT_FALSE(prepared);
   EXPECT_THAT(prepared.error(), HasSubstr("team/gpu-claim"));
-  EXPECT_THAT(prepared.error(), HasSubstr("xpu-2 of request r is a physical function with SR-IOV on"));
-  EXPECT_TRUE(prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-1"}}), kNode, with_sriov));
+  EXPECT_THAT(prepared.error(),
+              HasSubstr("xpu-2 of request r is a physical function with SR-IOV on"));
+  EXPECT_TRUE(
+      prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-1"}}), kNode, with_sriov));
 }
 
 TEST(dra_ClaimPreparation, AnUnhealthyCardIsRefusedWithItsReason) {
   std::vector<xpu::DeviceInfo> sick = cards();
   sick[1].healthy = false;
   sick[1].health_reason = "ECC errors";
-  auto prepared = prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-0"},
-                                                        {"r", kDriver, kNode, "xpu-1"}}),
-                                kNode, sick);
+  auto prepared = prepare_claim(
+      reference(), allocated({{"r", kDriver, kNode, "xpu-0"}, {"r", kDriver, kNode, "xpu-1"}}),
+      kNode, sick);
   ASSERT_FALSE(prepared);
   EXPECT_THAT(prepared.error(), HasSubstr("team/gpu-claim"));
   EXPECT_THAT(prepared.error(), HasSubstr("xpu-1 of request r is unhealthy: ECC errors"));

@@ -40,7 +40,8 @@ struct FakeApiServer {
     return [this](std::string_view ns, std::string_view name) -> xpu::Result<AllocatedClaim> {
       ++lookups;
       auto it = claims.find(std::string(ns) + "/" + std::string(name));
-      if (it == claims.end()) return xpu::Error{"resourceclaims \"" + std::string(name) + "\" not found"};
+      if (it == claims.end())
+        return xpu::Error{"resourceclaims \"" + std::string(name) + "\" not found"};
       return it->second;
     };
   }
@@ -117,7 +118,8 @@ TEST(dra_DraService, PrepareAnswersTheCardsAndWritesSpecAndCheckpoint) {
   EXPECT_THAT(cdi_ids(claim.devices(1)),
               ElementsAre("kunlunxin.com/xpu=KL-UUID-1",
                           std::string("kunlunxin.com/claim=") + kUidA + "-xpu"));
-  EXPECT_TRUE(std::filesystem::exists(dir.path() / "cdi" / (std::string("kunlunxin-claim-") + kUidA + ".json")));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "cdi" /
+                                      (std::string("kunlunxin-claim-") + kUidA + ".json")));
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "plugin" / "checkpoint.json"));
   EXPECT_EQ(plugin.service->prepared_count(), 1u);
 }
@@ -134,10 +136,11 @@ TEST(dra_DraService, AfterARestartPrepareAnswersTheSameWithoutLookingUpAndUnprep
   }
   // A reboot empties /var/run/cdi; the checkpoint under /var/lib stays.
   std::filesystem::remove_all(dir.path() / "cdi");
-  Plugin restarted(dir.path(), [](std::string_view, std::string_view) -> xpu::Result<AllocatedClaim> {
-    ADD_FAILURE() << "a recorded claim must not be looked up again";
-    return xpu::Error{"no lookup expected"};
-  });
+  Plugin restarted(dir.path(),
+                   [](std::string_view, std::string_view) -> xpu::Result<AllocatedClaim> {
+                     ADD_FAILURE() << "a recorded claim must not be looked up again";
+                     return xpu::Error{"no lookup expected"};
+                   });
   EXPECT_EQ(restarted.service->prepared_count(), 1u);
   auto again = restarted.prepare({{"team", kUidA, "claim-a"}});
   EXPECT_EQ(again.SerializeAsString(), first.SerializeAsString());

@@ -155,7 +155,8 @@ TEST(dra_HealthService, ResendsSoTheKubeletDoesNotTimeCardsOut) {
   f.service.update({card(0, true)});
   grpc::ClientContext context;
   auto stream = f.watch(context);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(next(*stream), (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000"}));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(next(*stream), (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000"}));
 }
 
 TEST(dra_HealthService, AClientCancelEndsTheServerSidePromptly) {
@@ -230,12 +231,12 @@ TEST(dra_HealthService, AStreamThatDoesNotReadNeverBlocksUpdate) {
 
 TEST(dra_HealthServiceV1, FirstMessageListsEveryCardAndWhyOneIsUnhealthy) {
   Fixture f;
-  f.service.update({card(0, true, false, "ignored while healthy"), card(1, false, false, "link down"),
-                    card(2, true, /*virtual_function=*/true)});
+  f.service.update({card(0, true, false, "ignored while healthy"),
+                    card(1, false, false, "link down"), card(2, true, /*virtual_function=*/true)});
   grpc::ClientContext context;
   auto stream = f.watch_v1(context);
   EXPECT_EQ(next(*stream), (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000",
-                                                      "node-a/xpu-1 UNHEALTHY@1000: link down"}));
+                                                     "node-a/xpu-1 UNHEALTHY@1000: link down"}));
 }
 
 TEST(dra_HealthServiceV1, AHealthChangeIsSentWithItsReason) {
@@ -243,17 +244,19 @@ TEST(dra_HealthServiceV1, AHealthChangeIsSentWithItsReason) {
   f.service.update({card(0, true), card(1, true)});
   grpc::ClientContext context;
   auto stream = f.watch_v1(context);
-  ASSERT_EQ(next(*stream), (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000",
-                                                      "node-a/xpu-1 HEALTHY@1000"}));
+  ASSERT_EQ(next(*stream),
+            (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000", "node-a/xpu-1 HEALTHY@1000"}));
   f.clock = 1060;
   f.service.update({card(0, false, false, "temperature 105 C"), card(1, true)});
-  EXPECT_EQ(next(*stream), (std::vector<std::string>{"node-a/xpu-0 UNHEALTHY@1060: temperature 105 C",
-                                                      "node-a/xpu-1 HEALTHY@1000"}));
+  EXPECT_EQ(next(*stream),
+            (std::vector<std::string>{"node-a/xpu-0 UNHEALTHY@1060: temperature 105 C",
+                                      "node-a/xpu-1 HEALTHY@1000"}));
   // A new reason is news to v1 even though the health (and so its time) stays.
   f.clock = 1090;
   f.service.update({card(0, false, false, "temperature 110 C"), card(1, true)});
-  EXPECT_EQ(next(*stream), (std::vector<std::string>{"node-a/xpu-0 UNHEALTHY@1060: temperature 110 C",
-                                                      "node-a/xpu-1 HEALTHY@1000"}));
+  EXPECT_EQ(next(*stream),
+            (std::vector<std::string>{"node-a/xpu-0 UNHEALTHY@1060: temperature 110 C",
+                                      "node-a/xpu-1 HEALTHY@1000"}));
 }
 
 TEST(dra_HealthServiceV1, ALongReasonIsCutAtACharacterBoundary) {
@@ -274,7 +277,7 @@ TEST(dra_HealthServiceV1, TruncateUtf8KeepsWholeCharacters) {
   EXPECT_EQ(truncate_utf8("abcdef", 3), "abc");
   EXPECT_EQ(truncate_utf8("a\xC3\xA9", 2), "a");          // é would be split
   EXPECT_EQ(truncate_utf8("a\xC3\xA9", 3), "a\xC3\xA9");  // fits whole
-  EXPECT_EQ(truncate_utf8("\xF0\x9F\x98\x80z", 3), "");  // a 4-byte emoji cut at any point
+  EXPECT_EQ(truncate_utf8("\xF0\x9F\x98\x80z", 3), "");   // a 4-byte emoji cut at any point
 }
 
 TEST(dra_HealthServiceV1, BothVersionsOpenAtOnceSeeTheSameChange) {
@@ -290,7 +293,8 @@ TEST(dra_HealthServiceV1, BothVersionsOpenAtOnceSeeTheSameChange) {
   f.clock = 1010;
   f.service.update({card(0, false, false, "xpud lost the card")});
   EXPECT_EQ(next(*alpha), (std::vector<std::string>{"node-a/xpu-0 UNHEALTHY@1010"}));
-  EXPECT_EQ(next(*v1), (std::vector<std::string>{"node-a/xpu-0 UNHEALTHY@1010: xpud lost the card"}));
+  EXPECT_EQ(next(*v1),
+            (std::vector<std::string>{"node-a/xpu-0 UNHEALTHY@1010: xpud lost the card"}));
 
   // close_all ends both.
   f.service.close_all();

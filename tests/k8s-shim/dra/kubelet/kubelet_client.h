@@ -14,15 +14,18 @@
 #include <grpcpp/impl/client_unary_call.h>
 #include <grpcpp/impl/rpc_method.h>
 #include <grpcpp/security/credentials.h>
-#include <grpcpp/support/sync_stream.h>
 #include <grpcpp/support/channel_arguments.h>
+#include <grpcpp/support/sync_stream.h>
 
 namespace shim::dra::test {
 
-inline constexpr const char* kPreparePath = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources";
-inline constexpr const char* kUnpreparePath = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources";
+inline constexpr const char* kPreparePath =
+    "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources";
+inline constexpr const char* kUnpreparePath =
+    "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources";
 inline constexpr const char* kGetInfoPath = "/pluginregistration.Registration/GetInfo";
-inline constexpr const char* kNotifyPath = "/pluginregistration.Registration/NotifyRegistrationStatus";
+inline constexpr const char* kNotifyPath =
+    "/pluginregistration.Registration/NotifyRegistrationStatus";
 inline constexpr const char* kWatchHealthPath = "/v1alpha1.DRAResourceHealth/NodeWatchResources";
 inline constexpr const char* kWatchHealthV1Path = "/v1.DRAResourceHealth/NodeWatchResources";
 
@@ -49,7 +52,8 @@ std::unique_ptr<grpc::ClientReader<Response>> open_stream(
     const Request& request) {
   const grpc::internal::RpcMethod method(path, grpc::internal::RpcMethod::SERVER_STREAMING);
   return std::unique_ptr<grpc::ClientReader<Response>>(
-      grpc::internal::ClientReaderFactory<Response>::Create(channel.get(), method, context, request));
+      grpc::internal::ClientReaderFactory<Response>::Create(channel.get(), method, context,
+                                                            request));
 }
 
 }  // namespace shim::dra::test

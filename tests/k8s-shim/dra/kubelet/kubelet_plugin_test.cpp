@@ -69,7 +69,8 @@ void leave_stale_socket(const std::filesystem::path& path) {
 TEST(dra_KubeletPlugin, GetInfoNamesTheDriverItsEndpointAndV1) {
   Fixture f;
   auto plugin = f.start();
-  EXPECT_EQ(f.paths.registration_socket(), f.paths.registry_directory / "xpu.kunlunxin.com-reg.sock");
+  EXPECT_EQ(f.paths.registration_socket(),
+            f.paths.registry_directory / "xpu.kunlunxin.com-reg.sock");
   regpb::PluginInfo info = get_info(f.paths.registration_socket());
   EXPECT_EQ(info.type(), "DRAPlugin");
   EXPECT_EQ(info.name(), "xpu.kunlunxin.com");

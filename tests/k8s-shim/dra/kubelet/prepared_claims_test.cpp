@@ -17,10 +17,13 @@ using ::testing::HasSubstr;
 
 PreparedClaim claim(std::string uid, unsigned index) {
   PreparedClaim c{std::move(uid), "team", "claim-" + std::to_string(index), {}};
-  c.devices.push_back({{"r"}, "node-a", "xpu-" + std::to_string(index), index,
-                       "UUID-" + std::to_string(index),
-                       {"kunlunxin.com/xpu=UUID-" + std::to_string(index),
-                        "kunlunxin.com/claim=" + c.uid + "-r"}});
+  c.devices.push_back(
+      {{"r"},
+       "node-a",
+       "xpu-" + std::to_string(index),
+       index,
+       "UUID-" + std::to_string(index),
+       {"kunlunxin.com/xpu=UUID-" + std::to_string(index), "kunlunxin.com/claim=" + c.uid + "-r"}});
   return c;
 }
 

@@ -24,9 +24,12 @@ TEST(SimBackend, EightCardTopologyMatchesTheFacts) {
     EXPECT_EQ(d.numa_node, d.index < 4 ? 0 : 1) << d.index;
     std::set<unsigned> expected;
     for (unsigned other = 0; other < 8; ++other)
-      if (other != d.index && (other / 4 == d.index / 4 || other % 4 == d.index % 4)) expected.insert(other);
-    EXPECT_EQ(std::set<unsigned>(d.linked_devices.begin(), d.linked_devices.end()), expected) << d.index;
-    EXPECT_EQ(d.device_nodes, (std::vector<std::string>{"/dev/xpu" + std::to_string(d.index), "/dev/xpuctrl"}));
+      if (other != d.index && (other / 4 == d.index / 4 || other % 4 == d.index % 4))
+        expected.insert(other);
+    EXPECT_EQ(std::set<unsigned>(d.linked_devices.begin(), d.linked_devices.end()), expected)
+        << d.index;
+    EXPECT_EQ(d.device_nodes,
+              (std::vector<std::string>{"/dev/xpu" + std::to_string(d.index), "/dev/xpuctrl"}));
     EXPECT_EQ(d.model, "R200");
     EXPECT_EQ(d.memory_total_bytes, 32768ull << 20);
     EXPECT_LE(d.uuid.size(), 63u);

@@ -28,7 +28,9 @@ std::vector<std::string> describe(const std::vector<PciFunction>& functions) {
 
 using Lines = std::vector<std::string>;
 
-TEST(SysfsDeviceNumbering, NoFunctionsNoSlots) { EXPECT_TRUE(describe({}).empty()); }
+TEST(SysfsDeviceNumbering, NoFunctionsNoSlots) {
+  EXPECT_TRUE(describe({}).empty());
+}
 
 TEST(SysfsDeviceNumbering, PhysicalFunctionsInBusOrder) {
   EXPECT_EQ(describe({function("0000:3b:00.0", "R200"), function("0000:5e:00.0", "R300"),
@@ -39,26 +41,26 @@ TEST(SysfsDeviceNumbering, PhysicalFunctionsInBusOrder) {
 TEST(SysfsDeviceNumbering, VirtualFunctionsComeAfterEveryPhysicalFunction) {
   PciFunction vf_by_link = function("0000:3b:00.2", "R200");
   vf_by_link.has_physfn_link = true;
-  EXPECT_EQ(describe({function("0000:3b:00.0", "R200"), function("0000:3b:00.1", "KL2-VF", true),
-                      vf_by_link, function("0000:5e:00.0", "R200")}),
-            (Lines{"0:0000:3b:00.0/0", "1:0000:5e:00.0/0", "2:0000:3b:00.1/0",
-                   "3:0000:3b:00.2/0"}));
+  EXPECT_EQ(
+      describe({function("0000:3b:00.0", "R200"), function("0000:3b:00.1", "KL2-VF", true),
+                vf_by_link, function("0000:5e:00.0", "R200")}),
+      (Lines{"0:0000:3b:00.0/0", "1:0000:5e:00.0/0", "2:0000:3b:00.1/0", "3:0000:3b:00.2/0"}));
 }
 
 TEST(SysfsDeviceNumbering, K200BacksTwoConsecutiveNodes) {
-  EXPECT_EQ(describe({function("0000:3b:00.0", "R200"), function("0000:5e:00.0", "K200"),
-                      function("0000:af:00.0", "R200")}),
-            (Lines{"0:0000:3b:00.0/0", "1:0000:5e:00.0/0", "2:0000:5e:00.0/1",
-                   "3:0000:af:00.0/0"}));
+  EXPECT_EQ(
+      describe({function("0000:3b:00.0", "R200"), function("0000:5e:00.0", "K200"),
+                function("0000:af:00.0", "R200")}),
+      (Lines{"0:0000:3b:00.0/0", "1:0000:5e:00.0/0", "2:0000:5e:00.0/1", "3:0000:af:00.0/0"}));
 }
 
 TEST(SysfsDeviceNumbering, PublishedNodesWinAndTheRestFillTheGaps) {
   // The driver says 3b backs xpu1 and 5e (a K100: one chip, ids of a K200) backs xpu0 only.
-  EXPECT_EQ(describe({function("0000:3b:00.0", "R200", false, {1}),
-                      function("0000:5e:00.0", "K200", false, {0}),
-                      function("0000:af:00.0", "R200"), function("0000:d8:00.0", "R200")}),
-            (Lines{"0:0000:5e:00.0/0", "1:0000:3b:00.0/0", "2:0000:af:00.0/0",
-                   "3:0000:d8:00.0/0"}));
+  EXPECT_EQ(
+      describe({function("0000:3b:00.0", "R200", false, {1}),
+                function("0000:5e:00.0", "K200", false, {0}), function("0000:af:00.0", "R200"),
+                function("0000:d8:00.0", "R200")}),
+      (Lines{"0:0000:5e:00.0/0", "1:0000:3b:00.0/0", "2:0000:af:00.0/0", "3:0000:d8:00.0/0"}));
 }
 
 TEST(SysfsDeviceNumbering, PublishedNodesSurviveAHoleLeftByHotUnplug) {

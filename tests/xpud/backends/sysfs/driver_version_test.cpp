@@ -20,9 +20,9 @@ TEST(SysfsDriverVersionParse, AcceptsThreeOrFourNumericComponents) {
 }
 
 TEST(SysfsDriverVersionParse, RejectsEverythingElse) {
-  for (const char* text : {"", "\n", "4", "4.0", "4.0.11.2.1", "4..11", ".4.0.11", "4.0.11.",
-                           "v4.0.11", "4.0.11-rc1", "4.0.x", " 4.0.11", "4.0.1234567890",
-                           "4.0.11 (built by someone)", "\xff\xfe\xfd"})
+  for (const char* text :
+       {"", "\n", "4", "4.0", "4.0.11.2.1", "4..11", ".4.0.11", "4.0.11.", "v4.0.11", "4.0.11-rc1",
+        "4.0.x", " 4.0.11", "4.0.1234567890", "4.0.11 (built by someone)", "\xff\xfe\xfd"})
     EXPECT_EQ(parse_driver_version(text), std::nullopt) << '"' << text << '"';
 }
 
@@ -51,8 +51,8 @@ TEST_F(SysfsDriverVersionFile, ModuleVersionWhenProcIsGarbageAndTheGarbageIsLogg
   tree_.set_proc_driver_version("kunlun driver, built today\n");
   tree_.set_module_version("4.0.11\n");
   EXPECT_EQ(read_driver_version(tree_.root()), "4.0.11");
-  EXPECT_THAT(log.text(),
-              HasSubstr("ignoring " + (tree_.root() / "proc/xpu/version").string() + ": malformed"));
+  EXPECT_THAT(log.text(), HasSubstr("ignoring " + (tree_.root() / "proc/xpu/version").string() +
+                                    ": malformed"));
 }
 
 TEST_F(SysfsDriverVersionFile, EmptyWhenBothAreUnusable) {

@@ -34,7 +34,8 @@ TEST(SysfsProbeErrors, ParsesEveryFieldAndKeepsSpacesInTheErrorText) {
 TEST(SysfsProbeErrors, ReasonWithoutErrorText) {
   auto failures = parse_probe_errors("0000:3b:00.0 sn 0 xpu0 19\n", "probe_error");
   ASSERT_EQ(failures.size(), 1u);
-  EXPECT_EQ(failures.at("0000:3b:00.0").reason(), "driver failed to probe 0000:3b:00.0: (errno 19)");
+  EXPECT_EQ(failures.at("0000:3b:00.0").reason(),
+            "driver failed to probe 0000:3b:00.0: (errno 19)");
 }
 
 TEST(SysfsProbeErrors, SkipsMalformedLinesAndNamesThem) {
@@ -50,8 +51,8 @@ TEST(SysfsProbeErrors, SkipsMalformedLinesAndNamesThem) {
       "/proc/xpu/probe_error");
   EXPECT_THAT(failures, ElementsAre(Key("0000:af:00.0")));
   for (int line : {1, 2, 3, 4, 6})
-    EXPECT_THAT(log.text(), HasSubstr("ignoring /proc/xpu/probe_error line " +
-                                      std::to_string(line) + ":"));
+    EXPECT_THAT(log.text(),
+                HasSubstr("ignoring /proc/xpu/probe_error line " + std::to_string(line) + ":"));
   EXPECT_THAT(log.text(), ::testing::Not(HasSubstr("line 5:")));
 }
 

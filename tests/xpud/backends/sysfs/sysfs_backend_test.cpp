@@ -146,8 +146,8 @@ TEST_P(SysfsBackend, EightCardsOfDifferentModelsInBusOrder) {
     EXPECT_LE(d.uuid.size(), 63u);
     EXPECT_THAT(d.device_nodes, ElementsAre("/dev/xpu" + std::to_string(d.index), "/dev/xpuctrl"));
   }
-  EXPECT_THAT(models, ElementsAre("R200", "R100", "R300", "unknown", "R420", "R200-8F", "RG800",
-                                  "R200"));
+  EXPECT_THAT(models,
+              ElementsAre("R200", "R100", "R300", "unknown", "R420", "R200-8F", "RG800", "R200"));
   EXPECT_THAT(numa, ElementsAre(0, 0, 0, 0, 1, 1, 1, 1));
   EXPECT_EQ(uuids.size(), 8u);
 }
@@ -328,9 +328,10 @@ TEST_P(SysfsBackend, MalformedVendorOrDeviceFileHidesOnlyThatFunction) {
     auto devices = (*backend)->discover();
     ASSERT_TRUE(devices.ok()) << devices.error();
     EXPECT_THAT(bus_ids(*devices), ElementsAre("0000:5e:00.0"));
-    EXPECT_THAT(log.text(), HasSubstr("ignoring " + (tree.root() / "sys/bus/pci/devices" /
-                                                     "0000:3b:00.0" / bad.name)
-                                                        .string()));
+    EXPECT_THAT(
+        log.text(),
+        HasSubstr("ignoring " +
+                  (tree.root() / "sys/bus/pci/devices" / "0000:3b:00.0" / bad.name).string()));
   }
 }
 
@@ -394,8 +395,8 @@ TEST_P(SysfsBackend, HotPlugBetweenTwoDiscoveries) {
 }
 
 TEST_P(SysfsBackend, PublishedClassDevicesDecideTheIndexAndSurviveUnplug) {
-  for (auto [bus_id, index] : {std::pair{"0000:3b:00.0", 0u}, {"0000:5e:00.0", 1u},
-                               {"0000:af:00.0", 2u}}) {
+  for (auto [bus_id, index] :
+       {std::pair{"0000:3b:00.0", 0u}, {"0000:5e:00.0", 1u}, {"0000:af:00.0", 2u}}) {
     tree_.add_card(kunlunxin_r_series(bus_id, kR200), index);
     tree_.publish_class_device(bus_id, index);
   }
@@ -497,8 +498,8 @@ TEST_P(SysfsBackend, DiscoverFailsClearlyWhenTheDevicesDirectoryVanishes) {
   fs::remove_all(tree_.root() / "sys/bus/pci/devices");
   auto devices = backend->discover();
   ASSERT_FALSE(devices.ok());
-  EXPECT_THAT(devices.error(), HasSubstr("cannot list " +
-                                         (tree_.root() / "sys/bus/pci/devices").string()));
+  EXPECT_THAT(devices.error(),
+              HasSubstr("cannot list " + (tree_.root() / "sys/bus/pci/devices").string()));
 }
 
 TEST(SysfsBackendFactory, RefusesARootWithoutPciDevices) {
@@ -506,8 +507,8 @@ TEST(SysfsBackendFactory, RefusesARootWithoutPciDevices) {
   fs::remove_all(tree.root() / "sys");
   auto backend = make_sysfs_backend(tree.root());
   ASSERT_FALSE(backend.ok());
-  EXPECT_THAT(backend.error(), HasSubstr((tree.root() / "sys/bus/pci/devices").string() +
-                                         " is not a directory"));
+  EXPECT_THAT(backend.error(),
+              HasSubstr((tree.root() / "sys/bus/pci/devices").string() + " is not a directory"));
 }
 
 // discover() runs every sampling cycle: on a host with hundreds of PCI functions it must stay

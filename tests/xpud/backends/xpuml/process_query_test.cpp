@@ -107,8 +107,8 @@ TEST(ProcessQuery, GarbageCountsAreDropped) {
 }
 
 TEST(ProcessQuery, ErrorsAreReturned) {
-  auto result = query_processes(
-      [](unsigned*, xpumlProcessInfo_t*) { return XPUML_ERROR_XPU_IS_LOST; }, 0);
+  auto result =
+      query_processes([](unsigned*, xpumlProcessInfo_t*) { return XPUML_ERROR_XPU_IS_LOST; }, 0);
   EXPECT_EQ(result.code, XPUML_ERROR_XPU_IS_LOST);
   EXPECT_FALSE(result.count);
 }

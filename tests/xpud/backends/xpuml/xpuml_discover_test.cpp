@@ -231,8 +231,7 @@ TEST_F(XpumlDiscoverTest, NamesThatDifferFromTheLibraryOrderAreNotedOnceAtInfoLe
   ASSERT_TRUE(backend);
   discover(*backend);
   discover(*backend);
-  EXPECT_EQ(log.count("info", "index 0 (0000:3b:00.0) is xpu1; the vendor's container runtime"),
-            1);
+  EXPECT_EQ(log.count("info", "index 0 (0000:3b:00.0) is xpu1; the vendor's container runtime"), 1);
   EXPECT_EQ(log.count("info", "CXPU_VISIBLE_DEVICES"), 2);  // one line per card
 }
 
@@ -471,8 +470,9 @@ uuid 4f1c2b3a-1111-4222-8333-444455556666
   test::CapturedLog log;
   auto devices = discover(*backend);
   EXPECT_THAT(indices(devices), ElementsAre(0, 1));
-  EXPECT_EQ(log.count("warning", "skipping device 0000:3d:00.0: UUID "
-                                 "4f1c2b3a-1111-4222-8333-444455556666 reported twice"),
+  EXPECT_EQ(log.count("warning",
+                      "skipping device 0000:3d:00.0: UUID "
+                      "4f1c2b3a-1111-4222-8333-444455556666 reported twice"),
             1);
 }
 

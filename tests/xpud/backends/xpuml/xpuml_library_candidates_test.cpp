@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "tests/xpud/backends/xpuml/fake_xpuml_host.h"
-#include "xpud/backends/xpuml/xpuml_library.h"
 #include "xpud/backends/xpuml/xpuml_backend.h"
+#include "xpud/backends/xpuml/xpuml_library.h"
 
 namespace xpud {
 namespace {
@@ -52,12 +52,13 @@ TEST_F(XpumlLibraryCandidatesTest, WhenNoneLoadsTheErrorNamesEveryCandidate) {
       &init_failed);
   ASSERT_FALSE(library.ok());
   EXPECT_FALSE(init_failed) << "no library: nothing to retry";
-  EXPECT_THAT(library.error(),
-              AllOf(HasSubstr("no usable libxpuml among 4 candidates ([xpuml] library)"),
-                    HasSubstr("libxpuml not found at " + missing.string()),
-                    HasSubstr("cannot load libxpuml " + broken.string()),
-                    HasSubstr("libxpuml too old: " + test::fake_xpuml_incomplete_library().string()),
-                    HasSubstr("cannot load libxpuml libxpuml-not-installed.so.1")));
+  EXPECT_THAT(
+      library.error(),
+      AllOf(HasSubstr("no usable libxpuml among 4 candidates ([xpuml] library)"),
+            HasSubstr("libxpuml not found at " + missing.string()),
+            HasSubstr("cannot load libxpuml " + broken.string()),
+            HasSubstr("libxpuml too old: " + test::fake_xpuml_incomplete_library().string()),
+            HasSubstr("cannot load libxpuml libxpuml-not-installed.so.1")));
 }
 
 TEST_F(XpumlLibraryCandidatesTest, AnInitFailureIsTheWinnersAndStopsTheSearch) {

@@ -106,8 +106,8 @@ process 4400 1MiB 9
   auto reading = read(0);
   EXPECT_EQ(reading.processes,
             (std::optional<std::vector<ProcessUsage>>{{{4242, std::uint64_t{2} << 30},
-                                       {4300, std::uint64_t{512} << 20},
-                                       {4400, std::uint64_t{1} << 20}}}));
+                                                       {4300, std::uint64_t{512} << 20},
+                                                       {4400, std::uint64_t{1} << 20}}}));
 }
 
 TEST_F(XpumlReadTest, MetricsThatCannotBeReadAreLeftOut) {

@@ -56,7 +56,9 @@ struct LibraryCase {
 };
 
 // Names the case in test output (ctest names) instead of dumping its bytes.
-void PrintTo(const LibraryCase& library_case, std::ostream* out) { *out << library_case.name; }
+void PrintTo(const LibraryCase& library_case, std::ostream* out) {
+  *out << library_case.name;
+}
 
 class XpumlAndSysfsBackends : public ::testing::TestWithParam<LibraryCase> {};
 
@@ -82,17 +84,22 @@ TEST_P(XpumlAndSysfsBackends, GiveTheSameCardsTheSameUuids) {
   tree.add_card(kunlunxin_vf("0000:af:00.1", "0000:af:00.0", 1), 4);
 
   const std::string u = GetParam().uuid_line;
-  host.write_scenario("devices 5\n"
-                      "device 0\n" + u +
-                      "bus_id 00000000:3B:00.0\n"
-                      "device 1\n" + u +
-                      "bus_id 00000000:5E:00.0\nboard 2\npci_subsystem_id 0\n"
-                      "device 2\n" + u +
-                      "bus_id 00000000:5E:00.0\nboard 2\npci_subsystem_id 0\n"
-                      "device 3\n" + u +
-                      "bus_id 00000000:AF:00.0\n"
-                      "device 4\n" + u +
-                      "bus_id 00000000:AF:00.1\npci_device_id 0x36851d22\n");
+  host.write_scenario(
+      "devices 5\n"
+      "device 0\n" +
+      u +
+      "bus_id 00000000:3B:00.0\n"
+      "device 1\n" +
+      u +
+      "bus_id 00000000:5E:00.0\nboard 2\npci_subsystem_id 0\n"
+      "device 2\n" +
+      u +
+      "bus_id 00000000:5E:00.0\nboard 2\npci_subsystem_id 0\n"
+      "device 3\n" +
+      u +
+      "bus_id 00000000:AF:00.0\n"
+      "device 4\n" +
+      u + "bus_id 00000000:AF:00.1\npci_device_id 0x36851d22\n");
 
   auto sysfs = make_sysfs_backend(host.sysfs_root());
   ASSERT_TRUE(sysfs.ok()) << sysfs.error();
@@ -133,12 +140,13 @@ void add_scrambled_host(test::FakeXpumlHost& host, bool publish_class_devices) {
     tree.publish_class_device("0000:af:00.0", 2);
     tree.publish_class_device("0000:af:00.1", 7);
   }
-  host.write_scenario("devices 5\n"
-                      "device 0\nid 7\nbus_id 00000000:AF:00.1\npci_device_id 0x36851d22\n"
-                      "device 1\nid 5\nbus_id 00000000:3B:00.0\n"
-                      "device 2\nid 1\nbus_id 00000000:5E:00.0\nboard 2\npci_subsystem_id 0\n"
-                      "device 3\nid 0\nbus_id 00000000:5E:00.0\nboard 2\npci_subsystem_id 0\n"
-                      "device 4\nid 2\nbus_id 00000000:AF:00.0\n");
+  host.write_scenario(
+      "devices 5\n"
+      "device 0\nid 7\nbus_id 00000000:AF:00.1\npci_device_id 0x36851d22\n"
+      "device 1\nid 5\nbus_id 00000000:3B:00.0\n"
+      "device 2\nid 1\nbus_id 00000000:5E:00.0\nboard 2\npci_subsystem_id 0\n"
+      "device 3\nid 0\nbus_id 00000000:5E:00.0\nboard 2\npci_subsystem_id 0\n"
+      "device 4\nid 2\nbus_id 00000000:AF:00.0\n");
 }
 
 TEST(XpumlAndSysfsNames, PhysicalIdsNameCardsAsTheDriverNodesDo) {
