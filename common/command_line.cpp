@@ -140,6 +140,35 @@ void exit_usage_error(std::string_view program, std::string_view message) {
   std::exit(2);
 }
 
+void add_help_flag(CommandLine& cli, HelpAndVersion& flags) {
+  cli.add_flag("help", &flags.help, "show this help and exit");
+}
+
+void add_version_flag(CommandLine& cli, HelpAndVersion& flags) {
+  cli.add_flag("version", &flags.version, "print the version and exit");
+}
+
+std::vector<std::string> parse_program_command_line(const CommandLine& cli,
+                                                    std::span<const std::string> args,
+                                                    const HelpAndVersion& flags,
+                                                    Positionals positionals,
+                                                    std::string_view help_epilogue) {
+  auto rest = cli.parse(args, /*stop_at_positional=*/positionals == Positionals::kStopAtFirst);
+  if (!rest) exit_usage_error(cli.program(), rest.error());
+  if (positionals == Positionals::kRefused && !rest->empty())
+    exit_usage_error(cli.program(), "unexpected argument '" + rest->front() + "'");
+  if (flags.help) {
+    std::fputs(cli.help().c_str(), stdout);
+    std::fwrite(help_epilogue.data(), 1, help_epilogue.size(), stdout);
+    std::exit(0);
+  }
+  if (flags.version) {
+    std::printf("%s %s\n", cli.program().c_str(), XPU_VERSION);
+    std::exit(0);
+  }
+  return std::move(*rest);
+}
+
 Result<std::uint64_t> parse_uint(std::string_view text, std::uint64_t min, std::uint64_t max) {
   std::uint64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);

@@ -70,6 +70,32 @@ void add_log_level_option(CommandLine& cli, std::optional<spdlog::level::level_e
 // Prints "program: message" and a pointer to --help on stderr and exits with status 2.
 [[noreturn]] void exit_usage_error(std::string_view program, std::string_view message);
 
+// --help and --version, which every program takes; each registered where the call stands, so a
+// program's help lists them where it always has.
+struct HelpAndVersion {
+  bool help = false;
+  bool version = false;
+};
+void add_help_flag(CommandLine& cli, HelpAndVersion& flags);
+void add_version_flag(CommandLine& cli, HelpAndVersion& flags);
+
+// What a program's positional arguments are to the parse.
+enum class Positionals {
+  kRefused,      // none: the first is a usage error
+  kCollected,    // any number, wherever they stand
+  kStopAtFirst,  // the first and all after it, unparsed (a subcommand's)
+};
+
+// The start of every program's run(): parses `args` (a bad flag, or a positional argument when
+// they are refused, exits 2 as exit_usage_error does), then answers --help (the help, then
+// `help_epilogue`) or --version ("program VERSION") on stdout and exits 0. Returns the
+// positional arguments.
+std::vector<std::string> parse_program_command_line(const CommandLine& cli,
+                                                    std::span<const std::string> args,
+                                                    const HelpAndVersion& flags,
+                                                    Positionals positionals,
+                                                    std::string_view help_epilogue = {});
+
 // Strict number parsing for flags and config values: the whole text must be a number in range.
 Result<std::uint64_t> parse_uint(std::string_view text, std::uint64_t min, std::uint64_t max);
 Result<std::int64_t> parse_int(std::string_view text, std::int64_t min, std::int64_t max);

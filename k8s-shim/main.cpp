@@ -1,6 +1,5 @@
 // xpu-k8s-shim: one binary, four roles (device-plugin, exporter, token-sync, dra-driver),
 // bridging xpud on D-Bus to the kubelet, Prometheus, the XPU runtime and the API server.
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -14,34 +13,24 @@ constexpr const char* kProgram = "xpu-k8s-shim";
 
 int run(const std::vector<std::string>& args) {
   shim::ShimOptions options;
-  bool help = false, version = false;
+  xpu::HelpAndVersion flags;
   xpu::CommandLine cli(kProgram,
                        "[OPTIONS] device-plugin|exporter|token-sync|dra-driver [ROLE OPTIONS]");
-  cli.add_flag("help", &help, "show this help and exit");
-  cli.add_flag("version", &version, "print the version and exit");
+  xpu::add_help_flag(cli, flags);
+  xpu::add_version_flag(cli, flags);
   shim::add_common_options(cli, options);
-  auto rest = cli.parse(args, /*stop_at_positional=*/true);
-  if (!rest) xpu::exit_usage_error(kProgram, rest.error());
-  if (help) {
-    std::fputs(cli.help().c_str(), stdout);
-    std::fputs(
-        "\nRoles (each takes --help):\n"
-        "  device-plugin   kubelet device plugin for kunlunxin.com/xpu\n"
-        "  exporter        Prometheus exporter on :9507\n"
-        "  token-sync      copies the service-account token to /xpu-runtime/auth\n"
-        "  dra-driver      Dynamic Resource Allocation driver xpu.kunlunxin.com\n",
-        stdout);
-    return 0;
-  }
-  if (version) {
-    std::printf("%s %s\n", kProgram, XPU_VERSION);
-    return 0;
-  }
-  if (rest->empty())
+  const auto rest = xpu::parse_program_command_line(
+      cli, args, flags, xpu::Positionals::kStopAtFirst,
+      "\nRoles (each takes --help):\n"
+      "  device-plugin   kubelet device plugin for kunlunxin.com/xpu\n"
+      "  exporter        Prometheus exporter on :9507\n"
+      "  token-sync      copies the service-account token to /xpu-runtime/auth\n"
+      "  dra-driver      Dynamic Resource Allocation driver xpu.kunlunxin.com\n");
+  if (rest.empty())
     xpu::exit_usage_error(kProgram,
                           "missing role: device-plugin, exporter, token-sync or dra-driver");
-  const std::string role = rest->front();
-  std::span<const std::string> role_args(rest->begin() + 1, rest->end());
+  const std::string role = rest.front();
+  std::span<const std::string> role_args(rest.begin() + 1, rest.end());
 
   // Before any thread exists, so every thread inherits the blocked mask.
   xpu::StopSignals stop;

@@ -58,12 +58,12 @@ void add_common_options(xpu::CommandLine& cli, ShimOptions& options) {
 
 void parse_role_command_line(xpu::CommandLine& cli, ShimOptions& options,
                              std::span<const std::string> args, const char* role) {
-  bool help = false;
-  cli.add_flag("help", &help, "show this help and exit");
+  xpu::HelpAndVersion flags;
+  xpu::add_help_flag(cli, flags);
   add_common_options(cli, options);
   auto rest = cli.parse(args);
   if (!rest) xpu::exit_usage_error(cli.program(), rest.error());
-  if (help) {
+  if (flags.help) {
     std::fputs(cli.help().c_str(), stdout);
     std::exit(0);
   }

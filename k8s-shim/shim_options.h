@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -36,5 +37,22 @@ std::string format_memory(std::uint64_t bytes, MemoryUnit unit);
 // (prints, exits 0) and errors (one line, exits 2), then sets up logging for the role.
 void parse_role_command_line(xpu::CommandLine& cli, ShimOptions& options,
                              std::span<const std::string> args, const char* role);
+
+// A role's whole command line, as every role's *_options.cpp reads it: the role's own options
+// (`add`) and the common ones, parsed by parse_role_command_line; then `check` (combinations the
+// flags alone cannot check, and what comes from elsewhere), whose error prints one line and
+// exits 2.
+template <typename RoleOptions>
+RoleOptions parse_role_options(ShimOptions& options, std::span<const std::string> args,
+                               const char* role, void (*add)(xpu::CommandLine&, RoleOptions&),
+                               const std::function<xpu::Status(RoleOptions&)>& check = nullptr) {
+  RoleOptions parsed;
+  xpu::CommandLine cli(std::string("xpu-k8s-shim ") + role, "[OPTIONS]");
+  add(cli, parsed);
+  parse_role_command_line(cli, options, args, role);
+  if (check)
+    if (auto status = check(parsed); !status) xpu::exit_usage_error(cli.program(), status.error());
+  return parsed;
+}
 
 }  // namespace shim

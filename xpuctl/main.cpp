@@ -300,43 +300,34 @@ int cmd_configure_vfs(xpu::XpudClient& client, unsigned index, unsigned count) {
 
 int run(const std::vector<std::string>& args) {
   xpu::ClientOptions options;
-  bool help = false, version = false, json_output = false;
+  xpu::HelpAndVersion flags;
+  bool json_output = false;
   xpu::CommandLine cli(kProgram,
                        "[--bus-address ADDR] list | show INDEX | metrics | processes [--json] | "
                        "configure-vfs INDEX COUNT");
   xpu::add_bus_address_option(cli, options.bus_address,
                               "talk to xpud on the bus at ADDR instead of the system bus");
   cli.add_flag("json", &json_output, "print JSON instead of a table");
-  cli.add_flag("version", &version, "print the version and exit");
-  cli.add_flag("help", &help, "show this help and exit");
-  auto rest = cli.parse(args);
-  if (!rest) xpu::exit_usage_error(kProgram, rest.error());
-  if (help) {
-    std::fputs(cli.help().c_str(), stdout);
-    std::fputs(
-        "\nCommands:\n  list          devices, identity and health\n"
-        "  show INDEX    everything about one device\n"
-        "  metrics       current metrics of every device\n"
-        "  processes     the processes using each device, with their pod and container\n"
-        "  configure-vfs INDEX COUNT\n"
-        "                set the SR-IOV virtual functions of physical card INDEX (root)\n",
-        stdout);
-    return 0;
-  }
-  if (version) {
-    std::printf("%s %s\n", kProgram, XPU_VERSION);
-    return 0;
-  }
-  if (rest->empty())
+  xpu::add_version_flag(cli, flags);
+  xpu::add_help_flag(cli, flags);
+  const auto rest = xpu::parse_program_command_line(
+      cli, args, flags, xpu::Positionals::kCollected,
+      "\nCommands:\n  list          devices, identity and health\n"
+      "  show INDEX    everything about one device\n"
+      "  metrics       current metrics of every device\n"
+      "  processes     the processes using each device, with their pod and container\n"
+      "  configure-vfs INDEX COUNT\n"
+      "                set the SR-IOV virtual functions of physical card INDEX (root)\n");
+  if (rest.empty())
     xpu::exit_usage_error(
         kProgram,
         "missing command: list, show INDEX, metrics, processes or configure-vfs INDEX COUNT");
-  const std::string& command = rest->front();
+  const std::string& command = rest.front();
   const size_t expected_args = command == "show" ? 2 : command == "configure-vfs" ? 3 : 1;
   if (command != "list" && command != "show" && command != "metrics" && command != "processes" &&
       command != "configure-vfs")
     xpu::exit_usage_error(kProgram, "unknown command '" + command + "'");
-  if (rest->size() != expected_args)
+  if (rest.size() != expected_args)
     xpu::exit_usage_error(kProgram, command == "show" ? "show needs exactly one INDEX"
                                     : command == "configure-vfs"
                                         ? "configure-vfs needs INDEX and COUNT"
@@ -346,10 +337,10 @@ int run(const std::vector<std::string>& args) {
   if (command == "list") return cmd_list(client, json_output);
   if (command == "metrics") return cmd_metrics(client, json_output);
   if (command == "processes") return cmd_processes(client, json_output);
-  auto index = xpu::parse_uint((*rest)[1], 0, 1u << 20);
+  auto index = xpu::parse_uint(rest[1], 0, 1u << 20);
   if (!index) xpu::exit_usage_error(kProgram, "INDEX: " + index.error());
   if (command == "configure-vfs") {
-    auto count = xpu::parse_uint((*rest)[2], 0, 65535);
+    auto count = xpu::parse_uint(rest[2], 0, 65535);
     if (!count) xpu::exit_usage_error(kProgram, "COUNT: " + count.error());
     return cmd_configure_vfs(client, static_cast<unsigned>(*index), static_cast<unsigned>(*count));
   }

@@ -8,7 +8,6 @@
 #include <systemd/sd-daemon.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -70,7 +69,7 @@ int run(const std::vector<std::string>& args) {
   std::optional<spdlog::level::level_enum> log_level;
   std::string listen_path = kDefaultSocket;
   xpu::api_proxy::ProxyLimits limits;
-  bool help = false, version = false;
+  xpu::HelpAndVersion flags;
   xpu::CommandLine cli(kProgram, "[OPTIONS]");
   cli.add_option(
       "listen", "PATH",
@@ -90,20 +89,9 @@ int run(const std::vector<std::string>& args) {
                    return xpu::ok_status();
                  });
   xpu::add_log_level_option(cli, log_level, "error|warn|info|debug|trace (default info)");
-  cli.add_flag("version", &version, "print the version and exit");
-  cli.add_flag("help", &help, "show this help and exit");
-  auto rest = cli.parse(args);
-  if (!rest) xpu::exit_usage_error(kProgram, rest.error());
-  if (!rest->empty())
-    xpu::exit_usage_error(kProgram, "unexpected argument '" + rest->front() + "'");
-  if (help) {
-    std::fputs(cli.help().c_str(), stdout);
-    return 0;
-  }
-  if (version) {
-    std::printf("%s %s\n", kProgram, XPU_VERSION);
-    return 0;
-  }
+  xpu::add_version_flag(cli, flags);
+  xpu::add_help_flag(cli, flags);
+  xpu::parse_program_command_line(cli, args, flags, xpu::Positionals::kRefused);
   xpu::setup_logging(kProgram, log_level.value_or(spdlog::level::info));
   auto socket = activated_socket();
   if (!socket.valid()) socket = bind_socket(listen_path);

@@ -13,7 +13,8 @@ constexpr const char* kProgram = "xpud";
 
 int run(const std::vector<std::string>& args) {
   xpud::DaemonOptions options;
-  bool help = false, version = false, check_config = false;
+  xpu::HelpAndVersion flags;
+  bool check_config = false;
   xpu::CommandLine cli(kProgram, "[OPTIONS]");
   cli.add_option("config", "FILE",
                  "configuration file (default /etc/xpud/xpud.conf, plus FILE.d/*.conf)",
@@ -37,20 +38,9 @@ int run(const std::vector<std::string>& args) {
   xpu::add_log_level_option(cli, options.log_level,
                             "error|warn|info|debug|trace (overrides the config file)");
   cli.add_flag("check-config", &check_config, "validate the configuration and exit");
-  cli.add_flag("version", &version, "print the version and exit");
-  cli.add_flag("help", &help, "show this help and exit");
-  auto rest = cli.parse(args);
-  if (!rest) xpu::exit_usage_error(kProgram, rest.error());
-  if (!rest->empty())
-    xpu::exit_usage_error(kProgram, "unexpected argument '" + rest->front() + "'");
-  if (help) {
-    std::fputs(cli.help().c_str(), stdout);
-    return 0;
-  }
-  if (version) {
-    std::printf("%s %s\n", kProgram, XPU_VERSION);
-    return 0;
-  }
+  xpu::add_version_flag(cli, flags);
+  xpu::add_help_flag(cli, flags);
+  xpu::parse_program_command_line(cli, args, flags, xpu::Positionals::kRefused);
   if (check_config) {
     auto config = xpud::load_effective_config(options);
     if (!config) {

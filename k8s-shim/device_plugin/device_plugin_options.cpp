@@ -94,13 +94,8 @@ xpu::Status check_device_plugin_options(const DevicePluginOptions& options) {
 
 DevicePluginOptions parse_device_plugin_command_line(ShimOptions& options,
                                                      std::span<const std::string> args) {
-  DevicePluginOptions plugin;
-  xpu::CommandLine cli("xpu-k8s-shim device-plugin", "[OPTIONS]");
-  add_device_plugin_options(cli, plugin);
-  parse_role_command_line(cli, options, args, "device-plugin");
-  if (auto status = check_device_plugin_options(plugin); !status)
-    xpu::exit_usage_error(cli.program(), status.error());
-  return plugin;
+  return parse_role_options<DevicePluginOptions>(
+      options, args, "device-plugin", add_device_plugin_options, check_device_plugin_options);
 }
 
 ResourceConfig resource_config(const DevicePluginOptions& options) {

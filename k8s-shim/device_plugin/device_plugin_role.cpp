@@ -22,6 +22,7 @@
 #include "k8s-shim/device_plugin/node_features.h"
 #include "k8s-shim/device_plugin/resource_tracker.h"
 #include "k8s-shim/device_plugin/vf_reconfiguration.h"
+#include "k8s-shim/poll_timeout.h"
 #include "k8s-shim/roles.h"
 #include "k8s-shim/wake_event.h"
 
@@ -36,13 +37,6 @@ constexpr std::chrono::seconds kIdleCheck{2};
 // xpud answers ConfigureVirtualFunctions after the change and a discovery; the kernel probes
 // every new function meanwhile.
 constexpr std::chrono::seconds kReconfigureTimeout{60};
-
-int poll_timeout_ms(Clock::time_point deadline) {
-  auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  // +1: poll() rounds down, and waking a hair early would only spin once more.
-  return static_cast<int>(std::clamp<long long>(left + 1, 0, 60'000));
-}
 
 }  // namespace
 

@@ -3,17 +3,12 @@
 // destructor ends the streams, stops the server and removes the socket it created.
 #pragma once
 
-#include <sys/types.h>
-
 #include <filesystem>
 #include <memory>
-#include <optional>
-
-#include <grpcpp/server.h>
 
 #include "common/result.h"
 #include "k8s-shim/device_plugin/device_plugin_service.h"
-#include "k8s-shim/socket_file.h"
+#include "k8s-shim/grpc/unix_socket_server.h"
 
 namespace shim {
 
@@ -27,18 +22,18 @@ class PluginServer {
   PluginServer(const PluginServer&) = delete;
   PluginServer& operator=(const PluginServer&) = delete;
 
-  const std::filesystem::path& socket_path() const { return socket_path_; }
+  const std::filesystem::path& socket_path() const { return server_->socket_path(); }
   // False once the socket file we bound is gone (the kubelet deletes plugin sockets when it
   // restarts): the server must then be started again.
-  bool socket_present() const;
+  bool socket_present() const { return server_->socket_present(); }
 
  private:
-  PluginServer(std::filesystem::path socket_path, std::unique_ptr<DevicePluginService> service);
+  explicit PluginServer(std::unique_ptr<DevicePluginService> service)
+      : service_(std::move(service)) {}
 
-  std::filesystem::path socket_path_;
   std::unique_ptr<DevicePluginService> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::optional<BoundSocketFile> socket_file_;
+  // Declared after the service it serves, so it stops first.
+  std::unique_ptr<UnixSocketServer> server_;
 };
 
 }  // namespace shim

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 
+#include "common/fnv1a.h"
 #include "common/names.h"
 #include "k8s-shim/resource_name.h"
 
@@ -46,13 +47,8 @@ std::size_t decimal_digits(unsigned value) {
 }
 
 std::string fnv1a_hex(std::string_view text) {
-  std::uint32_t hash = 2166136261u;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 16777619u;
-  }
   char buffer[9];
-  std::snprintf(buffer, sizeof buffer, "%08x", hash);
+  std::snprintf(buffer, sizeof buffer, "%08x", xpu::fnv1a_32(text));
   return buffer;
 }
 

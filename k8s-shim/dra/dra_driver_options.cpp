@@ -95,18 +95,15 @@ xpu::Status complete_dra_driver_options(
 
 DraDriverOptions parse_dra_driver_command_line(ShimOptions& options,
                                                std::span<const std::string> args) {
-  DraDriverOptions driver;
-  xpu::CommandLine cli("xpu-k8s-shim dra-driver", "[OPTIONS]");
-  add_dra_driver_options(cli, driver);
-  parse_role_command_line(cli, options, args, "dra-driver");
-  auto status =
-      complete_dra_driver_options(driver, [](std::string_view name) -> std::optional<std::string> {
-        const char* value = std::getenv(std::string(name).c_str());
-        if (!value) return std::nullopt;
-        return std::string(value);
+  return parse_role_options<DraDriverOptions>(
+      options, args, "dra-driver", add_dra_driver_options, [](DraDriverOptions& driver) {
+        return complete_dra_driver_options(
+            driver, [](std::string_view name) -> std::optional<std::string> {
+              const char* value = std::getenv(std::string(name).c_str());
+              if (!value) return std::nullopt;
+              return std::string(value);
+            });
       });
-  if (!status) xpu::exit_usage_error(cli.program(), status.error());
-  return driver;
 }
 
 }  // namespace shim::dra

@@ -29,6 +29,7 @@
 #include "k8s-shim/dra/kubelet/kubelet_plugin.h"
 #include "k8s-shim/dra/kubelet/prepared_claims.h"
 #include "k8s-shim/dra/published_view.h"
+#include "k8s-shim/poll_timeout.h"
 #include "k8s-shim/roles.h"
 #include "k8s-shim/wake_event.h"
 
@@ -39,12 +40,6 @@ using Clock = std::chrono::steady_clock;
 
 // Look at the sockets this often even when nothing else is due.
 constexpr std::chrono::seconds kIdleCheck{2};
-
-int poll_timeout_ms(Clock::time_point deadline) {
-  auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return static_cast<int>(std::clamp<long long>(left + 1, 0, 60'000));
-}
 
 std::optional<std::string> environment(std::string_view name) {
   const char* value = std::getenv(std::string(name).c_str());

@@ -11,6 +11,7 @@
 
 #include "common/xpud_client.h"
 #include "k8s-shim/exporter/exporter_http_server.h"
+#include "k8s-shim/exporter/exporter_options.h"
 #include "k8s-shim/exporter/listen_address.h"
 #include "k8s-shim/exporter/pod_owners_cache.h"
 #include "k8s-shim/exporter/pod_resources_client.h"
@@ -89,53 +90,11 @@ class WebConfigReloader {
 }  // namespace
 
 int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop) {
-  auto listen = exporter::parse_listen_address(exporter::kDefaultListen);
-  std::string podresources_socket(exporter::kDefaultPodResourcesSocket);
-  std::string resource_name(kDefaultResourceName);
-  bool resource_per_model = false;
-  std::string web_config_file;
-  xpu::CommandLine cli("xpu-k8s-shim exporter", "[OPTIONS]");
-  cli.add_option("listen", "HOST:PORT",
-                 "address to serve /metrics on: HOST:PORT, [IPV6]:PORT or :PORT (default :9507)",
-                 [&listen](std::string_view value) -> xpu::Status {
-                   auto parsed = exporter::parse_listen_address(value);
-                   if (!parsed) return xpu::Error{parsed.error()};
-                   listen = std::move(parsed);
-                   return xpu::ok_status();
-                 });
-  cli.add_option(
-      "podresources-socket", "PATH",
-      "the kubelet's pod-resources socket (default /var/lib/kubelet/pod-resources/kubelet.sock)",
-      [&podresources_socket](std::string_view value) -> xpu::Status {
-        if (value.empty()) return xpu::Error{"must not be empty"};
-        podresources_socket = std::string(value);
-        return xpu::ok_status();
-      });
-  // The device plugin's flags, so a deployment passes both roles the same ones: every resource the
-  // plugin advertises is in the domain of its --resource-name, and that domain is what the
-  // exporter reads, per-model or not.
-  cli.add_option("resource-name", "NAME",
-                 "the device plugin's --resource-name (default " +
-                     std::string(kDefaultResourceName) +
-                     "): pod-resources entries in its domain are read as XPUs",
-                 [&resource_name](std::string_view value) -> xpu::Status {
-                   if (auto status = validate_extended_resource_name(value); !status) return status;
-                   resource_name = std::string(value);
-                   return xpu::ok_status();
-                 });
-  cli.add_flag("resource-per-model", &resource_per_model,
-               "the device plugin's --resource-per-model; accepted for symmetry (per-model names "
-               "are in the same domain)");
-  cli.add_option("web-config-file", "PATH",
-                 "TLS and basic auth in the exporter-toolkit format (tls_server_config, "
-                 "basic_auth_users); reloaded when it or the files it names change",
-                 [&web_config_file](std::string_view value) -> xpu::Status {
-                   if (value.empty()) return xpu::Error{"must not be empty"};
-                   web_config_file = std::string(value);
-                   return xpu::ok_status();
-                 });
-  parse_role_command_line(cli, options, args, "exporter");
-  const std::string_view resource_domain = shim::resource_domain(resource_name);
+  const exporter::ExporterOptions flags = exporter::parse_exporter_command_line(options, args);
+  const auto& listen = flags.listen;
+  const auto& podresources_socket = flags.podresources_socket;
+  const auto& web_config_file = flags.web_config_file;
+  const std::string_view resource_domain = shim::resource_domain(flags.resource_name);
 
   exporter::LoadedWebConfig web;
   if (!web_config_file.empty()) {
@@ -178,7 +137,7 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
     const exporter::ExporterHttpServer::MetricsBodySource metrics = [&scraper] {
       return scraper.scrape_body();
     };
-    auto server = exporter::ExporterHttpServer::start(*listen, metrics, limits, web.config,
+    auto server = exporter::ExporterHttpServer::start(listen, metrics, limits, web.config,
                                                       [&scraper] { return scraper.status_page(); });
     if (!server) {
       spdlog::error("{}", server.error());
@@ -186,7 +145,7 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
     }
     spdlog::info(
         "serving /metrics on {} (port {}) over {}{}; pod-resources from {}, resources {}/*",
-        listen->to_string(), (*server)->port(), tls ? "https" : "http",
+        listen.to_string(), (*server)->port(), tls ? "https" : "http",
         basic_auth ? " with basic auth" : "", podresources_socket, resource_domain);
 
     WebConfigReloader reloader(web_config_file, std::move(web.files));

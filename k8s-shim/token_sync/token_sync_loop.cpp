@@ -9,17 +9,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "k8s-shim/poll_timeout.h"
 #include "k8s-shim/token_sync/source_watcher.h"
 
 namespace shim::token_sync {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int poll_timeout_ms(Clock::time_point deadline) {
-  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-  return static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 24 * 3600 * 1000));
-}
 
 }  // namespace
 

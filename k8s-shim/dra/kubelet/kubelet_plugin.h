@@ -22,7 +22,7 @@
 #include "k8s-shim/dra/kubelet/health_service.h"
 #include "k8s-shim/dra/kubelet/plugin_directory.h"
 #include "k8s-shim/dra/kubelet/registration_service.h"
-#include "k8s-shim/dra/kubelet/unix_socket_server.h"
+#include "k8s-shim/grpc/unix_socket_server.h"
 
 namespace shim::dra {
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_replacement.h"
+#include "common/fnv1a.h"
 #include "k8s-shim/dra/kubelet/plugin_directory.h"
 
 namespace shim::dra {
@@ -22,13 +23,8 @@ using nlohmann::json;
 // A checksum, not a signature: it catches a torn write or a hand edit, which is all we need from
 // a root-owned file. FNV-1a, 64 bits, over the compact dump of "claims".
 std::string checksum_of(std::string_view text) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 0x100000001b3ULL;
-  }
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(xpu::fnv1a_64(text)));
   return std::string("fnv1a64:") + hex;
 }
 

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "common/fnv1a.h"
 #include "common/names.h"
 #include "xpud/backends/simulator.h"
 
@@ -42,11 +43,8 @@ DeviceIdentity make_identity(const SimOptions& options, unsigned index) {
       id.linked_devices.push_back(other);
   }
   // Stable, UUID-shaped and unique per (model, index).
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a, then a splitmix64 finaliser to spread bits
-  for (char c : options.model + "/" + std::to_string(index)) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
+  // FNV-1a, then a splitmix64 finaliser to spread bits.
+  std::uint64_t h = xpu::fnv1a_64(options.model + "/" + std::to_string(index));
   h ^= h >> 30;
   h *= 0xbf58476d1ce4e5b9ull;
   h ^= h >> 27;

@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "k8s-shim/dra/kubelet/unix_socket_server.h"
+#include "k8s-shim/grpc/unix_socket_server.h"
 #include "tests/k8s-shim/dra/kubelet/kubelet_client.h"
 #include "tests/support/card_builder.h"
 #include "tests/support/child_process.h"

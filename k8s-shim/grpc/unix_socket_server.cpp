@@ -1,4 +1,4 @@
-#include "k8s-shim/dra/kubelet/unix_socket_server.h"
+#include "k8s-shim/grpc/unix_socket_server.h"
 
 #include <chrono>
 
@@ -6,16 +6,26 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
-namespace shim::dra {
+namespace shim {
 namespace {
 
 // Calls still running when the server stops get this long before being cancelled.
 constexpr std::chrono::milliseconds kShutdownGrace{500};
-// The kubelet's messages are small (at most 128 claim references); anything larger is not it.
+// What the server receives; sends are not bounded. The kubelet's messages are small: a DRA call
+// names at most 128 claims, and the largest device-plugin message, GetPreferredAllocation's list
+// of available IDs, is 64 cards x 64 shared replicas = 4096 IDs of about 45 bytes (a UUID and
+// `::<replica>`), under 200 KiB.
+// Anything larger is not the kubelet.
 constexpr int kMaxMessageBytes = 1 << 20;
-// The kubelet makes one call at a time per plugin, plus on dra.sock the health stream that holds
-// a thread for its life (at most HealthService::kMaxStreams of them); a few threads serve that,
-// and a client that opens many calls cannot make the server spawn a thread for each.
+// Threads per server (each socket has its own quota), gRPC's pollers included; a call beyond
+// them gets RESOURCE_EXHAUSTED, so a client that opens many calls cannot make the server spawn a
+// thread for each. A stream holds a thread for its life. The kubelet needs far fewer: on a
+// device-plugin socket one ListAndWatch (one resource per socket), a second one for the moments
+// after a kubelet restart until the old stream's cancellation is seen (within 100 ms), and its
+// unary calls one at a time; on dra.sock one call at a time plus at most
+// HealthService::kMaxStreams (4) health streams; on the registration socket GetInfo and
+// NotifyRegistrationStatus. The tests hold at most two ListAndWatch streams (a stalled and a
+// reading one) or the 4 health streams plus a refused fifth at once.
 constexpr int kMaxThreads = 12;
 
 }  // namespace
@@ -35,7 +45,7 @@ xpu::Result<std::unique_ptr<UnixSocketServer>> UnixSocketServer::start(
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  grpc::ResourceQuota quota("dra:" + path);
+  grpc::ResourceQuota quota("unix:" + path);
   quota.SetMaxThreads(kMaxThreads);
   builder.SetResourceQuota(quota);
   for (grpc::Service* service : services) builder.RegisterService(service);
@@ -58,4 +68,4 @@ bool UnixSocketServer::socket_present() const {
   return socket_file_ && socket_file_->present();
 }
 
-}  // namespace shim::dra
+}  // namespace shim

@@ -1,6 +1,9 @@
-// One gRPC server on one unix socket, owned: start() binds (replacing a stale socket left at the
-// path by an earlier run), the destructor stops the server and removes the socket if it is still
-// the one it bound. The services are the caller's and must outlive the server.
+// One gRPC server on one unix socket, owned, for every role that serves the kubelet (the device
+// plugin's per-resource sockets, the DRA driver's dra.sock and registration socket): start()
+// binds (replacing a stale socket left at the path by an earlier run), the destructor stops the
+// server and removes the socket if it is still the one it bound. Every server gets the same
+// bounds on its threads and message size (unix_socket_server.cpp says why those). The services
+// are the caller's and must outlive the server.
 #pragma once
 
 #include <filesystem>
@@ -14,7 +17,7 @@
 #include "common/result.h"
 #include "k8s-shim/socket_file.h"
 
-namespace shim::dra {
+namespace shim {
 
 class UnixSocketServer {
  public:
@@ -28,7 +31,8 @@ class UnixSocketServer {
   UnixSocketServer& operator=(const UnixSocketServer&) = delete;
 
   const std::filesystem::path& socket_path() const { return socket_path_; }
-  // False once the socket we bound is gone or replaced: the server must be started again.
+  // False once the socket we bound is gone or replaced (the kubelet deletes device-plugin
+  // sockets when it restarts): the server must be started again.
   bool socket_present() const;
 
  private:
@@ -40,4 +44,4 @@ class UnixSocketServer {
   std::optional<BoundSocketFile> socket_file_;
 };
 
-}  // namespace shim::dra
+}  // namespace shim

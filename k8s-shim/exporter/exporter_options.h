@@ -1,0 +1,33 @@
+// The exporter role's own flags (besides the options every shim role takes).
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "common/command_line.h"
+#include "k8s-shim/exporter/listen_address.h"
+#include "k8s-shim/exporter/pod_resources_client.h"
+#include "k8s-shim/resource_name.h"
+#include "k8s-shim/shim_options.h"
+
+namespace shim::exporter {
+
+struct ExporterOptions {
+  // --listen; kDefaultListen (":9507") as parse_listen_address reads it.
+  ListenAddress listen{.family = ListenAddress::Family::Any, .host = {}, .port = 9507};
+  std::string podresources_socket{kDefaultPodResourcesSocket};
+  // The device plugin's --resource-name: pod-resources entries in its domain are read as XPUs.
+  std::string resource_name{kDefaultResourceName};
+  bool resource_per_model = false;  // accepted for symmetry with the device plugin
+  std::string web_config_file;      // empty: plain HTTP, no basic auth
+};
+
+// --listen HOST:PORT, --podresources-socket PATH, --resource-name NAME (validated),
+// --resource-per-model, --web-config-file PATH.
+void add_exporter_options(xpu::CommandLine& cli, ExporterOptions& options);
+
+// The role's whole command line: bad flags or values print one line and exit 2.
+ExporterOptions parse_exporter_command_line(ShimOptions& options,
+                                            std::span<const std::string> args);
+
+}  // namespace shim::exporter
