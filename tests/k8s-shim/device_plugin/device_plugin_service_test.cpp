@@ -27,7 +27,6 @@ ResourceState eight_cards() {
     for (unsigned j = 0; j < 8; ++j)
       if (j != i && ((i < 4) == (j < 4) || j == (i + 4) % 8))
         d.linked_ids.push_back("uuid-" + std::to_string(j));
-    state.devices.push_back(d);
   }
   state.devices[7].numa_node = -1;  // unknown: no topology on the wire
   return state;

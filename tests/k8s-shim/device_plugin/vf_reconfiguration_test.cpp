@@ -31,10 +31,9 @@ TEST(VfReconfiguration, AsksThePhysicalCardsInIndexOrderWhileTheCountIsWrong) {
 }
 
 TEST(VfReconfiguration, LeavesARightNodeAlone) {
-  EXPECT_FALSE(next_card_to_reconfigure(present({card(0), card(1, true), card(2, true)}), 2, {}));
-  EXPECT_FALSE(next_card_to_reconfigure(present({card(0), card(1)}), 0, {}))
-      << "N = 0: no expectation";
-  xpu::DeviceView gone = present({card(0)});
+  EXPECT_FALSE(next_card_to_reconfigure(present({pf(0), vf(1), vf(2)}), 2, {}));
+  EXPECT_FALSE(next_card_to_reconfigure(present({pf(0), pf(1)}), 0, {})) << "N = 0: no expectation";
+  xpu::DeviceView gone = present({pf(0)});
   gone.xpud_present = false;
   EXPECT_FALSE(next_card_to_reconfigure(gone, 2, {}));
 }
