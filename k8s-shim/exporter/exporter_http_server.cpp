@@ -1,21 +1,24 @@
 #include "k8s-shim/exporter/exporter_http_server.h"
 
+#include <arpa/inet.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
-#include "k8s-shim/exporter/basic_auth.h"
 #include "k8s-shim/exporter/head_deadline.h"
 #include "k8s-shim/exporter/metrics_renderer.h"
 #include "k8s-shim/exporter/request_route.h"
@@ -39,6 +42,7 @@ struct Response {
   std::string_view content_security_policy = {};           // sent when not empty
   bool allow_header = false;                               // 405 says which methods are allowed
   bool ask_for_password = false;                           // 401 names the scheme and realm
+  std::string_view retry_after = {};                       // sent when not empty (429, 503)
   std::optional<MetricsBody> metrics_body = std::nullopt;  // sent instead of `body` when set
 };
 
@@ -55,7 +59,7 @@ MHD_Response* response_from_metrics_body(MetricsBody body) {
   MHD_Response* response = MHD_create_response_from_iovec(
       parts, held->tail.empty() ? 1 : 2, [](void* lent) { delete static_cast<MetricsBody*>(lent); },
       held.get());
-  if (response != nullptr) held.release();  // MHD's now, freed by the callback
+  if (response != nullptr) (void)held.release();  // MHD's now, freed by the callback
   return response;
 }
 
@@ -79,6 +83,9 @@ MHD_Result send(MHD_Connection* connection, const Response& reply) {
   if (reply.ask_for_password)
     MHD_add_response_header(response, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                             "Basic realm=\"xpu-exporter\", charset=\"UTF-8\"");
+  if (!reply.retry_after.empty())
+    MHD_add_response_header(response, MHD_HTTP_HEADER_RETRY_AFTER,
+                            std::string(reply.retry_after).c_str());
   const MHD_Result queued = MHD_queue_response(connection, reply.status, response);
   MHD_destroy_response(response);
   return queued;
@@ -122,6 +129,44 @@ PeerCertificate check_peer_certificate(MHD_Connection* connection) {
   return PeerCertificate::Valid;
 }
 
+// The client's address as text, the key of its failure count.
+std::string client_address(MHD_Connection* connection) {
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if (info == nullptr || info->client_addr == nullptr) return {};
+  char text[INET6_ADDRSTRLEN] = {};
+  const sockaddr* address = info->client_addr;
+  if (address->sa_family == AF_INET)
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(address)->sin_addr, text, sizeof text);
+  else if (address->sa_family == AF_INET6)
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr, text,
+              sizeof text);
+  return text;
+}
+
+// An unknown user is checked at the costliest hash's cost: a user whose hash is cheaper answers
+// faster, and timing then tells that name exists.
+void warn_of_mixed_costs(const std::map<std::string, std::string>& users) {
+  std::set<unsigned> costs;
+  for (const auto& [user, hash] : users) costs.insert(bcrypt_cost(hash));
+  if (costs.size() > 1)
+    spdlog::warn(
+        "web config: the basic_auth_users hashes have {} different bcrypt costs ({} to {}): the "
+        "users with cheaper ones can be told apart by timing; give them all one cost",
+        costs.size(), *costs.begin(), *costs.rbegin());
+}
+
+// What one request carries between MHD's calls of on_request: made at the first call (the head
+// only), freed when the request completes.
+struct RequestState {
+  // The password check of a suspended request. Whichever of the checker's thread (the verdict)
+  // and the event thread (the suspension) comes second resumes the request: MHD forbids resuming
+  // a connection that is not suspended.
+  enum Phase { Checking, Suspended, Decided };
+  std::atomic<Phase> phase{Checking};
+  std::optional<PasswordVerdict> verdict;  // written before phase becomes Decided
+};
+
 // What route_request needs of the request's head.
 RequestHead request_head(MHD_Connection* connection, std::string_view path,
                          std::string_view method) {
@@ -152,6 +197,7 @@ class ExporterHttpServer::Daemon {
   ~Daemon() {
     if (daemon_ == nullptr) return;
     MHD_quiesce_daemon(daemon_);
+    stop_password_checks();
     MHD_stop_daemon(daemon_);
   }
 
@@ -160,6 +206,7 @@ class ExporterHttpServer::Daemon {
   // and can abort the process ("Failed to remove listen FD from epoll set", seen under ASan at
   // the end of a test); this path has no need for it.
   void stop_closing_the_listen_socket() {
+    stop_password_checks();
     if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
     daemon_ = nullptr;
   }
@@ -169,6 +216,11 @@ class ExporterHttpServer::Daemon {
   xpu::Status start(int listen_fd, const Limits& limits) {
     unsigned flags =
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    if (!web_.basic_auth_users.empty()) {
+      checker_ = std::make_unique<PasswordChecker>(web_.basic_auth_users, limits.password_checks);
+      flags |= MHD_ALLOW_SUSPEND_RESUME;
+      warn_of_mixed_costs(web_.basic_auth_users);
+    }
     std::vector<MHD_OptionItem> options = {
         {MHD_OPTION_LISTEN_SOCKET, listen_fd, nullptr},
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<intptr_t>(limits.connection_memory_bytes),
@@ -197,9 +249,8 @@ class ExporterHttpServer::Daemon {
       if (!web_.tls->client_ca_pem.empty())
         options.push_back(
             {MHD_OPTION_HTTPS_MEM_TRUST, 0, const_cast<char*>(web_.tls->client_ca_pem.c_str())});
-      if (!web_.tls->priorities.empty())
-        options.push_back(
-            {MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(web_.tls->priorities.c_str())});
+      options.push_back(
+          {MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(web_.tls->priorities.c_str())});
     }
     options.push_back({MHD_OPTION_END, 0, nullptr});
     daemon_ = MHD_start_daemon(flags, 0, nullptr, nullptr, &Daemon::on_request, this,
@@ -212,6 +263,12 @@ class ExporterHttpServer::Daemon {
   }
 
  private:
+  // MHD must not stop with a request suspended: the checker answers what waits (Busy), which
+  // resumes it, and answers Busy at once to what comes after.
+  void stop_password_checks() {
+    if (checker_) checker_->stop();
+  }
+
   static MHD_Result on_request(void* self, MHD_Connection* connection, const char* url,
                                const char* method, const char*, const char*, size_t*,
                                void** request_state) {
@@ -219,15 +276,18 @@ class ExporterHttpServer::Daemon {
     // yet whether a body follows. A request without one is answered at the second call, so the
     // connection stays open for the next scrape; one with a body is refused at the first call
     // and closed, without reading what it sends.
-    static char head_seen;
-    if (*request_state == nullptr)
-      static_cast<Daemon*>(self)->head_deadline_.head_received(connection);
-    if (*request_state == nullptr && !announces_body(request_head(connection, url, method))) {
-      *request_state = &head_seen;
-      return MHD_YES;
-    }
+    auto& daemon = *static_cast<Daemon*>(self);
     try {
-      return send(connection, static_cast<Daemon*>(self)->answer(connection, url, method));
+      auto* state = static_cast<RequestState*>(*request_state);
+      if (state == nullptr) {
+        daemon.head_deadline_.head_received(connection);
+        state = new RequestState;  // freed by on_completed
+        *request_state = state;
+        if (!announces_body(request_head(connection, url, method))) return MHD_YES;
+      }
+      auto reply = daemon.answer(connection, url, method, *state);
+      if (!reply) return MHD_YES;  // suspended until its password is checked
+      return send(connection, *reply);
     } catch (...) {   // nothing may unwind into MHD's C code (bad_alloc while building a reply)
       return MHD_NO;  // MHD closes the connection
     }
@@ -242,17 +302,30 @@ class ExporterHttpServer::Daemon {
     if (info != nullptr) deadline.opened(connection, info->connect_fd);
   }
 
-  static void on_completed(void* self, MHD_Connection* connection, void**,
+  static void on_completed(void* self, MHD_Connection* connection, void** request_state,
                            MHD_RequestTerminationCode) {
+    delete static_cast<RequestState*>(*request_state);
+    *request_state = nullptr;
     static_cast<Daemon*>(self)->head_deadline_.reply_sent(connection);
   }
 
   // A body is never read: a request that announces one is answered (with an error) before it
-  // arrives, and MHD then closes the connection.
-  Response answer(MHD_Connection* connection, std::string_view path, std::string_view method) {
+  // arrives, and MHD then closes the connection. Nothing: the request is suspended while its
+  // password is checked, and MHD calls again when it is resumed.
+  std::optional<Response> answer(MHD_Connection* connection, std::string_view path,
+                                 std::string_view method, RequestState& state) {
     const RequestHead head = request_head(connection, path, method);
-    if (needs_credentials(head))
-      if (auto refused = check_credentials(connection)) return std::move(*refused);
+    if (needs_credentials(head)) {
+      if (auto refused = check_certificate(connection)) return refused;
+      if (checker_) {
+        if (!state.verdict) {
+          auto verdict = ask_checker(connection, state);
+          if (!verdict) return std::nullopt;
+          state.verdict = verdict;
+        }
+        if (auto refused = refusal_for(*state.verdict)) return refused;
+      }
+    }
     switch (route_request(head)) {
       case Answer::Health:
         return plain(MHD_HTTP_OK, "ok");
@@ -292,31 +365,71 @@ class ExporterHttpServer::Daemon {
     return plain(MHD_HTTP_INTERNAL_SERVER_ERROR, "scrape failed\n");
   }
 
-  std::optional<Response> check_credentials(MHD_Connection* connection) const {
-    if (web_.tls && web_.tls->client_auth != ClientAuth::None) {
-      const PeerCertificate peer = check_peer_certificate(connection);
-      if (peer == PeerCertificate::Invalid)
-        return plain(MHD_HTTP_FORBIDDEN, "client certificate not accepted\n");
-      if (peer == PeerCertificate::Missing && web_.tls->client_auth == ClientAuth::RequireAndVerify)
-        return plain(MHD_HTTP_FORBIDDEN, "client certificate required\n");
-    }
-    if (web_.basic_auth_users.empty()) return std::nullopt;
+  std::optional<Response> check_certificate(MHD_Connection* connection) const {
+    if (!web_.tls || web_.tls->client_auth == ClientAuth::None) return std::nullopt;
+    const PeerCertificate peer = check_peer_certificate(connection);
+    if (peer == PeerCertificate::Invalid)
+      return plain(MHD_HTTP_FORBIDDEN, "client certificate not accepted\n");
+    if (peer == PeerCertificate::Missing && web_.tls->client_auth == ClientAuth::RequireAndVerify)
+      return plain(MHD_HTTP_FORBIDDEN, "client certificate required\n");
+    return std::nullopt;
+  }
+
+  // The verdict when the checker decides at once (or there is nothing to check). Otherwise the
+  // check is queued and the request suspended until the verdict resumes it: nothing.
+  std::optional<PasswordVerdict> ask_checker(MHD_Connection* connection, RequestState& state) {
     char* password = nullptr;
     char* user = MHD_basic_auth_get_username_password(connection, &password);
-    const bool ok = user != nullptr && password != nullptr &&
-                    basic_auth_matches(web_.basic_auth_users, user, password);
+    std::optional<PasswordVerdict> verdict = PasswordVerdict::Rejected;  // no credentials sent
+    if (user != nullptr && password != nullptr)
+      verdict = checker_->check(
+          client_address(connection), user, password,
+          [connection, &state](PasswordVerdict decided) {
+            state.verdict = decided;
+            if (state.phase.exchange(RequestState::Decided) == RequestState::Suspended)
+              MHD_resume_connection(connection);
+          });
     if (user != nullptr) MHD_free(user);
     if (password != nullptr) MHD_free(password);
-    if (ok) return std::nullopt;
-    Response response = plain(MHD_HTTP_UNAUTHORIZED, "unauthorized\n");
-    response.ask_for_password = true;
-    return response;
+    if (!verdict) {
+      MHD_suspend_connection(connection);
+      // A verdict that came before the suspension left the resuming to this thread.
+      if (state.phase.exchange(RequestState::Suspended) == RequestState::Decided)
+        MHD_resume_connection(connection);
+    }
+    return verdict;
+  }
+
+  static std::optional<Response> refusal_for(PasswordVerdict verdict) {
+    switch (verdict) {
+      case PasswordVerdict::Accepted:
+        return std::nullopt;
+      case PasswordVerdict::Rejected: {
+        Response response = plain(MHD_HTTP_UNAUTHORIZED, "unauthorized\n");
+        response.ask_for_password = true;
+        return response;
+      }
+      case PasswordVerdict::Busy: {
+        Response response =
+            plain(MHD_HTTP_SERVICE_UNAVAILABLE, "too many password checks waiting: retry\n");
+        response.retry_after = "1";
+        return response;
+      }
+      case PasswordVerdict::TooManyFailures: {
+        Response response =
+            plain(MHD_HTTP_TOO_MANY_REQUESTS, "too many wrong passwords from this address\n");
+        response.retry_after = "60";
+        return response;
+      }
+    }
+    return std::nullopt;
   }
 
   const MetricsBodySource& metrics_;
   const PageSource& status_page_;
   const WebConfig web_;
   HeadDeadline head_deadline_;  // outlives the MHD daemon, which calls into it until stopped
+  std::unique_ptr<PasswordChecker> checker_;  // with basic auth; likewise outlives the daemon
   MHD_Daemon* daemon_ = nullptr;
 };
 

@@ -17,6 +17,7 @@
 #include "k8s-shim/exporter/listen_address.h"
 #include "k8s-shim/exporter/listen_socket.h"
 #include "k8s-shim/exporter/metrics_body_cache.h"
+#include "k8s-shim/exporter/password_checker.h"
 #include "k8s-shim/exporter/web_config.h"
 
 namespace shim::exporter {
@@ -35,6 +36,9 @@ struct HttpLimits {
   std::chrono::milliseconds head_timeout{10'000};
   unsigned max_connections = 2048;
   unsigned max_connections_per_ip = 64;  // beyond this an address's new connections are closed
+  // Basic auth's bcrypt checks: their thread, queue (503 when full) and per-address failures
+  // (429 past them).
+  PasswordCheckLimits password_checks{};
 };
 
 class ExporterHttpServer {

@@ -53,15 +53,21 @@ std::string resolve(const std::string& directory, const std::string& path) {
   return directory + "/" + path;
 }
 
+xpu::Error unknown_key(const std::string& where, const std::string& key,
+                       const std::set<std::string>& known) {
+  std::string list;
+  for (const auto& name : known) {
+    if (!list.empty()) list += ", ";
+    list += name;
+  }
+  return xpu::Error{where + "unknown key '" + key + "' (known: " + list + ")"};
+}
+
 xpu::Status only_keys(const YAML::Node& node, const std::string& where,
                       const std::set<std::string>& known) {
   for (const auto& entry : node) {
     const auto key = entry.first.as<std::string>();
-    if (!known.contains(key)) {
-      std::string list;
-      for (const auto& name : known) list += (list.empty() ? "" : ", ") + name;
-      return xpu::Error{where + "unknown key '" + key + "' (known: " + list + ")"};
-    }
+    if (!known.contains(key)) return unknown_key(where, key, known);
   }
   return xpu::ok_status();
 }
@@ -85,9 +91,10 @@ xpu::Result<std::string> tls_version(const std::string& name, const std::string&
   return found->second;
 }
 
-// "NORMAL" with the versions outside [min, max] removed; empty when neither is given.
+// "NORMAL" with the versions outside [min, max] removed. An unset min_version is TLS 1.2, as in
+// exporter-toolkit (its TLSConfig's MinVersion defaults to tls.VersionTLS12), whatever GnuTLS's
+// NORMAL allows on its own (TLS 1.0 and 1.1 on Debian 12).
 xpu::Result<std::string> priorities_for(const std::string& min, const std::string& max) {
-  if (min.empty() && max.empty()) return std::string();
   const std::vector<std::string> order = {"TLS10", "TLS11", "TLS12", "TLS13"};
   const std::string low = min.empty() ? "TLS12" : min;  // exporter-toolkit's default floor
   const std::string high = max.empty() ? "TLS13" : max;

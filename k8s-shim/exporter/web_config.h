@@ -36,7 +36,8 @@ struct WebConfig {
     std::string key_pem;
     std::string client_ca_pem;  // empty unless client_auth is not None
     ClientAuth client_auth = ClientAuth::None;
-    std::string priorities;  // GnuTLS priority string from min_version/max_version
+    // GnuTLS priority string from min_version (TLS12 when unset) and max_version (TLS13).
+    std::string priorities;
   };
   std::optional<Tls> tls;
   std::map<std::string, std::string> basic_auth_users;  // user -> bcrypt hash

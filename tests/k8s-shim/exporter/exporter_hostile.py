@@ -9,7 +9,10 @@ loopback and bounded in count and time:
   - a 1 MiB header, a 100 MB body (POST and GET), garbage, HTTP/0.9 and a TLS handshake on the
     plain port: each gets an error or a close, and the server keeps serving;
   - [::1] and 127.0.0.1 both served on [::];
-  - 10,000 connections opened and dropped: no growth of descriptors, threads or RSS after.
+  - 10,000 connections opened and dropped: no growth of descriptors, threads or RSS after;
+  - with basic auth (a second exporter, a cost-12 bcrypt user): 48 clients sending wrong
+    passwords from many addresses while /healthz and a scraper with the right password are
+    timed; past 10 failures one address gets 429; an unknown user costs what a known one does.
 With node_exporter (PROMETHEUS_NODE_EXPORTER, else prometheus-node-exporter on PATH, where
 `scripts/install-deps.sh test` links Debian's binary without its service) the slow-client figures
 are measured for node_exporter too, in the same run, for comparison.
@@ -18,6 +21,8 @@ Usage: exporter_hostile.py [BUILD_DIR]; XPUD_BIN and XPU_K8S_SHIM_BIN override t
 Ends with 'N passed, M failed'; exits 1 on any failure.
 """
 
+import base64
+import ctypes
 import http.client
 import os
 import re
@@ -44,6 +49,10 @@ PER_IP_LIMIT = 64  # HttpLimits::max_connections_per_ip
 SLOW_CLIENTS = 1000
 SLOW_ADDRESSES = 20  # 50 each, under the per-address limit: all of them must be held
 SCRAPES = 100
+FAILURES_PER_ADDRESS = 10  # PasswordCheckLimits::failures_per_address
+BCRYPT_COST = 12  # about 0.25 s a check: an event thread that ran one would show it at once
+FLOOD_CLIENTS = 48  # more than the 8 checks the queue holds: the rest must get 503
+FLOOD_SECONDS = 6
 
 results = []  # (name, ok, detail)
 figures = []  # (what, value)
@@ -216,6 +225,118 @@ def slow_client_figures(label, host, port, pid):
     figures.append((f"{label}: slow clients still held after the scrapes", f"{held} of {SLOW_CLIENTS}"))
     figures.append((f"{label}: fds / threads / RSS KiB with them held", "%d / %d / %d" % stats))
     return idle, idle_failures, loaded, loaded_failures, health, health_failures, held
+
+
+def bcrypt_hash(password, cost):
+    """A $2b$ hash made by libxcrypt, the library the exporter checks with."""
+    libcrypt = ctypes.CDLL("libcrypt.so.1")
+    libcrypt.crypt_gensalt.restype = ctypes.c_char_p
+    libcrypt.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
+    libcrypt.crypt.restype = ctypes.c_char_p
+    libcrypt.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    return libcrypt.crypt(password.encode(), libcrypt.crypt_gensalt(b"$2b$", cost, None, 0)).decode()
+
+
+def basic(user, password):
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def password_checks(run, procs):
+    """Basic auth against a flood of wrong passwords: the bcrypt checks run on their own thread,
+    with a bounded queue and a failure limit per address, so the event threads keep serving."""
+    d = f"{run}/auth"
+    os.mkdir(d)
+    with open(f"{d}/web-config.yml", "w") as f:
+        f.write(f"basic_auth_users:\n  prometheus: {bcrypt_hash('secret', BCRYPT_COST)}\n")
+    exporter, port = start_stack(d, procs, ["--listen", "127.0.0.1:0",
+                                            "--web-config-file", f"{d}/web-config.yml"])
+    host = "127.0.0.1"
+    right = basic("prometheus", "secret")
+    status, _, first = get(host, port, headers=right, timeout=10)
+    check("basic auth: the right password is served", status == 200, f"got {status}")
+    figures.append(("basic auth: first scrape with the right password (one bcrypt check) ms", f"{first*1000:.0f}"))
+    idle, _ = time_scrapes(host, port, 50, path="/healthz")
+
+    statuses = {}
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def flood(index):
+        n = 0
+        while not stop.is_set():
+            n += 1
+            # Many addresses, so that the per-address limit does not end the flood by itself.
+            source = f"127.2.{index}.{1 + n % 250}"
+            # A long timeout: a check that waits its turn is slow, not dropped.
+            status, _, _ = get(host, port, source=source, headers=basic("prometheus", f"guess{n}"), timeout=30)
+            with lock:
+                statuses[status] = statuses.get(status, 0) + 1
+            if status != 401:
+                time.sleep(0.01)  # refused at once (503, 429): keep the load generator's own CPU low
+
+    flooders = [threading.Thread(target=flood, args=(i,)) for i in range(FLOOD_CLIENTS)]
+    for t in flooders:
+        t.start()
+    try:
+        time.sleep(1)  # the flood under way before timing what must not feel it
+        health, health_failures = [], 0
+        scrapes, scrape_failures = [], 0
+        deadline = time.monotonic() + FLOOD_SECONDS - 1
+        while time.monotonic() < deadline:
+            status, _, took = get(host, port, path="/healthz")
+            health.append(took)
+            health_failures += status != 200
+            status, _, took = get(host, port, headers=right)
+            scrapes.append(took)
+            scrape_failures += status != 200
+            time.sleep(0.02)
+        stats = proc_stats(exporter.proc.pid)
+    finally:
+        stop.set()
+        for t in flooders:
+            t.join()
+    figures.append(("basic auth: /healthz p50/p99 ms, idle", f"{percentile(idle, .5)*1000:.1f} / {percentile(idle, .99)*1000:.1f}"))
+    figures.append((f"basic auth: /healthz p50/p99 ms, {FLOOD_CLIENTS} clients with wrong passwords",
+                    f"{percentile(health, .5)*1000:.1f} / {percentile(health, .99)*1000:.1f}"))
+    figures.append(("basic auth: right-password scrape p50/p99 ms, during the flood",
+                    f"{percentile(scrapes, .5)*1000:.1f} / {percentile(scrapes, .99)*1000:.1f}"))
+    figures.append(("basic auth: the flood's answers (status: count)",
+                    ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items()))))
+    figures.append(("basic auth: fds / threads / RSS KiB during the flood", "%d / %d / %d" % stats))
+    check(f"/healthz stays fast while {FLOOD_CLIENTS} clients send wrong passwords (p99 under 100 ms)",
+          health_failures == 0 and percentile(health, .99) < 0.1,
+          f"p99 {percentile(health, .99)*1000:.0f} ms, {health_failures} failed")
+    check("the scraper with the right password stays served during the flood (p99 under 200 ms)",
+          scrape_failures == 0 and percentile(scrapes, .99) < 0.2,
+          f"p99 {percentile(scrapes, .99)*1000:.0f} ms, {scrape_failures} failed")
+    check("checks past the queue are refused at once with 503, none dropped",
+          statuses.get(503, 0) > 0 and statuses.get(0, 0) == 0, str(statuses))
+
+    # One address past its failures: 429 without a check, and a Retry-After.
+    source = "127.3.0.1"
+    answers = [get(host, port, source=source, headers=basic("prometheus", f"no{i}"), timeout=10)[0]
+               for i in range(FAILURES_PER_ADDRESS)]
+    conn = http.client.HTTPConnection(host, port, timeout=10, source_address=(source, 0))
+    conn.request("GET", "/metrics", headers=basic("prometheus", "again"))
+    reply = conn.getresponse()
+    reply.read()
+    conn.close()
+    check(f"{FAILURES_PER_ADDRESS} wrong passwords from one address get 401, the next 429 with Retry-After",
+          answers == [401] * FAILURES_PER_ADDRESS and reply.status == 429 and reply.getheader("Retry-After"),
+          f"{answers} then {reply.status} (Retry-After {reply.getheader('Retry-After')})")
+    status, _, _ = get(host, port, source="127.3.0.2", headers=right)
+    check("another address is still served", status == 200, f"got {status}")
+
+    # An unknown user costs the configured hash's cost, so timing does not tell names apart.
+    def median_seconds(user, base):
+        return statistics.median(get(host, port, source=f"127.4.{base}.{i}", headers=basic(user, "x"), timeout=10)[2]
+                                 for i in range(1, 6))
+    known, unknown = median_seconds("prometheus", 1), median_seconds("nobody", 2)
+    figures.append((f"basic auth: wrong password of a known / an unknown user ms (cost {BCRYPT_COST})",
+                    f"{known*1000:.0f} / {unknown*1000:.0f}"))
+    check("an unknown user takes as long as a known one's wrong password (within 2x)",
+          known / 2 < unknown < known * 2, f"{known*1000:.0f} ms against {unknown*1000:.0f} ms")
+    check("the exporter with basic auth is still running", exporter.proc.poll() is None)
 
 
 def find_port(log_text):
@@ -410,6 +531,8 @@ def main():
         check(f"a head trickling in at 1 byte/s is cut after about {HEAD_TIMEOUT_S} s",
               HEAD_TIMEOUT_S - 1 <= cut_after <= HEAD_TIMEOUT_S + 3, f"cut after {cut_after:.1f} s")
         check("the exporter is still running", exporter.proc.poll() is None)
+
+        password_checks(run, procs)
 
         if NODE_EXPORTER and os.access(NODE_EXPORTER, os.X_OK):
             probe = socket.socket()

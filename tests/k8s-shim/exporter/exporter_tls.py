@@ -7,6 +7,8 @@ on a private bus. Then, as a user would see it:
   - curl: no client certificate -> 403 on /metrics, 200 on /healthz (the kubelet's probe);
     a certificate from another CA -> 403; no password -> 401 with WWW-Authenticate; wrong
     password -> 401; the right one -> 200 with the cards; plain HTTP -> no answer;
+  - with no min_version in the web config, TLS 1.0 and 1.1 handshakes are refused, 1.2 and 1.3
+    served (exporter-toolkit's floor);
   - the web config and the server certificate rewritten (renamed into place, as Kubernetes
     does): the new password and the new certificate are served within seconds, no restart;
     a broken edit is logged and the last good config keeps serving;
@@ -28,6 +30,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from exporter_hostile import (SHIM, Process, SetupError, check, results, start_stack,  # noqa: E402
@@ -87,6 +90,36 @@ def served_certificate(port, d):
     with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
         with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
             return tls.getpeercert(binary_form=True)
+
+
+def negotiated_version(port, d, version):
+    """The TLS version a handshake offering only `version` settles on, or None when refused."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.load_verify_locations(f"{d}/ca.crt")
+    # OpenSSL's default security level keeps this client from offering TLS 1.0 and 1.1 at all;
+    # at level 0 it offers them, so that a refusal seen here is the server's.
+    context.set_ciphers("DEFAULT:@SECLEVEL=0")
+    with warnings.catch_warnings():  # Python calls TLS 1.0 and 1.1 deprecated: that is the point
+        warnings.simplefilter("ignore", DeprecationWarning)
+        context.minimum_version = version
+        context.maximum_version = version
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+            with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                return tls.version()
+    except (ssl.SSLError, OSError):
+        return None
+
+
+def check_tls_versions(port, d):
+    """The web config names no min_version: TLS 1.2 and 1.3 are served, 1.0 and 1.1 refused."""
+    for version, name, served in [(ssl.TLSVersion.TLSv1, "TLSv1", False),
+                                  (ssl.TLSVersion.TLSv1_1, "TLSv1.1", False),
+                                  (ssl.TLSVersion.TLSv1_2, "TLSv1.2", True),
+                                  (ssl.TLSVersion.TLSv1_3, "TLSv1.3", True)]:
+        got = negotiated_version(port, d, version)
+        check(f"no min_version in the web config: a {name} handshake is "
+              f"{'served' if served else 'refused'}", (got == name) == served, f"got {got}")
 
 
 def pem_to_der(path):
@@ -198,6 +231,7 @@ def main():
                                 f"{d}/client.crt", "--key", f"{d}/client.key", "-u", "prometheus:secret")[1]
                    .count("\nxpu_info{") == 8, 15)
         check_curl(port, d, "secret")
+        check_tls_versions(port, d)
         check_prometheus(run, d, port, "secret")
 
         # Rotation: a new password and a new server certificate, renamed into place.
