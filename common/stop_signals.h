@@ -5,7 +5,7 @@
 // thread, and threads started afterwards inherit the mask.
 #pragma once
 
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX sigset_t, not in <csignal>
 
 #include <chrono>
 #include <optional>

@@ -89,19 +89,18 @@ int milliseconds_until(Clock::time_point when, Clock::time_point now) {
 void XpudWatcher::watch_loop() {
   auto backoff = std::chrono::milliseconds(250);
   bool first = true;
+  const std::string bus_name(names::kBusName);
+  const std::string driver(names::bus::kDriverName);
+  const std::string owner_rule = "type='signal',sender='" + driver + "',interface='" + driver +
+                                 "',member='NameOwnerChanged',arg0='" + bus_name + "'";
+  // Metrics never come as signals: any signal from xpud means a state change.
+  const std::string xpud_rule = "type='signal',sender='" + bus_name + "'";
   while (!stop_) {
     try {
       auto connection = open_connection(options_);
       std::atomic<bool> dirty = true;
-      const std::string bus_name(names::kBusName);
-      const std::string driver(names::bus::kDriverName);
-      auto owner_slot =
-          connection->addMatch("type='signal',sender='" + driver + "',interface='" + driver +
-                                   "',member='NameOwnerChanged',arg0='" + bus_name + "'",
-                               [&](sdbus::Message&) { dirty = true; });
-      // Metrics never come as signals: any signal from xpud means a state change.
-      auto xpud_slot = connection->addMatch("type='signal',sender='" + bus_name + "'",
-                                            [&](sdbus::Message&) { dirty = true; });
+      auto owner_slot = connection->addMatch(owner_rule, [&](sdbus::Message&) { dirty = true; });
+      auto xpud_slot = connection->addMatch(xpud_rule, [&](sdbus::Message&) { dirty = true; });
       backoff = std::chrono::milliseconds(250);
       auto next_resync = Clock::now();
       auto next_probe = Clock::time_point::max();
@@ -201,7 +200,7 @@ XpudWatcher::Reach XpudWatcher::refresh(sdbus::IConnection& connection, bool for
   }
   if (no_answer_reported_) spdlog::info("xpud answers again");
   no_answer_reported_ = false;
-  publish(std::move(fresh), force_notify);
+  publish(fresh, force_notify);
   return reach;
 }
 
@@ -211,10 +210,10 @@ void XpudWatcher::set_absent(bool force_notify) {
     std::lock_guard lock(view_mutex_);
     absent.devices = view_.devices;  // the last known cards, so consumers can mark them
   }
-  publish(std::move(absent), force_notify);
+  publish(absent, force_notify);
 }
 
-void XpudWatcher::publish(DeviceView fresh, bool force_notify) {
+void XpudWatcher::publish(const DeviceView& fresh, bool force_notify) {
   bool changed;
   {
     std::lock_guard lock(view_mutex_);

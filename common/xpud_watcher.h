@@ -48,7 +48,7 @@ class XpudWatcher {
   bool probe(sdbus::IConnection& connection);
   void report_no_answer(const sdbus::Error& e);
   void set_absent(bool force_notify);
-  void publish(DeviceView fresh, bool force_notify);
+  void publish(const DeviceView& fresh, bool force_notify);
   void wait_wakeup(std::chrono::milliseconds timeout);
 
   const ClientOptions options_;

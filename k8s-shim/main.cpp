@@ -29,7 +29,7 @@ int run(const std::vector<std::string>& args) {
   if (rest.empty())
     xpu::exit_usage_error(kProgram,
                           "missing role: device-plugin, exporter, token-sync or dra-driver");
-  const std::string role = rest.front();
+  const std::string& role = rest.front();
   std::span<const std::string> role_args(rest.begin() + 1, rest.end());
 
   // Before any thread exists, so every thread inherits the blocked mask.

@@ -118,6 +118,9 @@ apt_install clang-14 libclang-rt-14-dev
 # The formatting check (scripts/check-format.sh): Debian 12's clang-format, pinned to 14 so that
 # every machine formats alike (another version moves lines the check would then call unformatted).
 apt_install clang-format-14
+# The clang-tidy check (scripts/check-tidy.py), pinned to 14 for the same reason: another version
+# brings other checks and other findings.
+apt_install clang-tidy-14
 
 [ "$tier" = ci ] && exit 0
 

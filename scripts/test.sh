@@ -12,6 +12,9 @@
 #   (scripts/fuzz.sh), e.g. 20.
 # XPU_TEST_FORMAT=1 first checks that every C++ file is as clang-format 14 formats it
 #   (scripts/check-format.sh).
+# XPU_TEST_TIDY=1 checks the production code with clang-tidy 14 and the tree's .clang-tidy
+#   (scripts/check-tidy.py) after the main build, in the background at idle priority (log:
+#   build/tidy.log); a finding fails the run at its end.
 # XPU_CCACHE_DIR (a directory) compiles through ccache with that cache, keyed on the compiler's
 #   content and on paths relative to this checkout, so that another checkout at the same path (the
 #   fresh-machine test's root) hits what this run compiled. It takes effect in a new build directory.
@@ -31,7 +34,7 @@ done
 # Every stage prints its time when it ends, and the run ends with a table of them (also when a
 # stage fails), so that CI's log says where the time went.
 run_started=$(date +%s)
-stage_times="" stage_name="" stage_started=0 background_pid=""
+stage_times="" stage_name="" stage_started=0 background_pid="" tidy_pid=""
 begin_stage() {
   stage_name=$1
   stage_started=$(date +%s)
@@ -48,6 +51,7 @@ finish() {
   status=$?
   # dash's kill takes a process group as a negative number, without "--".
   if [ -n "$background_pid" ]; then kill -TERM "-$background_pid" 2>/dev/null || true; fi
+  if [ -n "$tidy_pid" ]; then kill -TERM "-$tidy_pid" 2>/dev/null || true; fi
   [ -z "$stage_name" ] ||
     stage_times="$stage_times$(printf '%-52s %5d s, failed' "$stage_name" $(( $(date +%s) - stage_started )))
 "
@@ -61,7 +65,7 @@ trap 'exit 130' INT TERM
 # need the ci tier's tools; the default set the test tier's.
 if [ "$deps" -eq 1 ]; then
   begin_stage "dependencies"
-  if [ -n "${XPU_TEST_LABELS:-}${XPU_TEST_LAST_LABELS:-}${XPU_CCACHE_DIR:-}${XPU_TEST_FUZZ_SECONDS:-}${XPU_TEST_FORMAT:-}" ]; then
+  if [ -n "${XPU_TEST_LABELS:-}${XPU_TEST_LAST_LABELS:-}${XPU_CCACHE_DIR:-}${XPU_TEST_FUZZ_SECONDS:-}${XPU_TEST_FORMAT:-}${XPU_TEST_TIDY:-}" ]; then
     scripts/install-deps.sh ci
   else
     scripts/install-deps.sh test
@@ -88,6 +92,19 @@ begin_stage "main build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build -j"$jobs"
 end_stage
+
+# clang-tidy reads the main build's compile commands and generated headers. It runs at idle
+# priority (SCHED_IDLE; nice 19 where that is refused): only on what every other stage leaves
+# idle, so it costs the run's length nothing until the end, where the run waits for it.
+if [ "${XPU_TEST_TIDY:-0}" = 1 ]; then
+  tidy_log=build/tidy.log
+  idle="chrt --idle 0"
+  $idle true 2>/dev/null || idle="nice -n 19"
+  echo "== in the background: clang-tidy on the production code (log: $tidy_log) =="
+  # shellcheck disable=SC2086
+  setsid $idle scripts/check-tidy.py build >"$tidy_log" 2>&1 </dev/null &
+  tidy_pid=$!
+fi
 begin_stage "tests"
 (cd build && ctest -j"$jobs" --output-on-failure --no-tests=error --timeout 300 -LE "$slow_labels")
 end_stage
@@ -164,4 +181,17 @@ if [ -n "${XPU_TEST_LAST_LABELS:-}" ]; then
   # -V: the fresh-machine test's report (its steps, their times, the packages each tier added).
   (cd build && ctest -j1 -V --timeout 3600 -L "$XPU_TEST_LAST_LABELS")
   end_stage
+fi
+
+if [ -n "$tidy_pid" ]; then
+  begin_stage "the rest of clang-tidy"
+  if ! wait "$tidy_pid"; then
+    tidy_pid=""
+    cat "$tidy_log" >&2
+    echo "test.sh: clang-tidy failed (above: $tidy_log)" >&2
+    exit 1
+  fi
+  tidy_pid=""
+  end_stage
+  sed -n 's/^check-tidy.py: /  /p' "$tidy_log"
 fi

@@ -90,6 +90,22 @@ void write_metrics_json(xpuctl::JsonWriter& json, const std::map<std::string, do
   json.end_object();
 }
 
+// Prints {"timestamp_usec": T, "devices": [{"index": I, ...}, ...]}: `write_members` writes the
+// members of each device's object after its index.
+template <typename Device, typename WriteMembers>
+void print_snapshot_json(std::uint64_t timestamp_usec, const std::vector<Device>& devices,
+                         WriteMembers write_members) {
+  xpuctl::JsonWriter json;
+  json.begin_object().key("timestamp_usec").value(timestamp_usec).key("devices").begin_array();
+  for (const auto& device : devices) {
+    json.begin_object().key("index").value(device.index);
+    write_members(json, device);
+    json.end_object();
+  }
+  json.end_array().end_object();
+  std::printf("%s\n", json.str().c_str());
+}
+
 int fail(const std::string& message) {
   std::fprintf(stderr, "%s: %s\n", kProgram, message.c_str());
   return 1;
@@ -210,19 +226,11 @@ int cmd_metrics(xpu::XpudClient& client, bool json_output) {
   auto snapshot = client.get_metrics();
   if (!snapshot) return fail(snapshot.error());
   if (json_output) {
-    xpuctl::JsonWriter json;
-    json.begin_object()
-        .key("timestamp_usec")
-        .value(static_cast<std::uint64_t>(snapshot->timestamp_usec))
-        .key("devices")
-        .begin_array();
-    for (const auto& m : snapshot->devices) {
-      json.begin_object().key("index").value(m.index).key("metrics");
-      write_metrics_json(json, m.values);
-      json.end_object();
-    }
-    json.end_array().end_object();
-    std::printf("%s\n", json.str().c_str());
+    print_snapshot_json(snapshot->timestamp_usec, snapshot->devices,
+                        [](xpuctl::JsonWriter& json, const auto& m) {
+                          json.key("metrics");
+                          write_metrics_json(json, m.values);
+                        });
     return 0;
   }
   xpuctl::Table table(
@@ -249,29 +257,22 @@ int cmd_processes(xpu::XpudClient& client, bool json_output) {
   auto snapshot = client.get_processes();
   if (!snapshot) return fail(snapshot.error());
   if (json_output) {
-    xpuctl::JsonWriter json;
-    json.begin_object()
-        .key("timestamp_usec")
-        .value(static_cast<std::uint64_t>(snapshot->timestamp_usec))
-        .key("devices")
-        .begin_array();
-    for (const auto& d : snapshot->devices) {
-      json.begin_object().key("index").value(d.index).key("processes").begin_array();
-      for (const auto& p : d.processes)
-        json.begin_object()
-            .key("pid")
-            .value(p.pid)
-            .key("memory_used_bytes")
-            .value(static_cast<std::uint64_t>(p.memory_used_bytes))
-            .key("pod_uid")
-            .value(p.pod_uid)
-            .key("container_id")
-            .value(p.container_id)
-            .end_object();
-      json.end_array().end_object();
-    }
-    json.end_array().end_object();
-    std::printf("%s\n", json.str().c_str());
+    print_snapshot_json(snapshot->timestamp_usec, snapshot->devices,
+                        [](xpuctl::JsonWriter& json, const auto& d) {
+                          json.key("processes").begin_array();
+                          for (const auto& p : d.processes)
+                            json.begin_object()
+                                .key("pid")
+                                .value(p.pid)
+                                .key("memory_used_bytes")
+                                .value(static_cast<std::uint64_t>(p.memory_used_bytes))
+                                .key("pod_uid")
+                                .value(p.pod_uid)
+                                .key("container_id")
+                                .value(p.container_id)
+                                .end_object();
+                          json.end_array();
+                        });
     return 0;
   }
   if (snapshot->devices.empty()) {

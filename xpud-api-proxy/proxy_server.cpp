@@ -1,6 +1,6 @@
 #include "xpud-api-proxy/proxy_server.h"
 
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX sigset_t, not in <csignal>
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 
@@ -207,7 +207,7 @@ int ProxyServer::forward(std::uint64_t session_id, sd_bus_message* call) {
   // or the upstream bus's end) fires it.
   sd_bus_slot_set_destroy_callback(
       slot, [](void* userdata) { delete static_cast<PendingForward*>(userdata); });
-  pending.release();
+  (void)pending.release();  // the slot's now
   sd_bus_slot_set_floating(slot, 1);
   sd_bus_slot_unref(slot);
   return 0;
@@ -262,7 +262,7 @@ int ProxyServer::forward_if_host_allows(std::uint64_t session_id, sd_bus_message
   if (r < 0) return r;
   sd_bus_slot_set_destroy_callback(
       slot, [](void* userdata) { delete static_cast<PendingPermission*>(userdata); });
-  pending.release();
+  (void)pending.release();  // the slot's now
   sd_bus_slot_set_floating(slot, 1);
   sd_bus_slot_unref(slot);
   return 0;

@@ -104,6 +104,7 @@ void Sampler::run() {
     stall_.set_grace(settings.stall_grace);
     auto cycle_started = std::chrono::steady_clock::now();
     std::vector<xpu::Status> outcomes;
+    outcomes.reserve(jobs.size());
     for (auto& job : jobs)
       outcomes.push_back(executor_.call(job.what, [work = job.job] {
         work();

@@ -1,7 +1,7 @@
 #include "xpud/systemd_notifier.h"
 
 #include <systemd/sd-daemon.h>
-#include <time.h>
+#include <time.h>  // NOLINT(modernize-deprecated-headers): POSIX clock_gettime, not in <ctime>
 
 #include <spdlog/spdlog.h>
 

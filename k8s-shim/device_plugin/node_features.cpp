@@ -118,7 +118,12 @@ std::string render_feature_file(const std::vector<NodeLabel>& labels) {
       "# XPU facts of this node, written by xpu-k8s-shim device-plugin for "
       "node-feature-discovery's\n"
       "# local source; rewritten when they change, removed when the device plugin stops.\n";
-  for (const auto& [name, value] : labels) text += name + "=" + value + "\n";
+  for (const auto& [name, value] : labels) {
+    text += name;
+    text += '=';
+    text += value;
+    text += '\n';
+  }
   return text;
 }
 

@@ -69,6 +69,7 @@ xpu::Result<std::vector<std::string>> preferred_shared_allocation(
   }
   std::sort(chosen.begin(), chosen.end(), before);
   std::vector<std::string> ids;
+  ids.reserve(chosen.size());
   for (const auto& r : chosen) ids.push_back(r.id);
   return ids;
 }

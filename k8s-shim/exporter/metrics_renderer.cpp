@@ -143,6 +143,7 @@ std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
       for (const auto& device : inputs.processes->devices)
         processes_by_index.emplace(device.index, &device.processes);
     std::vector<MetricFamily> values;
+    values.reserve(std::size(kDeviceFamilies));
     for (const auto& family : kDeviceFamilies)
       values.push_back(gauge_family(family.name, family.help));
 

@@ -17,8 +17,9 @@ namespace {
 // not cards.
 std::string card_uuid_of_dra_device(const v1::ClaimResource& resource) {
   const std::string prefix = xpu::names::cdi::qualified_name("");
-  for (auto cdi = resource.cdi_devices().rbegin(); cdi != resource.cdi_devices().rend(); ++cdi) {
-    std::string_view name = cdi->name();
+  const auto& cdi_devices = resource.cdi_devices();
+  for (int i = cdi_devices.size() - 1; i >= 0; --i) {
+    std::string_view name = cdi_devices[i].name();
     if (!name.starts_with(prefix)) continue;
     name.remove_prefix(prefix.size());
     return xpu::names::cdi::is_uuid_name(name) ? std::string(name) : std::string();

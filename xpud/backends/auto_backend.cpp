@@ -20,7 +20,8 @@ std::string card_key(const DeviceIdentity& device) {
 }  // namespace
 
 xpu::Result<std::unique_ptr<Backend>> make_auto_backend(
-    const Config& config, RetryBackoff backoff, std::shared_ptr<const topology::LinkTable> links) {
+    const Config& config, RetryBackoff backoff,
+    const std::shared_ptr<const topology::LinkTable>& links) {
   AutoBackend::Opener open = [libraries = config.xpuml_libraries, root = config.sysfs_root,
                               links](bool* init_failed) {
     return open_xpuml_backend(libraries, root, init_failed, links);

@@ -42,7 +42,7 @@ struct RetryBackoff {
 // Both backends it builds take their LinkedDevices from `links` (topology_links.h).
 xpu::Result<std::unique_ptr<Backend>> make_auto_backend(
     const Config& config, RetryBackoff backoff = {},
-    std::shared_ptr<const topology::LinkTable> links = nullptr);
+    const std::shared_ptr<const topology::LinkTable>& links = nullptr);
 
 class AutoBackend final : public Backend {
  public:

@@ -100,6 +100,7 @@ std::map<unsigned, unsigned> link_groups(const std::vector<xpu::DeviceInfo>& dev
       links.emplace(peer, device.index);
     }
   std::vector<unsigned> indexes;
+  indexes.reserve(devices.size());
   for (const xpu::DeviceInfo& device : devices) indexes.push_back(device.index);
   std::sort(indexes.begin(), indexes.end());
   indexes.erase(std::unique(indexes.begin(), indexes.end()), indexes.end());

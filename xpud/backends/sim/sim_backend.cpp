@@ -102,7 +102,7 @@ class SimulatedCards final : public Backend, public Simulator {
     DeviceReading reading;
     reading.fault = card.fault;
     advance(card);
-    const double total = static_cast<double>(card.identity.memory_total_bytes);
+    const auto total = static_cast<double>(card.identity.memory_total_bytes);
     reading.metrics = {
         {std::string(metric::kUtilization), card.utilization},
         {std::string(metric::kMemoryUtilization), std::clamp(card.utilization * 0.8, 0.0, 1.0)},
