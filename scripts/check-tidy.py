@@ -178,7 +178,8 @@ def main():
                f"{len(pending)} checked in {elapsed:.0f} s")
     if unique:
         print("\n\n".join(unique))
-        fail(f"{len(unique)} findings ({summary}); the checks and their reasons: .clang-tidy")
+        count = f"{len(unique)} finding{'s' if len(unique) > 1 else ''}"
+        fail(f"{count} ({summary}); the checks and their reasons: .clang-tidy")
     print(f"check-tidy.py: clean: {summary}")
 
 
