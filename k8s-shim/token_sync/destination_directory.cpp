@@ -41,18 +41,55 @@ xpu::Result<bool> has_content(int fd, std::string_view expected) {
   }
 }
 
+// Whether the directory holding the destination keeps others from swapping it: a user who may
+// write to it could rename the destination away and put a directory of their own, with their own
+// kubeconfig, where the XPU runtime reads.
+xpu::Status check_parent(const std::filesystem::path& parent, const std::string& name,
+                         const struct stat& destination, const std::string& where) {
+  const std::string parent_where = parent.string();
+  xpu::UniqueFd fd(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid())
+    return xpu::Error{parent_where + ": cannot open the directory holding " + where + ": " +
+                      errno_text(errno)};
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0)
+    return xpu::Error{parent_where + ": cannot stat: " + errno_text(errno)};
+  if (st.st_uid != 0 && st.st_uid != ::geteuid())
+    return xpu::Error{parent_where + ": is owned by uid " + std::to_string(st.st_uid) +
+                      ", who could replace " + where +
+                      "; refusing to put credentials there (it must be root's)"};
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return xpu::Error{parent_where + ": is writable by its group or by others (mode " +
+                      octal(st.st_mode) + "), who could replace " + where +
+                      "; refusing to put credentials there (0755 or stricter)"};
+  struct stat entry {};
+  if (::fstatat(fd.get(), name.c_str(), &entry, AT_SYMLINK_NOFOLLOW) != 0)
+    return xpu::Error{parent_where + ": has no " + name + " (" + errno_text(errno) +
+                      "): the directory written to is no longer there"};
+  if (entry.st_dev != destination.st_dev || entry.st_ino != destination.st_ino)
+    return xpu::Error{(parent / name).string() + ": is not the directory written to (" + where +
+                      "): it was replaced; refusing to write until it is put back"};
+  return xpu::ok_status();
+}
+
 struct DirCloser {
   void operator()(DIR* dir) const { ::closedir(dir); }
 };
 
 }  // namespace
 
-xpu::Result<DestinationDirectory> DestinationDirectory::open(const std::filesystem::path& path) {
+xpu::Result<DestinationDirectory> DestinationDirectory::open(
+    const std::filesystem::path& path, const std::filesystem::path& parent_view) {
   const std::string where = path.string();
   bool created = false;
   if (path.has_parent_path()) {
     std::error_code error;
-    std::filesystem::create_directories(path.parent_path(), error);
+    if (std::filesystem::create_directories(path.parent_path(), error))
+      // Ours: writable by us alone whatever the umask, as check_parent wants it.
+      std::filesystem::permissions(
+          path.parent_path(),
+          std::filesystem::perms::group_write | std::filesystem::perms::others_write,
+          std::filesystem::perm_options::remove, error);
     if (error) return xpu::Error{where + ": cannot create parent directory: " + error.message()};
   }
   if (::mkdir(path.c_str(), kDirectoryMode) == 0) {
@@ -75,6 +112,10 @@ xpu::Result<DestinationDirectory> DestinationDirectory::open(const std::filesyst
     return xpu::Error{where + ": is owned by uid " + std::to_string(st.st_uid) +
                       ", not by this process (uid " + std::to_string(::geteuid()) +
                       "); refusing to put credentials there"};
+  const std::filesystem::path parent = parent_view.empty() ? path.parent_path() : parent_view;
+  if (auto safe = check_parent(parent.empty() ? "." : parent, path.filename().string(), st, where);
+      !safe)
+    return xpu::Error{safe.error()};
   DestinationDirectory directory(path, std::move(fd));
   directory.created_ = created;
   if ((st.st_mode & 07777) != kDirectoryMode) {

@@ -28,8 +28,12 @@ inline constexpr std::string_view kTempFilePrefix = ".xpu-token-sync.";
 class DestinationDirectory {
  public:
   // Creates the directory (and missing parents) when absent, refuses a symlink or a directory
-  // owned by another user, and fixes its mode to 0700.
-  static xpu::Result<DestinationDirectory> open(const std::filesystem::path& path);
+  // owned by another user, and fixes its mode to 0700. Refuses it too when whoever could replace
+  // it might be someone else: the directory holding it, as `parent_view` shows it (the host's
+  // parent, mounted apart; by default path's own parent), must be root's or this process's and
+  // writable by no one else, and its entry of path's name must be this very directory.
+  static xpu::Result<DestinationDirectory> open(const std::filesystem::path& path,
+                                                const std::filesystem::path& parent_view = {});
 
   enum class Change {
     Unchanged,        // same bytes, already 0600: nothing written

@@ -33,6 +33,13 @@ void add_token_sync_options(xpu::CommandLine& cli, TokenSyncOptions& options) {
       std::string("directory for token, ca.crt, namespace, kubeconfig (default ") +
           kDefaultDestDir + ")",
       [&options](std::string_view value) { return parse_dir(value, options.config.dest_dir); });
+  cli.add_option(
+      "dest-parent-dir", "DIR",
+      "the host's directory holding --dest-dir, mounted apart (read-only), where its owner, mode "
+      "and entry are checked (default: --dest-dir's parent)",
+      [&options](std::string_view value) {
+        return parse_dir(value, options.config.dest_parent_dir);
+      });
   cli.add_option("interval", "SECONDS",
                  "re-sync at least this often, besides on change (default 60)",
                  [&options](std::string_view value) -> xpu::Status {

@@ -56,8 +56,9 @@ bool write(DestinationDirectory& dir, std::string_view name, std::string_view co
 }
 
 // Opens (creating or fixing) the destination and says so when it had to.
-xpu::Result<DestinationDirectory> open_destination(const std::filesystem::path& path) {
-  auto dir = DestinationDirectory::open(path);
+xpu::Result<DestinationDirectory> open_destination(const TokenSyncConfig& config) {
+  const std::filesystem::path& path = config.dest_dir;
+  auto dir = DestinationDirectory::open(path, config.dest_parent_dir);
   if (!dir) return dir;
   if (dir->created()) spdlog::info("created directory {} (mode 0700)", path.string());
   if (auto mode = dir->fixed_mode())
@@ -75,7 +76,7 @@ SyncReport sync_once(const TokenSyncConfig& config) {
                      config.dest_dir.string() + " stays in place");
     return report;
   }
-  auto dir = open_destination(config.dest_dir);
+  auto dir = open_destination(config);
   if (!dir) {
     fail(report, "not syncing: " + dir.error());
     report.destination_failed = true;
@@ -102,7 +103,7 @@ SyncReport sync_once(const TokenSyncConfig& config) {
 }
 
 void remove_stale_temp_files(const TokenSyncConfig& config) {
-  auto dir = open_destination(config.dest_dir);
+  auto dir = open_destination(config);
   if (!dir) return;  // the first sync reports why
   for (const auto& name : dir->remove_stale_temp_files())
     spdlog::info("removed {} left behind by an earlier run", (config.dest_dir / name).string());

@@ -21,6 +21,9 @@ struct TokenSyncConfig {
   std::filesystem::path source_dir = kDefaultSourceDir;
   // Absolute: the kubeconfig names the files in it by this path.
   std::filesystem::path dest_dir = kDefaultDestDir;
+  // The host's directory holding dest_dir, mounted apart (read-only) so that its owner, its mode
+  // and its entry for dest_dir can be checked as the host has them; empty: dest_dir's parent.
+  std::filesystem::path dest_parent_dir;
   ApiServerEnvironment api_server;
   std::size_t max_source_file_bytes = kMaxSourceFileBytes;
 };

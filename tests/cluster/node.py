@@ -59,6 +59,7 @@ class Node:
         for path in NODE_DIRECTORIES:
             backing = os.path.join(self.run_dir, "fs", path.strip("/").replace("/", "_"))
             os.makedirs(backing, exist_ok=True)
+            os.chmod(backing, 0o755)  # as on a node, whatever this process's umask
             run(["mount", "--bind", backing, path])
         for path in ["/run/dbus", "/run/xpud-api", "/run/containerd", CDI_DIR]:
             os.makedirs(path, exist_ok=True)

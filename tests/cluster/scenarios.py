@@ -272,6 +272,32 @@ class Suite:
                f"creating a pod with the synced token: {created.returncode} {created.stderr!r}")
         print("  synced token: get nodes works; creating a pod is forbidden")
 
+        # /xpu-runtime writable by others, as the kubelet mounts it: anyone who can write there
+        # could swap auth/ for a directory with their own kubeconfig, so token-sync writes nothing
+        # and says why; once the mode is back, the new pod's token lands.
+        def token_sync_pod():
+            pods = [p for p in self.shim_pods() if p["metadata"]["name"].startswith("xpu-rbac-token-gen")]
+            return pods[0]["metadata"]["name"] if pods else None
+        old_pod = token_sync_pod()
+        os.chmod("/xpu-runtime", 0o777)
+        try:
+            self.node.kubectl("delete", "pod", "-n", CHART_NAMESPACE, "--wait=true", "--timeout=60s", old_pod)
+
+            def refused():
+                name = token_sync_pod()
+                if name is None or name == old_pod:
+                    return False
+                log = self.node.kubectl("logs", "-n", CHART_NAMESPACE, name, check=False).stdout
+                return "/host/xpu-runtime: is writable by its group or by others (mode 0777)" in log
+            wait_for("token-sync refusing a world-writable /xpu-runtime", refused, 90)
+            expect(open(token_file, encoding="utf-8").read().strip() == token,
+                   "token-sync wrote into /xpu-runtime/auth while /xpu-runtime was world-writable")
+        finally:
+            os.chmod("/xpu-runtime", 0o755)
+        wait_for("the new pod's token once /xpu-runtime is 0755 again",
+                 lambda: open(token_file, encoding="utf-8").read().strip() != token, 60)
+        print("  /xpu-runtime mode 0777: token-sync refused to write; back to 0755: the new token landed")
+
     def s10_bus_boundary(self):
         """What the shim's pods can reach on the host: their mounts, and that calls outside xpud's
         read-only API are refused on the socket they see."""

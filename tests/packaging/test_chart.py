@@ -214,8 +214,11 @@ class DefaultRender(unittest.TestCase):
         expected = {
             DEVICE_PLUGIN: {XPUD_API_DIR: "Directory", "/var/lib/kubelet/device-plugins": "Directory"},
             EXPORTER: {XPUD_API_DIR: "Directory", "/var/lib/kubelet/pod-resources": "Directory"},
-            TOKEN_GEN: {"/xpu-runtime/auth": "DirectoryOrCreate"},
+            TOKEN_GEN: {"/xpu-runtime/auth": "DirectoryOrCreate", "/xpu-runtime": "DirectoryOrCreate"},
         }
+        # token-sync sees the host's /xpu-runtime apart from auth/ (which is mounted where it
+        # writes) and read-only, so that an auth/ replaced on the host shows there.
+        apart = {"/xpu-runtime": "/host/xpu-runtime"}
         for name, paths in expected.items():
             spec = pod_spec(self.objects, name)
             volumes = spec["volumes"]
@@ -226,9 +229,12 @@ class DefaultRender(unittest.TestCase):
             # Mounted where the shim looks for them, xpud's API read-only.
             by_volume = {v["name"]: v["hostPath"]["path"] for v in volumes}
             for mount in spec["containers"][0]["volumeMounts"]:
-                self.assertEqual(mount["mountPath"], by_volume[mount["name"]], name)
-                if mount["mountPath"] == XPUD_API_DIR:
+                host_path = by_volume[mount["name"]]
+                self.assertEqual(mount["mountPath"], apart.get(host_path, host_path), name)
+                if host_path in (XPUD_API_DIR, "/xpu-runtime"):
                     self.assertIs(mount["readOnly"], True, name)
+        args = args_of(self.objects, TOKEN_GEN)
+        self.assertEqual(args[args.index("--dest-parent-dir") + 1], "/host/xpu-runtime")
 
     def test_no_pod_reaches_the_host_system_bus(self):
         # uid 0 on the host's system bus is host root: no pod may see /run/dbus in any form.
@@ -256,7 +262,8 @@ class DefaultRender(unittest.TestCase):
         self.assertEqual(args_of(self.objects, DEVICE_PLUGIN),
                          XPUD_API_ARGS + ["device-plugin"] + common + ["--cdi=auto"])
         self.assertEqual(args_of(self.objects, EXPORTER), XPUD_API_ARGS + ["exporter", "--listen", ":9507"] + common)
-        self.assertEqual(args_of(self.objects, TOKEN_GEN), ["token-sync"] + common)
+        self.assertEqual(args_of(self.objects, TOKEN_GEN),
+                         ["token-sync", "--dest-parent-dir", "/host/xpu-runtime"] + common)
         for name in DAEMONSETS:
             self.assertNotIn("command", container(self.objects, name), "the image's entrypoint is the shim")
 

@@ -85,6 +85,57 @@ TEST_F(DestinationDirectoryTest, RefusesADirectoryOwnedBySomeoneElse) {
   EXPECT_THAT(dir.error(), HasSubstr("is owned by uid 65534"));
 }
 
+// Whoever may write to the directory holding the destination could rename it away and put their
+// own, with their own kubeconfig, where the XPU runtime reads.
+TEST_F(DestinationDirectoryTest, RefusesAParentOthersCanWriteTo) {
+  fs::create_directories(dest_);
+  ASSERT_EQ(::chmod(dest_.parent_path().c_str(), 0777), 0);
+  auto dir = DestinationDirectory::open(dest_);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_THAT(dir.error(), HasSubstr(dest_.parent_path().string() +
+                                     ": is writable by its group or by others (mode 0777)"));
+  ASSERT_EQ(::chmod(dest_.parent_path().c_str(), 01777), 0);  // sticky does not help: refused
+  EXPECT_FALSE(DestinationDirectory::open(dest_).ok());
+  ASSERT_EQ(::chmod(dest_.parent_path().c_str(), 0755), 0);
+  EXPECT_TRUE(DestinationDirectory::open(dest_).ok());
+}
+
+TEST_F(DestinationDirectoryTest, RefusesAParentOwnedBySomeoneElse) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to hand the directory to another user";
+  fs::create_directories(dest_);
+  ASSERT_EQ(::chown(dest_.parent_path().c_str(), 65534, 65534), 0);
+  auto dir = DestinationDirectory::open(dest_);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_THAT(dir.error(), HasSubstr("is owned by uid 65534, who could replace"));
+}
+
+// The chart mounts the host's parent apart, read-only: a view of the same directory (here
+// through a symlink, as a second mount would show it) passes, and once the destination is
+// renamed away and another directory put in its place, the view shows that and writing stops.
+TEST_F(DestinationDirectoryTest, AParentViewMustHoldTheVeryDirectoryWrittenTo) {
+  fs::create_directories(dest_);
+  const fs::path view = temp_.path() / "parent-view";
+  fs::create_directory_symlink(dest_.parent_path(), view);
+  auto dir = DestinationDirectory::open(dest_, view);
+  ASSERT_TRUE(dir.ok()) << dir.error();
+
+  // What an owner of the parent other than root could do: move the destination away (a mount of
+  // it in the container still reaches it there) and put another directory in its place.
+  const fs::path mounted = temp_.path() / "mounted" / "auth";
+  fs::create_directory(mounted.parent_path());
+  fs::rename(dest_, mounted);
+  fs::create_directory(dest_);
+  auto swapped = DestinationDirectory::open(mounted, view);
+  ASSERT_FALSE(swapped.ok());
+  EXPECT_THAT(swapped.error(), HasSubstr("is not the directory written to"));
+
+  const fs::path elsewhere = temp_.path() / "elsewhere";
+  fs::create_directory(elsewhere);
+  auto missing = DestinationDirectory::open(dest_, elsewhere);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.error(), HasSubstr("has no auth"));
+}
+
 TEST_F(DestinationDirectoryTest, WritesCreateReplaceAndSkipUnchanged) {
   auto dir = open_dest();
   auto created = dir.write_file("token", "first");
