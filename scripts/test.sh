@@ -19,8 +19,9 @@
 #   content and on paths relative to this checkout, so that another checkout at the same path (the
 #   fresh-machine test's root) hits what this run compiled. It takes effect in a new build directory.
 # With XPU_TEST_LABELS, the sanitizer and fuzz builds (scripts/build-variants.sh) run in the
-# background at nice 19 while the labelled suites run (log: build/background-builds.log). Every
-# stage prints its time, and the run ends with a table of them.
+# background at nice 19 (their autogroup too: in_background below) while the labelled suites run
+# (log: build/background-builds.log). Every stage prints its time, and the run ends with a table
+# of them.
 set -eu
 cd "$(dirname "$0")/.."
 deps=1 fast=0
@@ -60,6 +61,19 @@ finish() {
 }
 trap finish EXIT
 trap 'exit 130' INT TERM
+
+# in_background COMMAND...: runs COMMAND in a session of its own, so that a failed run can stop it
+# with every process it started, and at the lowest priority. A new session is also a new
+# scheduler autogroup (kernel.sched_autogroup_enabled, on in Debian's kernels), and autogroups
+# share the CPU as equals whatever the nice of their processes: a nice-19 build in its own
+# session took a third of the cores from the suites beside it. So the group's own nice is set to
+# 19 as well (/proc/self/autogroup; where that is refused, the session keeps its equal share).
+# Only as `in_background ... &`: the exec replaces the subshell that & made, so that $! is the
+# session's leader (setsid forks only in a process-group leader, which that subshell is not).
+in_background() {
+  # shellcheck disable=SC2016
+  exec setsid sh -c 'echo 19 2>/dev/null >/proc/self/autogroup || true; exec "$@"' in_background "$@"
+}
 
 # The labelled suites (packaging, boot, fresh machine), the fuzzers (clang) and the compiler cache
 # need the ci tier's tools; the default set the test tier's.
@@ -102,7 +116,7 @@ if [ "${XPU_TEST_TIDY:-0}" = 1 ]; then
   $idle true 2>/dev/null || idle="nice -n 19"
   echo "== in the background: clang-tidy on the production code (log: $tidy_log) =="
   # shellcheck disable=SC2086
-  setsid $idle scripts/check-tidy.py build >"$tidy_log" 2>&1 </dev/null &
+  in_background $idle scripts/check-tidy.py build >"$tidy_log" 2>&1 </dev/null &
   tidy_pid=$!
 fi
 begin_stage "tests"
@@ -123,7 +137,7 @@ if [ -n "${XPU_TEST_LABELS:-}" ] && [ -n "$variants" ]; then
   background_log=build/background-builds.log
   echo "== in the background: the builds of $variants (log: $background_log) =="
   # shellcheck disable=SC2086
-  setsid nice -n 19 scripts/build-variants.sh $variants >"$background_log" 2>&1 </dev/null &
+  in_background nice -n 19 scripts/build-variants.sh $variants >"$background_log" 2>&1 </dev/null &
   background_pid=$!
 fi
 
