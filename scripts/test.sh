@@ -66,7 +66,7 @@ trap 'exit 130' INT TERM
 # with every process it started, and at the lowest priority. A new session is also a new
 # scheduler autogroup (kernel.sched_autogroup_enabled, on in Debian's kernels), and autogroups
 # share the CPU as equals whatever the nice of their processes: a nice-19 build in its own
-# session took a third of the cores from the suites beside it. So the group's own nice is set to
+# session took as much of the cores as the suites beside it. So the group's own nice is set to
 # 19 as well (/proc/self/autogroup; where that is refused, the session keeps its equal share).
 # Only as `in_background ... &`: the exec replaces the subshell that & made, so that $! is the
 # session's leader (setsid forks only in a process-group leader, which that subshell is not).
