@@ -84,7 +84,7 @@ void PasswordChecker::work() {
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;  // the destructor answers what is left
+      if (stopping_) return;  // stop() answers what is left
       job = std::move(queue_.front());
       queue_.pop_front();
     }
