@@ -8,15 +8,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/errno_text.h"
 #include "common/unique_fd.h"
 #include "common/write_all.h"
 
 namespace xpu {
 namespace {
-
-std::string errno_text(int error) {
-  return std::strerror(error);
-}
 
 std::string temp_name_for(const std::string& name) {
   return "." + name + ".tmp";

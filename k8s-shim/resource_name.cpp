@@ -1,18 +1,13 @@
 #include "k8s-shim/resource_name.h"
 
+#include "common/ascii.h"
+
 namespace shim {
 namespace {
 
 constexpr std::size_t kMaxNameLength = 63;
 constexpr std::size_t kMaxSubdomainLength = 253;
 constexpr std::string_view kQuotaPrefix = "requests.";
-
-bool is_lower_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-bool is_alnum(char c) {
-  return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
-}
 
 // RFC 1123 subdomain: dot-separated labels of [a-z0-9-], each starting and ending alphanumeric.
 xpu::Status check_subdomain(std::string_view domain) {
@@ -25,12 +20,13 @@ xpu::Status check_subdomain(std::string_view domain) {
     std::size_t dot = domain.find('.', start);
     std::string_view label =
         domain.substr(start, dot == std::string_view::npos ? domain.npos : dot - start);
-    if (label.empty() || !is_lower_alnum(label.front()) || !is_lower_alnum(label.back()))
+    if (label.empty() || !xpu::is_ascii_lower_alnum(label.front()) ||
+        !xpu::is_ascii_lower_alnum(label.back()))
       return xpu::Error{"domain '" + std::string(domain) +
                         "' is not a DNS subdomain (lower-case labels of a-z, 0-9 and '-', "
                         "starting and ending with a letter or digit)"};
     for (char c : label)
-      if (!is_lower_alnum(c) && c != '-')
+      if (!xpu::is_ascii_lower_alnum(c) && c != '-')
         return xpu::Error{"domain '" + std::string(domain) + "' contains '" + std::string(1, c) +
                           "' (only a-z, 0-9, '-' and '.' are allowed)"};
     if (dot == std::string_view::npos) break;
@@ -44,10 +40,10 @@ xpu::Status check_name_part(std::string_view name) {
   if (name.size() > kMaxNameLength)
     return xpu::Error{"the name after '/' is longer than " + std::to_string(kMaxNameLength) +
                       " characters"};
-  if (!is_alnum(name.front()) || !is_alnum(name.back()))
+  if (!xpu::is_ascii_alnum(name.front()) || !xpu::is_ascii_alnum(name.back()))
     return xpu::Error{"the name after '/' must start and end with a letter or digit"};
   for (char c : name)
-    if (!is_alnum(c) && c != '-' && c != '_' && c != '.')
+    if (!xpu::is_ascii_alnum(c) && c != '-' && c != '_' && c != '.')
       return xpu::Error{"the name after '/' contains '" + std::string(1, c) +
                         "' (only letters, digits, '-', '_' and '.' are allowed)"};
   return xpu::ok_status();

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/ascii.h"
 #include "common/names.h"
 
 namespace xpud {
@@ -19,10 +20,6 @@ constexpr const char* kOldestReadVersion = "0.3.0";
 // The plugin gives the same: read and write, no mknod inside the container.
 constexpr const char* kNodePermissions = "rw";
 
-bool alnum(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0;
-}
-
 // A node the spec may name: an absolute path under /dev/ without '..' or odd characters. The
 // identities come from xpud's own backends; this keeps a surprise in one of them (a sysfs tree
 // that says something strange) from reaching every container runtime on the host.
@@ -32,7 +29,7 @@ bool is_device_node_path(const std::string& path) {
       path.ends_with("/..") || path.ends_with("/.") || path.find("//") != std::string::npos)
     return false;
   return std::all_of(path.begin(), path.end(), [](char c) {
-    return alnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == ':';
+    return xpu::is_ascii_alnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == ':';
   });
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <system_error>
 
+#include "common/errno_text.h"
 #include "common/file_replacement.h"
 
 namespace xpud {
@@ -20,10 +21,6 @@ namespace fs = std::filesystem;
 // spec too; it holds no secret. Set explicitly: xpud.service runs with UMask=0077.
 constexpr mode_t kFileMode = 0644;
 constexpr mode_t kDirectoryMode = 0755;
-
-std::string errno_text(int error) {
-  return std::strerror(error);
-}
 
 }  // namespace
 
@@ -69,7 +66,8 @@ xpu::Result<bool> CdiSpecFile::write(const std::string& content) {
     // Only the last component is made with our mode; its parents are the host's business
     // (/var/run is always there), so a typo in [cdi] directory does not grow a tree.
     if (::mkdir(directory_.c_str(), kDirectoryMode) != 0 && errno != EEXIST)
-      return xpu::Error{directory_.string() + ": cannot create directory: " + errno_text(errno)};
+      return xpu::Error{directory_.string() +
+                        ": cannot create directory: " + xpu::errno_text(errno)};
     ::chmod(directory_.c_str(), kDirectoryMode);  // through the umask; runtimes list it
   }
   // A runtime that reads the spec after a crash must find the whole old or the whole new one.

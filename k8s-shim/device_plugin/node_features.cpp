@@ -3,19 +3,17 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/ascii.h"
 namespace shim {
 namespace {
 
-bool is_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
 bool is_value_char(char c) {
-  return is_alnum(c) || c == '-' || c == '_' || c == '.';
+  return xpu::is_ascii_alnum(c) || c == '-' || c == '_' || c == '.';
 }
 
 std::string_view trim_to_alnum(std::string_view text) {
-  while (!text.empty() && !is_alnum(text.front())) text.remove_prefix(1);
-  while (!text.empty() && !is_alnum(text.back())) text.remove_suffix(1);
+  while (!text.empty() && !xpu::is_ascii_alnum(text.front())) text.remove_prefix(1);
+  while (!text.empty() && !xpu::is_ascii_alnum(text.back())) text.remove_suffix(1);
   return text;
 }
 

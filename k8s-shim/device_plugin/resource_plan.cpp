@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 
+#include "common/ascii.h"
 #include "common/fnv1a.h"
 #include "common/names.h"
 #include "k8s-shim/resource_name.h"
@@ -16,20 +17,17 @@ constexpr std::size_t kMaxModelNameLength = 63;
 constexpr std::string_view kLostReason =
     "xpud has been unreachable for longer than the grace period";
 
-bool is_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
 // The part after '/' in a per-model resource name, short enough for `suffix` to follow.
 std::string model_resource_part(std::string_view model, std::string_view suffix = {}) {
   std::string part;
-  for (char c : model) part += (is_alnum(c) || c == '-' || c == '_' || c == '.') ? c : '-';
-  auto first = std::find_if(part.begin(), part.end(), is_alnum);
-  auto last = std::find_if(part.rbegin(), part.rend(), is_alnum).base();
+  for (char c : model)
+    part += (xpu::is_ascii_alnum(c) || c == '-' || c == '_' || c == '.') ? c : '-';
+  auto first = std::find_if(part.begin(), part.end(), xpu::is_ascii_alnum);
+  auto last = std::find_if(part.rbegin(), part.rend(), xpu::is_ascii_alnum).base();
   part = first < last ? std::string(first, last) : std::string();
   if (part.size() > kMaxModelNameLength - suffix.size())
     part.resize(kMaxModelNameLength - suffix.size());
-  while (!part.empty() && !is_alnum(part.back())) part.pop_back();
+  while (!part.empty() && !xpu::is_ascii_alnum(part.back())) part.pop_back();
   return (part.empty() ? "unknown" : part) + std::string(suffix);
 }
 
@@ -37,7 +35,7 @@ std::string model_socket_name(std::string_view prefix, std::string_view model) {
   std::string name(prefix);
   for (char c : model_resource_part(model)) {
     char lower = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    name += (is_alnum(lower) || lower == '-' || lower == '.') ? lower : '-';
+    name += (xpu::is_ascii_alnum(lower) || lower == '-' || lower == '.') ? lower : '-';
   }
   return name + ".sock";
 }
@@ -105,7 +103,7 @@ xpu::Status validate_device_id(std::string_view id) {
     return xpu::Error{"the UUID '" + std::string(id) + "' is longer than " +
                       std::to_string(kMaxDeviceIdLength) + " characters"};
   for (char c : id)
-    if (!is_alnum(c) && c != '-' && c != '_' && c != '.' && c != ':')
+    if (!xpu::is_ascii_alnum(c) && c != '-' && c != '_' && c != '.' && c != ':')
       return xpu::Error{"the UUID '" + std::string(id) +
                         "' contains a character other than "
                         "letters, digits, '-', '_', '.' and ':'"};

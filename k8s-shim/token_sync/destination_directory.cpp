@@ -11,14 +11,11 @@
 #include <memory>
 #include <system_error>
 
+#include "common/errno_text.h"
 #include "common/write_all.h"
 
 namespace shim::token_sync {
 namespace {
-
-std::string errno_text(int error) {
-  return std::strerror(error);
-}
 
 std::string octal(mode_t mode) {
   char text[8];
@@ -33,7 +30,7 @@ xpu::Result<bool> has_content(int fd, std::string_view expected) {
   while (true) {
     ssize_t n = ::read(fd, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return xpu::Error{errno_text(errno)};
+    if (n < 0) return xpu::Error{xpu::errno_text(errno)};
     if (n == 0) return matched == expected.size();
     auto got = std::string_view(buffer.data(), static_cast<std::size_t>(n));
     if (expected.substr(matched, got.size()) != got) return false;
@@ -50,10 +47,10 @@ xpu::Status check_parent(const std::filesystem::path& parent, const std::string&
   xpu::UniqueFd fd(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid())
     return xpu::Error{parent_where + ": cannot open the directory holding " + where + ": " +
-                      errno_text(errno)};
+                      xpu::errno_text(errno)};
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0)
-    return xpu::Error{parent_where + ": cannot stat: " + errno_text(errno)};
+    return xpu::Error{parent_where + ": cannot stat: " + xpu::errno_text(errno)};
   if (st.st_uid != 0 && st.st_uid != ::geteuid())
     return xpu::Error{parent_where + ": is owned by uid " + std::to_string(st.st_uid) +
                       ", who could replace " + where +
@@ -64,7 +61,7 @@ xpu::Status check_parent(const std::filesystem::path& parent, const std::string&
                       "; refusing to put credentials there (0755 or stricter)"};
   struct stat entry {};
   if (::fstatat(fd.get(), name.c_str(), &entry, AT_SYMLINK_NOFOLLOW) != 0)
-    return xpu::Error{parent_where + ": has no " + name + " (" + errno_text(errno) +
+    return xpu::Error{parent_where + ": has no " + name + " (" + xpu::errno_text(errno) +
                       "): the directory written to is no longer there"};
   if (entry.st_dev != destination.st_dev || entry.st_ino != destination.st_ino)
     return xpu::Error{(parent / name).string() + ": is not the directory written to (" + where +
@@ -95,7 +92,7 @@ xpu::Result<DestinationDirectory> DestinationDirectory::open(
   if (::mkdir(path.c_str(), kDirectoryMode) == 0) {
     created = true;
   } else if (errno != EEXIST) {
-    return xpu::Error{where + ": cannot create directory: " + errno_text(errno)};
+    return xpu::Error{where + ": cannot create directory: " + xpu::errno_text(errno)};
   }
   xpu::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) {
@@ -104,10 +101,11 @@ xpu::Result<DestinationDirectory> DestinationDirectory::open(
     if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
       return xpu::Error{where + ": is a symlink; refusing to write through it"};
     if (error == ENOTDIR) return xpu::Error{where + ": exists but is not a directory"};
-    return xpu::Error{where + ": cannot open directory: " + errno_text(error)};
+    return xpu::Error{where + ": cannot open directory: " + xpu::errno_text(error)};
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return xpu::Error{where + ": cannot stat: " + errno_text(errno)};
+  if (::fstat(fd.get(), &st) != 0)
+    return xpu::Error{where + ": cannot stat: " + xpu::errno_text(errno)};
   if (st.st_uid != ::geteuid())
     return xpu::Error{where + ": is owned by uid " + std::to_string(st.st_uid) +
                       ", not by this process (uid " + std::to_string(::geteuid()) +
@@ -121,7 +119,7 @@ xpu::Result<DestinationDirectory> DestinationDirectory::open(
   if ((st.st_mode & 07777) != kDirectoryMode) {
     if (::fchmod(directory.fd_.get(), kDirectoryMode) != 0)
       return xpu::Error{where + ": cannot change mode from " + octal(st.st_mode) +
-                        " to 0700: " + errno_text(errno)};
+                        " to 0700: " + xpu::errno_text(errno)};
     if (!created) directory.fixed_mode_ = st.st_mode & 07777;
   }
   return directory;
@@ -138,17 +136,17 @@ xpu::Result<std::string> DestinationDirectory::write_temp_file(std::string_view 
                                 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kFileMode));
     if (!file.valid() && errno == EEXIST) continue;
     if (!file.valid())
-      return xpu::Error{where(temp) + ": cannot create temp file: " + errno_text(errno)};
+      return xpu::Error{where(temp) + ": cannot create temp file: " + xpu::errno_text(errno)};
     auto fail = [&](const std::string& what) -> xpu::Result<std::string> {
       ::unlinkat(fd_.get(), temp.c_str(), 0);
       return xpu::Error{where(temp) + ": " + what};
     };
     if (auto written = xpu::write_all(file.get(), content); !written)
       return fail("cannot write: " + written.error());
-    if (::fsync(file.get()) != 0) return fail("cannot fsync: " + errno_text(errno));
+    if (::fsync(file.get()) != 0) return fail("cannot fsync: " + xpu::errno_text(errno));
     // The create mode went through the umask and a pre-set ACL may widen it; set it exactly.
     if (::fchmod(file.get(), kFileMode) != 0)
-      return fail("cannot chmod 0600: " + errno_text(errno));
+      return fail("cannot chmod 0600: " + xpu::errno_text(errno));
     return temp;
   }
   return xpu::Error{where(name) + ": no free temp file name after " +
@@ -167,7 +165,7 @@ xpu::Result<DestinationDirectory::FileUpdate> DestinationDirectory::write_file(
   if (existing.valid()) {
     struct stat st {};
     if (::fstat(existing.get(), &st) != 0)
-      return xpu::Error{where(name) + ": cannot stat: " + errno_text(errno)};
+      return xpu::Error{where(name) + ": cannot stat: " + xpu::errno_text(errno)};
     if (!S_ISREG(st.st_mode)) {
       update.change = Change::ReplacedSymlink;
     } else {
@@ -183,7 +181,7 @@ xpu::Result<DestinationDirectory::FileUpdate> DestinationDirectory::write_file(
         if (*same) {
           // The fd came from O_NOFOLLOW, so this changes our file and nothing it might point at.
           if (::fchmod(existing.get(), kFileMode) != 0)
-            return xpu::Error{where(name) + ": cannot chmod 0600: " + errno_text(errno)};
+            return xpu::Error{where(name) + ": cannot chmod 0600: " + xpu::errno_text(errno)};
           update.change = Change::ModeFixed;
           return update;
         }
@@ -203,11 +201,11 @@ xpu::Result<DestinationDirectory::FileUpdate> DestinationDirectory::write_file(
     int error = errno;
     ::unlinkat(fd_.get(), temp->c_str(), 0);
     return xpu::Error{where(name) + ": cannot rename " + *temp +
-                      " into place: " + errno_text(error)};
+                      " into place: " + xpu::errno_text(error)};
   }
   // The rename is durable only once the directory entry is on disk.
   if (::fsync(fd_.get()) != 0)
-    return xpu::Error{path_.string() + ": cannot fsync directory: " + errno_text(errno)};
+    return xpu::Error{path_.string() + ": cannot fsync directory: " + xpu::errno_text(errno)};
   return update;
 }
 

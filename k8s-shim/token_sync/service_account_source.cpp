@@ -10,6 +10,8 @@
 #include <cstring>
 #include <optional>
 
+#include "common/ascii.h"
+#include "common/errno_text.h"
 #include "common/unique_fd.h"
 #include "k8s-shim/printable.h"
 
@@ -18,10 +20,6 @@ namespace {
 
 // A swap in the middle of a read is retried; a source that swaps this often is broken.
 constexpr int kMaxReadAttempts = 5;
-
-std::string errno_text(int error) {
-  return std::strerror(error);
-}
 
 bool is_trailing_space(char c) {
   return c == '\n' || c == '\r' || c == ' ' || c == '\t';
@@ -37,10 +35,10 @@ std::string_view trim_trailing_space(std::string_view text) {
 xpu::Result<std::string> read_capped_file(const std::filesystem::path& path,
                                           std::size_t max_bytes) {
   xpu::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (!fd.valid()) return xpu::Error{path.string() + ": cannot open: " + errno_text(errno)};
+  if (!fd.valid()) return xpu::Error{path.string() + ": cannot open: " + xpu::errno_text(errno)};
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0)
-    return xpu::Error{path.string() + ": cannot stat: " + errno_text(errno)};
+    return xpu::Error{path.string() + ": cannot stat: " + xpu::errno_text(errno)};
   if (!S_ISREG(st.st_mode)) return xpu::Error{path.string() + ": is not a regular file"};
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
     return xpu::Error{path.string() + ": is " + std::to_string(st.st_size) +
@@ -50,7 +48,7 @@ xpu::Result<std::string> read_capped_file(const std::filesystem::path& path,
   while (true) {
     ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return xpu::Error{path.string() + ": cannot read: " + errno_text(errno)};
+    if (n < 0) return xpu::Error{path.string() + ": cannot read: " + xpu::errno_text(errno)};
     if (n == 0) break;
     content.append(buffer.data(), static_cast<std::size_t>(n));
     // The size can grow after fstat; the cap holds regardless.
@@ -113,11 +111,11 @@ xpu::Status validate_ca_cert(std::string_view ca_cert) {
 xpu::Status validate_namespace(std::string_view namespace_name) {
   if (namespace_name.empty()) return xpu::Error{"is empty"};
   if (namespace_name.size() > 63) return xpu::Error{"is longer than 63 characters"};
-  auto lower_alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (!lower_alnum(namespace_name.front()) || !lower_alnum(namespace_name.back()))
+  if (!xpu::is_ascii_lower_alnum(namespace_name.front()) ||
+      !xpu::is_ascii_lower_alnum(namespace_name.back()))
     return xpu::Error{"is not a DNS-1123 label (must start and end with [a-z0-9])"};
   for (char c : namespace_name)
-    if (!lower_alnum(c) && c != '-')
+    if (!xpu::is_ascii_lower_alnum(c) && c != '-')
       return xpu::Error{"is not a DNS-1123 label (only [a-z0-9-] allowed)"};
   return xpu::ok_status();
 }

@@ -11,14 +11,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/errno_text.h"
 #include "common/unique_fd.h"
 
 namespace xpud::sysfs {
 namespace {
-
-std::string errno_text(int error) {
-  return std::strerror(error);
-}
 
 template <typename Int>
 std::optional<Int> parse_decimal(std::string_view text, std::size_t max_digits) {
@@ -44,10 +41,10 @@ xpu::Result<std::optional<std::string>> read_text_file_at(int dir_fd,
   if (!fd.valid()) {
     int error = errno;
     if (error == ENOENT || error == ENOTDIR) return std::optional<std::string>{};
-    return xpu::Error{"cannot open: " + errno_text(error)};
+    return xpu::Error{"cannot open: " + xpu::errno_text(error)};
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return xpu::Error{"cannot stat: " + errno_text(errno)};
+  if (::fstat(fd.get(), &st) != 0) return xpu::Error{"cannot stat: " + xpu::errno_text(errno)};
   if (!S_ISREG(st.st_mode)) return xpu::Error{"not a regular file"};
 
   // One byte more than allowed tells "exactly at the limit" from "too large".
@@ -57,7 +54,7 @@ xpu::Result<std::optional<std::string>> read_text_file_at(int dir_fd,
     ssize_t n = ::read(fd.get(), text.data() + used, text.size() - used);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return xpu::Error{"read failed: " + errno_text(errno)};
+      return xpu::Error{"read failed: " + xpu::errno_text(errno)};
     }
     if (n == 0) break;
     used += static_cast<std::size_t>(n);

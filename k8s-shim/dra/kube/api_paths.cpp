@@ -1,20 +1,17 @@
 #include "k8s-shim/dra/kube/api_paths.h"
 
+#include "common/ascii.h"
+
 namespace shim::dra {
 
-namespace {
-
-bool is_lower_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-}  // namespace
+namespace {}  // namespace
 
 bool is_dns_label(std::string_view name) {
   if (name.empty() || name.size() > 63) return false;
-  if (!is_lower_alnum(name.front()) || !is_lower_alnum(name.back())) return false;
+  if (!xpu::is_ascii_lower_alnum(name.front()) || !xpu::is_ascii_lower_alnum(name.back()))
+    return false;
   for (char c : name)
-    if (!is_lower_alnum(c) && c != '-') return false;
+    if (!xpu::is_ascii_lower_alnum(c) && c != '-') return false;
   return true;
 }
 
