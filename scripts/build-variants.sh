@@ -18,15 +18,22 @@ for variant in "$@"; do
   esac
 done
 jobs=$(nproc)
+# Debug information: -g1 (line tables and function names, what a sanitizer's report and a
+# suppression need) in every variant; the types and locals of -g cost a third of the compile.
+# TSan and the fuzzers at -O1 (the level clang's documentation of both asks for speed; under their
+# instrumentation it compiles in half the time of -O2); ASan at -O0, whose reports name every line.
+optimised="-O1 -g1 -DNDEBUG"
 for variant in "$@"; do
   started=$(date +%s)
   case "$variant" in
     asan)
-      cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DXPU_SANITIZE=ON >/dev/null
+      cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DXPU_SANITIZE=ON \
+        -DCMAKE_C_FLAGS_DEBUG="-O0 -g1" -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" >/dev/null
       ninja -C build-asan -j"$jobs"
       ;;
     tsan)
-      cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXPU_SANITIZE_THREAD=ON >/dev/null
+      cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXPU_SANITIZE_THREAD=ON \
+        -DCMAKE_C_FLAGS_RELWITHDEBINFO="$optimised" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimised" >/dev/null
       ninja -C build-tsan -j"$jobs"
       ;;
     fuzz)
@@ -35,7 +42,8 @@ for variant in "$@"; do
           { echo "build-variants.sh: $tool is missing (scripts/install-deps.sh ci installs it)" >&2; exit 1; }
       done
       CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DXPU_FUZZ=ON -DXPU_BUILD_TESTS=OFF >/dev/null
+        -DXPU_FUZZ=ON -DXPU_BUILD_TESTS=OFF \
+        -DCMAKE_C_FLAGS_RELWITHDEBINFO="$optimised" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimised" >/dev/null
       ninja -C build-fuzz -j"$jobs" fuzzers
       ;;
   esac

@@ -95,7 +95,10 @@ if [ -n "${XPU_CCACHE_DIR:-}" ]; then
   command -v ccache >/dev/null 2>&1 ||
     { echo "test.sh: XPU_CCACHE_DIR is set but ccache is missing (scripts/install-deps.sh ci installs it)" >&2; exit 1; }
   mkdir -p "$XPU_CCACHE_DIR"
-  export CCACHE_DIR="$XPU_CCACHE_DIR" CCACHE_BASEDIR="$(pwd)" CCACHE_NOHASHDIR=1 CCACHE_COMPILERCHECK=content
+  # CCACHE_DEPEND: a miss hashes the compiler's own -MD list of headers instead of running the
+  # preprocessor once more first (5% of a cold compile); every build here is Ninja's, with -MD.
+  export CCACHE_DIR="$XPU_CCACHE_DIR" CCACHE_BASEDIR="$(pwd)" CCACHE_NOHASHDIR=1 CCACHE_COMPILERCHECK=content \
+    CCACHE_DEPEND=1
   export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
 fi
 

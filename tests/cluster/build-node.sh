@@ -29,13 +29,16 @@ for package in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags="$ldflags -X $package.gitVersion=$kube_version -X $package.gitMajor=$major -X $package.gitMinor=$minor"
   ldflags="$ldflags -X $package.gitTreeState=clean -X $package.buildDate=1970-01-01T00:00:00Z"
 done
-(cd "$here/kube" && "$go" build -trimpath -ldflags "$ldflags" -o "$out/kube" .)
+# No DWARF (-dwarf=false: -s -w alone strips it only after the compiler and linker made it), for
+# test binaries nobody runs under a debugger.
+gcflags=all=-dwarf=false
+(cd "$here/kube" && "$go" build -trimpath -gcflags "$gcflags" -ldflags "$ldflags" -o "$out/kube" .)
 for program in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl; do
   ln -s kube "$out/$program"
 done
 
 # No btrfs, devmapper or zfs snapshotters: the node uses overlayfs, and btrfs needs C headers.
-GOBIN=$out GOFLAGS=-tags=no_btrfs,no_devmapper,no_zfs "$go" install -trimpath \
+GOBIN=$out GOFLAGS=-tags=no_btrfs,no_devmapper,no_zfs "$go" install -trimpath -gcflags "$gcflags" \
   -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd_version" \
   "github.com/containerd/containerd/v2/cmd/containerd@$containerd_version" \
   "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$containerd_version" \
