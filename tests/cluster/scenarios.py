@@ -331,6 +331,11 @@ class Suite:
                 mounts = [line.split()[4] for line in open(f"/proc/{pid}/mountinfo", encoding="utf-8")]
                 host_paths = [m for m in mounts if m.startswith(("/run", "/var/lib/kubelet", "/xpu-runtime"))]
                 print(f"  {pod['metadata']['name']}: host paths mounted: {host_paths}")
+                # An API token only where the role calls the API server (the chart's default RBAC).
+                component = pod["metadata"]["labels"]["app.kubernetes.io/component"]
+                has_token = os.path.exists(f"{root}/var/run/secrets/kubernetes.io/serviceaccount/token")
+                expect(has_token == (component in ("token-sync", "dra-driver")),
+                       f"{pod['metadata']['name']} ({component}): API token in the container: {has_token}")
                 if os.path.exists(f"{root}/run/xpud-api/bus.sock"):
                     check_refusals(f"{root}/run/xpud-api/bus.sock")
                     checked += 1
