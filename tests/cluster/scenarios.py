@@ -333,7 +333,8 @@ class Suite:
                 print(f"  {pod['metadata']['name']}: host paths mounted: {host_paths}")
                 # An API token only where the role calls the API server (the chart's default RBAC).
                 component = pod["metadata"]["labels"]["app.kubernetes.io/component"]
-                has_token = os.path.exists(f"{root}/var/run/secrets/kubernetes.io/serviceaccount/token")
+                has_token = os.path.exists(
+                    in_container(root, "/var/run/secrets/kubernetes.io/serviceaccount/token"))
                 expect(has_token == (component in ("token-sync", "dra-driver")),
                        f"{pod['metadata']['name']} ({component}): API token in the container: {has_token}")
                 if os.path.exists(f"{root}/run/xpud-api/bus.sock"):
@@ -926,6 +927,23 @@ def check_refusals(socket_path):
     for what, argv in refused.items():
         result = run(["busctl", address, *argv], check=False)
         expect(result.returncode != 0, f"{what} was allowed through the pod's socket")
+
+
+def in_container(root, path, depth=0):
+    """`path` inside the container whose /proc/PID/root is `root`, its symlinks resolved inside
+    the container: an absolute link read through /proc/PID/root (Debian's /var/run -> /run)
+    would otherwise be followed on the host."""
+    expect(depth < 16, f"too many symlinks resolving {path} in {root}")
+    parts = [part for part in path.split("/") if part]
+    current = ""
+    for index, part in enumerate(parts):
+        candidate = f"{current}/{part}"
+        if os.path.islink(root + candidate):
+            target = os.readlink(root + candidate)
+            resolved = target if target.startswith("/") else os.path.normpath(f"{current}/{target}")
+            return in_container(root, "/".join([resolved, *parts[index + 1:]]), depth + 1)
+        current = candidate
+    return root + current
 
 
 def container_pids(node):
