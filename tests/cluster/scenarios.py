@@ -4,9 +4,12 @@ Each scenario asserts with a deadline what an operator would see (kubectl, the p
 the exporter's /metrics, a real Prometheus) and prints its figures. They run in order on one
 cluster: later ones build on the chart and pods the earlier ones left."""
 
+import base64
 import calendar
 import json
 import os
+import socket
+import ssl
 import sys
 import time
 import shutil
@@ -271,32 +274,47 @@ class Suite:
         expect(created.returncode != 0 and "forbidden" in created.stderr.lower(),
                f"creating a pod with the synced token: {created.returncode} {created.stderr!r}")
         print("  synced token: get nodes works; creating a pod is forbidden")
+        exec_status = self.exec_through_nodes_proxy(token)
+        expect(exec_status == 403, f"a WebSocket exec through nodes/{NODE_NAME}/proxy with the synced token "
+                                   f"answered {exec_status}, not 403")
+        can_proxy = run(base + ["auth", "can-i", "get", "nodes/proxy"], check=False)
+        expect(can_proxy.stdout.strip() == "no", f"can-i get nodes/proxy: {can_proxy.stdout!r}")
+        print("  synced token: a WebSocket exec through nodes/<node>/proxy is refused (403)")
 
-        # /xpu-runtime writable by others, as the kubelet mounts it: anyone who can write there
-        # could swap auth/ for a directory with their own kubeconfig, so token-sync writes nothing
-        # and says why; once the mode is back, the new pod's token lands.
+        # /xpu-runtime as the kubelet mounts it, but writable by others or owned by another user:
+        # either could swap auth/ for a directory with their own kubeconfig, so token-sync writes
+        # nothing and says why; once the directory is root's 0755 again, the new pod's token lands.
         def token_sync_pod():
             pods = [p for p in self.shim_pods() if p["metadata"]["name"].startswith("xpu-rbac-token-gen")]
             return pods[0]["metadata"]["name"] if pods else None
-        old_pod = token_sync_pod()
-        os.chmod("/xpu-runtime", 0o777)
-        try:
-            self.node.kubectl("delete", "pod", "-n", CHART_NAMESPACE, "--wait=true", "--timeout=60s", old_pod)
+        tamperings = [
+            ("mode 0777", lambda: os.chmod("/xpu-runtime", 0o777),
+             "/host/xpu-runtime: is writable by its group or by others (mode 0777)"),
+            ("owned by uid 1000", lambda: os.chown("/xpu-runtime", 1000, 1000),
+             "/host/xpu-runtime: is owned by uid 1000, who could replace"),
+        ]
+        for name, tamper, refusal in tamperings:
+            token = open(token_file, encoding="utf-8").read().strip()
+            old_pod = token_sync_pod()
+            tamper()
+            try:
+                self.node.kubectl("delete", "pod", "-n", CHART_NAMESPACE, "--wait=true", "--timeout=60s", old_pod)
 
-            def refused():
-                name = token_sync_pod()
-                if name is None or name == old_pod:
-                    return False
-                log = self.node.kubectl("logs", "-n", CHART_NAMESPACE, name, check=False).stdout
-                return "/host/xpu-runtime: is writable by its group or by others (mode 0777)" in log
-            wait_for("token-sync refusing a world-writable /xpu-runtime", refused, 90)
-            expect(open(token_file, encoding="utf-8").read().strip() == token,
-                   "token-sync wrote into /xpu-runtime/auth while /xpu-runtime was world-writable")
-        finally:
-            os.chmod("/xpu-runtime", 0o755)
-        wait_for("the new pod's token once /xpu-runtime is 0755 again",
-                 lambda: open(token_file, encoding="utf-8").read().strip() != token, 60)
-        print("  /xpu-runtime mode 0777: token-sync refused to write; back to 0755: the new token landed")
+                def refused():
+                    pod_name = token_sync_pod()
+                    if pod_name is None or pod_name == old_pod:
+                        return False
+                    log = self.node.kubectl("logs", "-n", CHART_NAMESPACE, pod_name, check=False).stdout
+                    return refusal in log
+                wait_for(f"token-sync refusing /xpu-runtime {name}", refused, 90)
+                expect(open(token_file, encoding="utf-8").read().strip() == token,
+                       f"token-sync wrote into /xpu-runtime/auth while /xpu-runtime was {name}")
+            finally:
+                os.chown("/xpu-runtime", 0, 0)
+                os.chmod("/xpu-runtime", 0o755)
+            wait_for(f"the new pod's token once /xpu-runtime is root's 0755 again (after {name})",
+                     lambda: open(token_file, encoding="utf-8").read().strip() != token, 60)
+            print(f"  /xpu-runtime {name}: token-sync refused to write; root's 0755 again: the new token landed")
 
     def s10_bus_boundary(self):
         """What the shim's pods can reach on the host: their mounts, and that calls outside xpud's
@@ -313,6 +331,12 @@ class Suite:
                 mounts = [line.split()[4] for line in open(f"/proc/{pid}/mountinfo", encoding="utf-8")]
                 host_paths = [m for m in mounts if m.startswith(("/run", "/var/lib/kubelet", "/xpu-runtime"))]
                 print(f"  {pod['metadata']['name']}: host paths mounted: {host_paths}")
+                # An API token only where the role calls the API server (the chart's default RBAC).
+                component = pod["metadata"]["labels"]["app.kubernetes.io/component"]
+                has_token = os.path.exists(
+                    in_container(root, "/var/run/secrets/kubernetes.io/serviceaccount/token"))
+                expect(has_token == (component in ("token-sync", "dra-driver")),
+                       f"{pod['metadata']['name']} ({component}): API token in the container: {has_token}")
                 if os.path.exists(f"{root}/run/xpud-api/bus.sock"):
                     check_refusals(f"{root}/run/xpud-api/bus.sock")
                     checked += 1
@@ -376,27 +400,48 @@ class Suite:
         wait_for("the DaemonSets rolled out", self.daemonsets_ready, 180)
         wait_for("one pod per DaemonSet", lambda: len(self.shim_pods()) == len(DAEMONSETS), 120)
 
+    def exec_through_nodes_proxy(self, token):
+        """The HTTP status of a WebSocket exec into the token-sync pod through the API server's
+        nodes/<node>/proxy, with the given bearer token: 101 when the API server lets it through
+        to the kubelet (nodes/proxy get), 403 when not."""
+        pods = [p for p in self.shim_pods() if p["metadata"]["name"].startswith("xpu-rbac-token-gen")]
+        expect(pods, "no xpu-rbac-token-gen pod to exec into")
+        pod = pods[0]["metadata"]["name"]
+        container = pods[0]["spec"]["containers"][0]["name"]
+        return websocket_get_status(
+            f"/api/v1/nodes/{NODE_NAME}/proxy/exec/{CHART_NAMESPACE}/{pod}/{container}?command=true&stdout=1",
+            token, "/xpu-runtime/auth/ca.crt")
+
     def s9_upgrades(self):
-        """helm upgrade to useDetailResName, to enableXpuShare, to rbac.minimal=true, and helm
+        """helm upgrade to useDetailResName, to enableXpuShare, to rbac.compat=true, and helm
         uninstall: each lands cleanly."""
         model = self.devices()[0]["model"]
         steps = [
             ("useDetailResName", ["--set", "devicePlugin.useDetailResName=true"], f"kunlunxin.com/{model}"),
             ("enableXpuShare", ["--set", "devicePlugin.useDetailResName=false",
                                 "--set", "devicePlugin.enableXpuShare=true"], "kunlunxin.com/xpu-shared"),
-            ("rbac.minimal", ["--set", "devicePlugin.enableXpuShare=false", "--set", "rbac.minimal=true"],
+            ("rbac.compat", ["--set", "devicePlugin.enableXpuShare=false", "--set", "rbac.compat=true"],
              RESOURCE),
         ]
         for name, values, resource in steps:
             started = time.monotonic()
-            self.helm_install("--reuse-values", *values)
+            output = self.helm_install("--reuse-values", *values)
+            if name == "rbac.compat":
+                expect("rbac.compat is set" in output, f"helm's notes do not warn about rbac.compat:\n{output}")
             self.wait_rolled_out()
             wait_for(f"{name}: {resource} allocatable", lambda: self.allocatable(resource) > 0, 90)
             figure(f"helm upgrade to {name}, rolled out and advertised", time.monotonic() - started)
         tokens = self.node.get_json("pods", "-n", CHART_NAMESPACE, "-l",
                                     "app.kubernetes.io/component=device-plugin")["items"][0]["spec"]
-        expect(tokens.get("automountServiceAccountToken") is False,
-               "rbac.minimal: the device plugin still mounts a service-account token")
+        expect(tokens.get("automountServiceAccountToken") is True,
+               "rbac.compat: the device plugin mounts no service-account token")
+        # The replaced chart's nodes/proxy: the same synced token now gets through to the kubelet,
+        # which is what scenario 8's 403 keeps from it by default.
+        def synced_token():
+            return open("/xpu-runtime/auth/token", encoding="utf-8").read().strip()
+        wait_for("rbac.compat: a WebSocket exec through nodes/proxy with the synced token",
+                 lambda: self.exec_through_nodes_proxy(synced_token()) == 101, 30)
+        print("  rbac.compat: the synced token's WebSocket exec through nodes/<node>/proxy is let through (101)")
         started = time.monotonic()
         self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait")
         wait_for("shim pods gone", lambda: not self.shim_pods(), 90)
@@ -553,6 +598,32 @@ class Suite:
         expect(result.returncode != 0 and "may write only that node's ResourceSlices" in result.stderr,
                f"a slice for another node: {result.stderr.strip()!r}")
         print(f"  driver's token, slice for another node: {result.stderr.strip().splitlines()[-1][:140]}")
+        # Another node's slice that exists (written here with the admin's rights): the driver's
+        # token may neither replace it, not even with its own node's name in it, nor delete it.
+        self.node.kubectl("create", "-f", "-", input_text=json.dumps(foreign))
+        try:
+            existing = self.node.get_json("resourceslice", "forged-slice")
+            for node_name in ("another-node", NODE_NAME):
+                replaced = json.loads(json.dumps(existing))
+                replaced["metadata"].setdefault("labels", {})["taken"] = "yes"
+                replaced["spec"]["nodeName"] = node_name
+                result = run([*as_driver, "replace", "-f", "-"], check=False, input_text=json.dumps(replaced))
+                # A changed nodeName the API server's own validation may refuse first (it runs
+                # before admission, and makes the field immutable where its check is right); the
+                # policy's check of the old slice does not rely on that.
+                reasons = ["may write only that node's ResourceSlices"]
+                if node_name == NODE_NAME:
+                    reasons.append("field is immutable")
+                expect(result.returncode != 0 and any(reason in result.stderr for reason in reasons),
+                       f"replacing another node's slice (nodeName {node_name}): {result.stderr.strip()!r}")
+            result = run([*as_driver, "delete", "resourceslice", "forged-slice"], check=False)
+            expect(result.returncode != 0 and "may write only that node's ResourceSlices" in result.stderr,
+                   f"deleting another node's slice: {result.stderr.strip()!r}")
+            expect(self.node.get_json("resourceslice", "forged-slice")["metadata"].get("labels", {}).get("taken")
+                   is None, "another node's slice was changed through the driver's token")
+        finally:
+            self.node.kubectl("delete", "resourceslice", "forged-slice", "--wait=true")
+        print("  driver's token, another node's existing slice: replacing and deleting it refused")
         # It may get a claim by name (the kubelet names the ones to prepare), not list them all.
         for verb in (["get", "secrets", "-A"], ["get", "pods", "-A"], ["get", "resourceclaims", "-A"]):
             result = run([*as_driver, *verb], check=False)
@@ -858,6 +929,23 @@ def check_refusals(socket_path):
         expect(result.returncode != 0, f"{what} was allowed through the pod's socket")
 
 
+def in_container(root, path, depth=0):
+    """`path` inside the container whose /proc/PID/root is `root`, its symlinks resolved inside
+    the container: an absolute link read through /proc/PID/root (Debian's /var/run -> /run)
+    would otherwise be followed on the host."""
+    expect(depth < 16, f"too many symlinks resolving {path} in {root}")
+    parts = [part for part in path.split("/") if part]
+    current = ""
+    for index, part in enumerate(parts):
+        candidate = f"{current}/{part}"
+        if os.path.islink(root + candidate):
+            target = os.readlink(root + candidate)
+            resolved = target if target.startswith("/") else os.path.normpath(f"{current}/{target}")
+            return in_container(root, "/".join([resolved, *parts[index + 1:]]), depth + 1)
+        current = candidate
+    return root + current
+
+
 def container_pids(node):
     """containerd's task list: container ID -> host PID."""
     listing = node.ctr("task", "ls").stdout.splitlines()[1:]
@@ -947,6 +1035,29 @@ def parse_quantity(text):
         if text.endswith(suffix):
             return int(text[:-len(suffix)]) * factor
     return int(text)
+
+
+def websocket_get_status(path, token, ca_file):
+    """Opens a WebSocket (the kubelet's exec protocol, v4.channel.k8s.io) on the API server at path
+    with a bearer token, and returns the status of the answer: 101 when it upgraded."""
+    context = ssl.create_default_context(cafile=ca_file)
+    key = base64.b64encode(os.urandom(16)).decode()
+    request = (f"GET {path} HTTP/1.1\r\nHost: {NODE_IP}:6443\r\nAuthorization: Bearer {token}\r\n"
+               "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+               f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Protocol: v4.channel.k8s.io\r\n\r\n")
+    with socket.create_connection((NODE_IP, 6443), timeout=10) as raw:
+        with context.wrap_socket(raw, server_hostname=NODE_IP) as tls:
+            tls.sendall(request.encode())
+            head = b""
+            while b"\r\n" not in head:
+                chunk = tls.recv(4096)
+                if not chunk:
+                    break
+                head += chunk
+    status_line = head.split(b"\r\n", 1)[0].decode(errors="replace")
+    parts = status_line.split()
+    expect(len(parts) >= 2 and parts[1].isdigit(), f"the API server answered {status_line!r} to a WebSocket GET")
+    return int(parts[1])
 
 
 def expect(condition, message):

@@ -144,7 +144,10 @@ class ChartLint(unittest.TestCase):
         self.assert_lint_clean("devicePlugin.enableSriov=true", "devicePlugin.sriovNumVfs=4",
                                "devicePlugin.reconfigVxpu=true", "devicePlugin.enableXpuShare=true",
                                "devicePlugin.useDetailResName=true", "config.logLevel=debug",
-                               "rbac.minimal=true")
+                               "rbac.compat=true")
+
+    def test_lint_token_gen_nodes_proxy(self):
+        self.assert_lint_clean("rbac.tokenGen.nodesProxy=true")
 
 
 class DefaultRender(unittest.TestCase):
@@ -152,14 +155,14 @@ class DefaultRender(unittest.TestCase):
     def setUpClass(cls):
         cls.objects = render()
 
-    def test_objects_are_the_seeds(self):
+    def test_objects_are_the_seeds_but_the_unused_roles(self):
+        # Every object of the replaced chart but the device plugin's and the exporter's
+        # ClusterRoles and bindings, which grant what neither role calls (rbac.compat brings them).
         expected = {("DaemonSet", name) for name in DAEMONSETS}
-        for account, role, binding in (("xpu-device-plugin", "xpu-device-plugin", "xpu-device-plugin"),
-                                       ("xpu-exporter", "xpu-exporter", "xpu-exporter"),
-                                       ("klx-xpu-serviceaccount", "klx-xpu-clusterrole", "klx-xpu-binding")):
-            expected |= {("ServiceAccount", account), ("ClusterRole", role),
-                         ("ClusterRoleBinding", binding)}
-        expected.add(("Service", "xpu-exporter"))
+        expected |= {("ServiceAccount", account)
+                     for account in ("xpu-device-plugin", "xpu-exporter", "klx-xpu-serviceaccount")}
+        expected |= {("ClusterRole", "klx-xpu-clusterrole"), ("ClusterRoleBinding", "klx-xpu-binding"),
+                     ("Service", "xpu-exporter")}
         self.assertEqual(set(self.objects), expected)
 
     def test_namespaced_objects_live_in_the_release_namespace(self):
@@ -175,23 +178,22 @@ class DefaultRender(unittest.TestCase):
         self.assertEqual(pod_spec(self.objects, DEVICE_PLUGIN)["serviceAccountName"], "xpu-device-plugin")
         self.assertEqual(pod_spec(self.objects, EXPORTER)["serviceAccountName"], "xpu-exporter")
         self.assertEqual(pod_spec(self.objects, TOKEN_GEN)["serviceAccountName"], "klx-xpu-serviceaccount")
-        for binding, account in (("xpu-device-plugin", "xpu-device-plugin"),
-                                 ("xpu-exporter", "xpu-exporter"),
-                                 ("klx-xpu-binding", "klx-xpu-serviceaccount")):
-            obj = self.objects[("ClusterRoleBinding", binding)]
-            self.assertEqual(obj["subjects"], [{"kind": "ServiceAccount", "name": account,
-                                                "namespace": NAMESPACE}])
+        self.assertEqual(self.objects[("ClusterRoleBinding", "klx-xpu-binding")]["subjects"],
+                         [{"kind": "ServiceAccount", "name": "klx-xpu-serviceaccount", "namespace": NAMESPACE}])
 
-    def test_rbac_rules_equal_the_seeds(self):
-        for role, rules in SEED_RULES.items():
-            obj = self.objects[("ClusterRole", role)]
-            expected = [{"apiGroups": g, "resources": r, "verbs": v} for g, r, v in rules]
-            self.assertEqual(normalized_rules(obj["rules"]), normalized_rules(expected), role)
-        for binding, role in (("xpu-device-plugin", "xpu-device-plugin"),
-                              ("xpu-exporter", "xpu-exporter"),
-                              ("klx-xpu-binding", "klx-xpu-clusterrole")):
-            self.assertEqual(self.objects[("ClusterRoleBinding", binding)]["roleRef"],
-                             {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role})
+    def test_each_role_gets_only_what_it_calls(self):
+        # The device plugin and the exporter never call the API server: no token in their pods.
+        for account, daemonset in (("xpu-device-plugin", DEVICE_PLUGIN), ("xpu-exporter", EXPORTER)):
+            self.assertIs(self.objects[("ServiceAccount", account)]["automountServiceAccountToken"], False)
+            self.assertIs(pod_spec(self.objects, daemonset)["automountServiceAccountToken"], False)
+        self.assertIs(pod_spec(self.objects, TOKEN_GEN)["automountServiceAccountToken"], True)
+        # The token for the XPU runtime: the seed's read-only rules without nodes/proxy, whose get
+        # reaches every kubelet's exec and attach.
+        without_proxy = [(g, [r for r in resources if r != "nodes/proxy"], v)
+                         for g, resources, v in SEED_RULES["klx-xpu-clusterrole"]]
+        self.assertEqual(normalized_rules(self.objects[("ClusterRole", "klx-xpu-clusterrole")]["rules"]),
+                         normalized_rules([{"apiGroups": g, "resources": r, "verbs": v}
+                                           for g, r, v in without_proxy]))
 
     def test_no_pod_gets_host_privileges(self):
         for name in DAEMONSETS:
@@ -445,20 +447,47 @@ class ReservedOptions(unittest.TestCase):
         objects = render("exporter.resources.limits.memory=512Mi")
         self.assertEqual(container(objects, EXPORTER)["resources"]["limits"], {"cpu": "1000m", "memory": "512Mi"})
 
-    def test_minimal_rbac(self):
-        objects = render("rbac.minimal=true")
-        for kind in ("ClusterRole", "ClusterRoleBinding"):
-            self.assertNotIn((kind, "xpu-device-plugin"), objects)
-            self.assertNotIn((kind, "xpu-exporter"), objects)
+    def test_compat_rbac_is_the_seeds(self):
+        objects = render("rbac.compat=true")
+        for role, rules in SEED_RULES.items():
+            expected = [{"apiGroups": g, "resources": r, "verbs": v} for g, r, v in rules]
+            self.assertEqual(normalized_rules(objects[("ClusterRole", role)]["rules"]),
+                             normalized_rules(expected), role)
+        for binding, role, account in (("xpu-device-plugin", "xpu-device-plugin", "xpu-device-plugin"),
+                                       ("xpu-exporter", "xpu-exporter", "xpu-exporter"),
+                                       ("klx-xpu-binding", "klx-xpu-clusterrole", "klx-xpu-serviceaccount")):
+            obj = objects[("ClusterRoleBinding", binding)]
+            self.assertEqual(obj["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                              "name": role})
+            self.assertEqual(obj["subjects"], [{"kind": "ServiceAccount", "name": account,
+                                                "namespace": NAMESPACE}])
+        for account, daemonset in (("xpu-device-plugin", DEVICE_PLUGIN), ("xpu-exporter", EXPORTER)):
+            self.assertIs(objects[("ServiceAccount", account)]["automountServiceAccountToken"], True)
+            self.assertIs(pod_spec(objects, daemonset)["automountServiceAccountToken"], True)
+
+    def test_nodes_proxy_for_the_runtime_token_alone(self):
+        objects = render("rbac.tokenGen.nodesProxy=true")
         self.assertEqual(normalized_rules(objects[("ClusterRole", "klx-xpu-clusterrole")]["rules"]),
                          normalized_rules([{"apiGroups": g, "resources": r, "verbs": v}
                                            for g, r, v in SEED_RULES["klx-xpu-clusterrole"]]))
-        self.assertIs(pod_spec(objects, DEVICE_PLUGIN)["automountServiceAccountToken"], False)
+        self.assertNotIn(("ClusterRole", "xpu-device-plugin"), objects)
         self.assertIs(pod_spec(objects, EXPORTER)["automountServiceAccountToken"], False)
-        self.assertIs(pod_spec(objects, TOKEN_GEN)["automountServiceAccountToken"], True)
-        # The service accounts keep their names, so the DaemonSets still find them.
-        self.assertIn(("ServiceAccount", "xpu-device-plugin"), objects)
-        self.assertIn(("ServiceAccount", "xpu-exporter"), objects)
+
+    def test_minimal_true_is_the_default_and_false_points_at_compat(self):
+        self.assertEqual(render("rbac.minimal=true"), render())
+        refused = render_failure("rbac.minimal=false")
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("rbac.minimal=false is gone", refused.stderr)
+        self.assertIn("rbac.compat=true", refused.stderr)
+        both = render_failure("rbac.minimal=true", "rbac.compat=true")
+        self.assertNotEqual(both.returncode, 0)
+        self.assertIn("contradict", both.stderr)
+
+    def test_unknown_rbac_keys_are_refused(self):
+        for key in ("rbac.compt=true", "rbac.tokenGen.nodeProxy=true"):
+            refused = render_failure(key)
+            self.assertNotEqual(refused.returncode, 0, key)
+            self.assertIn("additional properties", refused.stderr.lower(), key)
 
     def test_exporter_service_can_be_turned_off(self):
         self.assertNotIn(("Service", "xpu-exporter"), render("exporter.service.enabled=false"))
@@ -678,8 +707,8 @@ class NodeFeatureDiscovery(unittest.TestCase):
         self.assertEqual([a for a in args if a not in ("--nfd-features-file", self.NFD_DIR + "/kunlunxin-xpu")],
                          args_of(plain, DEVICE_PLUGIN))
 
-    def test_minimal_rbac_still_needs_no_token(self):
-        objects = render("devicePlugin.nodeFeatureDiscovery.enabled=true", "rbac.minimal=true")
+    def test_still_no_token(self):
+        objects = render("devicePlugin.nodeFeatureDiscovery.enabled=true")
         self.assertIs(pod_spec(objects, DEVICE_PLUGIN)["automountServiceAccountToken"], False)
         self.assertNotIn(("ClusterRole", "xpu-device-plugin"), objects)
 
@@ -778,7 +807,8 @@ class Allocation(unittest.TestCase):
     def test_dra_replaces_the_device_plugin(self):
         objects = render("allocation=dra")
         self.assertNotIn(("DaemonSet", DEVICE_PLUGIN), objects)
-        self.assertNotIn(("ClusterRole", "xpu-device-plugin"), objects)
+        # Not even the replaced chart's rules bring the device plugin's role back without its pods.
+        self.assertNotIn(("ClusterRole", "xpu-device-plugin"), render("allocation=dra", "rbac.compat=true"))
         self.assertIn(("DaemonSet", EXPORTER), objects)
         self.assertIn(("DaemonSet", TOKEN_GEN), objects)
         device_class = objects[("DeviceClass", "xpu.kunlunxin.com")]
@@ -813,7 +843,7 @@ class Allocation(unittest.TestCase):
         self.assertFalse(sc.get("privileged", False))
 
     def test_dra_rbac_is_what_the_driver_calls(self):
-        objects = render("allocation=dra", "rbac.minimal=false")
+        objects = render("allocation=dra", "rbac.compat=true")
         rules = objects[("ClusterRole", DRA_DRIVER)]["rules"]
         self.assertEqual(normalized_rules(rules), normalized_rules([
             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},

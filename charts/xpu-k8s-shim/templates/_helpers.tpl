@@ -139,3 +139,28 @@ Global arguments (before the role name) of the roles that talk to xpud.
 - --bus-address
 - unix:path=/run/xpud-api/bus.sock
 {{- end }}
+
+{{/*
+"true" when the chart renders the replaced add-on's RBAC (rbac.compat): its ClusterRoles and
+tokens for the device plugin and the exporter, and nodes/proxy in klx-xpu-clusterrole; empty
+otherwise. rbac.minimal, this chart's earlier switch the other way, is refused when false rather
+than silently ignored: what it selected is now the default, and rbac.compat is the one way back.
+*/}}
+{{- define "xpu-k8s-shim.rbacCompat" -}}
+{{- if and (hasKey .Values.rbac "minimal") (eq (toString .Values.rbac.minimal) "false") }}
+{{- fail "rbac.minimal=false is gone: each role now gets only what it calls by default; set rbac.compat=true for the replaced add-on's rules (README: RBAC)" }}
+{{- end }}
+{{- if and .Values.rbac.compat .Values.rbac.minimal }}
+{{- fail "rbac.compat=true and rbac.minimal=true contradict each other: drop rbac.minimal, whose rules are the default" }}
+{{- end }}
+{{- if .Values.rbac.compat }}true{{ end }}
+{{- end }}
+
+{{/*
+"true" when the device plugin's and the exporter's pods mount a service-account token: only for
+the replaced add-on's rules (rbac.compat). Neither role calls the API server: they read the cards
+from xpud and the pods from the kubelet's sockets.
+*/}}
+{{- define "xpu-k8s-shim.nodeRoleToken" -}}
+{{- if include "xpu-k8s-shim.rbacCompat" . }}true{{ else }}false{{ end }}
+{{- end }}
