@@ -274,10 +274,13 @@ class Suite:
         expect(created.returncode != 0 and "forbidden" in created.stderr.lower(),
                f"creating a pod with the synced token: {created.returncode} {created.stderr!r}")
         print("  synced token: get nodes works; creating a pod is forbidden")
-        exec_status = self.exec_through_nodes_proxy(token)
-        expect(exec_status == 403, f"a WebSocket exec through nodes/{NODE_NAME}/proxy with the synced token "
-                                   f"answered {exec_status}, not 403")
-        can_proxy = run(base + ["auth", "can-i", "get", "nodes/proxy"], check=False)
+        # Refused by the API server's authorizer for want of nodes/proxy, which its answer names:
+        # not a malformed request that no rights would let through.
+        exec_status, exec_body = self.exec_through_nodes_proxy(token)
+        expect(exec_status == 403 and 'cannot get resource "nodes/proxy"' in status_message(exec_body),
+               f"a WebSocket exec through nodes/{NODE_NAME}/proxy with the synced token answered "
+               f"{exec_status}: {exec_body[:300]!r}")
+        can_proxy = run(base + ["auth", "can-i", "get", "nodes", "--subresource=proxy"], check=False)
         expect(can_proxy.stdout.strip() == "no", f"can-i get nodes/proxy: {can_proxy.stdout!r}")
         print("  synced token: a WebSocket exec through nodes/<node>/proxy is refused (403)")
 
@@ -401,15 +404,16 @@ class Suite:
         wait_for("one pod per DaemonSet", lambda: len(self.shim_pods()) == len(DAEMONSETS), 120)
 
     def exec_through_nodes_proxy(self, token):
-        """The HTTP status of a WebSocket exec into the token-sync pod through the API server's
-        nodes/<node>/proxy, with the given bearer token: 101 when the API server lets it through
-        to the kubelet (nodes/proxy get), 403 when not."""
+        """A WebSocket exec into the token-sync pod through the API server's nodes/<node>/proxy
+        with the given bearer token: the answer's status (403 when the API server's authorizer
+        refuses it) and body."""
         pods = [p for p in self.shim_pods() if p["metadata"]["name"].startswith("xpu-rbac-token-gen")]
         expect(pods, "no xpu-rbac-token-gen pod to exec into")
         pod = pods[0]["metadata"]["name"]
         container = pods[0]["spec"]["containers"][0]["name"]
-        return websocket_get_status(
-            f"/api/v1/nodes/{NODE_NAME}/proxy/exec/{CHART_NAMESPACE}/{pod}/{container}?command=true&stdout=1",
+        return websocket_get(
+            # The kubelet's own parameter names (output, not the API server's stdout).
+            f"/api/v1/nodes/{NODE_NAME}/proxy/exec/{CHART_NAMESPACE}/{pod}/{container}?command=true&output=1",
             token, "/xpu-runtime/auth/ca.crt")
 
     def s9_upgrades(self):
@@ -435,13 +439,17 @@ class Suite:
                                     "app.kubernetes.io/component=device-plugin")["items"][0]["spec"]
         expect(tokens.get("automountServiceAccountToken") is True,
                "rbac.compat: the device plugin mounts no service-account token")
-        # The replaced chart's nodes/proxy: the same synced token now gets through to the kubelet,
-        # which is what scenario 8's 403 keeps from it by default.
+        # The replaced chart's nodes/proxy is back for the synced token: the API server no longer
+        # refuses its WebSocket exec (scenario 8's 403) for want of it.
         def synced_token():
             return open("/xpu-runtime/auth/token", encoding="utf-8").read().strip()
-        wait_for("rbac.compat: a WebSocket exec through nodes/proxy with the synced token",
-                 lambda: self.exec_through_nodes_proxy(synced_token()) == 101, 30)
-        print("  rbac.compat: the synced token's WebSocket exec through nodes/<node>/proxy is let through (101)")
+
+        def nodes_proxy_allowed():
+            status, body = self.exec_through_nodes_proxy(synced_token())
+            return status != 403 and 'cannot get resource "nodes/proxy"' not in status_message(body)
+        wait_for("rbac.compat: the synced token's WebSocket exec through nodes/proxy past the authorizer",
+                 nodes_proxy_allowed, 30)
+        print("  rbac.compat: the synced token's WebSocket exec through nodes/<node>/proxy passes the API server")
         started = time.monotonic()
         self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait")
         wait_for("shim pods gone", lambda: not self.shim_pods(), 90)
@@ -1037,9 +1045,9 @@ def parse_quantity(text):
     return int(text)
 
 
-def websocket_get_status(path, token, ca_file):
+def websocket_get(path, token, ca_file):
     """Opens a WebSocket (the kubelet's exec protocol, v4.channel.k8s.io) on the API server at path
-    with a bearer token, and returns the status of the answer: 101 when it upgraded."""
+    with a bearer token; returns the answer's status (101 when it upgraded) and its body."""
     context = ssl.create_default_context(cafile=ca_file)
     key = base64.b64encode(os.urandom(16)).decode()
     request = (f"GET {path} HTTP/1.1\r\nHost: {NODE_IP}:6443\r\nAuthorization: Bearer {token}\r\n"
@@ -1048,16 +1056,32 @@ def websocket_get_status(path, token, ca_file):
     with socket.create_connection((NODE_IP, 6443), timeout=10) as raw:
         with context.wrap_socket(raw, server_hostname=NODE_IP) as tls:
             tls.sendall(request.encode())
-            head = b""
-            while b"\r\n" not in head:
+            answer = b""
+            while b"\r\n\r\n" not in answer:
                 chunk = tls.recv(4096)
                 if not chunk:
                     break
-                head += chunk
-    status_line = head.split(b"\r\n", 1)[0].decode(errors="replace")
-    parts = status_line.split()
-    expect(len(parts) >= 2 and parts[1].isdigit(), f"the API server answered {status_line!r} to a WebSocket GET")
-    return int(parts[1])
+                answer += chunk
+            head, _, body = answer.partition(b"\r\n\r\n")
+            lines = head.decode(errors="replace").split("\r\n")
+            length = [int(line.split(":", 1)[1]) for line in lines[1:]
+                      if line.lower().startswith("content-length:")]
+            while length and len(body) < min(length[0], 65536):
+                chunk = tls.recv(4096)
+                if not chunk:
+                    break
+                body += chunk
+    parts = lines[0].split()
+    expect(len(parts) >= 2 and parts[1].isdigit(), f"the API server answered {lines[0]!r} to a WebSocket GET")
+    return int(parts[1]), body.decode(errors="replace")
+
+
+def status_message(body):
+    """The message of the API server's Status object in `body`, or "" when it holds none."""
+    try:
+        return str(json.loads(body).get("message", ""))
+    except (ValueError, AttributeError):
+        return ""
 
 
 def expect(condition, message):
