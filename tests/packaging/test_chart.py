@@ -56,6 +56,13 @@ SEED_RULES = {
 }
 
 
+def seed_rules(role, leave_out=()):
+    """The replaced chart's rules of `role` as a ClusterRole's rules, without the resources in
+    `leave_out`."""
+    return [{"apiGroups": g, "resources": [r for r in resources if r not in leave_out], "verbs": v}
+            for g, resources, v in SEED_RULES[role]]
+
+
 def run_helm(*args):
     return subprocess.run([HELM, *args], capture_output=True, text=True, timeout=120)
 
@@ -189,11 +196,8 @@ class DefaultRender(unittest.TestCase):
         self.assertIs(pod_spec(self.objects, TOKEN_GEN)["automountServiceAccountToken"], True)
         # The token for the XPU runtime: the seed's read-only rules without nodes/proxy, whose get
         # reaches every kubelet's exec and attach.
-        without_proxy = [(g, [r for r in resources if r != "nodes/proxy"], v)
-                         for g, resources, v in SEED_RULES["klx-xpu-clusterrole"]]
         self.assertEqual(normalized_rules(self.objects[("ClusterRole", "klx-xpu-clusterrole")]["rules"]),
-                         normalized_rules([{"apiGroups": g, "resources": r, "verbs": v}
-                                           for g, r, v in without_proxy]))
+                         normalized_rules(seed_rules("klx-xpu-clusterrole", leave_out=("nodes/proxy",))))
 
     def test_no_pod_gets_host_privileges(self):
         for name in DAEMONSETS:
@@ -449,10 +453,9 @@ class ReservedOptions(unittest.TestCase):
 
     def test_compat_rbac_is_the_seeds(self):
         objects = render("rbac.compat=true")
-        for role, rules in SEED_RULES.items():
-            expected = [{"apiGroups": g, "resources": r, "verbs": v} for g, r, v in rules]
+        for role in SEED_RULES:
             self.assertEqual(normalized_rules(objects[("ClusterRole", role)]["rules"]),
-                             normalized_rules(expected), role)
+                             normalized_rules(seed_rules(role)), role)
         for binding, role, account in (("xpu-device-plugin", "xpu-device-plugin", "xpu-device-plugin"),
                                        ("xpu-exporter", "xpu-exporter", "xpu-exporter"),
                                        ("klx-xpu-binding", "klx-xpu-clusterrole", "klx-xpu-serviceaccount")):
@@ -468,8 +471,7 @@ class ReservedOptions(unittest.TestCase):
     def test_nodes_proxy_for_the_runtime_token_alone(self):
         objects = render("rbac.tokenGen.nodesProxy=true")
         self.assertEqual(normalized_rules(objects[("ClusterRole", "klx-xpu-clusterrole")]["rules"]),
-                         normalized_rules([{"apiGroups": g, "resources": r, "verbs": v}
-                                           for g, r, v in SEED_RULES["klx-xpu-clusterrole"]]))
+                         normalized_rules(seed_rules("klx-xpu-clusterrole")))
         self.assertNotIn(("ClusterRole", "xpu-device-plugin"), objects)
         self.assertIs(pod_spec(objects, EXPORTER)["automountServiceAccountToken"], False)
 
