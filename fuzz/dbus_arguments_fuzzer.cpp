@@ -118,7 +118,8 @@ void route_proxy_call(FuzzedDataProvider& input) {
             "org.freedesktop.DBus", "org.freedesktop.DBus.Properties"});
   const std::string member = pick({names::member::kConfigureVirtualFunctions, "GetMetrics",
                                    "SetHealth", "Hello", "RequestName", "Get", "GetAll", "Set"});
-  const auto route = proxy::route_call(destination, interface, member, ":1.42");
+  const auto socket = input.ConsumeBool() ? proxy::ApiSocket::Sriov : proxy::ApiSocket::ReadOnly;
+  const auto route = proxy::route_call(destination, interface, member, ":1.42", socket);
   switch (route.route) {
     case proxy::Route::BusDriver:
       check(destination == proxy::kDriverName, "answered as the bus for another destination");
@@ -133,6 +134,8 @@ void route_proxy_call(FuzzedDataProvider& input) {
         check(interface == names::kManagerInterface &&
                   member == names::member::kConfigureVirtualFunctions,
               "gated something else than ConfigureVirtualFunctions");
+      check(route.route == proxy::Route::Forward || socket == proxy::ApiSocket::Sriov,
+            "the read-only socket let the write through");
       break;
     case proxy::Route::Deny:
       check(!route.reason.empty(), "a denial without a reason");

@@ -73,7 +73,7 @@ bool is_answered_driver_method(std::string_view interface, std::string_view memb
 }
 
 CallRoute route_call(std::string_view destination, std::string_view interface,
-                     std::string_view member, std::string_view xpud_owner) {
+                     std::string_view member, std::string_view xpud_owner, ApiSocket socket) {
   if (destination == kDriverName) {
     if (is_answered_driver_method(interface, member)) return {Route::BusDriver, {}};
     return {Route::Deny, describe(destination, interface, member) +
@@ -86,8 +86,14 @@ CallRoute route_call(std::string_view destination, std::string_view interface,
                              " is reachable on xpud's read-only API socket, not " +
                              std::string(destination.empty() ? "(no destination)" : destination)};
   if (listed(kXpudReads, interface, member)) return {Route::Forward, {}};
-  if (interface == names::kManagerInterface && member == names::member::kConfigureVirtualFunctions)
-    return {Route::ForwardIfHostAllows, {}};
+  if (interface == names::kManagerInterface &&
+      member == names::member::kConfigureVirtualFunctions) {
+    if (socket == ApiSocket::Sriov) return {Route::ForwardIfHostAllows, {}};
+    return {Route::Deny, describe(destination, interface, member) +
+                             " is not served on xpud's read-only API socket: the device plugin "
+                             "reaches it on the SR-IOV socket (/run/xpud-api-sriov/bus.sock, the "
+                             "chart's devicePlugin.reconfigVxpu)"};
+  }
   return {Route::Deny,
           describe(destination, interface, member) + " is not part of xpud's read-only API"};
 }

@@ -16,12 +16,20 @@
 
 namespace xpu::api_proxy {
 
+// Which of the proxy's sockets a client came in on.
+enum class ApiSocket {
+  ReadOnly,  // /run/xpud-api/bus.sock, open to every local user and mounted into the shim's pods
+  // /run/xpud-api-sriov/bus.sock, root's only, mounted into the device plugin's pod alone when the
+  // chart's devicePlugin.reconfigVxpu is on: the reads, and the one write
+  Sriov,
+};
+
 enum class Route {
   BusDriver,  // org.freedesktop.DBus itself: answered by the proxy (Hello, AddMatch, ...)
   Forward,    // a read of xpud's API: forwarded to xpud on the system bus
-  // The one write: Manager.ConfigureVirtualFunctions, forwarded only when the host allows the
-  // cluster to change SR-IOV counts (xpud's ClusterReconfigureAllowed, asked at each call) and
-  // the client is root (cluster_write_refusal says which).
+  // The one write: Manager.ConfigureVirtualFunctions, on the SR-IOV socket only, forwarded only
+  // when the host allows the cluster to change SR-IOV counts (xpud's ClusterReconfigureAllowed,
+  // asked at each call) and the client is root (cluster_write_refusal says which).
   ForwardIfHostAllows,
   Deny,  // everything else: AccessDenied
 };
@@ -34,9 +42,9 @@ struct CallRoute {
 inline constexpr std::string_view kDriverName = names::bus::kDriverName;
 
 // `xpud_owner` is the unique name currently owning xpud's bus name ("" when none): a client may
-// address xpud by either name.
+// address xpud by either name. `socket` is the one the call came in on.
 CallRoute route_call(std::string_view destination, std::string_view interface,
-                     std::string_view member, std::string_view xpud_owner);
+                     std::string_view member, std::string_view xpud_owner, ApiSocket socket);
 
 // Why a ForwardIfHostAllows call is refused, or nullopt when it may go to xpud: the host's
 // [sriov] allow_cluster_reconfigure (as xpud reports it) must be true, and the client must be

@@ -1,7 +1,5 @@
 #include "xpud-api-proxy/client_session.h"
 
-#include <sys/socket.h>
-
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -10,38 +8,16 @@
 
 #include "common/names.h"
 #include "xpud-api-proxy/api_filter.h"
+#include "xpud-api-proxy/bus_errors.h"
 #include "xpud-api-proxy/proxy_server.h"
 
 namespace xpu::api_proxy {
 namespace {
 
-// sd-bus takes C strings: names.h's views are of string literals, so the literal's NUL follows.
-constexpr const char* c_string(std::string_view literal) {
-  return literal.data();
-}
-constexpr bool nul_terminated(std::string_view literal) {
-  return literal.data()[literal.size()] == '\0';
-}
-static_assert(nul_terminated(names::bus::kErrorAccessDenied) &&
-              nul_terminated(names::bus::kErrorLimitsExceeded) &&
-              nul_terminated(names::bus::kErrorNameHasNoOwner) &&
-              nul_terminated(names::bus::kErrorFailed));
-constexpr const char* kAccessDenied = c_string(names::bus::kErrorAccessDenied);
-constexpr const char* kLimitsExceeded = c_string(names::bus::kErrorLimitsExceeded);
-constexpr const char* kNameHasNoOwner = c_string(names::bus::kErrorNameHasNoOwner);
-constexpr const char* kFailed = c_string(names::bus::kErrorFailed);
-
-std::optional<ucred> credentials_of(int fd) {
-  ucred cred{};
-  socklen_t length = sizeof cred;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) < 0) return std::nullopt;
-  return cred;
-}
-
-std::string describe_peer(const std::optional<ucred>& cred) {
-  if (!cred) return "unknown peer";
-  return "pid " + std::to_string(cred->pid) + " uid " + std::to_string(cred->uid);
-}
+using bus_errors::kAccessDenied;
+using bus_errors::kFailed;
+using bus_errors::kLimitsExceeded;
+using bus_errors::kNameHasNoOwner;
 
 std::string text_or(const char* text, const char* fallback) {
   return text ? text : fallback;
@@ -50,11 +26,19 @@ std::string text_or(const char* text, const char* fallback) {
 }  // namespace
 
 ClientSession::ClientSession(ProxyServer& server, std::uint64_t id, UniqueFd socket,
+                             std::optional<uid_t> uid, std::string peer, ApiSocket socket_kind,
                              sd_event* event)
-    : server_(server), id_(id) {
-  const auto credentials = credentials_of(socket.get());
-  peer_ = describe_peer(credentials);
-  if (credentials) peer_uid_ = credentials->uid;
+    : server_(server), id_(id), peer_(std::move(peer)), peer_uid_(uid), socket_kind_(socket_kind) {
+  const ProxyLimits& limits = server_.limits();
+  StreamLimits stream_limits;
+  stream_limits.max_message_bytes = limits.max_message_bytes;
+  stream_limits.max_output_bytes = limits.max_output_bytes_per_client;
+  // Root's clients (the cluster's pods, xpuctl) are not in the pool the other uids share.
+  stream_limits.shared_output = uid == uid_t{0} ? nullptr : &server_.output_pool_of_others();
+  stream_ = std::make_unique<ClientStream>(std::move(socket), event, stream_limits,
+                                           [this](const std::string& why) { close(why); });
+  UniqueFd bus_end = stream_->take_bus_end();
+
   sd_bus* raw = nullptr;
   int r = sd_bus_new(&raw);
   if (r < 0) throw std::runtime_error(std::string("sd_bus_new: ") + std::strerror(-r));
@@ -62,10 +46,11 @@ ClientSession::ClientSession(ProxyServer& server, std::uint64_t id, UniqueFd soc
   sd_id128_t bus_id{};
   sd_id128_from_string(server_.bus_id().c_str(), &bus_id);
   // The client authenticates with its own uid (EXTERNAL) or anonymously; who may connect at all
-  // is decided by the socket's place in the file system, what a client may do by the filter.
-  if ((r = sd_bus_set_fd(raw, socket.get(), socket.get())) < 0)
+  // is decided by the socket's place in the file system, who it is by the accepted socket's
+  // credentials (sd-bus sees only the socketpair), what it may do by the filter.
+  if ((r = sd_bus_set_fd(raw, bus_end.get(), bus_end.get())) < 0)
     throw std::runtime_error(std::string("sd_bus_set_fd: ") + std::strerror(-r));
-  socket.release();  // the bus owns it now
+  bus_end.release();  // the bus owns it now
   if ((r = sd_bus_set_server(raw, 1, bus_id)) < 0 || (r = sd_bus_set_anonymous(raw, 1)) < 0 ||
       (r = sd_bus_negotiate_fds(raw, 0)) < 0)
     throw std::runtime_error(std::string("setting up the client connection: ") + std::strerror(-r));
@@ -75,10 +60,44 @@ ClientSession::ClientSession(ProxyServer& server, std::uint64_t id, UniqueFd soc
   filter_.reset(slot);
   if ((r = sd_bus_start(raw)) < 0 || (r = sd_bus_attach_event(raw, event, 0)) < 0)
     throw std::runtime_error(std::string("starting the client connection: ") + std::strerror(-r));
-  sd_event_source* pump = nullptr;
-  if ((r = sd_event_add_post(event, &pump, &ClientSession::on_post, this)) < 0)
+  sd_event_source* source = nullptr;
+  if ((r = sd_event_add_post(event, &source, &ClientSession::on_post, this)) < 0)
     throw std::runtime_error(std::string("sd_event_add_post: ") + std::strerror(-r));
-  connect_pump_.reset(pump);
+  connect_pump_.reset(source);
+  if ((r = sd_event_add_time_relative(event, &source, CLOCK_MONOTONIC, 0, 0,
+                                      &ClientSession::on_deadline, this)) < 0)
+    throw std::runtime_error(std::string("sd_event_add_time_relative: ") + std::strerror(-r));
+  deadline_.reset(source);
+  arm_deadline(limits.hello_timeout, "Hello", "of connecting");
+}
+
+ClientSession::~ClientSession() {
+  // The bus first: it must not write into a stream that is gone.
+  deadline_.reset();
+  connect_pump_.reset();
+  filter_.reset();
+  bus_.reset();
+  stream_.reset();
+}
+
+void ClientSession::arm_deadline(std::chrono::microseconds after, const char* waiting_for,
+                                 const char* since) {
+  deadline_reason_ =
+      std::string("no ") + waiting_for + " within " +
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(after).count()) +
+      " ms " + since;
+  sd_event_source_set_time_relative(deadline_.get(), static_cast<std::uint64_t>(after.count()));
+  sd_event_source_set_enabled(deadline_.get(), SD_EVENT_ONESHOT);
+}
+
+// A connection that holds a place without using it: no Hello in time after connecting (which
+// covers authentication too), or no call in time after Hello. After its first call a client may
+// stay as long as it likes: the shim's watchers connect once and wait for signals.
+int ClientSession::on_deadline(sd_event_source*, std::uint64_t, void* userdata) {
+  auto* self = static_cast<ClientSession*>(userdata);
+  self->server_.count_timed_out();
+  self->close(self->deadline_reason_);
+  return 0;
 }
 
 // libdbus clients send BEGIN and their Hello in one write. sd-bus leaves the bytes after BEGIN
@@ -114,11 +133,18 @@ int ClientSession::handle(sd_bus_message* message) {
   const std::string destination = text_or(sd_bus_message_get_destination(message), "");
   const std::string interface = text_or(sd_bus_message_get_interface(message), "");
   const std::string member = text_or(sd_bus_message_get_member(message), "");
-  const CallRoute route = route_call(destination, interface, member, server_.xpud_owner());
+  // The stand-in the inbound filter put where a call too large to take was.
+  if (interface == kRefusedInterface && member == kTooLargeMember) return answer_too_large(message);
+  const CallRoute route =
+      route_call(destination, interface, member, server_.xpud_owner(), socket_kind_);
 
   if (!said_hello() && !(route.route == Route::BusDriver && member == "Hello")) {
     reply_error(message, kAccessDenied, "the first call on a bus connection must be Hello");
     return 1;
+  }
+  if (said_hello() && !called_) {
+    called_ = true;
+    sd_event_source_set_enabled(deadline_.get(), SD_EVENT_OFF);
   }
   switch (route.route) {
     case Route::BusDriver:
@@ -132,36 +158,48 @@ int ClientSession::handle(sd_bus_message* message) {
       return 1;
     case Route::Forward:
     case Route::ForwardIfHostAllows:
-      break;
+      return forward(message, route.route, interface + "." + member);
   }
+  return 1;
+}
+
+int ClientSession::forward(sd_bus_message* message, Route route, const std::string& what) {
   if (pending_calls_ >= server_.limits().max_pending_calls_per_client) {
     reply_error(message, kLimitsExceeded,
                 "more than " + std::to_string(server_.limits().max_pending_calls_per_client) +
                     " calls to xpud outstanding on this connection");
     return 1;
   }
-  if (route.route == Route::ForwardIfHostAllows) {
+  if (route == Route::ForwardIfHostAllows) {
     // The client's uid is known here; whether the host allows it only xpud can say, so that is
     // asked upstream before the call goes on (ProxyServer::forward_if_host_allows).
     if (auto refusal = cluster_write_refusal(true, peer_uid_)) {
-      spdlog::warn("refused {} from {}: {}", interface + "." + member, peer_, *refusal);
+      spdlog::warn("refused {} from {}: {}", what, peer_, *refusal);
       reply_error(message, kAccessDenied, *refusal);
       return 1;
     }
-    const int r = server_.forward_if_host_allows(id_, message, peer_);
-    if (r < 0) {
-      reply_error(message, kFailed, std::string("cannot ask xpud: ") + std::strerror(-r));
-      return 1;
-    }
-    ++pending_calls_;
-    return 1;
   }
-  const int r = server_.forward(id_, message);
-  if (r < 0) {
-    reply_error(message, kFailed, std::string("cannot forward to xpud: ") + std::strerror(-r));
+  const auto refusal = route == Route::ForwardIfHostAllows
+                           ? server_.forward_if_host_allows(*this, message)
+                           : server_.forward(*this, message);
+  if (refusal) {
+    reply_error(message, refusal->error_name, refusal->text);
     return 1;
   }
   ++pending_calls_;
+  return 1;
+}
+
+int ClientSession::answer_too_large(sd_bus_message* call) {
+  std::uint64_t size = 0;
+  (void)sd_bus_message_read(call, "t", &size);
+  spdlog::log(refusals_++ == 0 ? spdlog::level::info : spdlog::level::debug,
+              "refused a message of {} bytes from {} (limit {})", size, peer_,
+              server_.limits().max_message_bytes);
+  reply_error(call, kLimitsExceeded,
+              "a message of " + std::to_string(size) + " bytes is larger than the " +
+                  std::to_string(server_.limits().max_message_bytes) +
+                  " bytes xpud's API socket takes; it was not forwarded");
   return 1;
 }
 
@@ -176,6 +214,7 @@ int ClientSession::answer_driver_call(sd_bus_message* call, const std::string& m
       return 1;
     }
     unique_name_ = ":api." + std::to_string(id_);
+    arm_deadline(server_.limits().first_call_timeout, "call", "of its Hello");
     r = sd_bus_message_new_method_return(call, &raw);
     if (r >= 0) r = sd_bus_message_append(raw, "s", unique_name_.c_str());
   } else if (member == "AddMatch" || member == "RemoveMatch" || member == "Ping") {
@@ -285,10 +324,27 @@ void ClientSession::deliver_reply(sd_bus_message* call, sd_bus_message* reply,
   send(copy.get());
 }
 
-void ClientSession::refuse_forward(sd_bus_message* call, const std::string& reason, bool failed) {
+void ClientSession::refuse_forward(sd_bus_message* call, const std::string& reason,
+                                   const char* error_name) {
   if (pending_calls_ > 0) --pending_calls_;
   if (closed_) return;
-  reply_error(call, failed ? kFailed : kAccessDenied, reason);
+  reply_error(call, error_name ? error_name : kAccessDenied, reason);
+}
+
+void ClientSession::announce_owner_change(const std::string& old_owner,
+                                          const std::string& new_owner) {
+  if (closed_ || !said_hello()) return;
+  sd_bus_message* raw = nullptr;
+  const std::string driver(kDriverName);
+  if (sd_bus_message_new_signal(bus_.get(), &raw, std::string(names::bus::kDriverPath).c_str(),
+                                driver.c_str(), "NameOwnerChanged") < 0)
+    return;
+  MessagePtr signal(raw);
+  if (sd_bus_message_append(signal.get(), "sss", std::string(names::kBusName).c_str(),
+                            old_owner.c_str(), new_owner.c_str()) < 0 ||
+      sd_bus_message_set_sender(signal.get(), driver.c_str()) < 0)
+    return;
+  send(signal.get());
 }
 
 void ClientSession::deliver_error(sd_bus_message* call, const sd_bus_error* error) {
@@ -310,15 +366,19 @@ bool ClientSession::send(sd_bus_message* message) {
     close(std::strerror(-r));
     return false;
   }
-  return true;
+  // Count what sd-bus wrote at once, so the next message meets a current byte count.
+  stream_->pump_output();
+  return !closed_;
 }
 
-void ClientSession::close(const char* why) {
+void ClientSession::close(const std::string& why) {
   if (closed_) return;
   closed_ = true;
   spdlog::debug("client {} ({}) closed: {}", id_, peer_, why);
   // Detach from the loop now; the session object itself goes when the server reaps it.
+  stream_->stop();
   sd_event_source_set_enabled(connect_pump_.get(), SD_EVENT_OFF);
+  sd_event_source_set_enabled(deadline_.get(), SD_EVENT_OFF);
   sd_bus_detach_event(bus_.get());
   sd_bus_close(bus_.get());
   server_.session_closed();

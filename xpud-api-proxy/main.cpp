@@ -8,6 +8,7 @@
 #include <systemd/sd-daemon.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -21,46 +22,62 @@ namespace {
 constexpr const char* kProgram = "xpud-api-proxy";
 constexpr const char* kDefaultSocket = "/run/xpud-api/bus.sock";
 
-// The socket systemd passed (xpud-api-proxy.socket), if any.
-xpu::UniqueFd activated_socket() {
-  const int count = sd_listen_fds(1);
+// The sockets systemd passed (xpud-api-proxy.socket, xpud-api-proxy-sriov.socket), if any: the
+// one named "sriov" (FileDescriptorName=) is the SR-IOV socket, any other the read-only one.
+std::vector<xpu::api_proxy::ListeningSocket> activated_sockets() {
+  char** names = nullptr;
+  const int count = sd_listen_fds_with_names(1, &names);
   if (count < 0) throw std::runtime_error(std::string("sd_listen_fds: ") + std::strerror(-count));
-  if (count == 0) return {};
-  if (count > 1)
-    throw std::runtime_error("expected one socket from systemd, got " + std::to_string(count));
-  if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, nullptr, 0) <= 0)
-    throw std::runtime_error("the socket from systemd is not a listening AF_UNIX stream socket");
-  // systemd hands the socket over blocking; the accept loop drains it until EAGAIN, which a
-  // blocking socket never returns (the loop would hang in accept and starve the watchdog).
-  const int flags = ::fcntl(SD_LISTEN_FDS_START, F_GETFL);
-  if (flags < 0 || ::fcntl(SD_LISTEN_FDS_START, F_SETFL, flags | O_NONBLOCK) < 0)
-    throw std::runtime_error(std::string("the socket from systemd: cannot make it non-blocking: ") +
-                             std::strerror(errno));
-  return xpu::UniqueFd(SD_LISTEN_FDS_START);
+  std::vector<xpu::api_proxy::ListeningSocket> sockets;
+  std::vector<std::string> fd_names;
+  for (int i = 0; names && names[i]; ++i) {
+    fd_names.emplace_back(names[i]);
+    std::free(names[i]);
+  }
+  std::free(names);
+  for (int i = 0; i < count; ++i) {
+    const int fd = SD_LISTEN_FDS_START + i;
+    const std::string name = i < static_cast<int>(fd_names.size()) ? fd_names[i] : "unknown";
+    xpu::UniqueFd owned(fd);
+    if (sd_is_socket_unix(fd, SOCK_STREAM, 1, nullptr, 0) <= 0)
+      throw std::runtime_error("the socket \"" + name +
+                               "\" from systemd is not a listening AF_UNIX stream socket");
+    // systemd hands sockets over blocking; the accept loop drains each until EAGAIN, which a
+    // blocking socket never returns (the loop would hang in accept and starve the watchdog).
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+      throw std::runtime_error(
+          "the socket \"" + name +
+          "\" from systemd: cannot make it non-blocking: " + std::strerror(errno));
+    const auto kind =
+        name == "sriov" ? xpu::api_proxy::ApiSocket::Sriov : xpu::api_proxy::ApiSocket::ReadOnly;
+    sockets.push_back({std::move(owned), kind, "the " + name + " socket from systemd"});
+  }
+  return sockets;
 }
 
-// Binds `path` ourselves (tests, or running by hand). A stale socket from an earlier run is
-// replaced; any other file at that path is left alone and reported.
-xpu::UniqueFd bind_socket(const std::string& path) {
+// Binds `path` ourselves (tests, or running by hand), with `mode`. A stale socket from an earlier
+// run is replaced; any other file at that path is left alone and reported.
+xpu::UniqueFd bind_socket(const std::string& flag, const std::string& path, mode_t mode) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (path.size() >= sizeof address.sun_path)
-    throw std::runtime_error("--listen " + path + ": path too long for a unix socket");
+    throw std::runtime_error("--" + flag + " " + path + ": path too long for a unix socket");
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode))
-      throw std::runtime_error("--listen " + path + ": exists and is not a socket");
+      throw std::runtime_error("--" + flag + " " + path + ": exists and is not a socket");
     ::unlink(path.c_str());
   }
   xpu::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.valid()) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) < 0)
-    throw std::runtime_error("--listen " + path + ": " + std::strerror(errno));
-  // Any local user may read xpud's API (the bus policy says so too); the filter, not the mode,
-  // is what keeps clients to reads.
-  if (::chmod(path.c_str(), 0666) < 0 || ::listen(fd.get(), SOMAXCONN) < 0)
-    throw std::runtime_error("--listen " + path + ": " + std::strerror(errno));
+    throw std::runtime_error("--" + flag + " " + path + ": " + std::strerror(errno));
+  // Any local user may read xpud's API (the bus policy says so too), so the read-only socket is
+  // 0666 and the filter, not the mode, keeps its clients to reads; the SR-IOV socket is root's.
+  if (::chmod(path.c_str(), mode) < 0 || ::listen(fd.get(), SOMAXCONN) < 0)
+    throw std::runtime_error("--" + flag + " " + path + ": " + std::strerror(errno));
   return fd;
 }
 
@@ -68,6 +85,7 @@ int run(const std::vector<std::string>& args) {
   std::optional<std::string> bus_address;
   std::optional<spdlog::level::level_enum> log_level;
   std::string listen_path = kDefaultSocket;
+  std::optional<std::string> sriov_path;
   xpu::api_proxy::ProxyLimits limits;
   xpu::HelpAndVersion flags;
   xpu::CommandLine cli(kProgram, "[OPTIONS]");
@@ -79,13 +97,42 @@ int run(const std::vector<std::string>& args) {
         listen_path = std::string(value);
         return xpu::ok_status();
       });
+  cli.add_option("listen-sriov", "PATH",
+                 "also serve the SR-IOV socket, root's only (mode 0600): the reads and "
+                 "ConfigureVirtualFunctions, when not socket-activated",
+                 [&](std::string_view value) -> xpu::Status {
+                   if (value.empty() || value.front() != '/')
+                     return xpu::Error{"must be an absolute path"};
+                   sriov_path = std::string(value);
+                   return xpu::ok_status();
+                 });
   xpu::add_bus_address_option(cli, bus_address,
                               "reach xpud on the bus at ADDR instead of the system bus");
-  cli.add_option("max-clients", "N", "clients served at once (default 64)",
+  cli.add_option("max-clients", "N",
+                 "clients served at once (default 128; a quarter of them kept for root)",
                  [&](std::string_view value) -> xpu::Status {
                    auto n = xpu::parse_uint(value, 1, 4096);
                    if (!n) return xpu::Error{n.error()};
                    limits.max_clients = static_cast<unsigned>(*n);
+                   return xpu::ok_status();
+                 });
+  cli.add_option("max-clients-per-uid", "N",
+                 "clients one uid other than 0 may have at once (default 16)",
+                 [&](std::string_view value) -> xpu::Status {
+                   auto n = xpu::parse_uint(value, 1, 4096);
+                   if (!n) return xpu::Error{n.error()};
+                   limits.max_clients_per_uid = static_cast<unsigned>(*n);
+                   return xpu::ok_status();
+                 });
+  cli.add_option("max-message-size", "BYTES",
+                 "largest message a client may send (default 131072; larger: LimitsExceeded, "
+                 "never forwarded)",
+                 [&](std::string_view value) -> xpu::Status {
+                   // The system bus takes 32 MiB: a larger limit would let calls through that it
+                   // answers by dropping the proxy's connection.
+                   auto n = xpu::parse_uint(value, 1024, 32ull * 1024 * 1024 - 1);
+                   if (!n) return xpu::Error{n.error()};
+                   limits.max_message_bytes = *n;
                    return xpu::ok_status();
                  });
   xpu::add_log_level_option(cli, log_level, "error|warn|info|debug|trace (default info)");
@@ -93,9 +140,15 @@ int run(const std::vector<std::string>& args) {
   xpu::add_help_flag(cli, flags);
   xpu::parse_program_command_line(cli, args, flags, xpu::Positionals::kRefused);
   xpu::setup_logging(kProgram, log_level.value_or(spdlog::level::info));
-  auto socket = activated_socket();
-  if (!socket.valid()) socket = bind_socket(listen_path);
-  xpu::api_proxy::ProxyServer server(std::move(socket), bus_address, limits);
+  auto sockets = activated_sockets();
+  if (sockets.empty()) {
+    sockets.push_back({bind_socket("listen", listen_path, 0666),
+                       xpu::api_proxy::ApiSocket::ReadOnly, listen_path});
+    if (sriov_path)
+      sockets.push_back({bind_socket("listen-sriov", *sriov_path, 0600),
+                         xpu::api_proxy::ApiSocket::Sriov, *sriov_path});
+  }
+  xpu::api_proxy::ProxyServer server(std::move(sockets), bus_address, limits);
   return server.run();
 }
 

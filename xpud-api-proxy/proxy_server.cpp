@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -12,67 +13,156 @@
 
 #include "common/names.h"
 #include "xpud-api-proxy/api_filter.h"
+#include "xpud-api-proxy/bus_errors.h"
 
 namespace xpu::api_proxy {
 namespace {
+
+using bus_errors::kFailed;
+using bus_errors::kLimitsExceeded;
 
 std::runtime_error failure(const std::string& what, int negative_errno) {
   return std::runtime_error(what + ": " + std::strerror(-negative_errno));
 }
 
-// Keeps the original call alive until xpud answers; freed with the upstream call's slot.
+std::optional<ucred> credentials_of(int fd) {
+  ucred cred{};
+  socklen_t length = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) < 0) return std::nullopt;
+  return cred;
+}
+
+std::string describe_peer(const std::optional<ucred>& cred) {
+  if (!cred) return "unknown peer";
+  return "pid " + std::to_string(cred->pid) + " uid " + std::to_string(cred->uid);
+}
+
+// Keeps the original call alive until xpud answers; freed with the upstream call's slot, which
+// also gives the call's place in the budget back (whether the session is still there or not).
 struct PendingForward {
   ProxyServer* server;
+  UidBudget* budget;
   std::uint64_t session_id;
+  std::optional<uid_t> uid;
   MessagePtr call;
+  std::map<std::uint64_t, std::unique_ptr<ClientSession>>* sessions;
 };
 
-// A ConfigureVirtualFunctions waiting for xpud's ClusterReconfigureAllowed.
-struct PendingPermission {
-  ProxyServer* server;
-  std::uint64_t session_id;
-  MessagePtr call;
-  std::string peer;
-};
+// Hands `pending` to an asynchronous call's slot: floating, freed (and its budget given back)
+// when the reply, the timeout or the end of the upstream bus fires it.
+void hand_to_slot(sd_bus_slot* slot, std::unique_ptr<PendingForward> pending) {
+  sd_bus_slot_set_destroy_callback(slot, [](void* userdata) {
+    auto* p = static_cast<PendingForward*>(userdata);
+    p->budget->give_back(p->uid);
+    delete p;
+  });
+  (void)pending.release();  // the slot's now
+  sd_bus_slot_set_floating(slot, 1);
+  sd_bus_slot_unref(slot);
+}
+
+ClientSession* find_session(const PendingForward& pending) {
+  auto it = pending.sessions->find(pending.session_id);
+  return it == pending.sessions->end() ? nullptr : it->second.get();
+}
 
 }  // namespace
 
-ProxyServer::ProxyServer(UniqueFd listen_socket, const std::optional<std::string>& upstream_address,
-                         ProxyLimits limits)
-    : limits_(limits), listen_socket_(std::move(listen_socket)) {
+ProxyServer::ProxyServer(std::vector<ListeningSocket> sockets,
+                         std::optional<std::string> upstream_address, ProxyLimits limits)
+    : limits_(limits),
+      upstream_address_(std::move(upstream_address)),
+      reconnect_delay_(limits.reconnect_first_delay),
+      connections_(BudgetLimits{limits.max_clients, limits.max_clients_per_uid,
+                                limits.clients_kept_for_root()},
+                   "connections"),
+      pending_calls_(BudgetLimits{limits.max_pending_calls, limits.max_pending_calls_per_uid,
+                                  limits.pending_calls_kept_for_root()},
+                     "calls to xpud outstanding"),
+      output_of_others_{limits.max_output_bytes_of_others, 0} {
   sd_event* event = nullptr;
   int r = sd_event_new(&event);
   if (r < 0) throw failure("sd_event_new", r);
   event_.reset(event);
 
+  // At start the bus must be there (the unit orders the proxy after dbus.socket): failing here
+  // says so at once. Once running, a lost bus is reconnected (on_upstream_disconnected).
+  connect_upstream();
+
+  sd_event_source* source = nullptr;
+  // Filled before any source points into it: the vector does not move afterwards.
+  for (auto& socket : sockets) listeners_.push_back(Listener{std::move(socket), nullptr});
+  for (auto& listener : listeners_) {
+    if ((r = sd_event_add_io(event, &source, listener.socket.fd.get(), EPOLLIN,
+                             &ProxyServer::on_accept, this)) < 0)
+      throw failure("watching the socket " + listener.socket.name, r);
+    listener.source.reset(source);
+  }
+  if ((r = sd_event_add_defer(event, &source, &ProxyServer::on_reap, this)) < 0)
+    throw failure("sd_event_add_defer", r);
+  reap_source_.reset(source);
+  sd_event_source_set_enabled(source, SD_EVENT_OFF);
+  if ((r = sd_event_add_time_relative(event, &source, CLOCK_MONOTONIC, 1000000, 0,
+                                      &ProxyServer::on_status_timer, this)) < 0)
+    throw failure("sd_event_add_time_relative", r);
+  status_timer_.reset(source);
+  sd_event_source_set_enabled(source, SD_EVENT_ON);
+  if ((r = sd_event_add_time_relative(event, &source, CLOCK_MONOTONIC, 0, 0,
+                                      &ProxyServer::on_reconnect, this)) < 0)
+    throw failure("sd_event_add_time_relative", r);
+  reconnect_timer_.reset(source);
+  sd_event_source_set_enabled(source, SD_EVENT_OFF);
+
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  sigprocmask(SIG_BLOCK, &stop, nullptr);
+  sd_event_add_signal(event, nullptr, SIGTERM, nullptr, nullptr);
+  sd_event_add_signal(event, nullptr, SIGINT, nullptr, nullptr);
+  // Pings the watchdog whenever WatchdogSec= is set on the unit.
+  sd_event_set_watchdog(event, 1);
+}
+
+ProxyServer::~ProxyServer() {
+  // Sessions hold their buses attached to the loop: drop them before the loop goes.
+  sessions_.clear();
+  drop_upstream();
+}
+
+void ProxyServer::connect_upstream() {
   sd_bus* bus = nullptr;
-  if (upstream_address) {
+  int r = 0;
+  if (upstream_address_) {
     if ((r = sd_bus_new(&bus)) < 0) throw failure("sd_bus_new", r);
     upstream_.reset(bus);
-    if ((r = sd_bus_set_address(bus, upstream_address->c_str())) < 0)
-      throw failure("bus address " + *upstream_address, r);
+    if ((r = sd_bus_set_address(bus, upstream_address_->c_str())) < 0)
+      throw failure("bus address " + *upstream_address_, r);
     sd_bus_set_bus_client(bus, 1);
-    if ((r = sd_bus_start(bus)) < 0) throw failure("connecting to " + *upstream_address, r);
+    if ((r = sd_bus_start(bus)) < 0) throw failure("connecting to " + *upstream_address_, r);
   } else {
     if ((r = sd_bus_open_system(&bus)) < 0) throw failure("connecting to the system bus", r);
     upstream_.reset(bus);
   }
-  // Without the bus there is nothing to serve: leave the loop with 1, systemd restarts us and
-  // the clients reconnect, as they do when xpud restarts.
-  sd_bus_set_exit_on_disconnect(bus, 1);
-  if ((r = sd_bus_attach_event(bus, event, 0)) < 0) throw failure("sd_bus_attach_event", r);
+  sd_bus_set_exit_on_disconnect(bus, 0);
+  if ((r = sd_bus_attach_event(bus, event_.get(), 0)) < 0) throw failure("sd_bus_attach_event", r);
 
   sd_id128_t id{};
   if (sd_bus_get_bus_id(bus, &id) >= 0) {
     char text[SD_ID128_STRING_MAX];
     bus_id_ = sd_id128_to_string(id, text);
-  } else {
+  } else if (bus_id_.empty()) {
     bus_id_ = "00000000000000000000000000000000";
   }
 
+  sd_bus_slot* slot = nullptr;
+  if ((r = sd_bus_match_signal(bus, &slot, nullptr, nullptr,
+                               std::string(names::bus::kLocalInterface).c_str(), "Disconnected",
+                               &ProxyServer::on_upstream_disconnected, this)) < 0)
+    throw failure("watching for the end of the bus connection", r);
+  disconnect_match_.reset(slot);
   // Follow the owner of xpud's name before asking for it, so no change falls in between.
   const std::string xpud_name(names::kBusName);
-  sd_bus_slot* slot = nullptr;
   const std::string driver(names::bus::kDriverName);
   const std::string driver_path(names::bus::kDriverPath);
   const std::string owner_rule = "type='signal',sender='" + driver + "',path='" + driver_path +
@@ -96,41 +186,68 @@ ProxyServer::ProxyServer(UniqueFd listen_socket, const std::optional<std::string
                          error.get(), &reply, "s", xpud_name.c_str());
   MessagePtr owned_reply(reply);
   const char* owner = nullptr;
-  if (r >= 0 && sd_bus_message_read(reply, "s", &owner) >= 0 && owner) xpud_owner_ = owner;
-  spdlog::info("xpud is {}", xpud_owner_.empty() ? "not on the bus yet" : "at " + xpud_owner_);
-
-  sd_event_source* source = nullptr;
-  if ((r = sd_event_add_io(event, &source, listen_socket_.get(), EPOLLIN, &ProxyServer::on_accept,
-                           this)) < 0)
-    throw failure("watching the listening socket", r);
-  accept_source_.reset(source);
-  if ((r = sd_event_add_defer(event, &source, &ProxyServer::on_reap, this)) < 0)
-    throw failure("sd_event_add_defer", r);
-  reap_source_.reset(source);
-  sd_event_source_set_enabled(source, SD_EVENT_OFF);
-  if ((r = sd_event_add_time_relative(event, &source, CLOCK_MONOTONIC, 1000000, 0,
-                                      &ProxyServer::on_status_timer, this)) < 0)
-    throw failure("sd_event_add_time_relative", r);
-  status_timer_.reset(source);
-  sd_event_source_set_enabled(source, SD_EVENT_ON);
-
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  sigprocmask(SIG_BLOCK, &stop, nullptr);
-  sd_event_add_signal(event, nullptr, SIGTERM, nullptr, nullptr);
-  sd_event_add_signal(event, nullptr, SIGINT, nullptr, nullptr);
-  // Pings the watchdog whenever WatchdogSec= is set on the unit.
-  sd_event_set_watchdog(event, 1);
+  std::string found;
+  if (r >= 0 && sd_bus_message_read(reply, "s", &owner) >= 0 && owner) found = owner;
+  if (found.empty()) spdlog::info("xpud is not on the bus yet");
+  set_xpud_owner(found);
 }
 
-ProxyServer::~ProxyServer() {
-  // Sessions hold their buses attached to the loop: drop them before the loop goes.
-  sessions_.clear();
+void ProxyServer::drop_upstream() {
+  // The slots hold the bus: they go first.
+  disconnect_match_.reset();
   signal_match_.reset();
   owner_match_.reset();
+  if (upstream_) {
+    sd_bus_detach_event(upstream_.get());
+    // Nothing queued is worth flushing to a bus that is gone.
+    sd_bus_close(upstream_.get());
+  }
   upstream_.reset();
+}
+
+// sd-bus has answered every call still waiting with an error by now ("Connection terminated");
+// the bus object itself is dropped outside its own callback, by the reconnect timer.
+int ProxyServer::on_upstream_disconnected(sd_bus_message*, void* userdata, sd_bus_error*) {
+  auto* self = static_cast<ProxyServer*>(userdata);
+  ++self->upstream_losses_;
+  spdlog::warn(
+      "lost the connection to the system bus; clients are told xpud is gone, and the "
+      "proxy connects again");
+  self->set_xpud_owner("");
+  self->reconnect_delay_ = self->limits_.reconnect_first_delay;
+  sd_event_source_set_time_relative(self->reconnect_timer_.get(), 0);
+  sd_event_source_set_enabled(self->reconnect_timer_.get(), SD_EVENT_ONESHOT);
+  return 0;
+}
+
+int ProxyServer::on_reconnect(sd_event_source* source, std::uint64_t, void* userdata) {
+  auto* self = static_cast<ProxyServer*>(userdata);
+  self->drop_upstream();
+  try {
+    self->connect_upstream();
+    spdlog::info("connected to the system bus again");
+    self->update_status();
+  } catch (const std::exception& e) {
+    self->drop_upstream();
+    spdlog::debug("cannot reach the system bus yet ({}); next try in {} ms", e.what(),
+                  self->reconnect_delay_.count() / 1000);
+    sd_event_source_set_time_relative(source,
+                                      static_cast<std::uint64_t>(self->reconnect_delay_.count()));
+    sd_event_source_set_enabled(source, SD_EVENT_ONESHOT);
+    self->reconnect_delay_ =
+        std::min(self->reconnect_delay_ * 2, self->limits_.reconnect_max_delay);
+  }
+  return 0;
+}
+
+void ProxyServer::set_xpud_owner(const std::string& owner) {
+  if (owner == xpud_owner_) return;
+  const std::string old_owner = xpud_owner_;
+  xpud_owner_ = owner;
+  spdlog::info("xpud is {}", xpud_owner_.empty() ? "gone from the bus" : "at " + xpud_owner_);
+  // The bus's own NameOwnerChanged tells clients of changes it sees; these are the ones the
+  // proxy learns otherwise (a lost bus, a new connection's first answer).
+  for (auto& [id, session] : sessions_) session->announce_owner_change(old_owner, xpud_owner_);
 }
 
 int ProxyServer::run() {
@@ -142,89 +259,109 @@ int ProxyServer::run() {
     spdlog::error("event loop failed: {}", std::strerror(-r));
     return 1;
   }
-  if (r != 0) spdlog::error("lost the connection to the system bus");
-  return r == 0 ? 0 : 1;
-}
-
-int ProxyServer::on_accept(sd_event_source*, int, std::uint32_t, void* userdata) {
-  static_cast<ProxyServer*>(userdata)->accept_clients();
   return 0;
 }
 
-void ProxyServer::accept_clients() {
+int ProxyServer::on_accept(sd_event_source* source, int, std::uint32_t, void* userdata) {
+  auto* self = static_cast<ProxyServer*>(userdata);
+  for (auto& listener : self->listeners_)
+    if (listener.source.get() == source) self->accept_clients(listener);
+  return 0;
+}
+
+void ProxyServer::accept_clients(Listener& listener) {
   for (;;) {
     UniqueFd client(
-        ::accept4(listen_socket_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+        ::accept4(listener.socket.fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!client.valid()) {
       if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-        spdlog::warn("accept on the API socket failed: {}", std::strerror(errno));
+        spdlog::warn("accept on {} failed: {}", listener.socket.name, std::strerror(errno));
       return;
     }
-    if (sessions_.size() >= limits_.max_clients) {
-      // Dropping the newest keeps the clients already connected (the node's shim) working.
+    const auto credentials = credentials_of(client.get());
+    std::optional<uid_t> uid;
+    if (credentials) uid = credentials->uid;
+    const std::string peer = describe_peer(credentials);
+    if (auto refusal = connections_.take(uid)) {
+      // Closed at once: the clients already connected (the node's shim) keep working, and root
+      // keeps its share whatever the other uids hold.
       ++refused_clients_;
-      spdlog::debug("refused a client: {} connected already", sessions_.size());
+      const auto now = std::chrono::steady_clock::now();
+      const bool warn = now - last_refusal_warning_ >= std::chrono::minutes(1);
+      if (warn) last_refusal_warning_ = now;
+      spdlog::log(warn ? spdlog::level::warn : spdlog::level::debug,
+                  "refused a client ({}) on {}: {} ({} refused so far; one warning a minute)", peer,
+                  listener.socket.name, *refusal, refused_clients_);
       continue;
     }
     const std::uint64_t id = next_session_id_++;
     try {
-      auto session = std::make_unique<ClientSession>(*this, id, std::move(client), event_.get());
-      spdlog::debug("client {} connected ({})", id, session->peer());
+      auto session = std::make_unique<ClientSession>(*this, id, std::move(client), uid, peer,
+                                                     listener.socket.kind, event_.get());
+      spdlog::debug("client {} connected ({}) on {}", id, peer, listener.socket.name);
       sessions_.emplace(id, std::move(session));
     } catch (const std::exception& e) {
+      connections_.give_back(uid);
       spdlog::warn("cannot set up a client connection: {}", e.what());
     }
   }
 }
 
-int ProxyServer::forward(std::uint64_t session_id, sd_bus_message* call) {
+std::optional<CallRefusal> ProxyServer::take_call_budget(const ClientSession& session) {
+  if (!upstream_)
+    return CallRefusal{kFailed, "xpud's bus is not connected (the proxy is connecting again)"};
+  if (auto refusal = pending_calls_.take(session.uid()))
+    return CallRefusal{kLimitsExceeded, "xpud's API socket is busy: " + *refusal};
+  return std::nullopt;
+}
+
+std::optional<CallRefusal> ProxyServer::forward(const ClientSession& session,
+                                                sd_bus_message* call) {
+  if (auto refusal = take_call_budget(session)) return refusal;
+  auto pending = std::make_unique<PendingForward>(
+      PendingForward{this, &pending_calls_, session.id(), session.uid(),
+                     MessagePtr(sd_bus_message_ref(call)), &sessions_});
+  auto refuse = [&](int r) -> std::optional<CallRefusal> {
+    pending_calls_.give_back(session.uid());
+    return CallRefusal{kFailed, std::string("cannot forward to xpud: ") + std::strerror(-r)};
+  };
   sd_bus_message* raw = nullptr;
   int r = sd_bus_message_new_method_call(
       upstream_.get(), &raw, std::string(names::kBusName).c_str(), sd_bus_message_get_path(call),
       sd_bus_message_get_interface(call), sd_bus_message_get_member(call));
-  if (r < 0) return r;
+  if (r < 0) return refuse(r);
   MessagePtr upstream_call(raw);
   if ((r = sd_bus_message_rewind(call, 1)) < 0 ||
       (r = sd_bus_message_copy(upstream_call.get(), call, 1)) < 0)
-    return r;
-  auto pending = std::make_unique<PendingForward>(
-      PendingForward{this, session_id, MessagePtr(sd_bus_message_ref(call))});
+    return refuse(r);
   auto on_reply = [](sd_bus_message* reply, void* userdata, sd_bus_error*) -> int {
     auto* p = static_cast<PendingForward*>(userdata);
-    auto& sessions = p->server->sessions_;
-    auto it = sessions.find(p->session_id);
-    if (it != sessions.end()) {
+    if (ClientSession* session = find_session(*p)) {
       const char* sender = sd_bus_message_get_sender(reply);
-      it->second->deliver_reply(p->call.get(), reply, sender ? sender : "");
+      session->deliver_reply(p->call.get(), reply, sender ? sender : "");
     }
     return 1;
   };
   sd_bus_slot* slot = nullptr;
   r = sd_bus_call_async(upstream_.get(), &slot, upstream_call.get(), on_reply, pending.get(),
                         static_cast<std::uint64_t>(limits_.upstream_call_timeout.count()));
-  if (r < 0) return r;
-  // The slot owns the pending state from here: floating, freed when the reply (or the timeout,
-  // or the upstream bus's end) fires it.
-  sd_bus_slot_set_destroy_callback(
-      slot, [](void* userdata) { delete static_cast<PendingForward*>(userdata); });
-  (void)pending.release();  // the slot's now
-  sd_bus_slot_set_floating(slot, 1);
-  sd_bus_slot_unref(slot);
-  return 0;
+  if (r < 0) return refuse(r);
+  hand_to_slot(slot, std::move(pending));
+  return std::nullopt;
 }
 
-int ProxyServer::forward_if_host_allows(std::uint64_t session_id, sd_bus_message* call,
-                                        const std::string& peer) {
-  auto pending = std::make_unique<PendingPermission>(
-      PendingPermission{this, session_id, MessagePtr(sd_bus_message_ref(call)), peer});
+std::optional<CallRefusal> ProxyServer::forward_if_host_allows(const ClientSession& session,
+                                                               sd_bus_message* call) {
+  if (auto refusal = take_call_budget(session)) return refusal;
+  auto pending = std::make_unique<PendingForward>(
+      PendingForward{this, &pending_calls_, session.id(), session.uid(),
+                     MessagePtr(sd_bus_message_ref(call)), &sessions_});
   // Asked at every call rather than cached: the answer follows a reload of xpud's
   // configuration at once, and a write this rare can afford the extra round trip.
   auto on_answer = [](sd_bus_message* reply, void* userdata, sd_bus_error*) -> int {
-    auto* p = static_cast<PendingPermission*>(userdata);
-    auto& sessions = p->server->sessions_;
-    auto it = sessions.find(p->session_id);
-    if (it == sessions.end()) return 1;
-    ClientSession& session = *it->second;
+    auto* p = static_cast<PendingForward*>(userdata);
+    ClientSession* session = find_session(*p);
+    if (!session) return 1;
     int allowed = 0;
     std::optional<std::string> refusal;
     if (sd_bus_message_is_method_error(reply, nullptr)) {
@@ -235,37 +372,38 @@ int ProxyServer::forward_if_host_allows(std::uint64_t session_id, sd_bus_message
                sd_bus_message_read(reply, "b", &allowed) < 0) {
       refusal = "xpud's ClusterReconfigureAllowed is not a boolean";
     } else {
-      refusal = cluster_write_refusal(allowed != 0, 0);
+      refusal = cluster_write_refusal(allowed != 0, session->uid());
     }
     const std::string what = std::string(names::kManagerInterface) + "." +
                              std::string(names::member::kConfigureVirtualFunctions);
     if (refusal) {
-      spdlog::warn("refused {} from {}: {}", what, p->peer, *refusal);
-      session.refuse_forward(p->call.get(), *refusal);
+      spdlog::warn("refused {} from {}: {}", what, session->peer(), *refusal);
+      session->refuse_forward(p->call.get(), *refusal);
       return 1;
     }
     spdlog::info("forwarding {} from {}: the host allows the cluster to change SR-IOV counts", what,
-                 p->peer);
-    if (const int r = p->server->forward(p->session_id, p->call.get()); r < 0)
-      session.refuse_forward(p->call.get(),
-                             std::string("cannot forward to xpud: ") + std::strerror(-r), true);
+                 session->peer());
+    // The question's place in the budget is given back when this slot goes; the call takes one
+    // of its own.
+    if (auto failed = p->server->forward(*session, p->call.get())) {
+      session->refuse_forward(p->call.get(), failed->text, failed->error_name);
+    }
     return 1;
   };
   sd_bus_slot* slot = nullptr;
   const std::string manager(names::kManagerInterface);
   const std::string property(names::property::kClusterReconfigureAllowed);
-  int r =
+  const int r =
       sd_bus_call_method_async(upstream_.get(), &slot, std::string(names::kBusName).c_str(),
                                std::string(names::kManagerPath).c_str(),
                                std::string(names::bus::kPropertiesInterface).c_str(), "Get",
                                on_answer, pending.get(), "ss", manager.c_str(), property.c_str());
-  if (r < 0) return r;
-  sd_bus_slot_set_destroy_callback(
-      slot, [](void* userdata) { delete static_cast<PendingPermission*>(userdata); });
-  (void)pending.release();  // the slot's now
-  sd_bus_slot_set_floating(slot, 1);
-  sd_bus_slot_unref(slot);
-  return 0;
+  if (r < 0) {
+    pending_calls_.give_back(session.uid());
+    return CallRefusal{kFailed, std::string("cannot ask xpud: ") + std::strerror(-r)};
+  }
+  hand_to_slot(slot, std::move(pending));
+  return std::nullopt;
 }
 
 int ProxyServer::on_owner_changed(sd_bus_message* message, void* userdata, sd_bus_error*) {
@@ -273,10 +411,7 @@ int ProxyServer::on_owner_changed(sd_bus_message* message, void* userdata, sd_bu
   const char *name = nullptr, *old_owner = nullptr, *new_owner = nullptr;
   if (sd_bus_message_read(message, "sss", &name, &old_owner, &new_owner) < 0) return 0;
   if (std::string_view(name) != names::kBusName) return 0;
-  self->xpud_owner_ = new_owner ? new_owner : "";
-  spdlog::info("xpud is {}",
-               self->xpud_owner_.empty() ? "gone from the bus" : "at " + self->xpud_owner_);
-  self->relay_to_clients(message, std::string(kDriverName));
+  self->set_xpud_owner(new_owner ? new_owner : "");
   return 0;
 }
 
@@ -301,8 +436,12 @@ void ProxyServer::session_closed() {
 }
 
 int ProxyServer::on_reap(sd_event_source*, void* userdata) {
-  auto& sessions = static_cast<ProxyServer*>(userdata)->sessions_;
-  std::erase_if(sessions, [](const auto& entry) { return entry.second->closed(); });
+  auto* self = static_cast<ProxyServer*>(userdata);
+  std::erase_if(self->sessions_, [self](const auto& entry) {
+    if (!entry.second->closed()) return false;
+    self->connections_.give_back(entry.second->uid());
+    return true;
+  });
   return 0;
 }
 
@@ -316,10 +455,16 @@ int ProxyServer::on_status_timer(sd_event_source* source, std::uint64_t, void* u
 // At most once a second, so a client storm does not turn into a storm of notify messages.
 void ProxyServer::update_status() {
   std::string status = std::to_string(sessions_.size()) + " clients, xpud " +
-                       (xpud_owner_.empty() ? "not on the bus" : "at " + xpud_owner_);
+                       (!upstream_            ? std::string("unreachable (system bus lost)")
+                        : xpud_owner_.empty() ? std::string("not on the bus")
+                                              : "at " + xpud_owner_);
   if (refused_clients_ > 0)
     status += ", " + std::to_string(refused_clients_) + " clients refused (limit " +
-              std::to_string(limits_.max_clients) + ")";
+              std::to_string(limits_.max_clients) + ", " +
+              std::to_string(limits_.max_clients_per_uid) + " per uid)";
+  if (timed_out_clients_ > 0) status += ", " + std::to_string(timed_out_clients_) + " closed idle";
+  if (upstream_losses_ > 0)
+    status += ", system bus lost " + std::to_string(upstream_losses_) + " times";
   if (status == last_status_) return;
   last_status_ = status;
   sd_notify(0, ("STATUS=" + status).c_str());

@@ -10,58 +10,86 @@ using xpu::api_proxy::route_call;
 
 constexpr const char* kXpud = "com.kunlunxin.xpud1";
 constexpr const char* kOwner = ":1.42";
+constexpr auto kReadOnly = xpu::api_proxy::ApiSocket::ReadOnly;
+constexpr auto kSriov = xpu::api_proxy::ApiSocket::Sriov;
 
 TEST(ApiFilter, XpudReadsAreForwarded) {
-  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ListDevices", kOwner).route,
-            Route::Forward);
-  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "GetMetrics", kOwner).route,
-            Route::Forward);
-  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "GetProcesses", kOwner).route,
+  EXPECT_EQ(
+      route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ListDevices", kOwner, kReadOnly).route,
+      Route::Forward);
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "GetMetrics", kOwner, kReadOnly).route,
             Route::Forward);
   EXPECT_EQ(
-      route_call(kXpud, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", kOwner).route,
+      route_call(kXpud, "com.kunlunxin.xpud1.Manager", "GetProcesses", kOwner, kReadOnly).route,
       Route::Forward);
-  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "Get", kOwner).route,
+  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", kOwner,
+                       kReadOnly)
+                .route,
             Route::Forward);
-  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "GetAll", kOwner).route,
+  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "Get", kOwner, kReadOnly).route,
             Route::Forward);
-  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Introspectable", "Introspect", kOwner).route,
+  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "GetAll", kOwner, kReadOnly).route,
             Route::Forward);
+  EXPECT_EQ(
+      route_call(kXpud, "org.freedesktop.DBus.Introspectable", "Introspect", kOwner, kReadOnly)
+          .route,
+      Route::Forward);
   // xpud addressed by its unique name is still xpud.
-  EXPECT_EQ(route_call(kOwner, "com.kunlunxin.xpud1.Manager", "GetMetrics", kOwner).route,
-            Route::Forward);
+  EXPECT_EQ(
+      route_call(kOwner, "com.kunlunxin.xpud1.Manager", "GetMetrics", kOwner, kReadOnly).route,
+      Route::Forward);
 }
 
 TEST(ApiFilter, XpudWritesAreDenied) {
-  auto set_health = route_call(kXpud, "com.kunlunxin.xpud1.Simulator", "SetHealth", kOwner);
+  auto set_health =
+      route_call(kXpud, "com.kunlunxin.xpud1.Simulator", "SetHealth", kOwner, kReadOnly);
   EXPECT_EQ(set_health.route, Route::Deny);
   EXPECT_EQ(set_health.reason,
             "com.kunlunxin.xpud1.Simulator.SetHealth on com.kunlunxin.xpud1 is not part of xpud's "
             "read-only API");
-  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Simulator", "SetMetric", kOwner).route,
+  EXPECT_EQ(
+      route_call(kXpud, "com.kunlunxin.xpud1.Simulator", "SetMetric", kOwner, kReadOnly).route,
+      Route::Deny);
+  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "Set", kOwner, kReadOnly).route,
             Route::Deny);
-  EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "Set", kOwner).route, Route::Deny);
   // A method added to xpud later is denied until someone lists it here on purpose.
-  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ResetDevice", kOwner).route,
-            Route::Deny);
+  EXPECT_EQ(
+      route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ResetDevice", kOwner, kReadOnly).route,
+      Route::Deny);
   // No interface: the bus would pick one by member name; here it is simply refused.
-  EXPECT_EQ(route_call(kXpud, "", "GetMetrics", kOwner).route, Route::Deny);
+  EXPECT_EQ(route_call(kXpud, "", "GetMetrics", kOwner, kReadOnly).route, Route::Deny);
 }
 
-TEST(ApiFilter, ConfigureVirtualFunctionsOnlyWhenTheHostAllowsAndTheClientIsRoot) {
+TEST(ApiFilter, ConfigureVirtualFunctionsOnlyOnTheSriovSocket) {
   EXPECT_EQ(
-      route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ConfigureVirtualFunctions", kOwner).route,
+      route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ConfigureVirtualFunctions", kOwner, kSriov)
+          .route,
       Route::ForwardIfHostAllows);
   EXPECT_EQ(
-      route_call(kOwner, "com.kunlunxin.xpud1.Manager", "ConfigureVirtualFunctions", kOwner).route,
+      route_call(kOwner, "com.kunlunxin.xpud1.Manager", "ConfigureVirtualFunctions", kOwner, kSriov)
+          .route,
       Route::ForwardIfHostAllows);
+  // The read-only socket refuses it to everyone, whoever asks and whatever the host allows.
+  const auto on_read_only = route_call(kXpud, "com.kunlunxin.xpud1.Manager",
+                                       "ConfigureVirtualFunctions", kOwner, kReadOnly);
+  EXPECT_EQ(on_read_only.route, Route::Deny);
+  EXPECT_EQ(on_read_only.reason,
+            "com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions on com.kunlunxin.xpud1 is not "
+            "served on xpud's read-only API socket: the device plugin reaches it on the SR-IOV "
+            "socket (/run/xpud-api-sriov/bus.sock, the chart's devicePlugin.reconfigVxpu)");
+  // Reads are the same on both sockets.
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ListDevices", kOwner, kSriov).route,
+            Route::Forward);
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Simulator", "SetHealth", kOwner, kSriov).route,
+            Route::Deny);
   // The same member on another interface or service is no exception.
-  EXPECT_EQ(
-      route_call(kXpud, "com.kunlunxin.xpud1.Simulator", "ConfigureVirtualFunctions", kOwner).route,
-      Route::Deny);
-  EXPECT_EQ(route_call(kXpud, "", "ConfigureVirtualFunctions", kOwner).route, Route::Deny);
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Simulator", "ConfigureVirtualFunctions", kOwner,
+                       kSriov)
+                .route,
+            Route::Deny);
+  EXPECT_EQ(route_call(kXpud, "", "ConfigureVirtualFunctions", kOwner, kSriov).route, Route::Deny);
   EXPECT_EQ(route_call("org.freedesktop.systemd1", "com.kunlunxin.xpud1.Manager",
-                       "ConfigureVirtualFunctions", kOwner)
+                       "ConfigureVirtualFunctions", kOwner, kReadOnly)
                 .route,
             Route::Deny);
 
@@ -80,44 +108,48 @@ TEST(ApiFilter, ConfigureVirtualFunctionsOnlyWhenTheHostAllowsAndTheClientIsRoot
 
 TEST(ApiFilter, OtherServicesAreUnreachable) {
   auto systemd = route_call("org.freedesktop.systemd1", "org.freedesktop.systemd1.Manager",
-                            "StartTransientUnit", kOwner);
+                            "StartTransientUnit", kOwner, kReadOnly);
   EXPECT_EQ(systemd.route, Route::Deny);
   EXPECT_EQ(systemd.reason,
             "only com.kunlunxin.xpud1 is reachable on xpud's read-only API socket, not "
             "org.freedesktop.systemd1");
-  EXPECT_EQ(
-      route_call("org.freedesktop.login1", "org.freedesktop.login1.Manager", "PowerOff", kOwner)
-          .route,
-      Route::Deny);
-  // A reader's allowed call, sent to another service, is still refused.
-  EXPECT_EQ(
-      route_call("org.freedesktop.login1", "org.freedesktop.DBus.Properties", "GetAll", kOwner)
-          .route,
-      Route::Deny);
-  EXPECT_EQ(route_call(":1.7", "org.freedesktop.DBus.Properties", "Get", kOwner).route,
+  EXPECT_EQ(route_call("org.freedesktop.login1", "org.freedesktop.login1.Manager", "PowerOff",
+                       kOwner, kReadOnly)
+                .route,
             Route::Deny);
-  EXPECT_EQ(route_call("", "com.kunlunxin.xpud1.Manager", "GetMetrics", kOwner).route, Route::Deny);
+  // A reader's allowed call, sent to another service, is still refused.
+  EXPECT_EQ(route_call("org.freedesktop.login1", "org.freedesktop.DBus.Properties", "GetAll",
+                       kOwner, kReadOnly)
+                .route,
+            Route::Deny);
+  EXPECT_EQ(route_call(":1.7", "org.freedesktop.DBus.Properties", "Get", kOwner, kReadOnly).route,
+            Route::Deny);
+  EXPECT_EQ(route_call("", "com.kunlunxin.xpud1.Manager", "GetMetrics", kOwner, kReadOnly).route,
+            Route::Deny);
   // Before xpud owns its name, no unique name stands for it.
-  EXPECT_EQ(route_call("", "com.kunlunxin.xpud1.Manager", "GetMetrics", "").route, Route::Deny);
+  EXPECT_EQ(route_call("", "com.kunlunxin.xpud1.Manager", "GetMetrics", "", kReadOnly).route,
+            Route::Deny);
 }
 
 TEST(ApiFilter, BusDriverAnswersOnlyWhatClientsNeedToConnect) {
   for (const char* member :
        {"Hello", "AddMatch", "RemoveMatch", "GetNameOwner", "NameHasOwner", "ListNames", "GetId"})
-    EXPECT_EQ(route_call("org.freedesktop.DBus", "org.freedesktop.DBus", member, kOwner).route,
-              Route::BusDriver)
+    EXPECT_EQ(
+        route_call("org.freedesktop.DBus", "org.freedesktop.DBus", member, kOwner, kReadOnly).route,
+        Route::BusDriver)
         << member;
   for (const char* member :
        {"RequestName", "ReleaseName", "StartServiceByName", "GetConnectionCredentials",
         "GetConnectionUnixUser", "UpdateActivationEnvironment", "BecomeMonitor"}) {
-    auto route = route_call("org.freedesktop.DBus", "org.freedesktop.DBus", member, kOwner);
+    auto route =
+        route_call("org.freedesktop.DBus", "org.freedesktop.DBus", member, kOwner, kReadOnly);
     EXPECT_EQ(route.route, Route::Deny) << member;
     EXPECT_NE(route.reason.find(member), std::string::npos) << route.reason;
   }
-  EXPECT_EQ(
-      route_call("org.freedesktop.DBus", "org.freedesktop.DBus.Monitoring", "BecomeMonitor", kOwner)
-          .route,
-      Route::Deny);
+  EXPECT_EQ(route_call("org.freedesktop.DBus", "org.freedesktop.DBus.Monitoring", "BecomeMonitor",
+                       kOwner, kReadOnly)
+                .route,
+            Route::Deny);
 }
 
 }  // namespace

@@ -67,11 +67,34 @@ class SignalRecorder {
   std::vector<std::string> seen_;
 };
 
+// A client watching xpud at `address`, and the latest view its watch reported. The client is the
+// last member: it goes first, with its thread, before what its callback writes to.
+class WatchedView {
+ public:
+  explicit WatchedView(const std::string& address)
+      : client_(xpu::ClientOptions{.bus_address = address}) {
+    client_.watch([this](const xpu::DeviceView& view) {
+      std::lock_guard lock(mutex_);
+      latest_ = view;
+    });
+  }
+  xpu::DeviceView latest() {
+    std::lock_guard lock(mutex_);
+    return latest_;
+  }
+
+ private:
+  std::mutex mutex_;
+  xpu::DeviceView latest_;
+  xpu::XpudClient client_;
+};
+
 class ApiProxyTest : public ::testing::Test {
  protected:
   void SetUp() override {
     socket_path_ = (dir_.path() / "api.sock").string();
     api_address_ = "unix:path=" + socket_path_;
+    sriov_address_ = "unix:path=" + (dir_.path() / "sriov.sock").string();
     xpu::test::write_file(dir_.path() / "xpud.conf",
                           "[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 200\n");
     start_xpud();
@@ -91,6 +114,8 @@ class ApiProxyTest : public ::testing::Test {
                                      bus_.address(),
                                      "--listen",
                                      socket_path_,
+                                     "--listen-sriov",
+                                     (dir_.path() / "sriov.sock").string(),
                                      "--log-level",
                                      "debug"};
     argv.insert(argv.end(), extra.begin(), extra.end());
@@ -141,7 +166,7 @@ class ApiProxyTest : public ::testing::Test {
 
   xpu::test::TempDir dir_;
   xpu::test::PrivateBus bus_;
-  std::string socket_path_, api_address_, last_error_message_;
+  std::string socket_path_, api_address_, sriov_address_, last_error_message_;
   std::unique_ptr<ChildProcess> xpud_, proxy_;
   int runs_ = 0;
 };
@@ -227,10 +252,11 @@ TEST_F(ApiProxyTest, EverythingOutsideTheReadOnlyApiIsRefused) {
             "");
 }
 
-// The one write the proxy may pass: ConfigureVirtualFunctions, only while xpud says the host
+// The one write the proxy may pass: ConfigureVirtualFunctions, on the SR-IOV socket alone (root's,
+// mounted into the device plugin's pod only with reconfigVxpu), only while xpud says the host
 // allows the cluster to (asked at each call, so a reload counts at once), and only from root.
-TEST_F(ApiProxyTest, ConfigureVirtualFunctionsPassesOnlyWhenTheHostAllowsIt) {
-  xpu::XpudClient client(xpu::ClientOptions{api_address_, 5s});
+TEST_F(ApiProxyTest, ConfigureVirtualFunctionsPassesOnlyOnTheSriovSocketWhenTheHostAllowsIt) {
+  xpu::XpudClient client(xpu::ClientOptions{sriov_address_, 5s});
   auto refused = client.configure_virtual_functions(0, 2, 10s);
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().find("not allowed from the cluster on this host: xpud's [sriov] "
@@ -259,32 +285,157 @@ TEST_F(ApiProxyTest, ConfigureVirtualFunctionsPassesOnlyWhenTheHostAllowsIt) {
   EXPECT_NE(
       proxy_->output().find("forwarding com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions"),
       std::string::npos);
+  // The SR-IOV socket serves the reads too: the device plugin needs no second connection.
+  auto [list_status, list] =
+      run({binary_path("xpuctl/xpuctl").string(), "--bus-address", sriov_address_, "list"});
+  EXPECT_EQ(list_status, 0) << list;
+  EXPECT_NE(list.find("8 devices"), std::string::npos) << list;
 
-  // Allowed for the cluster's root pods, not for every local user the socket is open to.
+  // The read-only socket refuses it to everyone, root included, whatever the host allows.
+  xpu::XpudClient reader(xpu::ClientOptions{api_address_, 5s});
+  auto on_read_only = reader.configure_virtual_functions(0, 2, 10s);
+  ASSERT_FALSE(on_read_only);
+  EXPECT_NE(on_read_only.error().find("is not served on xpud's read-only API socket"),
+            std::string::npos)
+      << on_read_only.error();
+  EXPECT_NE(on_read_only.error().find("org.freedesktop.DBus.Error.AccessDenied"),
+            std::string::npos);
+
+  // The SR-IOV socket is root's (0600): an ordinary user cannot even connect.
   ::chmod(dir_.path().c_str(), 0755);
+  struct stat st {};
+  ASSERT_EQ(::stat((dir_.path() / "sriov.sock").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
   auto [status, output] =
       run({"/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--",
-           "/usr/bin/dbus-send", "--bus=" + api_address_, "--print-reply",
+           "/usr/bin/dbus-send", "--bus=" + sriov_address_, "--print-reply",
            "--dest=com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
            "com.kunlunxin.xpud1.Manager.ConfigureVirtualFunctions", "uint32:0", "uint32:2"});
   EXPECT_NE(status, 0) << output;
-  EXPECT_NE(output.find("is for clients running as uid 0 (the device plugin), not uid 65534"),
+  EXPECT_NE(output.find("Permission denied"), std::string::npos) << output;
+}
+
+// A call larger than the socket takes is answered with LimitsExceeded, never read into memory
+// whole nor forwarded (the system bus would drop the proxy's connection past 32 MiB); the same
+// connection and every other one go on.
+TEST_F(ApiProxyTest, AnOversizedCallIsRefusedAndNothingElseIsDisturbed) {
+  auto connection = sdbus::createSessionBusConnectionWithAddress(api_address_);
+  auto proxy = sdbus::createProxy(*connection, "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1");
+  auto call = proxy->createMethodCall("com.kunlunxin.xpud1.Manager", "GetMetrics");
+  call << std::vector<std::string>{std::string(40u * 1024 * 1024, 'x')};
+  try {
+    proxy->callMethod(call, 30'000'000);
+    FAIL() << "a 40 MiB call was answered";
+  } catch (const sdbus::Error& e) {
+    EXPECT_EQ(e.getName(), "org.freedesktop.DBus.Error.LimitsExceeded");
+    EXPECT_NE(e.getMessage().find("bytes is larger than the 131072 bytes xpud's API socket takes"),
+              std::string::npos)
+        << e.getMessage();
+  }
+  std::vector<sdbus::ObjectPath> devices;
+  proxy->callMethod("ListDevices")
+      .onInterface("com.kunlunxin.xpud1.Manager")
+      .storeResultsTo(devices);
+  EXPECT_EQ(devices.size(), 8u);
+  auto [status, list] = run({"xpuctl", "list"});
+  EXPECT_EQ(status, 0) << list << proxy_->output();
+  EXPECT_TRUE(proxy_->running());
+}
+
+// dbus-daemon restarted (or it dropped the proxy): the proxy stays up, tells its clients xpud is
+// gone, connects again and serves the new xpud.
+TEST_F(ApiProxyTest, ReconnectsWhenTheSystemBusComesBack) {
+  WatchedView watched(api_address_);
+  auto view = [&] { return watched.latest(); };
+  ASSERT_TRUE(wait_until([&] { return view().xpud_present && view().devices.size() == 8; }, 10s));
+  xpud_->signal(SIGKILL);
+  xpud_->wait(5s);
+  bus_.restart();
+  ASSERT_TRUE(wait_until([&] { return !view().xpud_present; }, 10s)) << proxy_->output();
+  EXPECT_TRUE(proxy_->running()) << proxy_->output();
+  start_xpud();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return run({"xpuctl", "list"}).first == 0;
+      },
+      20s))
+      << proxy_->output();
+  // The watcher that stayed connected through it all sees the new xpud.
+  ASSERT_TRUE(wait_until([&] { return view().xpud_present && view().devices.size() == 8; }, 15s))
+      << proxy_->output();
+  EXPECT_NE(proxy_->output().find("lost the connection to the system bus"), std::string::npos);
+  EXPECT_NE(proxy_->output().find("connected to the system bus again"), std::string::npos);
+}
+
+// A connection that only holds a place is closed: no Hello within 5 s of connecting, or no call
+// within 5 s of its Hello. One that has called stays.
+TEST_F(ApiProxyTest, ConnectionsThatNeverCallAreClosedAfterTheirDeadline) {
+  auto connect_raw = [&] {
+    xpu::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket_path_.c_str());
+    EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    return fd;
+  };
+  auto closed_by_proxy = [](int fd) {
+    char byte = 0;
+    // Whatever the proxy sent (authentication answers) is read away; end of file means closed.
+    for (;;) {
+      const ssize_t n = ::recv(fd, &byte, 1, MSG_DONTWAIT);
+      if (n == 0) return true;
+      if (n < 0) return false;
+    }
+  };
+  xpu::UniqueFd silent = connect_raw();
+  // Authenticated and said Hello (sd-bus does both in sd_bus_start), then nothing.
+  sd_bus* raw = nullptr;
+  ASSERT_GE(sd_bus_new(&raw), 0);
+  std::unique_ptr<sd_bus, decltype(&sd_bus_flush_close_unref)> hello_only(
+      raw, &sd_bus_flush_close_unref);
+  ASSERT_GE(sd_bus_set_address(raw, api_address_.c_str()), 0);
+  ASSERT_GE(sd_bus_set_bus_client(raw, 1), 0);
+  ASSERT_GE(sd_bus_start(raw), 0);
+  const char* name = nullptr;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        sd_bus_process(raw, nullptr);
+        return sd_bus_get_unique_name(raw, &name) >= 0;
+      },
+      5s));
+  auto caller = sdbus::createSessionBusConnectionWithAddress(api_address_);
+  auto proxy = sdbus::createProxy(*caller, "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1");
+  std::vector<sdbus::ObjectPath> devices;
+  proxy->callMethod("ListDevices")
+      .onInterface("com.kunlunxin.xpud1.Manager")
+      .storeResultsTo(devices);
+
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(wait_until([&] { return closed_by_proxy(silent.get()); }, 10s)) << proxy_->output();
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 3s);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        sd_bus_process(raw, nullptr);
+        return sd_bus_is_open(raw) <= 0;
+      },
+      10s))
+      << proxy_->output();
+  EXPECT_NE(proxy_->output().find("closed: no Hello within 5000 ms of connecting"),
             std::string::npos)
-      << output;
+      << proxy_->output();
+  EXPECT_NE(proxy_->output().find("closed: no call within 5000 ms of its Hello"), std::string::npos)
+      << proxy_->output();
+  // The client that called is still served on the same connection.
+  devices.clear();
+  proxy->callMethod("ListDevices")
+      .onInterface("com.kunlunxin.xpud1.Manager")
+      .storeResultsTo(devices);
+  EXPECT_EQ(devices.size(), 8u);
 }
 
 TEST_F(ApiProxyTest, WatchFollowsHealthAndXpudRestarts) {
-  xpu::XpudClient client(xpu::ClientOptions{.bus_address = api_address_});
-  std::mutex mutex;
-  xpu::DeviceView last;
-  client.watch([&](const xpu::DeviceView& view) {
-    std::lock_guard lock(mutex);
-    last = view;
-  });
-  auto view = [&] {
-    std::lock_guard lock(mutex);
-    return last;
-  };
+  WatchedView watched(api_address_);
+  auto view = [&] { return watched.latest(); };
   ASSERT_TRUE(wait_until([&] { return view().xpud_present && view().devices.size() == 8; }, 10s));
   set_health_directly(3, "Unhealthy", "test fault");
   ASSERT_TRUE(

@@ -1,6 +1,7 @@
 // --reconfig-vxpu as a process, through the real bus boundary: xpud (xpuml backend over the fake
 // libxpuml, the hardware boundary) on a private bus, xpud-api-proxy in front of it, and the
-// device plugin reaching xpud only through the proxy's socket, as in the chart. The host's
+// device plugin reaching xpud only through the proxy's SR-IOV socket, as the chart mounts it with
+// devicePlugin.reconfigVxpu (the read-only socket refuses the write to everyone). The host's
 // [sriov] allow_cluster_reconfigure decides: false, nothing changes and the plugin says why;
 // true, the card with SR-IOV gets --sriov-num-vfs virtual functions and they appear on xpud's
 // bus as devices with IsVirtualFunction.
@@ -47,16 +48,18 @@ class SriovReconfigProcessTest : public ::testing::Test {
             {"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()}});
     proxy_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{binary_path("xpud-api-proxy/xpud-api-proxy").string(),
-                                 "--bus-address", bus_.address(), "--listen", socket_.string()},
+                                 "--bus-address", bus_.address(), "--listen", socket_.string(),
+                                 "--listen-sriov", sriov_socket_.string()},
         dir_.path() / "proxy.log");
     xpu::XpudClient direct(xpu::ClientOptions{bus_.address(), 2s});
-    ASSERT_TRUE(wait_until([&] { return direct.list_devices().ok() && fs::exists(socket_); }, 15s))
+    ASSERT_TRUE(
+        wait_until([&] { return direct.list_devices().ok() && fs::exists(sriov_socket_); }, 15s))
         << xpud_->output() << proxy_->output();
     shim_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{binary_path("k8s-shim/xpu-k8s-shim").string(), "--bus-address",
-                                 "unix:path=" + socket_.string(), "device-plugin", "--plugin-dir",
-                                 plugin_dir_.string(), "--enable-sriov", "--sriov-num-vfs", "2",
-                                 "--reconfig-vxpu"},
+                                 "unix:path=" + sriov_socket_.string(), "device-plugin",
+                                 "--plugin-dir", plugin_dir_.string(), "--enable-sriov",
+                                 "--sriov-num-vfs", "2", "--reconfig-vxpu"},
         dir_.path() / "shim.log");
   }
 
@@ -68,6 +71,7 @@ class SriovReconfigProcessTest : public ::testing::Test {
   xpu::test::TempDir dir_;
   xpu::test::PrivateBus bus_;
   fs::path socket_ = dir_.path() / "api.sock";
+  fs::path sriov_socket_ = dir_.path() / "sriov.sock";
   fs::path plugin_dir_ = dir_.path() / "device-plugins";  // no kubelet.sock: none is needed
   std::unique_ptr<ChildProcess> xpud_, proxy_, shim_;
 };
