@@ -9,7 +9,7 @@ leave the machine. Instead of kube-proxy, one DNAT rule leads the `kubernetes` S
 server.
 The host side is xpud on the sim backend, on a system-type bus with the package's policy file at
 /run/dbus/system_bus_socket (the namespace's own /run), and xpud-api-proxy serving
-/run/xpud-api/bus.sock as on an installed host.
+/run/xpud-api/bus.sock and the SR-IOV socket /run/xpud-api-sriov/bus.sock as on an installed host.
 """
 
 import json
@@ -37,6 +37,41 @@ CDI_DIR = "/var/run/cdi"
 NODE_DIRECTORIES = ["/var/lib/kubelet", "/var/lib/containerd", "/etc/cni/net.d", "/var/log/pods",
                     "/var/log/containers", "/xpu-runtime", "/etc/cdi"]
 
+# xpud-api-proxy's two sockets as its socket units declare them: (FileDescriptorName=, path,
+# SocketMode=, DirectoryMode=). The read-only one is everyone's; the SR-IOV one, the only one that
+# carries ConfigureVirtualFunctions, root's alone.
+API_PROXY_SOCKETS = [("api", "/run/xpud-api/bus.sock", 0o666, 0o755),
+                     ("sriov", "/run/xpud-api-sriov/bus.sock", 0o600, 0o700)]
+
+# What systemd does for xpud-api-proxy.service: it binds the sockets as root (so the SR-IOV one,
+# in root's 0700 directory, is root's), then runs the proxy as its unprivileged user with them as
+# descriptors 3, 4, ... and their names in LISTEN_FDNAMES (sd_listen_fds_with_names). The proxy,
+# as nobody, could not bind in that directory itself. Arguments: uid gid program NAME=PATH=MODE...
+SOCKET_ACTIVATION = r"""
+import fcntl, os, socket, sys
+uid, gid, program = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+specs = [arg.split("=") for arg in sys.argv[4:]]
+held = []
+for name, path, mode in specs:
+    if os.path.lexists(path):
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    os.chmod(path, int(mode, 8))
+    listener.listen(128)
+    held.append(fcntl.fcntl(listener.fileno(), fcntl.F_DUPFD, 100))
+    listener.close()
+for number, fd in enumerate(held, 3):
+    os.dup2(fd, number)  # inheritable, as systemd passes them
+    os.close(fd)
+os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS=str(len(specs)),
+                  LISTEN_FDNAMES=":".join(name for name, _, _ in specs))
+os.setgroups([])
+os.setgid(gid)
+os.setuid(uid)
+os.execv(program, [program])
+"""
+
 
 class Node:
     def __init__(self, source_dir, build_dir, programs_dir, run_dir):
@@ -61,8 +96,12 @@ class Node:
             os.makedirs(backing, exist_ok=True)
             os.chmod(backing, 0o755)  # as on a node, whatever this process's umask
             run(["mount", "--bind", backing, path])
-        for path in ["/run/dbus", "/run/xpud-api", "/run/containerd", CDI_DIR]:
+        for path in ["/run/dbus", "/run/containerd", CDI_DIR]:
             os.makedirs(path, exist_ok=True)
+        # As systemd makes them for the proxy's socket units: root's, with their DirectoryMode=.
+        for _, path, _, directory_mode in API_PROXY_SOCKETS:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.chmod(os.path.dirname(path), directory_mode)
         run(["ip", "link", "set", "lo", "up"])
         # The kernels of these machines have no veth (nor dummy), so the pods' network is
         # macvlan: an interface per pod on a bridge that has no uplink, and one more for the
@@ -91,7 +130,7 @@ class Node:
                 ],
             }, f)
 
-    # ---- host side: xpud and its read-only socket ------------------------------------------
+    # ---- host side: xpud and its API proxy's sockets ---------------------------------------
 
     def start_host_services(self, cards=8):
         sys.path.insert(0, os.path.join(self.source_dir, "tests", "packaging"))
@@ -110,11 +149,26 @@ class Node:
             f.write(f"[daemon]\nbackend = sim\n\n[sim]\ndevices = {cards}\n")
         self.add("xpud", [self.binary("xpud/xpud"), "--config", xpud_conf]).start()
         wait_for("xpud on the system bus", self.xpud_answers, 20)
-        os.chown("/run/xpud-api", 65534, 65534)
-        # As xpud-api-proxy.service runs it: its own unprivileged user (here nobody).
-        self.add("xpud-api-proxy", [self.binary("xpud-api-proxy/xpud-api-proxy")],
-                 user=(65534, 65534)).start()
-        wait_for("xpud-api-proxy's socket", lambda: os.path.exists("/run/xpud-api/bus.sock"), 10)
+        # As xpud-api-proxy.service runs it, socket-activated: its sockets bound as root, the
+        # proxy as its own unprivileged user (here nobody).
+        self.add("xpud-api-proxy", [
+            sys.executable, "-c", SOCKET_ACTIVATION, "65534", "65534",
+            self.binary("xpud-api-proxy/xpud-api-proxy"),
+            *(f"{name}={path}={mode:o}" for name, path, mode, _ in API_PROXY_SOCKETS)]).start()
+        for _, path, _, _ in API_PROXY_SOCKETS:
+            wait_for(f"xpud-api-proxy's socket {path}", lambda path=path: os.path.exists(path), 10)
+        wait_for("xpud-api-proxy serving its sockets", self.api_proxy_serves, 20)
+
+    def api_proxy_serves(self):
+        """True once every socket of the proxy answers a read (the sockets exist before the
+        proxy runs, as under systemd)."""
+        for _, path, _, _ in API_PROXY_SOCKETS:
+            result = run(["busctl", f"--address=unix:path={path}", "--timeout=5", "get-property",
+                          "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Manager",
+                          "DeviceCount"], check=False)
+            if result.returncode != 0:
+                return False
+        return True
 
     def xpud_answers(self):
         result = run(["busctl", "--system", "get-property", "com.kunlunxin.xpud1",

@@ -10,6 +10,7 @@ import json
 import os
 import socket
 import ssl
+import stat
 import sys
 import time
 import shutil
@@ -321,7 +322,9 @@ class Suite:
 
     def s10_bus_boundary(self):
         """What the shim's pods can reach on the host: their mounts, and that calls outside xpud's
-        read-only API are refused on the socket they see."""
+        read-only API are refused on the socket they see (ConfigureVirtualFunctions too, even to
+        root); the proxy's SR-IOV socket is root's alone on the node and in no pod."""
+        check_sriov_socket_on_the_node()
         tasks = container_pids(self.node)
         checked = 0
         for pod in self.shim_pods():
@@ -340,6 +343,10 @@ class Suite:
                     in_container(root, "/var/run/secrets/kubernetes.io/serviceaccount/token"))
                 expect(has_token == (component in ("token-sync", "dra-driver")),
                        f"{pod['metadata']['name']} ({component}): API token in the container: {has_token}")
+                # The chart's defaults: no devicePlugin.reconfigVxpu, so no pod has the socket
+                # that carries ConfigureVirtualFunctions.
+                expect(not os.path.exists(f"{root}{API_PROXY_SRIOV_DIR}"),
+                       f"{pod['metadata']['name']} sees {API_PROXY_SRIOV_DIR} without reconfigVxpu")
                 if os.path.exists(f"{root}/run/xpud-api/bus.sock"):
                     check_refusals(f"{root}/run/xpud-api/bus.sock")
                     checked += 1
@@ -915,6 +922,33 @@ class PrometheusServer:
         shutil.rmtree(os.path.join(self.node.run_dir, "prometheus"), ignore_errors=True)
         return False
 
+API_PROXY_SRIOV_DIR = "/run/xpud-api-sriov"
+CONFIGURE_VFS = ["call", "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Manager",
+                 "ConfigureVirtualFunctions", "uu", "99", "0"]
+
+
+def check_sriov_socket_on_the_node():
+    """/run/xpud-api-sriov/bus.sock as xpud-api-proxy-sriov.socket makes it: a socket of mode 0600
+    in a directory of mode 0700, both root's. Root reads xpud through it; nobody cannot connect."""
+    path = f"{API_PROXY_SRIOV_DIR}/bus.sock"
+    directory = os.stat(API_PROXY_SRIOV_DIR)
+    expect((stat.S_IMODE(directory.st_mode), directory.st_uid) == (0o700, 0),
+           f"{API_PROXY_SRIOV_DIR}: mode {stat.S_IMODE(directory.st_mode):o}, owner {directory.st_uid}")
+    sock = os.stat(path)
+    expect(stat.S_ISSOCK(sock.st_mode) and (stat.S_IMODE(sock.st_mode), sock.st_uid) == (0o600, 0),
+           f"{path}: mode {sock.st_mode:o}, owner {sock.st_uid}")
+    address = f"--address=unix:path={path}"
+    reads = run(["busctl", address, "call", "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
+                 "com.kunlunxin.xpud1.Manager", "ListDevices"], check=False)
+    expect(reads.returncode == 0, f"ListDevices as root through {path} failed: {reads.stderr}")
+    other = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "busctl", address, "call",
+                 "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Manager", "ListDevices"],
+                check=False)
+    expect(other.returncode != 0 and "ermission denied" in other.stderr,
+           f"uid 65534 through {path}: status {other.returncode}, {other.stderr.strip()}")
+    print(f"  {path}: root's 0600 in root's 0700; root reads xpud through it, uid 65534 cannot connect")
+
+
 def check_refusals(socket_path):
     address = f"--address=unix:path={socket_path}"
     allowed = run(["busctl", address, "call", "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
@@ -935,6 +969,13 @@ def check_refusals(socket_path):
     for what, argv in refused.items():
         result = run(["busctl", address, *argv], check=False)
         expect(result.returncode != 0, f"{what} was allowed through the pod's socket")
+    # The one write is served on the SR-IOV socket alone: here it is refused even to root (this
+    # test runs as root), whatever the host's [sriov] allow_cluster_reconfigure. busctl prints
+    # AccessDenied as "Access denied".
+    result = run(["busctl", address, *CONFIGURE_VFS], check=False)
+    expect(result.returncode != 0 and "Access denied" in result.stderr,
+           f"ConfigureVirtualFunctions as root through the pod's socket: status {result.returncode}, "
+           f"{result.stderr.strip()}")
 
 
 def in_container(root, path, depth=0):

@@ -22,7 +22,8 @@ dump() {
   echo "--- journal of xpud in the container"
   in_container journalctl -u xpud --no-pager -n 60 || true
   echo "--- journal of xpud-api-proxy in the container"
-  in_container journalctl -u xpud-api-proxy.socket -u xpud-api-proxy --no-pager -n 40 || true
+  in_container journalctl -u xpud-api-proxy.socket -u xpud-api-proxy-sriov.socket -u xpud-api-proxy \
+    --no-pager -n 40 || true
 }
 cleanup() {
   if [ -n "$nspawn_pid" ] && kill -0 "$nspawn_pid" 2>/dev/null; then
@@ -59,12 +60,15 @@ cp -a "$base" "$root"
 log "installing xpud into the root as the packages do"
 DESTDIR="$root" cmake --install "$build" --prefix /usr >"$work/install.log"
 mkdir -p "$root/etc/xpud/xpud.conf.d"
-printf '[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 500\n' >"$root/etc/xpud/xpud.conf.d/50-e2e.conf"
+# The host lets the cluster change SR-IOV counts, so that what refuses ConfigureVirtualFunctions on
+# the read-only socket below is the proxy's socket rule, not this setting.
+printf '[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 500\n[sriov]\nallow_cluster_reconfigure = true\n' \
+  >"$root/etc/xpud/xpud.conf.d/50-e2e.conf"
 chroot "$root" useradd --create-home viewer
 chroot "$root" systemctl enable xpud.service >/dev/null 2>&1
-# As the packages' postinst/%pre do: the proxy's user, then its socket.
+# As the packages' postinst/%pre do: the proxy's user, then its two sockets.
 chroot "$root" systemd-sysusers xpud-api.conf
-chroot "$root" systemctl enable xpud-api-proxy.socket >/dev/null 2>&1
+chroot "$root" systemctl enable xpud-api-proxy.socket xpud-api-proxy-sriov.socket >/dev/null 2>&1
 echo e2e >"$root/etc/hostname"
 
 log "booting"
@@ -157,6 +161,27 @@ for call in "org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.
 done
 expect_eq "no transient unit was started" "$(in_container systemctl is-active evil.service || true)" "inactive"
 expect_contains "xpu4 still healthy" "$(in_container xpuctl show 4)" "Healthy"
+# The one write is served on the SR-IOV socket alone: refused here even to root, although the host
+# allows it (50-e2e.conf). No card 99: were it forwarded, xpud would answer "no device xpu99".
+refused=$(in_container busctl "$api" call com.kunlunxin.xpud1 /com/kunlunxin/xpud1 \
+  com.kunlunxin.xpud1.Manager ConfigureVirtualFunctions uu 99 0 2>&1 || true)
+expect_contains "ConfigureVirtualFunctions on the read-only socket, as root, is refused" "$refused" "Access denied"
+
+log "the SR-IOV socket (xpud-api-proxy-sriov.socket): root's alone, the one that carries ConfigureVirtualFunctions"
+sriov="unix:path=/run/xpud-api-sriov/bus.sock"
+expect_eq "its directory" "$(in_container stat -c '%a %U' /run/xpud-api-sriov)" "700 root"
+expect_eq "the socket" "$(in_container stat -c '%F %a %U' /run/xpud-api-sriov/bus.sock)" "socket 600 root"
+expect_contains "xpuctl through the SR-IOV socket, as root" \
+  "$(in_container xpuctl --bus-address "$sriov" list)" "8 devices, 7 healthy"
+expect_eq "the same proxy serves it" "$(in_container systemctl show -P Triggers xpud-api-proxy-sriov.socket)" \
+  "xpud-api-proxy.service"
+other=$(in_container setpriv --reuid=nobody --regid=nogroup --clear-groups busctl --address="$sriov" \
+  call com.kunlunxin.xpud1 /com/kunlunxin/xpud1 com.kunlunxin.xpud1.Manager ListDevices 2>&1 || true)
+expect_contains "nobody cannot connect to the SR-IOV socket" "$other" "Permission denied"
+forwarded=$(in_container busctl --address="$sriov" call com.kunlunxin.xpud1 /com/kunlunxin/xpud1 \
+  com.kunlunxin.xpud1.Manager ConfigureVirtualFunctions uu 99 0 2>&1 || true)
+expect_contains "ConfigureVirtualFunctions through the SR-IOV socket, as root, reaches xpud" "$forwarded" \
+  "no device xpu99"
 in_container systemctl restart xpud
 wait_for "the proxy to follow xpud's restart" 20 \
   sh -c "nsenter --target $leader --all -- xpuctl --bus-address unix:path=/run/xpud-api/bus.sock list | grep -q '8 devices'"

@@ -34,6 +34,7 @@ def expected_files(unit_dir):
             "/usr/libexec/xpud/xpud-api-proxy",
             "/usr/share/man/man8/xpud-api-proxy.8",
             f"{unit_dir}/xpud-api-proxy.socket",
+            f"{unit_dir}/xpud-api-proxy-sriov.socket",
             f"{unit_dir}/xpud-api-proxy.service",
             f"{lib_dir(unit_dir)}/systemd/system-generators/xpud-generator",
             f"{lib_dir(unit_dir)}/udev/rules.d/60-xpud.rules",
@@ -70,6 +71,7 @@ def verbatim_files(unit_dir):
     return {
         f"{unit_dir}/xpud.service": "systemd/xpud.service",
         f"{unit_dir}/xpud-api-proxy.socket": "systemd/xpud-api-proxy.socket",
+        f"{unit_dir}/xpud-api-proxy-sriov.socket": "systemd/xpud-api-proxy-sriov.socket",
         f"{unit_dir}/xpud-api-proxy.service": "systemd/xpud-api-proxy.service",
         f"{lib_dir(unit_dir)}/systemd/system-generators/xpud-generator": "systemd/xpud-generator",
         f"{lib_dir(unit_dir)}/udev/rules.d/60-xpud.rules": "systemd/60-xpud.rules",

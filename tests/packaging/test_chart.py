@@ -24,6 +24,10 @@ SHIM = os.environ.get("XPU_SHIM")
 NAMESPACE = "xpu-test-ns"
 XPUD_API_DIR = "/run/xpud-api"  # xpud-api-proxy.socket's directory
 XPUD_API_ARGS = ["--bus-address", "unix:path=/run/xpud-api/bus.sock"]
+# xpud-api-proxy-sriov.socket's directory: the one socket that carries ConfigureVirtualFunctions.
+XPUD_API_SRIOV_DIR = "/run/xpud-api-sriov"
+XPUD_API_SRIOV_ARGS = ["--bus-address", "unix:path=/run/xpud-api-sriov/bus.sock"]
+RECONFIG_VXPU = ("devicePlugin.enableSriov=true", "devicePlugin.sriovNumVfs=2", "devicePlugin.reconfigVxpu=true")
 
 DEVICE_PLUGIN = "xpu-device-plugin-daemonset"
 EXPORTER = "xpu-exporter"
@@ -731,6 +735,70 @@ class NodeFeatureDiscovery(unittest.TestCase):
             result = render_failure("devicePlugin.nodeFeatureDiscovery.enabled=true", bad)
             self.assertNotEqual(result.returncode, 0, bad)
             self.assertIn(key, result.stderr, bad)
+
+
+class SriovSocket(unittest.TestCase):
+    """xpud-api-proxy's SR-IOV socket (/run/xpud-api-sriov), the only one through which
+    ConfigureVirtualFunctions reaches xpud: mounted into the device plugin's pod alone, and only
+    with devicePlugin.reconfigVxpu. Every other pod, and the device plugin without the value,
+    reaches xpud only through the read-only socket."""
+
+    def sriov_reach(self, objects):
+        """{DaemonSet: True when its pod mounts the SR-IOV directory or names its socket}."""
+        reach = {}
+        for (kind, name), obj in objects.items():
+            if kind != "DaemonSet":
+                continue
+            spec = obj["spec"]["template"]["spec"]
+            paths = [v["hostPath"]["path"] for v in spec["volumes"]]
+            mounts = [m["mountPath"] for c in spec["containers"] + spec.get("initContainers", [])
+                      for m in c.get("volumeMounts", [])]
+            args = [a for c in spec["containers"] + spec.get("initContainers", []) for a in c.get("args", [])]
+            reach[name] = any(XPUD_API_SRIOV_DIR in text for text in paths + mounts + args)
+        return reach
+
+    def test_no_pod_gets_it_by_default(self):
+        for values in ((), ("devicePlugin.enableSriov=true", "devicePlugin.sriovNumVfs=4"),
+                       ("allocation=both", "dra.nodeSelector.kunlunxin\\.com/allocation=dra"),
+                       ("allocation=dra",)):
+            objects = render(*values)
+            reach = self.sriov_reach(objects)
+            self.assertIn(EXPORTER, reach, values)
+            self.assertFalse(any(reach.values()), (values, reach))
+            if ("DaemonSet", DEVICE_PLUGIN) in objects:
+                self.assertEqual(args_of(objects, DEVICE_PLUGIN)[:2], XPUD_API_ARGS, values)
+                paths = [v["hostPath"]["path"] for v in pod_spec(objects, DEVICE_PLUGIN)["volumes"]]
+                self.assertIn(XPUD_API_DIR, paths, values)
+
+    def test_reconfig_vxpu_gives_it_to_the_device_plugin_alone(self):
+        objects = render(*RECONFIG_VXPU)
+        self.assertEqual(self.sriov_reach(objects), {DEVICE_PLUGIN: True, EXPORTER: False, TOKEN_GEN: False})
+        spec = pod_spec(objects, DEVICE_PLUGIN)
+        # Instead of the read-only directory, not beside it: the SR-IOV socket serves the reads too.
+        self.assertEqual({v["hostPath"]["path"]: v["hostPath"]["type"] for v in spec["volumes"]},
+                         {XPUD_API_SRIOV_DIR: "Directory", "/var/lib/kubelet/device-plugins": "Directory"})
+        by_volume = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
+        mounts = {by_volume[m["name"]]: m for m in container(objects, DEVICE_PLUGIN)["volumeMounts"]}
+        self.assertEqual(mounts[XPUD_API_SRIOV_DIR]["mountPath"], XPUD_API_SRIOV_DIR)
+        self.assertIs(mounts[XPUD_API_SRIOV_DIR]["readOnly"], True)
+        args = args_of(objects, DEVICE_PLUGIN)
+        self.assertEqual(args[:3], XPUD_API_SRIOV_ARGS + ["device-plugin"])
+        self.assertEqual(args.count("--bus-address"), 1, args)
+        self.assertIn("--reconfig-vxpu", args)
+        # The exporter keeps the read-only socket, exactly as without the value.
+        plain = render("devicePlugin.enableSriov=true", "devicePlugin.sriovNumVfs=2")
+        for name in (EXPORTER, TOKEN_GEN):
+            self.assertEqual(pod_spec(objects, name), pod_spec(plain, name), name)
+        self.assertEqual(args_of(objects, EXPORTER)[:2], XPUD_API_ARGS)
+
+    def test_never_the_dra_driver(self):
+        objects = render(*RECONFIG_VXPU, "allocation=both", "dra.nodeSelector.kunlunxin\\.com/allocation=dra")
+        self.assertEqual(self.sriov_reach(objects),
+                         {DEVICE_PLUGIN: True, EXPORTER: False, TOKEN_GEN: False, DRA_DRIVER: False})
+        self.assertEqual(args_of(objects, DRA_DRIVER)[:2], XPUD_API_ARGS)
+        # With the DRA driver alone there is no device plugin, and no pod gets the socket.
+        objects = render(*RECONFIG_VXPU, "allocation=dra")
+        self.assertEqual(self.sriov_reach(objects), {EXPORTER: False, TOKEN_GEN: False, DRA_DRIVER: False})
 
 
 class DevicePluginCdi(unittest.TestCase):

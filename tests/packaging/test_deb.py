@@ -93,16 +93,22 @@ class DebianPackages(unittest.TestCase):
         postinst = self.control_file("xpud", "postinst")
         self.assertIn("deb-systemd-helper enable 'xpud.service'", postinst)
         self.assertIn("_dh_action=start", postinst)
-        # One start line for all the package's units: xpud and the API proxy's socket among them.
+        # One start line for all the package's units: xpud and the API proxy's sockets among them.
         start = re.search(r"deb-systemd-invoke \$_dh_action (.*) >/dev/null", postinst)
         self.assertIsNotNone(start, postinst)
         self.assertIn("'xpud.service'", start.group(1))
         self.assertIn("'xpud-api-proxy.socket'", start.group(1))
-        self.assertIn("xpud.service", self.control_file("xpud", "prerm"))
+        self.assertIn("'xpud-api-proxy-sriov.socket'", start.group(1))
+        prerm = self.control_file("xpud", "prerm")
+        self.assertIn("xpud.service", prerm)
+        self.assertIn("xpud-api-proxy-sriov.socket", prerm)
 
     def test_api_proxy_socket_is_enabled_and_its_user_created_first(self):
         postinst = self.control_file("xpud", "postinst")
         self.assertIn("deb-systemd-helper enable 'xpud-api-proxy.socket'", postinst)
+        # The SR-IOV socket too: only root can reach it, and its one write is refused until the
+        # host sets [sriov] allow_cluster_reconfigure = true.
+        self.assertIn("deb-systemd-helper enable 'xpud-api-proxy-sriov.socket'", postinst)
         # The service is socket-activated: never enabled on its own.
         self.assertNotIn("deb-systemd-helper enable 'xpud-api-proxy.service'", postinst)
         user = postinst.index("systemd-sysusers xpud-api.conf")

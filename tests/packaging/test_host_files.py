@@ -1,5 +1,5 @@
 """The files the host packages install beside the binaries: systemd/xpud.service, the API
-proxy's socket, service and sysusers entry, and the shipped /etc/xpud/xpud.conf.
+proxy's two sockets, service and sysusers entry, and the shipped /etc/xpud/xpud.conf.
 
 The unit is checked by systemd's own tools (`systemd-analyze verify`, and `systemd-analyze
 security --offline` with a ceiling on the exposure score), the config by the real xpud.
@@ -24,6 +24,7 @@ XPUD = os.environ.get("XPU_XPUD", "xpud")
 API_PROXY = os.environ.get("XPU_API_PROXY", "xpud-api-proxy")
 PROXY_SERVICE = os.path.join(SOURCE_DIR, "systemd", "xpud-api-proxy.service")
 PROXY_SOCKET = os.path.join(SOURCE_DIR, "systemd", "xpud-api-proxy.socket")
+PROXY_SRIOV_SOCKET = os.path.join(SOURCE_DIR, "systemd", "xpud-api-proxy-sriov.socket")
 PROXY_SYSUSERS = os.path.join(SOURCE_DIR, "systemd", "xpud-api.sysusers")
 BINARY_DIR = os.environ.get("XPU_BINARY_DIR")
 
@@ -375,12 +376,13 @@ class ReleaseVersions(unittest.TestCase):
 
 
 class ProxyUnits(unittest.TestCase):
-    """xpud-api-proxy: the socket the chart mounts and the unprivileged service behind it."""
+    """xpud-api-proxy: the sockets the chart mounts and the unprivileged service behind them."""
 
     @classmethod
     def setUpClass(cls):
         cls.service = parse_unit(PROXY_SERVICE)
         cls.socket = parse_unit(PROXY_SOCKET)
+        cls.sriov_socket = parse_unit(PROXY_SRIOV_SOCKET)
 
     def test_systemd_analyze_verify(self):
         with tempfile.TemporaryDirectory() as directory:
@@ -392,11 +394,13 @@ class ProxyUnits(unittest.TestCase):
             with open(os.path.join(directory, "xpud-api-proxy.service"), "w", encoding="utf-8") as f:
                 f.write(text)
             shutil.copy(PROXY_SOCKET, directory)
+            shutil.copy(PROXY_SRIOV_SOCKET, directory)
             section_dir = os.path.join(directory, "man", "man8")
             os.makedirs(section_dir)
             shutil.copy(os.path.join(MAN_DIR, "xpud-api-proxy.8"), section_dir)
             result = subprocess.run(
                 ["systemd-analyze", "verify", os.path.join(directory, "xpud-api-proxy.socket"),
+                 os.path.join(directory, "xpud-api-proxy-sriov.socket"),
                  os.path.join(directory, "xpud-api-proxy.service")],
                 capture_output=True, text=True, timeout=60,
                 env=dict(os.environ, MANPATH=os.path.join(directory, "man")))
@@ -423,9 +427,42 @@ class ProxyUnits(unittest.TestCase):
         socket = dict(self.socket["Socket"])
         self.assertEqual(socket["ListenStream"], "/run/xpud-api/bus.sock")
         self.assertEqual(socket["SocketMode"], "0666")
+        # Any name but "sriov" is served read-only by the proxy.
+        self.assertEqual(socket["FileDescriptorName"], "api")
         self.assertIn(("WantedBy", "sockets.target"), self.socket["Install"])
         # Socket-activated only: enabling the service itself would start it without its socket.
         self.assertNotIn("Install", self.service)
+
+    def test_sriov_socket_is_roots_alone(self):
+        """ConfigureVirtualFunctions is served only here: a socket only root can connect to
+        (the chart mounts its directory into the uid-0 device plugin alone, with reconfigVxpu),
+        named "sriov" for the proxy, handed to the same service."""
+        socket = dict(self.sriov_socket["Socket"])
+        self.assertEqual(socket["ListenStream"], "/run/xpud-api-sriov/bus.sock")
+        self.assertEqual(socket["SocketMode"], "0600")
+        self.assertEqual(socket["DirectoryMode"], "0700")
+        # Owned by root: systemd's default, which no SocketUser=/SocketGroup= may change.
+        self.assertNotIn("SocketUser", socket)
+        self.assertNotIn("SocketGroup", socket)
+        self.assertEqual(socket["FileDescriptorName"], "sriov")
+        self.assertEqual(socket["Service"], "xpud-api-proxy.service")
+        self.assertIn(("WantedBy", "sockets.target"), self.sriov_socket["Install"])
+
+    def test_service_gets_both_sockets_and_room_for_its_clients(self):
+        unit = self.service["Unit"]
+        service = self.service["Service"]
+        self.assertEqual([v for k, v in service if k == "Sockets"],
+                         ["xpud-api-proxy.socket xpud-api-proxy-sriov.socket"])
+        # The read-only socket is required; the SR-IOV socket wanted (and masked to do without).
+        requires = " ".join(v for k, v in unit if k == "Requires").split()
+        wants = " ".join(v for k, v in unit if k == "Wants").split()
+        after = " ".join(v for k, v in unit if k == "After").split()
+        self.assertIn("xpud-api-proxy.socket", requires)
+        self.assertNotIn("xpud-api-proxy-sriov.socket", requires)
+        self.assertIn("xpud-api-proxy-sriov.socket", wants)
+        self.assertTrue({"xpud-api-proxy.socket", "xpud-api-proxy-sriov.socket"} <= set(after), after)
+        # Three descriptors per client (its socket and a socketpair), up to 128 clients.
+        self.assertEqual(dict(service)["LimitNOFILE"], "1024")
 
     def test_sysusers_entry_creates_the_user(self):
         with tempfile.TemporaryDirectory() as root:

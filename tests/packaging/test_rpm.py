@@ -8,6 +8,7 @@ Slow (a full release build): ctest LABEL packaging. Environment: XPU_SOURCE_DIR,
 import filecmp
 import glob
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -97,6 +98,10 @@ class RpmPackages(unittest.TestCase):
         self.assertRegex(scripts, r"systemctl --no-reload preset xpud.service")
         self.assertRegex(scripts, r"systemctl --no-reload disable --now xpud.service")
         self.assertRegex(scripts, r"systemctl try-restart xpud.service")
+        # The API proxy's two sockets as well (the service itself is socket-activated).
+        for socket in ("xpud-api-proxy.socket", "xpud-api-proxy-sriov.socket"):
+            self.assertRegex(scripts, r"systemctl --no-reload preset [^\n]*\b" + re.escape(socket))
+            self.assertRegex(scripts, r"systemctl --no-reload disable --now [^\n]*\b" + re.escape(socket))
 
     def test_installed_files_are_the_trees(self):
         root = os.path.join(self.topdir, "extracted")

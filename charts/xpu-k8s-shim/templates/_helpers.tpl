@@ -115,9 +115,9 @@ imagePullSecrets:
 {{- end }}
 
 {{/*
-xpud's read-only API socket (the host package's xpud-api-proxy.socket), the only way to xpud.
-The directory is mounted, not the socket, so a proxy restart that recreates the socket is seen
-by running pods. The host's system bus is never mounted: uid 0 there is host root.
+xpud's read-only API socket (the host package's xpud-api-proxy.socket), every pod's way to xpud
+but the device plugin's with devicePlugin.reconfigVxpu (xpudApiSriovVolume below). The directory
+is mounted, not the socket, so a proxy restart that recreates the socket is seen by running pods. The host's system bus is never mounted: uid 0 there is host root.
 */}}
 {{- define "xpu-k8s-shim.xpudApiVolume" -}}
 - name: xpud-api
@@ -138,6 +138,35 @@ Global arguments (before the role name) of the roles that talk to xpud.
 {{- define "xpu-k8s-shim.xpudApiArgs" -}}
 - --bus-address
 - unix:path=/run/xpud-api/bus.sock
+{{- end }}
+
+{{/*
+xpud's SR-IOV socket (the host package's xpud-api-proxy-sriov.socket): the same reads as the
+read-only socket plus the one write, ConfigureVirtualFunctions, which the read-only socket
+refuses to everyone. Mounted into the device plugin's pod alone, and only with
+devicePlugin.reconfigVxpu; no other pod ever gets it. The host keeps it root's (socket 0600 in a
+0700 directory), so only a uid-0 pod that mounts it connects. The plugin then reaches xpud
+through this socket alone: its reads work there too, so it needs no second directory of the host.
+Type Directory: a node whose xpud package has no such socket (an older package, or the socket
+masked) keeps the pod from starting, with an event naming the path, rather than running a
+plugin that cannot do what reconfigVxpu asks.
+*/}}
+{{- define "xpu-k8s-shim.xpudApiSriovVolume" -}}
+- name: xpud-api-sriov
+  hostPath:
+    path: /run/xpud-api-sriov
+    type: Directory
+{{- end }}
+
+{{- define "xpu-k8s-shim.xpudApiSriovVolumeMount" -}}
+- name: xpud-api-sriov
+  mountPath: /run/xpud-api-sriov
+  readOnly: true
+{{- end }}
+
+{{- define "xpu-k8s-shim.xpudApiSriovArgs" -}}
+- --bus-address
+- unix:path=/run/xpud-api-sriov/bus.sock
 {{- end }}
 
 {{/*
