@@ -159,7 +159,8 @@ std::vector<std::string> parse_program_command_line(const CommandLine& cli,
     exit_usage_error(cli.program(), "unexpected argument '" + rest->front() + "'");
   if (flags.help) {
     std::fputs(cli.help().c_str(), stdout);
-    std::fwrite(help_epilogue.data(), 1, help_epilogue.size(), stdout);
+    // An empty view's data() may be null, which fwrite must not be given (UBSan says so).
+    if (!help_epilogue.empty()) std::fwrite(help_epilogue.data(), 1, help_epilogue.size(), stdout);
     std::exit(0);
   }
   if (flags.version) {

@@ -125,8 +125,8 @@ void ClientStream::read_client() {
       if (would_block(errno)) break;
       return fail(std::string("reading from it failed: ") + std::strerror(errno));
     }
-    if (auto status = filter_.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)),
-                                   to_bus_);
+    if (auto status =
+            filter_.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)), to_bus_);
         !status)
       return fail(status.error());
   }
@@ -167,8 +167,8 @@ void ClientStream::read_bus_end() {
 
 void ClientStream::write_client() {
   while (!stopped_ && !to_client_.empty()) {
-    const ssize_t n = ::send(client_.get(), to_client_.data(), to_client_.size(),
-                             MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t n =
+        ::send(client_.get(), to_client_.data(), to_client_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (would_block(errno)) return;
       return fail(std::string("writing to it failed: ") + std::strerror(errno));

@@ -36,7 +36,7 @@ struct OutputPool {
 
 struct StreamLimits {
   std::uint64_t max_message_bytes = 0;
-  std::size_t max_output_bytes = 0;  // for this client
+  std::size_t max_output_bytes = 0;     // for this client
   OutputPool* shared_output = nullptr;  // nullptr: this client is not in a shared pool (root)
 };
 
@@ -76,8 +76,8 @@ class ClientStream {
   void fail(const std::string& why);
 
   UniqueFd client_;
-  UniqueFd bus_end_;     // sd-bus's end until take_bus_end
-  UniqueFd proxy_end_;   // ours
+  UniqueFd bus_end_;    // sd-bus's end until take_bus_end
+  UniqueFd proxy_end_;  // ours
   StreamLimits limits_;
   std::function<void(const std::string&)> on_close_;
   InboundFilter filter_;

@@ -105,7 +105,8 @@ Status InboundFilter::feed(std::string_view data, std::string& out) {
       }
       case Phase::Passing:
       case Phase::Dropping: {
-        const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, data.size()));
+        const auto take =
+            static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, data.size()));
         if (phase_ == Phase::Passing) out.append(data.substr(0, take));
         data.remove_prefix(take);
         remaining_ -= take;
@@ -121,8 +122,7 @@ Status InboundFilter::feed_authentication(std::string_view& data, std::string& o
   // Passed through as it comes (sd-bus speaks the protocol); only watched for its end.
   while (!data.empty() && phase_ == Phase::Authentication) {
     if (++auth_bytes_ > max_auth_bytes_)
-      return Error{"its authentication went on past " + std::to_string(max_auth_bytes_) +
-                   " bytes"};
+      return Error{"its authentication went on past " + std::to_string(max_auth_bytes_) + " bytes"};
     const char c = data.front();
     data.remove_prefix(1);
     out += c;

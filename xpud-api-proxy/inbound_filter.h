@@ -60,8 +60,8 @@ class InboundFilter {
   std::size_t max_auth_bytes_;
   Phase phase_ = Phase::Authentication;
   std::size_t auth_bytes_ = 0;
-  std::string line_;    // the authentication line read so far
-  std::string header_;  // the fixed header read so far
+  std::string line_;             // the authentication line read so far
+  std::string header_;           // the fixed header read so far
   std::uint64_t remaining_ = 0;  // bytes of the current message still to pass or drop
   std::uint64_t refused_ = 0;
 };

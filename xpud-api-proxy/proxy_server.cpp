@@ -301,8 +301,15 @@ void ProxyServer::accept_clients(Listener& listener) {
       spdlog::debug("client {} connected ({}) on {}", id, peer, listener.socket.name);
       sessions_.emplace(id, std::move(session));
     } catch (const std::exception& e) {
+      // Out of descriptors or memory: the same limit to the journal as refusals.
       connections_.give_back(uid);
-      spdlog::warn("cannot set up a client connection: {}", e.what());
+      ++refused_clients_;
+      const auto now = std::chrono::steady_clock::now();
+      const bool warn = now - last_refusal_warning_ >= std::chrono::minutes(1);
+      if (warn) last_refusal_warning_ = now;
+      spdlog::log(warn ? spdlog::level::warn : spdlog::level::debug,
+                  "cannot set up a client connection ({}): {} (one warning a minute)", peer,
+                  e.what());
     }
   }
 }

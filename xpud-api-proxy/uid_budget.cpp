@@ -29,8 +29,8 @@ std::optional<std::string> UidBudget::take(std::optional<uid_t> uid) {
     const unsigned others_room = limits_.total - limits_.reserved_for_root;
     if (in_use_by_others_ >= others_room)
       return "the " + std::to_string(others_room) + " " + what_ +
-             " open to uids other than 0 are in use (" +
-             std::to_string(limits_.reserved_for_root) + " are kept for root)";
+             " open to uids other than 0 are in use (" + std::to_string(limits_.reserved_for_root) +
+             " are kept for root)";
     unsigned& mine = by_uid_[who];
     if (mine >= limits_.per_uid)
       return "uid " + (uid ? std::to_string(*uid) : std::string("unknown")) + " holds " +

@@ -42,7 +42,7 @@ class UidBudget {
   BudgetLimits limits_;
   std::string what_;
   unsigned in_use_ = 0;
-  unsigned in_use_by_others_ = 0;   // by every uid but root
+  unsigned in_use_by_others_ = 0;     // by every uid but root
   std::map<uid_t, unsigned> by_uid_;  // uids other than root holding any
 };
 

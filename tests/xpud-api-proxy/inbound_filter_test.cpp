@@ -108,9 +108,9 @@ TEST(InboundFilter, TheStandInIsAWellFormedLittleEndianCall) {
   const std::string call = too_large_call(0x01020304, 1, 41943040);
   ASSERT_EQ(call.size() % 8, 0u);
   EXPECT_EQ(call[0], 'l');
-  EXPECT_EQ(call[1], 1);     // method call
-  EXPECT_EQ(call[2], 1);     // the client's flags (here NO_REPLY_EXPECTED)
-  EXPECT_EQ(call[3], 1);     // protocol version
+  EXPECT_EQ(call[1], 1);  // method call
+  EXPECT_EQ(call[2], 1);  // the client's flags (here NO_REPLY_EXPECTED)
+  EXPECT_EQ(call[3], 1);  // protocol version
   std::uint32_t body = 0, serial = 0, fields = 0;
   std::memcpy(&body, call.data() + 4, 4);
   std::memcpy(&serial, call.data() + 8, 4);

@@ -30,7 +30,8 @@ TEST(UidBudget, ManyUidsTogetherLeaveRootItsShare) {
   for (uid_t uid = 1000; uid < 1006; ++uid) ASSERT_FALSE(budget.take(uid)) << uid;
   const auto refused = budget.take(1006);
   ASSERT_TRUE(refused);
-  EXPECT_EQ(*refused, "the 6 connections open to uids other than 0 are in use (2 are kept for root)");
+  EXPECT_EQ(*refused,
+            "the 6 connections open to uids other than 0 are in use (2 are kept for root)");
   EXPECT_FALSE(budget.take(0));
   EXPECT_FALSE(budget.take(0));
   EXPECT_EQ(*budget.take(0), "all 8 connections are in use");
