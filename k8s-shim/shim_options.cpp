@@ -13,6 +13,19 @@ spdlog::level::level_enum ShimOptions::effective_log_level() const {
   return spdlog::level::info;
 }
 
+void add_xpud_grace_period_option(xpu::CommandLine& cli, std::chrono::seconds& grace_period) {
+  constexpr std::uint64_t kMaxGraceSeconds = 86400;
+  cli.add_option("xpud-grace-period", "SECONDS",
+                 "how long xpud may be gone before every card turns unhealthy (default " +
+                     std::to_string(kDefaultXpudGracePeriod.count()) + ")",
+                 [&grace_period](std::string_view value) -> xpu::Status {
+                   auto seconds = xpu::parse_uint(value, 0, kMaxGraceSeconds);
+                   if (!seconds) return xpu::Error{seconds.error()};
+                   grace_period = std::chrono::seconds(*seconds);
+                   return xpu::ok_status();
+                 });
+}
+
 xpu::Result<MemoryUnit> parse_memory_unit(std::string_view text) {
   if (text == "B") return MemoryUnit::B;
   if (text == "KiB") return MemoryUnit::KiB;

@@ -1,6 +1,7 @@
 // Options every xpu-k8s-shim role takes, and how a role reads its command line.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -28,6 +29,12 @@ struct ShimOptions {
 
 // Registers --bus-address, --log-level, --v and --memory-unit on `cli`, writing into `options`.
 void add_common_options(xpu::CommandLine& cli, ShimOptions& options);
+
+// Registers --xpud-grace-period SECONDS (0..86400): how long xpud may be gone before the role
+// treats every card as unhealthy. The roles that offer cards (device plugin, DRA driver) take it,
+// so that both sides of a node agree on when xpud's last word is too old.
+inline constexpr std::chrono::seconds kDefaultXpudGracePeriod{10};
+void add_xpud_grace_period_option(xpu::CommandLine& cli, std::chrono::seconds& grace_period);
 
 xpu::Result<MemoryUnit> parse_memory_unit(std::string_view text);
 // "32768 MiB" style rendering for logs and node labels; never used in metrics (bytes there).

@@ -4,7 +4,6 @@
 
 namespace shim {
 namespace {
-constexpr std::uint64_t kMaxGraceSeconds = 86400;
 }
 
 void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& options) {
@@ -25,14 +24,7 @@ void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& optio
                  });
   cli.add_flag("resource-per-model", &options.resource_per_model,
                "advertise one resource per card model (kunlunxin.com/R200, ...)");
-  cli.add_option("xpud-grace-period", "SECONDS",
-                 "how long xpud may be gone before every device turns Unhealthy (default 10)",
-                 [&options](std::string_view value) -> xpu::Status {
-                   auto seconds = xpu::parse_uint(value, 0, kMaxGraceSeconds);
-                   if (!seconds) return xpu::Error{seconds.error()};
-                   options.xpud_grace_period = std::chrono::seconds(*seconds);
-                   return xpu::ok_status();
-                 });
+  add_xpud_grace_period_option(cli, options.xpud_grace_period);
   cli.add_flag("enable-sriov", &options.enable_sriov,
                "advertise SR-IOV virtual functions as <domain>/vxpu (otherwise they are left out)");
   cli.add_option("sriov-num-vfs", "N",

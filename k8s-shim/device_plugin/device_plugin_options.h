@@ -21,7 +21,7 @@ struct DevicePluginOptions {
   std::string plugin_dir{kDefaultPluginDir};
   std::string resource_name{kDefaultResourceName};
   bool resource_per_model = false;
-  std::chrono::seconds xpud_grace_period{10};
+  std::chrono::seconds xpud_grace_period{kDefaultXpudGracePeriod};
   bool enable_sriov = false;
   unsigned sriov_num_vfs = 0;
   // Ask xpud (ConfigureVirtualFunctions) to give each physical card sriov_num_vfs virtual

@@ -38,6 +38,7 @@ xpu::Status validate_node_name(std::string_view name) {
 }
 
 void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options) {
+  add_xpud_grace_period_option(cli, options.xpud_grace_period);
   cli.add_option("node-name", "NAME",
                  "this node's name, the pool its cards are published in (default: $NODE_NAME)",
                  [&options](std::string_view value) -> xpu::Status {

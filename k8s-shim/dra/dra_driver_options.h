@@ -1,6 +1,7 @@
 // The dra-driver role's own flags (besides the options every shim role takes).
 #pragma once
 
+#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <optional>
@@ -23,6 +24,8 @@ struct DraDriverOptions {
   std::string api_server;
   std::string api_token_file;  // empty: the pod's service-account token
   std::string api_ca_file;     // empty: the pod's service-account CA
+  // xpud gone this long: every card unhealthy in the slice, the health stream and prepare alike.
+  std::chrono::seconds xpud_grace_period{kDefaultXpudGracePeriod};
 };
 
 // Whether `name` is a Kubernetes node name (a DNS subdomain: lower-case letters, digits, '-' and

@@ -5,7 +5,8 @@
 //
 // Threads: the xpud client's watcher thread hands each view to the role (under a mutex) and
 // wakes this thread; gRPC's threads serve NodePrepare/UnprepareResources, reading claims through
-// their own HTTP handle and the cards from the client's current view; this thread owns the slice
+// their own HTTP handle and the cards from the same PublishedView as the slice (the grace period
+// applied once, for both); this thread owns the slice
 // publisher (every API write), the kubelet plugin's sockets and the stop signals. A slow API
 // server can so delay a slice update but never a prepare, and the reverse.
 #include <poll.h>
@@ -98,7 +99,7 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
   dra::KubeApi slice_api(**slice_transport);
   dra::KubeApi claim_api(**claim_transport);
   dra::SlicePublisher publisher(slice_api, driver.node_name);
-  dra::PublishedView published;
+  dra::PublishedView published(driver.xpud_grace_period);
   WakeEvent wake;
   int status = 0;
   {
@@ -110,7 +111,7 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
       if (!claim) return xpu::Error{claim.error().message};
       return allocated_claim(claim.value());
     };
-    auto cards = [&client] { return client.current_view().devices; };
+    auto cards = [&published] { return published.cards_at(Clock::now()); };
     auto service = std::make_unique<dra::DraService>(
         lookup, cards, driver.node_name,
         dra::PreparedClaims::load(std::filesystem::path(driver.plugin_dir) / "checkpoint.json"),

@@ -1,4 +1,5 @@
-// The role's own pieces: its flags and the view it publishes while xpud is away.
+// The role's own pieces: its flags and the view it publishes (and prepares from) while xpud is
+// away.
 #include <gtest/gtest.h>
 
 #include "k8s-shim/dra/dra_driver_options.h"
@@ -53,6 +54,24 @@ TEST(DraDriverOptions, ThePluginAndRegistryDirectoriesMustDiffer) {
   options.node_name = "node-1";
   options.registry_dir = options.plugin_dir;
   EXPECT_FALSE(complete_dra_driver_options(options, no_environment).ok());
+}
+
+TEST(DraDriverOptions, TheGracePeriodIsTheDevicePluginsFlag) {
+  ShimOptions shim;
+  std::vector<std::string> args = {"--node-name", "node-1", "--xpud-grace-period", "3"};
+  EXPECT_EQ(parse_dra_driver_command_line(shim, args).xpud_grace_period, 3s);
+  std::vector<std::string> defaults = {"--node-name", "node-1"};
+  EXPECT_EQ(parse_dra_driver_command_line(shim, defaults).xpud_grace_period, 10s);
+}
+
+TEST(DraDriverOptionsDeathTest, AGracePeriodThatIsNoWholeNumberOfSecondsExitsWithUsage) {
+  for (const char* bad : {"-1", "ten", "86401"}) {
+    ShimOptions shim;
+    std::vector<std::string> args = {"--node-name", "node-1", "--xpud-grace-period", bad};
+    EXPECT_EXIT(parse_dra_driver_command_line(shim, args), ::testing::ExitedWithCode(2),
+                "--xpud-grace-period")
+        << bad;
+  }
 }
 
 xpu::DeviceView two_healthy_cards(bool present) {

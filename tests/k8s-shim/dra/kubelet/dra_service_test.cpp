@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "k8s-shim/dra/published_view.h"
 #include "k8s-shim/grpc/unix_socket_server.h"
 #include "tests/k8s-shim/dra/kubelet/kubelet_client.h"
 #include "tests/support/card_builder.h"
@@ -54,8 +55,8 @@ struct Plugin {
   std::unique_ptr<UnixSocketServer> server;
   std::shared_ptr<grpc::Channel> channel;
 
-  Plugin(const std::filesystem::path& dir, ClaimLookup lookup) {
-    service = std::make_unique<DraService>(std::move(lookup), cards, kNode,
+  Plugin(const std::filesystem::path& dir, ClaimLookup lookup, CardSource source = cards) {
+    service = std::make_unique<DraService>(std::move(lookup), std::move(source), kNode,
                                            PreparedClaims::load(dir / "plugin" / "checkpoint.json"),
                                            ClaimCdiSpecs(dir / "cdi"));
     auto started = UnixSocketServer::start(dir / "dra.sock", *service);
@@ -213,6 +214,30 @@ TEST(dra_DraService, TooManyClaimsInOneCallAreRefused) {
   grpc::Status status = test::call(plugin.channel, test::kPreparePath, request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(api.lookups, 0);
+}
+
+// The role's prepare reads the cards from the PublishedView the slice is made from: once xpud has
+// been gone past the grace period, a card the slice calls unhealthy is not prepared either (it
+// was, while prepare read xpud's last raw view).
+TEST(dra_DraService, PrepareRefusesCardsTheSliceCallsUnhealthyOnceXpudIsGonePastTheGracePeriod) {
+  using namespace std::chrono_literals;
+  xpu::test::TempDir dir;
+  FakeApiServer api;
+  api.add("team", "claim-a", kUidA, {"xpu-0"});
+  api.add("team", "claim-b", kUidB, {"xpu-1"});
+  PublishedView published(10s);
+  const auto gone = PublishedView::Clock::time_point{} + 1h;
+  published.update(xpu::test::absent(cards()), gone);
+  auto now = gone + 5s;
+  Plugin plugin(dir.path(), api.lookup(), [&] { return published.cards_at(now); });
+  // Within the grace period a short restart of xpud changes nothing.
+  auto within = plugin.prepare({{"team", kUidA, "claim-a"}});
+  EXPECT_EQ(within.claims().at(kUidA).error(), "");
+  now = gone + 11s;
+  auto past = plugin.prepare({{"team", kUidB, "claim-b"}});
+  EXPECT_THAT(past.claims().at(kUidB).error(),
+              HasSubstr("xpud has been unreachable for longer than the grace period"));
+  EXPECT_EQ(past.claims().at(kUidB).devices_size(), 0);
 }
 
 TEST(dra_DraService, TheServiceNameIsTheKubelets) {
