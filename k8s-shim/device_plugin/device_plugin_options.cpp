@@ -3,8 +3,7 @@
 #include "k8s-shim/device_plugin/node_feature_file.h"
 
 namespace shim {
-namespace {
-}
+namespace {}
 
 void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& options) {
   cli.add_option("plugin-dir", "DIR",

@@ -30,7 +30,9 @@ class PublishedView {
   // out), if it will.
   std::pair<xpu::DeviceView, std::optional<Clock::time_point>> at(Clock::time_point now) const;
   // The cards prepare may hand out at `now`: those of at(now).
-  std::vector<xpu::DeviceInfo> cards_at(Clock::time_point now) const { return at(now).first.devices; }
+  std::vector<xpu::DeviceInfo> cards_at(Clock::time_point now) const {
+    return at(now).first.devices;
+  }
 
  private:
   const std::chrono::seconds grace_period_;
