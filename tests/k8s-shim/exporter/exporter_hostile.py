@@ -29,10 +29,8 @@ import re
 import resource
 import select
 import shutil
-import signal
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -54,41 +52,8 @@ BCRYPT_COST = 12  # about 0.25 s a check: an event thread that ran one would sho
 FLOOD_CLIENTS = 48  # more than the 8 checks the queue holds: the rest must get 503
 FLOOD_SECONDS = 6
 
-results = []  # (name, ok, detail)
-figures = []  # (what, value)
-
-
-def check(name, ok, detail=""):
-    results.append((name, bool(ok), detail))
-    print(f"{'PASS' if ok else 'FAIL'}: {name}{(' - ' + detail) if detail else ''}", flush=True)
-
-
-def wait_until(condition, seconds, step=0.05):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(step)
-    return condition()
-
-
-class Process:
-    def __init__(self, args, log):
-        self.log = log
-        self.proc = subprocess.Popen(args, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
-
-    def output(self):
-        with open(self.log, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../support"))
+from hostile_checks import Process, check, figures, finish, print_logs_if_failed, wait_until  # noqa: E402
 
 
 # gRPC (the exporter's pod-resources client) grows and shrinks its own pools (timers, executor,
@@ -556,19 +521,10 @@ def main():
     finally:
         for p in reversed(procs):
             p.stop()
-        if any(not ok for _, ok, _ in results):
-            for log in sorted(os.listdir(run)):
-                if log.endswith(".log"):
-                    print(f"---- {log}\n" + open(os.path.join(run, log), errors="replace").read()[-3000:])
+        print_logs_if_failed(run)
         shutil.rmtree(run, ignore_errors=True)
 
-    print("\nfigures (loopback, this machine):")
-    for what, value in figures:
-        print(f"  {what:<72} {value}")
-    passed = sum(1 for _, ok, _ in results if ok)
-    failed = len(results) - passed
-    print(f"\n{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return finish("loopback, this machine")
 
 
 if __name__ == "__main__":
