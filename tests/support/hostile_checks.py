@@ -92,9 +92,10 @@ def print_logs_if_failed(directory, tail=3000):
 
 def finish(where):
     """Prints the figures (measured `where`) and the count; the exit status (1 on any failure)."""
-    print(f"\nfigures ({where}):")
-    for what, value in figures:
-        print(f"  {what:<72} {value}")
+    if figures:
+        print(f"\nfigures ({where}):")
+        for what, value in figures:
+            print(f"  {what:<72} {value}")
     passed = sum(1 for _, ok, _ in results if ok)
     failed = len(results) - passed
     print(f"\n{passed} passed, {failed} failed")
