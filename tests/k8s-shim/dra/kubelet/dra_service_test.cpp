@@ -228,12 +228,13 @@ TEST(dra_DraService, PrepareRefusesCardsTheSliceCallsUnhealthyOnceXpudIsGonePast
   PublishedView published(10s);
   const auto gone = PublishedView::Clock::time_point{} + 1h;
   published.update(xpu::test::absent(cards()), gone);
-  auto now = gone + 5s;
-  Plugin plugin(dir.path(), api.lookup(), [&] { return published.cards_at(now); });
+  // Read by the service's gRPC thread, set by this one.
+  std::atomic<PublishedView::Clock::time_point> now{gone + 5s};
+  Plugin plugin(dir.path(), api.lookup(), [&] { return published.cards_at(now.load()); });
   // Within the grace period a short restart of xpud changes nothing.
   auto within = plugin.prepare({{"team", kUidA, "claim-a"}});
   EXPECT_EQ(within.claims().at(kUidA).error(), "");
-  now = gone + 11s;
+  now.store(gone + 11s);
   auto past = plugin.prepare({{"team", kUidB, "claim-b"}});
   EXPECT_THAT(past.claims().at(kUidB).error(),
               HasSubstr("xpud has been unreachable for longer than the grace period"));
