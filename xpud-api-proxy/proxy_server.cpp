@@ -285,13 +285,7 @@ void ProxyServer::accept_clients(Listener& listener) {
     if (auto refusal = connections_.take(uid)) {
       // Closed at once: the clients already connected (the node's shim) keep working, and root
       // keeps its share whatever the other uids hold.
-      ++refused_clients_;
-      const auto now = std::chrono::steady_clock::now();
-      const bool warn = now - last_refusal_warning_ >= std::chrono::minutes(1);
-      if (warn) last_refusal_warning_ = now;
-      spdlog::log(warn ? spdlog::level::warn : spdlog::level::debug,
-                  "refused a client ({}) on {}: {} ({} refused so far; one warning a minute)", peer,
-                  listener.socket.name, *refusal, refused_clients_);
+      count_refused_client(peer, listener.socket.name, *refusal);
       continue;
     }
     const std::uint64_t id = next_session_id_++;
@@ -301,17 +295,25 @@ void ProxyServer::accept_clients(Listener& listener) {
       spdlog::debug("client {} connected ({}) on {}", id, peer, listener.socket.name);
       sessions_.emplace(id, std::move(session));
     } catch (const std::exception& e) {
-      // Out of descriptors or memory: the same limit to the journal as refusals.
+      // Out of descriptors or memory: counted and logged as a refusal.
       connections_.give_back(uid);
-      ++refused_clients_;
-      const auto now = std::chrono::steady_clock::now();
-      const bool warn = now - last_refusal_warning_ >= std::chrono::minutes(1);
-      if (warn) last_refusal_warning_ = now;
-      spdlog::log(warn ? spdlog::level::warn : spdlog::level::debug,
-                  "cannot set up a client connection ({}): {} (one warning a minute)", peer,
-                  e.what());
+      count_refused_client(peer, listener.socket.name,
+                           std::string("cannot set up its connection: ") + e.what());
     }
   }
+}
+
+// One warning a minute at most, so that a connection storm does not flood the journal; the
+// count is in the unit's status line.
+void ProxyServer::count_refused_client(const std::string& peer, const std::string& socket,
+                                       const std::string& why) {
+  ++refused_clients_;
+  const auto now = std::chrono::steady_clock::now();
+  const bool warn = now - last_refusal_warning_ >= std::chrono::minutes(1);
+  if (warn) last_refusal_warning_ = now;
+  spdlog::log(warn ? spdlog::level::warn : spdlog::level::debug,
+              "refused a client ({}) on {}: {} ({} refused so far; one warning a minute)", peer,
+              socket, why, refused_clients_);
 }
 
 std::optional<CallRefusal> ProxyServer::take_call_budget(const ClientSession& session) {

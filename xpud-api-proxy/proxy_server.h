@@ -117,6 +117,8 @@ class ProxyServer {
   void connect_upstream();
   void drop_upstream();
   void accept_clients(Listener& listener);
+  void count_refused_client(const std::string& peer, const std::string& socket,
+                            const std::string& why);
   std::optional<CallRefusal> take_call_budget(const ClientSession& session);
   void relay_to_clients(sd_bus_message* signal, const std::string& sender);
   void set_xpud_owner(const std::string& owner);
