@@ -81,6 +81,16 @@ xpu::UniqueFd bind_socket(const std::string& flag, const std::string& path, mode
   return fd;
 }
 
+// The parser of a count of clients (1 to 4096) into `target`.
+auto client_count(unsigned& target) {
+  return [&target](std::string_view value) -> xpu::Status {
+    auto n = xpu::parse_uint(value, 1, 4096);
+    if (!n) return xpu::Error{n.error()};
+    target = static_cast<unsigned>(*n);
+    return xpu::ok_status();
+  };
+}
+
 int run(const std::vector<std::string>& args) {
   std::optional<std::string> bus_address;
   std::optional<spdlog::level::level_enum> log_level;
@@ -110,20 +120,10 @@ int run(const std::vector<std::string>& args) {
                               "reach xpud on the bus at ADDR instead of the system bus");
   cli.add_option("max-clients", "N",
                  "clients served at once (default 128; a quarter of them kept for root)",
-                 [&](std::string_view value) -> xpu::Status {
-                   auto n = xpu::parse_uint(value, 1, 4096);
-                   if (!n) return xpu::Error{n.error()};
-                   limits.max_clients = static_cast<unsigned>(*n);
-                   return xpu::ok_status();
-                 });
+                 client_count(limits.max_clients));
   cli.add_option("max-clients-per-uid", "N",
                  "clients one uid other than 0 may have at once (default 16)",
-                 [&](std::string_view value) -> xpu::Status {
-                   auto n = xpu::parse_uint(value, 1, 4096);
-                   if (!n) return xpu::Error{n.error()};
-                   limits.max_clients_per_uid = static_cast<unsigned>(*n);
-                   return xpu::ok_status();
-                 });
+                 client_count(limits.max_clients_per_uid));
   cli.add_option("max-message-size", "BYTES",
                  "largest message a client may send (default 131072; larger: LimitsExceeded, "
                  "never forwarded)",

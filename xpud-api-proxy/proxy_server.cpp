@@ -61,6 +61,14 @@ void hand_to_slot(sd_bus_slot* slot, std::unique_ptr<PendingForward> pending) {
   sd_bus_slot_unref(slot);
 }
 
+std::unique_ptr<PendingForward> make_pending(
+    ProxyServer* server, UidBudget& budget, const ClientSession& session, sd_bus_message* call,
+    std::map<std::uint64_t, std::unique_ptr<ClientSession>>& sessions) {
+  return std::make_unique<PendingForward>(
+      PendingForward{server, &budget, session.id(), session.uid(),
+                     MessagePtr(sd_bus_message_ref(call)), &sessions});
+}
+
 ClientSession* find_session(const PendingForward& pending) {
   auto it = pending.sessions->find(pending.session_id);
   return it == pending.sessions->end() ? nullptr : it->second.get();
@@ -327,9 +335,7 @@ std::optional<CallRefusal> ProxyServer::take_call_budget(const ClientSession& se
 std::optional<CallRefusal> ProxyServer::forward(const ClientSession& session,
                                                 sd_bus_message* call) {
   if (auto refusal = take_call_budget(session)) return refusal;
-  auto pending = std::make_unique<PendingForward>(
-      PendingForward{this, &pending_calls_, session.id(), session.uid(),
-                     MessagePtr(sd_bus_message_ref(call)), &sessions_});
+  auto pending = make_pending(this, pending_calls_, session, call, sessions_);
   auto refuse = [&](int r) -> std::optional<CallRefusal> {
     pending_calls_.give_back(session.uid());
     return CallRefusal{kFailed, std::string("cannot forward to xpud: ") + std::strerror(-r)};
@@ -362,9 +368,7 @@ std::optional<CallRefusal> ProxyServer::forward(const ClientSession& session,
 std::optional<CallRefusal> ProxyServer::forward_if_host_allows(const ClientSession& session,
                                                                sd_bus_message* call) {
   if (auto refusal = take_call_budget(session)) return refusal;
-  auto pending = std::make_unique<PendingForward>(
-      PendingForward{this, &pending_calls_, session.id(), session.uid(),
-                     MessagePtr(sd_bus_message_ref(call)), &sessions_});
+  auto pending = make_pending(this, pending_calls_, session, call, sessions_);
   // Asked at every call rather than cached: the answer follows a reload of xpud's
   // configuration at once, and a write this rare can afford the extra round trip.
   auto on_answer = [](sd_bus_message* reply, void* userdata, sd_bus_error*) -> int {
