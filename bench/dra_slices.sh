@@ -13,9 +13,9 @@
 # Writes and lists are counted from the API server's audit log, so by the server, not by us.
 #
 # Usage: bench/dra_slices.sh [PROGRAMS_DIR]      (run as root, from the top of the tree)
-#   PROGRAMS_DIR (or $PROGRAMS_DIR): kube-apiserver and kubectl, default build/cluster/programs;
-#                build it with tests/cluster/build-node.sh OUT_DIR (programs land in
-#                OUT_DIR/programs).
+#   PROGRAMS_DIR (or $PROGRAMS_DIR): etcd, kube-apiserver and kubectl, default
+#                build/cluster/programs (the real-node suite's); build them with
+#                tests/cluster/build-node.sh PROGRAMS_DIR.
 #   BUILD_DIR    the CMake build tree with xpud and xpu-k8s-shim (default build; build them with
 #                ninja -C build -j2 xpud xpu-k8s-shim)
 #   FLAPS        health changes in phase 2 (default 50)
@@ -42,20 +42,21 @@ die() { echo "dra_slices: $*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "run as root (the driver and xpud expect it)"
 PROGRAMS_DIR=$(cd "$PROGRAMS_DIR" 2>/dev/null && pwd) ||
-  die "no programs directory '${1:-${PROGRAMS_DIR:-build/cluster/programs}}': build it with tests/cluster/build-node.sh OUT_DIR and pass OUT_DIR/programs"
+  die "no programs directory '${1:-${PROGRAMS_DIR:-build/cluster/programs}}': build it with tests/cluster/build-node.sh PROGRAMS_DIR"
 BUILD_DIR=$(cd "$BUILD_DIR" 2>/dev/null && pwd) || die "no build directory '${BUILD_DIR}': cmake -S . -B build -G Ninja && ninja -C build -j2 xpud xpu-k8s-shim"
+ETCD=$PROGRAMS_DIR/etcd
 APISERVER=$PROGRAMS_DIR/kube-apiserver
 KUBECTL_BIN=$PROGRAMS_DIR/kubectl
 XPUD=$BUILD_DIR/xpud/xpud
 SHIM=$BUILD_DIR/k8s-shim/xpu-k8s-shim
-for f in "$APISERVER" "$KUBECTL_BIN"; do
-  [ -x "$f" ] || die "$f missing: build it with tests/cluster/build-node.sh OUT_DIR"
+for f in "$ETCD" "$APISERVER" "$KUBECTL_BIN"; do
+  [ -x "$f" ] || die "$f missing: build it with tests/cluster/build-node.sh $PROGRAMS_DIR"
 done
 for f in "$XPUD" "$SHIM"; do
   [ -x "$f" ] || die "$f missing: ninja -C $BUILD_DIR -j2 xpud xpu-k8s-shim"
 done
-for p in etcd dbus-daemon busctl openssl python3 ss; do
-  command -v "$p" >/dev/null || die "$p not on PATH (etcd: Debian's etcd-server package)"
+for p in dbus-daemon busctl openssl python3 ss; do
+  command -v "$p" >/dev/null || die "$p not on PATH"
 done
 # A python with dbus-python (Debian's python3-dbus) calls SetHealth in-process; busctl otherwise.
 PYTHON=python3
@@ -155,7 +156,7 @@ EOF
 kubectl() { "$KUBECTL_BIN" --kubeconfig "$TMP/kubeconfig" "$@"; }
 
 # ---- etcd and kube-apiserver ----
-start etcd etcd --name default --data-dir "$TMP/etcd" \
+start etcd "$ETCD" --name default --data-dir "$TMP/etcd" \
   --listen-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
   --advertise-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
   --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \

@@ -64,7 +64,7 @@ dra::AllocatedClaim allocation_from(const drapb::Claim& claim) {
     if (byte & 0x10) request += "/s";
     allocated.results.push_back(dra::AllocatedDevice{
         std::move(request), byte == '?' ? "other.example.com" : std::string(dra::kDriverName),
-        byte == '!' ? "node-b" : std::string(kNode), dra::device_name(byte % 10)});
+        byte == '!' ? "node-b" : std::string(kNode), dra::device_name(byte % 10), byte == '#'});
   }
   // A claim named "u..." is not allocated yet: the scheduler has not got to it.
   allocated.allocated = !claim.name().starts_with('u');

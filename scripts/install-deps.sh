@@ -104,11 +104,10 @@ extract_programs podman podman
 extract_programs containerd containerd ctr containerd-shim-runc-v2
 
 # ci, the real-node suite (tests/cluster): runc, the CNI plugins, busybox for its workload image,
-# iptables (the one DNAT rule that stands in for kube-proxy),
-# and etcd, whose package enables etcd.service: its programs only, as for Prometheus above.
-# Kubernetes and containerd 2 are built from the Go module proxy by the suite itself.
+# iptables (the one DNAT rule that stands in for kube-proxy). Kubernetes, etcd and containerd 2
+# are built from the Go module proxy by the suite itself (Debian 12's etcd, 3.4.23, is below the
+# 3.5.24 kubeadm accepts for Kubernetes 1.35 and 1.37).
 apt_install runc containernetworking-plugins busybox-static iproute2 iptables
-extract_programs etcd-server etcd
 # The compiler cache .ci/run builds through (scripts/test.sh, XPU_CCACHE_DIR), so that the
 # fresh-machine test's builds in a new root (tests/fresh) reuse this run's instead of compiling again.
 apt_install ccache

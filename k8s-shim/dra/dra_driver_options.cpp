@@ -58,6 +58,17 @@ void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options) {
                  "where each prepared claim's CDI spec is written (default " +
                      std::string(kDefaultCdiDirectory) + ")",
                  path_option(options.cdi_dir));
+  cli.add_option(
+      "device-taint-effect", "EFFECT",
+      "the effect of an unhealthy card's taint in the ResourceSlice: NoSchedule "
+      "(default: no new claim gets it) or None (only reported)",
+      [&options](std::string_view value) { return parse_taint_effect(value, options.taints); });
+  cli.add_option(
+      "device-taint-no-execute", "KIND,...",
+      "health reason kinds whose taint is NoExecute instead, so that the pods using "
+      "the card are evicted (driver_fault, read_failures, driver_stalled, "
+      "xpud_unreachable, unhealthy; default: none)",
+      [&options](std::string_view value) { return parse_no_execute_kinds(value, options.taints); });
   cli.add_option("api-server", "URL",
                  "the Kubernetes API server (default: in-cluster, from KUBERNETES_SERVICE_HOST "
                  "and KUBERNETES_SERVICE_PORT)",

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "common/command_line.h"
+#include "k8s-shim/dra/kube/device_taints.h"
 #include "k8s-shim/dra/kubelet/plugin_directory.h"
 #include "k8s-shim/shim_options.h"
 
@@ -26,6 +27,8 @@ struct DraDriverOptions {
   std::string api_ca_file;     // empty: the pod's service-account CA
   // xpud gone this long: every card unhealthy in the slice, the health stream and prepare alike.
   std::chrono::seconds xpud_grace_period{kDefaultXpudGracePeriod};
+  // --device-taint-effect, --device-taint-no-execute: what an unhealthy card's taint does.
+  TaintPolicy taints;
 };
 
 // Whether `name` is a Kubernetes node name (a DNS subdomain: lower-case letters, digits, '-' and

@@ -71,7 +71,8 @@ dra::AllocatedClaim allocated_claim(const dra::ResourceClaim& claim) {
                                 .allocated = claim.allocated,
                                 .results = {}};
   for (const auto& result : claim.results)
-    allocated.results.push_back({result.request, result.driver, result.pool, result.device});
+    allocated.results.push_back(
+        {result.request, result.driver, result.pool, result.device, result.admin_access});
   return allocated;
 }
 
@@ -98,7 +99,7 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
   }
   dra::KubeApi slice_api(**slice_transport);
   dra::KubeApi claim_api(**claim_transport);
-  dra::SlicePublisher publisher(slice_api, driver.node_name);
+  dra::SlicePublisher publisher(slice_api, driver.node_name, driver.taints);
   dra::PublishedView published(driver.xpud_grace_period);
   WakeEvent wake;
   int status = 0;

@@ -10,7 +10,7 @@ and runs the scenarios; when it exits, the kernel ends every process it started 
 too) and drops its mounts and network. The outer one then removes the kubelet's cgroups, the
 device nodes and mount points it made, and restores the sysctls.
 
-Usage: cluster_test.py SOURCE_DIR BUILD_DIR [--keep] [--only N,N]
+Usage: cluster_test.py SOURCE_DIR BUILD_DIR [--keep] [--only N,N] [--kubernetes v1.37|v1.35]
 """
 
 import argparse
@@ -34,6 +34,10 @@ from node import NODE_DIRECTORIES  # noqa: E402
 KUBELET_SYSCTLS = ["vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops"]
 CARD_NODES = [f"/dev/xpu{i}" for i in range(8)] + ["/dev/xpuctrl"]
 CGROUP_ROOT = "/sys/fs/cgroup"
+# The releases the suite builds (kube/<release>/go.mod pins the exact version): the newest, which
+# runs every scenario in .ci/run, and the oldest still supported (README.md: what runs where).
+DEFAULT_RELEASE = "v1.37"
+RELEASES = [DEFAULT_RELEASE, "v1.35"]
 # Where the node's programs write by default: the test fails if one of them appears on the host.
 WATCHED_PATHS = ["/opt/containerd", "/run/containerd", "/etc/cni", "/var/lib/kubelet",
                  "/var/lib/containerd", "/etc/kubernetes", "/var/run/cdi", "/xpu-runtime"]
@@ -46,11 +50,14 @@ def main():
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--keep", action="store_true", help="keep the run directory (logs)")
     parser.add_argument("--only", default="", help="comma-separated scenario numbers")
+    parser.add_argument("--kubernetes", default=DEFAULT_RELEASE, choices=RELEASES,
+                        help=f"the Kubernetes release to run (default {DEFAULT_RELEASE})")
     args = parser.parse_args()
     source_dir, build_dir = os.path.abspath(args.source_dir), os.path.abspath(args.build_dir)
     if args.inner:
         import scenarios
         return scenarios.run_inside(source_dir, build_dir, run_directory(build_dir),
+                                    programs_directory(build_dir, args.kubernetes),
                                     [int(n) for n in args.only.split(",") if n])
     return run_outside(source_dir, build_dir, args)
 
@@ -59,11 +66,18 @@ def run_directory(build_dir):
     return os.path.join(build_dir, "cluster", "run")
 
 
+def programs_directory(build_dir, release):
+    """Where build-node.sh puts a release's programs: the default release's in `programs` (which
+    bench/dra_slices.sh and the README name), any other's beside it."""
+    name = "programs" if release == DEFAULT_RELEASE else f"programs-{release}"
+    return os.path.join(build_dir, "cluster", name)
+
+
 def run_outside(source_dir, build_dir, args):
     if os.geteuid() != 0:
         print("SKIP: the cluster suite needs root (namespaces, mounts, device nodes)")
         return 77
-    missing = [tool for tool in ["unshare", "etcd", "runc", "openssl", "busctl", "ip", "dbus-daemon"]
+    missing = [tool for tool in ["unshare", "runc", "openssl", "busctl", "ip", "dbus-daemon"]
                if shutil.which(tool) is None]
     missing += [path for path in ["/usr/lib/cni/bridge", "/usr/lib/cni/host-local",
                                   os.path.join(build_dir, "tools", "helm")]
@@ -81,10 +95,10 @@ def run_outside(source_dir, build_dir, args):
         print("FAIL: another cluster suite is running from this build directory")
         return 1
     started = time.monotonic()
-    programs = os.path.join(build_dir, "cluster", "programs")
-    build_programs(source_dir, programs)
-    print(f"[outer] Kubernetes and containerd programs ready ({time.monotonic() - started:.0f} s)",
-          flush=True)
+    programs = programs_directory(build_dir, args.kubernetes)
+    subprocess.run([os.path.join(HERE, "build-node.sh"), programs, args.kubernetes], check=True)
+    print(f"[outer] Kubernetes {args.kubernetes}, etcd and containerd programs ready "
+          f"({time.monotonic() - started:.0f} s)", flush=True)
     image_dir = os.path.join(build_dir, "cluster", "images")
     archives = images.build_all(source_dir, build_dir, image_dir)
     print(f"[outer] images ready ({time.monotonic() - started:.0f} s)", flush=True)
@@ -110,6 +124,7 @@ def run_outside(source_dir, build_dir, args):
         inner = [sys.executable, os.path.abspath(__file__), source_dir, build_dir, "--inner"]
         if args.only:
             inner += ["--only", args.only]
+        inner += ["--kubernetes", args.kubernetes]
         # --kill-child: if this process is stopped, the node's namespace ends with it.
         node = subprocess.Popen(["unshare", "--mount", "--net", "--pid", "--fork", "--mount-proc",
                                  "--propagation", "private", "--kill-child=SIGTERM", *inner])
@@ -150,10 +165,6 @@ def stop_namespace(node):
     except subprocess.TimeoutExpired:
         node.kill()
         node.wait()
-
-
-def build_programs(source_dir, programs):
-    subprocess.run([os.path.join(HERE, "build-node.sh"), programs], check=True)
 
 
 def make_directories(path):

@@ -1,9 +1,9 @@
 """A real single-node Kubernetes cluster, run inside the suite's own mount, network and PID
 namespaces (see cluster_test.py for who makes them and who cleans up the rest of the host).
 
-Everything here is the real program: etcd from Debian, kube-apiserver, kube-controller-manager,
-kube-scheduler and kubelet built from the Go module proxy (kube/), containerd 2 and its runc shim
-built from the Go module proxy, runc and the CNI plugins from Debian. The node's network is a
+Everything here is the real program: etcd (etcd/), kube-apiserver, kube-controller-manager,
+kube-scheduler and kubelet (kube/), containerd 2 and its runc shim, all built from the Go module
+proxy by build-node.sh; runc and the CNI plugins from Debian. The node's network is a
 macvlan network on a bridge with no uplink, inside the suite's network namespace: nothing can
 leave the machine. Instead of kube-proxy, one DNAT rule leads the `kubernetes` Service to the API
 server.
@@ -191,7 +191,7 @@ class Node:
         server = f"https://{NODE_IP}:6443"
         self.kubeconfig = self.pki.kubeconfig("admin", server, self.pki.admin)
         etcd_dir = os.path.join(self.run_dir, "etcd")
-        self.add("etcd", ["etcd", "--data-dir", etcd_dir, "--listen-client-urls", "http://127.0.0.1:2379",
+        self.add("etcd", [self.program("etcd"), "--data-dir", etcd_dir, "--listen-client-urls", "http://127.0.0.1:2379",
                           "--advertise-client-urls", "http://127.0.0.1:2379",
                           "--listen-peer-urls", "http://127.0.0.1:2380",
                           "--initial-advertise-peer-urls", "http://127.0.0.1:2380",
@@ -211,8 +211,9 @@ class Node:
             # The node name resolves nowhere: the API server reaches the kubelet by its address.
             "--kubelet-preferred-address-types=InternalIP",
             "--allow-privileged=false", "--profiling=false",
-            # Alpha in 1.34: pods' status shows the health of the DRA devices they hold
-            # (allocatedResourcesStatus), which the kubelet reads from the driver's health stream.
+            # Alpha in 1.35, beta (on by default) from 1.36: pods' status shows the health of the
+            # DRA devices they hold (allocatedResourcesStatus), which the kubelet reads from the
+            # driver's health stream.
             "--feature-gates=ResourceHealthStatus=true"]).start()
         wait_for("kube-apiserver ready", lambda: self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 120)
         self.add("kube-controller-manager", [
@@ -222,7 +223,7 @@ class Node:
             f"--service-account-private-key-file={pki.service_account_key}",
             f"--root-ca-file={pki.ca_cert}", "--use-service-account-credentials=true",
             "--leader-elect=false", "--allocate-node-cidrs=false", "--bind-address=127.0.0.1",
-            "--controllers=*,-nodeipam,-service-lb-controller,-cloud-node-lifecycle"]).start()
+            "--controllers=*,-nodeipam"]).start()
         self.add("kube-scheduler", [
             self.program("kube-scheduler"),
             f"--kubeconfig={pki.kubeconfig('scheduler', server, pki.scheduler)}",

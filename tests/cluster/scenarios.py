@@ -186,7 +186,9 @@ class Suite:
         taken gets a fully linked set; in each container the environment and device nodes are
         what the kubelet recorded as allocated."""
         devices = {d["uuid"]: d for d in self.devices()}
+        started = time.monotonic()
         demo = self.workload("xpu-demo", 1)
+        figure("the add-on's demo pod created to running (device plugin)", time.monotonic() - started)
         quad = self.workload("xpu-quad", 4)
         for pod in (demo, quad):
             name = pod["metadata"]["name"]
@@ -688,15 +690,12 @@ class Suite:
         print(f"  NodePrepareResources as the driver logged it: {prepared[-1][-60:]}")
 
         self.dra_pod_labels("xpu-dra-pair", indices, devices)
+        self.dra_admin_access(indices[0], devices)
         self.dra_pod_health(devices)
+        self.dra_extended_resource(devices)
 
         self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("xpu-dra-greedy", "xpu-too-many")))
-        def unschedulable():
-            for condition in self.pod("xpu-dra-greedy")["status"].get("conditions", []):
-                if condition["type"] == "PodScheduled" and condition.get("reason") == "Unschedulable":
-                    return condition.get("message", "")
-            return None
-        message = wait_for("xpu-dra-greedy unschedulable", unschedulable, 60)
+        message = wait_for("xpu-dra-greedy unschedulable", lambda: self.unschedulable("xpu-dra-greedy"), 60)
         expect(self.pod("xpu-dra-greedy")["status"]["phase"] == "Pending", "xpu-dra-greedy is not pending")
         print(f"  xpu-dra-greedy (9 cards): Pending, scheduler: {message[:160]}")
         self.delete_pods("xpu-dra-greedy")
@@ -717,6 +716,7 @@ class Suite:
         wait_for(f"xpu-{free} healthy=true in the slice",
                  lambda: dra_attribute(self.dra_devices()[f"xpu-{free}"], "healthy") is True, 60)
         figure("card healthy again to the ResourceSlice saying so", time.monotonic() - started)
+        self.dra_taints(devices, indices)
 
         # Idle: nothing changes, so nothing is written.
         idle = self.dra_slice()["metadata"]["resourceVersion"]
@@ -761,22 +761,200 @@ class Suite:
         print("  after the delete, a new pod gets two cards again")
         self.delete_pods("xpu-dra-again")
 
+    def dra_admin_access(self, held, devices):
+        """Admin access: in a namespace labelled resource.kubernetes.io/admin-access=true a claim
+        with adminAccess gets a card xpu-dra-pair holds, with its device node and environment;
+        deleting it leaves xpu-dra-pair's claim prepared and its container untouched. Elsewhere
+        the API server refuses such a claim."""
+        namespace = "xpu-diagnostics"
+        claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": "xpu-look", "namespace": namespace},
+                 "spec": {"devices": {"requests": [{"name": "xpus", "exactly": {
+                     "deviceClassName": DRA_DRIVER, "allocationMode": "ExactCount", "count": 1,
+                     "adminAccess": True,
+                     "selectors": [{"cel": {"expression": f'device.attributes["{DRA_DRIVER}"].index == {held}'}}]}}]}}}
+        pod = dra_workload("xpu-admin", None)
+        pod["metadata"]["namespace"] = namespace
+        pod["spec"]["resourceClaims"] = [{"name": "xpus", "resourceClaimName": "xpu-look"}]
+        self.node.kubectl("create", "namespace", namespace)
+        try:
+            refused = self.node.kubectl("apply", "-f", "-", input_text=json.dumps(claim), check=False)
+            expect(refused.returncode != 0 and "admin-access" in refused.stderr,
+                   f"an adminAccess claim in an unlabelled namespace: {refused.stderr.strip()!r}")
+            self.node.kubectl("label", "namespace", namespace, "resource.kubernetes.io/admin-access=true")
+            pair = self.claim_of("xpu-dra-pair")
+            identity = container_identity(self.pod("xpu-dra-pair"))
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(claim))
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(pod))
+            self.wait_pod_running("xpu-admin", namespace)
+
+            def printed():
+                lines = dict(line.split("=", 1) for line in
+                             self.node.kubectl("logs", "-n", namespace, "xpu-admin").splitlines() if "=" in line)
+                return lines if "NODES" in lines else None
+            view = wait_for("xpu-admin's output", printed, 30)
+            expect(view["XPU_VISIBLE_DEVICES"] == str(held) and view["KUNLUNXIN_XPU_UUIDS"] == devices[held]["uuid"]
+                   and sorted(view["NODES"].split()) == sorted([f"xpu{held}", "xpuctrl"]),
+                   f"xpu-admin: {view}, expected card {held}")
+            admin_uid = self.node.get_json("resourceclaim", "-n", namespace, "xpu-look")["metadata"]["uid"]
+            expect(admin_uid in self.dra_checkpoint(), "the admin claim is not in the driver's checkpoint")
+            self.node.kubectl("delete", "pod", "-n", namespace, "--wait=true", "--timeout=60s", "xpu-admin")
+            wait_for("the admin claim unprepared", lambda: admin_uid not in self.dra_checkpoint(), 60)
+            expect(pair["metadata"]["uid"] in self.dra_checkpoint(), "xpu-dra-pair's claim was unprepared with it")
+            expect(container_identity(self.pod("xpu-dra-pair")) == identity, "xpu-dra-pair changed")
+            print(f"  admin access: xpu-admin in {namespace} got card {held}, which xpu-dra-pair holds; "
+                  "deleting it left xpu-dra-pair's claim prepared; unlabelled namespace refused")
+        finally:
+            self.node.kubectl("delete", "namespace", namespace, "--wait=true", "--timeout=90s")
+
+    def dra_extended_resource(self, devices):
+        """The replaced add-on's demo pod (limits: kunlunxin.com/xpu: 1), unchanged, on the DRA
+        node: from 1.36 the scheduler serves it through the DeviceClass's extendedResourceName
+        with a claim of its own, the driver prepares it, the container sees its card as under the
+        device plugin and the exporter labels the card with the pod. Before 1.36 the API server
+        drops the field and the pod stays Pending for want of the resource."""
+        manifest = {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "xpu-demo", "namespace": "default"},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                     "containers": [workload_container({"limits": {RESOURCE: "1"}})]},
+        }
+        started = time.monotonic()
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(manifest))
+        try:
+            if self.server_minor() < 36:
+                message = wait_for("xpu-demo unschedulable", lambda: self.unschedulable("xpu-demo"), 60)
+                expect(f"Insufficient {RESOURCE}" in message, f"xpu-demo: {message}")
+                print(f"  1.{self.server_minor()}: the demo pod stays Pending ({message[:80]})")
+                return
+            self.wait_pod_running("xpu-demo")
+            figure("the add-on's demo pod created to running (DRA, extended resource)", time.monotonic() - started)
+            status = self.pod("xpu-demo")["status"].get("extendedResourceClaimStatus") or {}
+            claim_name = status.get("resourceClaimName")
+            expect(claim_name, f"xpu-demo has no extendedResourceClaimStatus: {status}")
+            claim = self.node.get_json("resourceclaim", "-n", "default", claim_name)
+            results = claim["status"]["allocation"]["devices"]["results"]
+            expect(len(results) == 1 and results[0]["driver"] == DRA_DRIVER, f"{claim_name}: {results}")
+            index = int(results[0]["device"].split("-")[1])
+            view = self.workload_view("xpu-demo")
+            expect(view["XPU_VISIBLE_DEVICES"] == str(index) and view["CXPU_VISIBLE_DEVICES"] == str(index),
+                   f"xpu-demo: {view}, allocated card {index}")
+            expect(view["KUNLUNXIN_XPU_UUIDS"] == devices[index]["uuid"], f"xpu-demo: {view}")
+            expect(sorted(view["NODES"].split()) == sorted([f"xpu{index}", "xpuctrl"]), f"xpu-demo: {view}")
+            print(f"  xpu-demo (limits {RESOURCE}: 1) through DRA: claim {claim_name}, card {index}, "
+                  f"XPU_VISIBLE_DEVICES={view['XPU_VISIBLE_DEVICES']}")
+            self.dra_pod_labels("xpu-demo", [index], devices)
+        finally:
+            self.delete_pods("xpu-demo")
+
+    def server_minor(self):
+        return int(json.loads(self.node.kubectl("version", "-o", "json"))["serverVersion"]["minor"].rstrip("+"))
+
+    def dra_taints(self, devices, held):
+        """Device taints (Kubernetes 1.36+): a fault on xpud taints the card in the slice, the
+        scheduler then places no claim on it, even one of a class that does not look at the
+        `healthy` attribute; recovery removes the taint and the card is allocatable again. With
+        NoExecute opted in for driver_fault, a pod holding a card that faults is evicted. On an
+        older API server the taint is dropped and the driver says so once."""
+        card = next(i for i in sorted(devices, reverse=True) if i not in held)
+        reason = "driver reports state ERROR (3)"
+        if self.server_minor() < 36:
+            self.node.set_health(card, False, reason)
+            try:
+                wait_for(f"xpu-{card} healthy=false in the slice",
+                         lambda: dra_attribute(self.dra_devices()[f"xpu-{card}"], "healthy") is False, 60)
+                expect("taints" not in self.dra_devices()[f"xpu-{card}"],
+                       f"a {self.server_minor()} API server kept a device taint")
+                wait_for("the driver saying the API server drops taints",
+                         lambda: any("dropped the devices' taints" in line for line in self.dra_driver_log()), 30)
+            finally:
+                self.node.set_health(card, True)
+            wait_for(f"xpu-{card} healthy again in the slice",
+                     lambda: dra_attribute(self.dra_devices()[f"xpu-{card}"], "healthy") is True, 60)
+            print(f"  1.{self.server_minor()}: no device taints in the API; the driver said so, healthy=false marks the card")
+            return
+
+        # A user's own class: every card of the driver, healthy or not.
+        any_card = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                    "metadata": {"name": "xpu-any-card"},
+                    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}]}}
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(any_card))
+        only = f'device.attributes["{DRA_DRIVER}"].index == {card}'
+
+        def taint_of(index):
+            taints = self.dra_devices()[f"xpu-{index}"].get("taints") or []
+            return taints[0] if len(taints) == 1 else None
+        try:
+            started = time.monotonic()
+            self.node.set_health(card, False, reason)
+            taint = wait_for(f"xpu-{card} tainted in the slice", lambda: taint_of(card), 30)
+            figure("fault on xpud to the card's taint in the ResourceSlice", time.monotonic() - started)
+            expected = {"key": f"{DRA_DRIVER}/driver_fault", "value": "driver-reports-state-ERROR-3",
+                        "effect": "NoSchedule"}
+            expect({k: taint.get(k) for k in expected} == expected and taint.get("timeAdded"),
+                   f"xpu-{card}'s taint {taint}, expected {expected} with a timeAdded")
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(
+                claim_template("xpu-that-card", 1, selector=only, device_class="xpu-any-card")))
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("xpu-dra-tainted", "xpu-that-card")))
+            message = wait_for("xpu-dra-tainted unschedulable", lambda: self.unschedulable("xpu-dra-tainted"), 60)
+            print(f"  xpu-{card} tainted {taint['key']}={taint['value']}:{taint['effect']}; "
+                  f"a claim for it of a class without the healthy filter: Pending ({message[:100]})")
+            started = time.monotonic()
+            self.node.set_health(card, True)
+            wait_for(f"xpu-{card}'s taint gone", lambda: "taints" not in self.dra_devices()[f"xpu-{card}"], 30)
+            figure("recovery on xpud to the card's taint gone", time.monotonic() - started)
+            self.wait_pod_running("xpu-dra-tainted")
+            figure("recovery on xpud to the waiting pod running on the card", time.monotonic() - started)
+            print(f"  xpu-{card} healthy again: taint gone, the waiting pod runs on it")
+
+            # NoExecute for driver_fault: the pod holding the card is evicted when it faults.
+            self.helm_install("--reuse-values", "--set", "dra.deviceTaints.noExecute={driver_fault}")
+            wait_for("the DRA driver restarted with NoExecute", lambda: self.dra_driver_ready() and "driver_fault" in
+                     self.dra_driver_pod()["spec"]["containers"][0]["args"], 90)
+            uid = self.pod("xpu-dra-tainted")["metadata"]["uid"]
+            started = time.monotonic()
+            self.node.set_health(card, False, reason)
+
+            def evicted():
+                result = self.node.kubectl("get", "pod", "-n", "default", "xpu-dra-tainted", "-o", "json", check=False)
+                if result.returncode != 0:
+                    return "deleted"
+                pod = json.loads(result.stdout)
+                return "replaced" if pod["metadata"]["uid"] != uid else None
+            wait_for("xpu-dra-tainted evicted", evicted, 60)
+            figure("fault on xpud to the pod holding the card evicted (NoExecute)", time.monotonic() - started)
+            expect(taint_of(card)["effect"] == "NoExecute", f"xpu-{card}'s taint {taint_of(card)}")
+            events = self.node.kubectl("get", "events", "-n", "default", "--field-selector",
+                                       "involvedObject.name=xpu-dra-tainted", "-o", "json")
+            reasons = sorted({e.get("reason", "") for e in json.loads(events)["items"]})
+            print(f"  NoExecute for driver_fault: xpu-dra-tainted evicted; its events: {reasons}")
+        finally:
+            self.node.set_health(card, True)
+            self.node.kubectl("delete", "pod", "-n", "default", "--ignore-not-found", "--wait=true",
+                              "--timeout=60s", "xpu-dra-tainted")
+            self.node.kubectl("delete", "resourceclaimtemplate", "-n", "default", "--ignore-not-found", "xpu-that-card")
+            self.node.kubectl("delete", "deviceclass", "--ignore-not-found", "xpu-any-card")
+            self.helm_install("--reuse-values", "--set-json", "dra.deviceTaints.noExecute=[]")
+            wait_for("the DRA driver ready", self.dra_driver_ready, 90)
+        wait_for(f"xpu-{card}'s taint gone", lambda: "taints" not in self.dra_devices()[f"xpu-{card}"], 30)
+
+    def unschedulable(self, name):
+        for condition in self.pod(name)["status"].get("conditions", []):
+            if condition["type"] == "PodScheduled" and condition.get("reason") == "Unschedulable":
+                return condition.get("message", "")
+        return None
+
     def dra_pod_health(self, devices):
         """A card a pod holds turns unhealthy on xpud: the driver's health stream tells the
-        kubelet, and the pod's own status names the card (allocatedResourcesStatus). The 1.34
-        kubelet fills that in only where the pod's claim entry has the ResourceClaim's own name
-        (it matches the two), so this pod names a claim made beforehand."""
-        claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                 "metadata": {"name": "xpu-watched", "namespace": "default"},
-                 "spec": claim_template("unused", 1)["spec"]["spec"]}
-        pod = dra_workload("xpu-dra-watched", None)
-        pod["spec"]["resourceClaims"] = [{"name": "xpu-watched", "resourceClaimName": "xpu-watched"}]
-        pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "xpu-watched"}]
-        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(claim))
-        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(pod))
+        kubelet, and the pod's own status names the card (allocatedResourcesStatus). The claim
+        comes from a template: the 1.35 kubelet finds a container's claim only through the pod's
+        status.resourceClaimStatuses, which only generated claims have (1.37 also resolves a claim
+        the pod names; pkg/kubelet/cm/dra/manager.go, UpdateAllocatedResourcesStatus)."""
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(claim_template("xpu-watched", 1)))
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("xpu-dra-watched", "xpu-watched")))
         try:
             self.wait_pod_running("xpu-dra-watched")
-            result = self.node.get_json("resourceclaim", "-n", "default", "xpu-watched")["status"]["allocation"]
+            result = self.claim_of("xpu-dra-watched")["status"]["allocation"]
             index = int(result["devices"]["results"][0]["device"].split("-")[1])
             uuid = devices[index]["uuid"]
 
@@ -801,7 +979,7 @@ class Suite:
         finally:
             self.node.kubectl("delete", "pod", "-n", "default", "--grace-period=1", "--wait=true",
                               "--timeout=60s", "xpu-dra-watched", check=False)
-            self.node.kubectl("delete", "resourceclaim", "-n", "default", "xpu-watched", check=False)
+            self.node.kubectl("delete", "resourceclaimtemplate", "-n", "default", "xpu-watched", check=False)
 
     def dra_checkpoint(self):
         try:
@@ -1027,8 +1205,8 @@ def dra_attribute(device, name):
     return None if value is None else next(iter(value.values()))
 
 
-def claim_template(name, count, selector=None, same=None):
-    request = {"name": "xpus", "exactly": {"deviceClassName": DRA_DRIVER, "allocationMode": "ExactCount",
+def claim_template(name, count, selector=None, same=None, device_class=DRA_DRIVER):
+    request = {"name": "xpus", "exactly": {"deviceClassName": device_class, "allocationMode": "ExactCount",
                                            "count": count}}
     if selector:
         request["exactly"]["selectors"] = [{"cel": {"expression": selector}}]
@@ -1138,10 +1316,9 @@ SCENARIOS = [
 ]
 
 
-def run_inside(source_dir, build_dir, run_dir, only):
+def run_inside(source_dir, build_dir, run_dir, programs, only):
     with open(os.path.join(run_dir, "images.json"), encoding="utf-8") as f:
         archives = json.load(f)
-    programs = os.path.join(build_dir, "cluster", "programs")
     node = Node(source_dir, build_dir, programs, run_dir)
     # As the namespace's PID 1 this process gets no signal it has no handler for.
     signal.signal(signal.SIGTERM, stopped)

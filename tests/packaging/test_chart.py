@@ -71,10 +71,13 @@ def run_helm(*args):
     return subprocess.run([HELM, *args], capture_output=True, text=True, timeout=120)
 
 
-def render(*set_args, values_yaml=None, api_versions=()):
+def render(*set_args, values_yaml=None, api_versions=(), kube_version=None):
     """helm template with --set arguments, as for a cluster that serves api_versions
-    ("group/version/Kind") besides the built-in ones; returns {(kind, name): object}."""
+    ("group/version/Kind") besides the built-in ones (and runs kube_version, when given);
+    returns {(kind, name): object}."""
     args = ["template", "rel", CHART, "--namespace", NAMESPACE]
+    if kube_version:
+        args += ["--kube-version", kube_version]
     for item in set_args:
         args += ["--set", item]
     for api in api_versions:
@@ -886,6 +889,11 @@ class Allocation(unittest.TestCase):
         expression = device_class["spec"]["selectors"][0]["cel"]["expression"]
         self.assertIn('device.driver == "xpu.kunlunxin.com"', expression)
         self.assertIn('device.attributes["xpu.kunlunxin.com"].healthy', expression)
+        # The replaced add-on's pods (limits: kunlunxin.com/xpu) are served by DRA too.
+        self.assertEqual(device_class["spec"]["extendedResourceName"], "kunlunxin.com/xpu")
+        renamed = render("allocation=dra", "devicePlugin.customizedResourceName=example.com/card")
+        self.assertEqual(renamed[("DeviceClass", "xpu.kunlunxin.com")]["spec"]["extendedResourceName"],
+                         "example.com/card")
         spec = pod_spec(objects, DRA_DRIVER)
         self.assertEqual(spec["serviceAccountName"], DRA_DRIVER)
         self.assertEqual(spec["nodeSelector"], {"kunlun-device-enable": "enable"})
@@ -928,6 +936,28 @@ class Allocation(unittest.TestCase):
         self.assertEqual(objects[("ValidatingAdmissionPolicyBinding", "xpu-dra-driver-own-node")]["spec"],
                          {"policyName": "xpu-dra-driver-own-node", "validationActions": ["Deny"]})
 
+    def test_unhealthy_cards_are_tainted_and_the_class_filters_where_taints_do_not(self):
+        def expression(*set_args, kube_version):
+            objects = render("allocation=dra", *set_args, kube_version=kube_version)
+            return objects[("DeviceClass", "xpu.kunlunxin.com")]["spec"]["selectors"][0]["cel"]["expression"]
+        healthy = 'device.attributes["xpu.kunlunxin.com"].healthy'
+        # Device taints are on from 1.36: NoSchedule does what the filter did, and lets a claim
+        # that tolerates the taint reach the card.
+        self.assertNotIn(healthy, expression(kube_version="1.37.2"))
+        self.assertNotIn(healthy, expression(kube_version="1.36.3"))
+        self.assertIn(healthy, expression(kube_version="1.35.4"))
+        self.assertIn(healthy, expression("dra.deviceTaints.effect=None", kube_version="1.37.2"))
+        args = args_of(render("allocation=dra"), DRA_DRIVER)
+        self.assertEqual(option_value(args, "--device-taint-effect"), "NoSchedule")
+        self.assertIsNone(option_value(args, "--device-taint-no-execute"))
+        args = args_of(render("allocation=dra", "dra.deviceTaints.noExecute={driver_fault,xpud_unreachable}"),
+                       DRA_DRIVER)
+        self.assertEqual(option_value(args, "--device-taint-no-execute"), "driver_fault,xpud_unreachable")
+        for bad in ("dra.deviceTaints.effect=NoExecute", "dra.deviceTaints.noExecute={melted}"):
+            result = render_failure("allocation=dra", bad)
+            self.assertNotEqual(result.returncode, 0, bad)
+            self.assertIn("deviceTaints", result.stderr, bad)
+
     def test_both_without_disjoint_nodes_is_refused(self):
         result = render_failure("allocation=both")
         self.assertNotEqual(result.returncode, 0)
@@ -953,7 +983,8 @@ class Allocation(unittest.TestCase):
     @unittest.skipUnless(SHIM, "xpu-k8s-shim is not built (XPU_BUILD_SHIM=OFF)")
     def test_the_shim_accepts_the_dra_drivers_arguments(self):
         # As the kubelet runs them: $(NODE_NAME) expanded from the pod's env.
-        args = [a.replace("$(NODE_NAME)", "node-1") for a in args_of(render("allocation=dra"), DRA_DRIVER)]
+        objects = render("allocation=dra", "dra.deviceTaints.noExecute={driver_fault,xpud_unreachable}")
+        args = [a.replace("$(NODE_NAME)", "node-1") for a in args_of(objects, DRA_DRIVER)]
         result = subprocess.run([SHIM, *args, "--help"], capture_output=True, text=True, timeout=30)
         self.assertEqual(result.returncode, 0, f"{args}: {result.stderr}")
 

@@ -65,6 +65,11 @@ CardBuilder& CardBuilder::health_reason(std::string reason) {
   return *this;
 }
 
+CardBuilder& CardBuilder::health_reason_kind(std::string kind) {
+  info_.health_reason_kind = std::move(kind);
+  return *this;
+}
+
 CardBuilder& CardBuilder::unhealthy(std::string reason) {
   info_.healthy = false;
   return health_reason(std::move(reason));

@@ -30,6 +30,7 @@ class CardBuilder {
   CardBuilder& healthy(bool healthy);
   CardBuilder& health_reason(std::string reason);
   CardBuilder& unhealthy(std::string reason = "");
+  CardBuilder& health_reason_kind(std::string kind);
   CardBuilder& virtual_function(bool virtual_function = true);
 
   // What the watcher hands the shim.

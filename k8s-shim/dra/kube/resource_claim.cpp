@@ -43,6 +43,7 @@ xpu::Result<ResourceClaim> parse_resource_claim(std::string_view json) {
           .driver = jf::string_or(entry, path, "driver"),
           .pool = jf::string_or(entry, path, "pool"),
           .device = jf::string_or(entry, path, "device"),
+          .admin_access = jf::bool_or(entry, path, "adminAccess", false),
       });
     }
     return claim;

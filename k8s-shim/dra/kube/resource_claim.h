@@ -16,6 +16,7 @@ struct DeviceAllocation {
   std::string driver;
   std::string pool;
   std::string device;
+  bool admin_access = false;  // adminAccess: true
 
   bool operator==(const DeviceAllocation&) const = default;
 };

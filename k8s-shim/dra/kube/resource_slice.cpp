@@ -81,6 +81,21 @@ SliceDevice device_from_json(const json& value, const std::string& path) {
       device.capacity[key] = *parsed;
     }
   }
+  if (const auto* taints = jf::find(value, path, "taints")) {
+    std::string taints_path = jf::child(path, "taints");
+    jf::expect_array(*taints, taints_path);
+    for (std::size_t i = 0; i < taints->size(); ++i) {
+      std::string taint_path = jf::element(taints_path, i);
+      const json& entry = jf::expect_object((*taints)[i], taint_path);
+      DeviceTaint taint{.key = jf::string_or(entry, taint_path, "key"),
+                        .value = jf::string_or(entry, taint_path, "value"),
+                        .effect = jf::string_or(entry, taint_path, "effect"),
+                        .time_added = jf::string_or(entry, taint_path, "timeAdded")};
+      if (taint.key.empty()) throw jf::FieldError(jf::child(taint_path, "key") + ": missing");
+      if (taint.effect.empty()) throw jf::FieldError(jf::child(taint_path, "effect") + ": missing");
+      device.taints.push_back(std::move(taint));
+    }
+  }
   return device;
 }
 
@@ -154,6 +169,16 @@ std::string resource_slice_to_json(const ResourceSlice& slice) {
       for (const auto& [key, value] : device.capacity)
         capacity[key] = {{"value", format_quantity(value)}};
       entry["capacity"] = std::move(capacity);
+    }
+    if (!device.taints.empty()) {
+      json taints = json::array();
+      for (const DeviceTaint& taint : device.taints) {
+        json item = {{"key", taint.key}, {"effect", taint.effect}};
+        if (!taint.value.empty()) item["value"] = taint.value;
+        if (!taint.time_added.empty()) item["timeAdded"] = taint.time_added;
+        taints.push_back(std::move(item));
+      }
+      entry["taints"] = std::move(taints);
     }
     devices.push_back(std::move(entry));
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "k8s-shim/dra/kube/device_taints.h"
 
 namespace shim::dra {
 
@@ -28,6 +29,7 @@ struct SliceDevice {
   std::string name;                                  // a DNS label: device_name(index)
   std::map<std::string, AttributeValue> attributes;  // unqualified: in the driver's domain
   std::map<std::string, std::int64_t> capacity;      // {"memory": {"value": "34359738368"}}
+  std::vector<DeviceTaint> taints;                   // an unhealthy card's (device_taints.h)
 
   bool operator==(const SliceDevice&) const = default;
 };
@@ -65,8 +67,9 @@ std::string slice_generate_name(std::string_view node_name);
 std::string resource_slice_to_json(const ResourceSlice& slice);
 
 // A single ResourceSlice, and the items of a ResourceSliceList. Unknown fields are ignored; a
-// known field of the wrong type, an attribute with no known value type or a capacity that is not
-// a whole-number Quantity is an error naming the field path. Never throw.
+// known field of the wrong type, an attribute with no known value type, a capacity that is not
+// a whole-number Quantity or a taint without key or effect is an error naming the field path.
+// Never throw.
 xpu::Result<ResourceSlice> parse_resource_slice(std::string_view json);
 xpu::Result<std::vector<ResourceSlice>> parse_resource_slice_list(std::string_view json);
 

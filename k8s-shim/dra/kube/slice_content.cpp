@@ -126,7 +126,8 @@ std::map<unsigned, unsigned> link_groups(const std::vector<xpu::DeviceInfo>& dev
 }
 
 ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view node_name,
-                                std::int64_t generation, std::vector<std::string>* omitted) {
+                                std::int64_t generation, std::vector<std::string>* omitted,
+                                const TaintPolicy& taints) {
   namespace a = slice_attribute;
   auto note = [&](std::string why) {
     if (omitted) omitted->push_back(std::move(why));
@@ -181,6 +182,7 @@ ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view no
       note(device.name + ": memory size out of range: capacity left out");
     else
       device.capacity[std::string(a::kMemory)] = static_cast<std::int64_t>(card.memory_total_bytes);
+    device.taints = taints_for(card, taints);
     spec.devices.push_back(std::move(device));
   }
   return spec;

@@ -45,9 +45,11 @@ std::map<unsigned, unsigned> link_groups(const std::vector<xpu::DeviceInfo>& dev
 // The spec for `view`'s physical cards (virtual functions and PFs with SR-IOV on are left out:
 // offered_cards.h), sorted by index, with pool = node name and one slice in the pool. An attribute
 // that cannot be written validly is left out, and why is appended to `omitted` (when given) for
-// the caller to log. No cards: a spec with no devices.
+// the caller to log. An unhealthy card carries its taint under `taints` (device_taints.h). No
+// cards: a spec with no devices.
 ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view node_name,
                                 std::int64_t generation,
-                                std::vector<std::string>* omitted = nullptr);
+                                std::vector<std::string>* omitted = nullptr,
+                                const TaintPolicy& taints = {});
 
 }  // namespace shim::dra

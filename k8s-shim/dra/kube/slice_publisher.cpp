@@ -9,13 +9,13 @@
 
 namespace shim::dra {
 
-SlicePublisher::SlicePublisher(KubeApi& api, std::string node_name)
-    : api_(api), node_name_(std::move(node_name)) {}
+SlicePublisher::SlicePublisher(KubeApi& api, std::string node_name, TaintPolicy taints)
+    : api_(api), node_name_(std::move(node_name)), taint_policy_(std::move(taints)) {}
 
 bool SlicePublisher::set_devices(const xpu::DeviceView& view) {
   if (!view.xpud_present && view.devices.empty()) return false;
   std::vector<std::string> omitted;
-  ResourceSliceSpec spec = desired_slice(view, node_name_, 0, &omitted);
+  ResourceSliceSpec spec = desired_slice(view, node_name_, 0, &omitted, taint_policy_);
   std::lock_guard lock(desired_mutex_);
   if (desired_ && desired_->devices == spec.devices) return false;
   // Logged only on a change, so a steady problem is said once, not per watcher event.
@@ -26,11 +26,26 @@ bool SlicePublisher::set_devices(const xpu::DeviceView& view) {
 }
 
 ResourceSliceSpec SlicePublisher::spec_for(const Desired& desired, std::int64_t generation) const {
+  std::vector<SliceDevice> devices = desired.devices;
+  for (SliceDevice& device : devices) {
+    if (!server_keeps_taints_) {
+      device.taints.clear();
+      continue;
+    }
+    if (device.taints.empty() || !published_) continue;
+    auto was = std::find_if(published_->spec.devices.begin(), published_->spec.devices.end(),
+                            [&](const SliceDevice& d) { return d.name == device.name; });
+    if (was == published_->spec.devices.end()) continue;
+    for (DeviceTaint& taint : device.taints) {
+      auto same = std::find(was->taints.begin(), was->taints.end(), taint);
+      if (same != was->taints.end()) taint.time_added = same->time_added;
+    }
+  }
   return ResourceSliceSpec{
       .driver = std::string(kDriverName),
       .node_name = node_name_,
       .pool = SlicePool{.name = node_name_, .generation = generation, .resource_slice_count = 1},
-      .devices = desired.devices,
+      .devices = std::move(devices),
   };
 }
 
@@ -153,7 +168,7 @@ SlicePublisher::Outcome SlicePublisher::relist_and_converge(const Desired& desir
 
 SlicePublisher::Outcome SlicePublisher::write_change(const Desired& desired) {
   // The list changed and changed back: what the API holds is already right.
-  if (published_->spec.devices == desired.devices) {
+  if (published_->spec.devices == spec_for(desired, 0).devices) {
     published_version_ = desired.version;
     return Outcome::done;
   }
@@ -183,6 +198,18 @@ SlicePublisher::Outcome SlicePublisher::send_update(const ResourceSlice& slice,
 void SlicePublisher::record_write(ResourceSlice written, const Desired& desired,
                                   std::int64_t generation) {
   ++writes_;
+  auto has_taints = [](const std::vector<SliceDevice>& devices) {
+    return std::any_of(devices.begin(), devices.end(),
+                       [](const SliceDevice& device) { return !device.taints.empty(); });
+  };
+  if (server_keeps_taints_ && has_taints(desired.devices) && !has_taints(written.spec.devices)) {
+    server_keeps_taints_ = false;
+    spdlog::warn(
+        "dra: the API server dropped the devices' taints from ResourceSlice {} (Kubernetes "
+        "before 1.36, or DRADeviceTaints off): unhealthy cards are marked by their healthy "
+        "attribute only",
+        written.name);
+  }
   published_ = std::move(written);
   highest_generation_ = generation;
   published_version_ = desired.version;

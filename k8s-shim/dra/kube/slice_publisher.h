@@ -35,7 +35,7 @@ class SlicePublisher {
   // it); a check that finds it as written costs one list and no write.
   static constexpr std::chrono::minutes kResync{10};
 
-  SlicePublisher(KubeApi& api, std::string node_name);
+  SlicePublisher(KubeApi& api, std::string node_name, TaintPolicy taints = {});
 
   // Stores the desired state for the next reconcile(); true when it changed (the caller then
   // wakes its reconcile loop). A view from an xpud that was never reached (not present, no
@@ -64,6 +64,8 @@ class SlicePublisher {
   Outcome send_update(const ResourceSlice& slice, const Desired& desired, std::int64_t generation);
   // What the API returned for a create or update becomes what is published.
   void record_write(ResourceSlice written, const Desired& desired, std::int64_t generation);
+  // The slice to write for `desired`: a taint already published keeps the time the API server
+  // gave it, and no taints at all once the server showed it drops them.
   ResourceSliceSpec spec_for(const Desired& desired, std::int64_t generation) const;
   // False when one could not be deleted (then a relist is due).
   bool delete_extras(const std::vector<ResourceSlice>& extras);
@@ -71,6 +73,7 @@ class SlicePublisher {
 
   KubeApi& api_;
   const std::string node_name_;
+  const TaintPolicy taint_policy_;
 
   mutable std::mutex desired_mutex_;
   std::optional<Desired> desired_;  // guarded by desired_mutex_; nullopt: publish nothing
@@ -85,6 +88,11 @@ class SlicePublisher {
   std::chrono::seconds backoff_{0};
   bool failing_ = false;
   ApiError conflict_;  // the 409/404 that asked for the retry, logged if the retry fails too
+  // False once a write came back without the taints it carried: an API server before 1.36, or
+  // with DRADeviceTaints off, drops the field, and writing it again would change nothing but
+  // cost a write per resync. For the process's life: a server upgrade restarts nothing here,
+  // but the `healthy` attribute still says what the taint would have.
+  bool server_keeps_taints_ = true;
 
   std::atomic<std::uint64_t> writes_{0};
 };

@@ -12,6 +12,9 @@ namespace shim::dra {
 struct AllocatedDevice {
   std::string request;  // "<request>" or "<request>/<subrequest>" (prioritized list)
   std::string driver, pool, device;
+  // adminAccess (KEP-5018): a monitoring or diagnostics claim on a card others may hold. It is
+  // prepared like any other and frees nothing; an unhealthy card is not refused to it.
+  bool admin_access = false;
 
   bool operator==(const AllocatedDevice&) const = default;
 };

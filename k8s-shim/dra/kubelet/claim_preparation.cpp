@@ -73,8 +73,9 @@ xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference,
     if (!index) return claim_error(reference, what + " is not a device name of this driver");
     const xpu::DeviceInfo* card = find_card(cards, *index);
     if (!card) return claim_error(reference, what + why_not_a_card(cards, *index));
-    // The kubelet retries a failed prepare; the scheduler should not have picked this card.
-    if (!card->healthy)
+    // The kubelet retries a failed prepare; the scheduler should not have picked this card. An
+    // admin-access claim may have picked it on purpose: diagnostics of a sick card is its use.
+    if (!card->healthy && !result.admin_access)
       return claim_error(
           reference,
           what + " is unhealthy" + (card->health_reason.empty() ? "" : ": " + card->health_reason));

@@ -43,7 +43,8 @@ std::string claim_label(std::string_view namespace_name, std::string_view name);
 // The claim's devices on this node. Errors (which name the claim and the reason): the API
 // server's claim has another UID (it was deleted and recreated), it is not allocated, one of our
 // results is for another node's pool, names no card of ours (or a VF, or a PF with SR-IOV on),
-// or an unhealthy card.
+// or an unhealthy card (unless the result has admin access). Nothing here is exclusive: a card
+// in several claims (admin access) is prepared for each.
 // Results for other drivers are ignored.
 xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference,
                                          const AllocatedClaim& claim, std::string_view node_name,

@@ -1,7 +1,11 @@
 // An in-memory stand-in for the ResourceSlice part of the API server, enough for the publisher:
 // list (all slices; the tests keep one node and one driver), create with generateName, update
 // with the resourceVersion check (409 on a stale one, 404 on a missing name), delete. Answers are
-// shaped like the recorded ones. Failures can be injected for the next requests.
+// shaped like the recorded ones. Failures can be injected for the next requests. Device taints
+// are treated as kube-apiserver does on a create or update: a taint without timeAdded gets one
+// (pkg/apis/resource/v1/defaults.go, SetDefaults_DeviceTaint), and with DRADeviceTaints off
+// (keep_taints(false)) every device's taints are dropped (pkg/registry/resource/resourceslice/
+// strategy.go, dropDisabledDRADeviceTaintsFields).
 #pragma once
 
 #include <deque>
@@ -39,6 +43,8 @@ class FakeSliceServer : public HttpTransport {
     failures_.push_back({std::move(method), status, std::move(reason)});
   }
   void remove(const std::string& name) { store_.erase(name); }
+  // Whether writes keep the devices' taints (Kubernetes 1.36+, where DRADeviceTaints is on).
+  void keep_taints(bool keep) { keep_taints_ = keep; }
   // Bumps a stored slice's resourceVersion, as another writer's change would.
   void touch(const std::string& name) {
     store_.at(name)["metadata"]["resourceVersion"] = std::to_string(++version_);
@@ -63,7 +69,7 @@ class FakeSliceServer : public HttpTransport {
       return HttpResponse{200, list.dump()};
     }
     if (request.method == "POST" && target == kSlices) {
-      std::string name = add(nlohmann::json::parse(request.body));
+      std::string name = add(admitted(nlohmann::json::parse(request.body)));
       return HttpResponse{201, store_[name].dump()};
     }
     std::string name(target.substr(std::min(target.size(), kSlices.size() + 1)));
@@ -71,7 +77,7 @@ class FakeSliceServer : public HttpTransport {
     if (!target.starts_with(std::string(kSlices) + "/") || it == store_.end())
       return status_answer(404, "NotFound", "resourceslices \"" + name + "\" not found");
     if (request.method == "PUT") {
-      auto object = nlohmann::json::parse(request.body);
+      auto object = admitted(nlohmann::json::parse(request.body));
       if (object["metadata"].value("resourceVersion", "") !=
           it->second["metadata"]["resourceVersion"])
         return status_answer(409, "Conflict", "the object has been modified");
@@ -104,7 +110,24 @@ class FakeSliceServer : public HttpTransport {
     return HttpResponse{code, status.dump()};
   }
 
+  nlohmann::json admitted(nlohmann::json object) {
+    if (!object.contains("spec") || !object["spec"].contains("devices")) return object;
+    for (auto& device : object["spec"]["devices"]) {
+      if (!device.contains("taints")) continue;
+      if (!keep_taints_) {
+        device.erase("taints");
+        continue;
+      }
+      for (auto& taint : device["taints"])
+        if (!taint.contains("timeAdded"))
+          taint["timeAdded"] = "2026-12-04T10:00:" + std::to_string(10 + (++stamps_ % 50)) + "Z";
+    }
+    return object;
+  }
+
   std::map<std::string, nlohmann::json> store_;
+  bool keep_taints_ = true;
+  int stamps_ = 0;
   struct Failure {
     std::string method;  // empty: any
     long status = 0;

@@ -17,7 +17,8 @@ TEST(ResourceClaim, ReadsAnAllocatedClaim) {
   EXPECT_EQ(claim->uid, "521225ba-a34a-46e9-b94f-ba4b7bccfd20");
   EXPECT_TRUE(claim->allocated);
   ASSERT_EQ(claim->results.size(), 2u);
-  EXPECT_EQ(claim->results[0], (DeviceAllocation{"xpu", "xpu.kunlunxin.com", "node-a", "xpu-0"}));
+  EXPECT_EQ(claim->results[0],
+            (DeviceAllocation{"xpu", "xpu.kunlunxin.com", "node-a", "xpu-0", false}));
   EXPECT_EQ(claim->results[1].device, "xpu-1");
 }
 
@@ -45,6 +46,21 @@ TEST(ResourceClaim, NamesAFieldOfTheWrongType) {
       parse_resource_claim(R"({"status":{"allocation":{"devices":{"results":{}}}}})");
   ASSERT_FALSE(bad_results);
   EXPECT_NE(bad_results.error().find("status.allocation.devices.results"), std::string::npos);
+}
+
+TEST(ResourceClaim, ReadsAdminAccess) {
+  auto claim = parse_resource_claim(R"({"status":{"allocation":{"devices":{"results":[
+      {"request":"watch","driver":"xpu.kunlunxin.com","pool":"node-a","device":"xpu-2",
+       "adminAccess":true},
+      {"request":"own","driver":"xpu.kunlunxin.com","pool":"node-a","device":"xpu-3"}]}}}})");
+  ASSERT_TRUE(claim) << claim.error();
+  EXPECT_TRUE(claim->results.at(0).admin_access);
+  EXPECT_FALSE(claim->results.at(1).admin_access);
+
+  auto bad = parse_resource_claim(
+      R"({"status":{"allocation":{"devices":{"results":[{"adminAccess":"yes"}]}}}})");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("results[0].adminAccess"), std::string::npos) << bad.error();
 }
 
 TEST(ResourceClaim, IgnoresUnknownFieldsAndRefusesGarbage) {

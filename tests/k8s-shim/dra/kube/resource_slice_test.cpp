@@ -22,7 +22,8 @@ ResourceSliceSpec recorded_spec(std::int64_t generation) {
                                   {"driverVersion", Version{"5.0.21"}},
                                   {"healthy", true},
                                   {"linkGroup", std::int64_t{0}}},
-                   .capacity = {{"memory", 34359738368}}};
+                   .capacity = {{"memory", 34359738368}},
+                   .taints = {}};
   SliceDevice xpu1{.name = "xpu-1",
                    .attributes = {{"model", std::string("P800")},
                                   {"uuid", std::string("XPU-0000-2222")},
@@ -31,7 +32,8 @@ ResourceSliceSpec recorded_spec(std::int64_t generation) {
                                   {"driverVersion", Version{"5.0.21"}},
                                   {"healthy", false},
                                   {"linkGroup", std::int64_t{0}}},
-                   .capacity = {{"memory", 1500000000}}};
+                   .capacity = {{"memory", 1500000000}},
+                   .taints = {}};
   return ResourceSliceSpec{
       .driver = "xpu.kunlunxin.com",
       .node_name = "node-a",
@@ -92,6 +94,32 @@ TEST(ResourceSlice, WritesWhatItReads) {
   EXPECT_FALSE(json["metadata"].contains("generateName"));
 }
 
+TEST(ResourceSlice, TaintsRoundTripAndTheServersTimeIsKeptButNotCompared) {
+  ResourceSlice slice;
+  slice.spec = recorded_spec(3);
+  slice.spec.devices[1].taints = {DeviceTaint{.key = "xpu.kunlunxin.com/driver_fault",
+                                              .value = "device-lost",
+                                              .effect = "NoExecute",
+                                              .time_added = {}}};
+  auto json = nlohmann::json::parse(resource_slice_to_json(slice));
+  EXPECT_EQ(json["spec"]["devices"][1]["taints"],
+            nlohmann::json::parse(R"([{"key":"xpu.kunlunxin.com/driver_fault",
+                                       "value":"device-lost","effect":"NoExecute"}])"));
+  EXPECT_FALSE(json["spec"]["devices"][0].contains("taints"));
+
+  json["spec"]["devices"][1]["taints"][0]["timeAdded"] = "2026-12-04T10:00:00Z";
+  auto back = parse_resource_slice(json.dump());
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->spec, slice.spec);  // the time is the server's, not part of the decision
+  EXPECT_EQ(back->spec.devices[1].taints.at(0).time_added, "2026-12-04T10:00:00Z");
+  EXPECT_EQ(nlohmann::json::parse(
+                resource_slice_to_json(*back))["spec"]["devices"][1]["taints"][0]["timeAdded"],
+            "2026-12-04T10:00:00Z");
+
+  back->spec.devices[1].taints[0].effect = "NoSchedule";
+  EXPECT_NE(back->spec, slice.spec);
+}
+
 TEST(ResourceSlice, NamesFieldsOfTheWrongType) {
   auto check = [](std::string_view json, std::string_view path) {
     auto slice = parse_resource_slice(json);
@@ -108,6 +136,13 @@ TEST(ResourceSlice, NamesFieldsOfTheWrongType) {
   check(R"({"spec":{"devices":[{"name":"a","capacity":{"memory":{"value":true}}}]}})",
         "spec.devices[0].capacity.memory.value");
   check(R"({"spec":{"devices":{}}})", "spec.devices");
+  check(R"({"spec":{"devices":[{"name":"a","taints":{}}]}})", "spec.devices[0].taints");
+  check(R"({"spec":{"devices":[{"name":"a","taints":[{"effect":"NoSchedule"}]}]}})",
+        "spec.devices[0].taints[0].key");
+  check(R"({"spec":{"devices":[{"name":"a","taints":[{"key":"k"}]}]}})",
+        "spec.devices[0].taints[0].effect");
+  check(R"({"spec":{"devices":[{"name":"a","taints":[{"key":"k","effect":1}]}]}})",
+        "spec.devices[0].taints[0].effect");
   auto list = parse_resource_slice_list(R"({"items":[{},{"spec":{"nodeName":1}}]})");
   ASSERT_FALSE(list);
   EXPECT_NE(list.error().find("items[1].spec.nodeName"), std::string::npos) << list.error();

@@ -225,6 +225,71 @@ TEST_F(Publisher, RelistsAtTheResync) {
   EXPECT_EQ(publisher.writes(), 1u);  // found as written: no write
 }
 
+xpu::DeviceView with_fault(unsigned count, unsigned faulty, std::string reason) {
+  xpu::DeviceView view = cards(count);
+  view.devices[faulty].healthy = false;
+  view.devices[faulty].health_reason = std::move(reason);
+  view.devices[faulty].health_reason_kind = "driver_fault";
+  return view;
+}
+
+TEST_F(Publisher, TaintsAnUnhealthyCardAndUntaintsItOnRecovery) {
+  publisher.set_devices(cards(3));
+  publisher.reconcile(now);
+  publisher.set_devices(with_fault(3, 1, "device lost"));
+  publisher.reconcile(now + seconds(1));
+  const auto& devices = only_slice()["spec"]["devices"];
+  EXPECT_FALSE(devices[0].contains("taints"));
+  ASSERT_EQ(devices[1]["taints"].size(), 1u);
+  EXPECT_EQ(devices[1]["taints"][0]["key"], "xpu.kunlunxin.com/driver_fault");
+  EXPECT_EQ(devices[1]["taints"][0]["value"], "device-lost");
+  EXPECT_EQ(devices[1]["taints"][0]["effect"], "NoSchedule");
+  EXPECT_EQ(devices[1]["attributes"]["healthy"], nlohmann::json({{"bool", false}}));
+
+  publisher.set_devices(cards(3));
+  publisher.reconcile(now + seconds(2));
+  EXPECT_FALSE(only_slice()["spec"]["devices"][1].contains("taints"));
+  EXPECT_EQ(publisher.writes(), 3u);
+}
+
+TEST_F(Publisher, ATaintKeepsTheTimeTheServerGaveIt) {
+  // The server stamps timeAdded; a later write (another card's change) sends it back unchanged,
+  // or the server would stamp it again and restart a NoExecute toleration's clock.
+  publisher.set_devices(with_fault(3, 1, "device lost"));
+  publisher.reconcile(now);
+  std::string stamped = only_slice()["spec"]["devices"][1]["taints"][0]["timeAdded"];
+  ASSERT_FALSE(stamped.empty());
+  xpu::DeviceView two_faults = with_fault(3, 1, "device lost");
+  two_faults.devices[2].healthy = false;
+  publisher.set_devices(two_faults);
+  publisher.reconcile(now + seconds(1));
+  EXPECT_EQ(publisher.writes(), 2u);
+  const auto& put = nlohmann::json::parse(server.requests.back().body);
+  EXPECT_EQ(put["spec"]["devices"][1]["taints"][0]["timeAdded"], stamped);
+  EXPECT_FALSE(put["spec"]["devices"][2]["taints"][0].contains("timeAdded"));
+  // Relisted at the resync: the stamped slice is what we want, no write.
+  auto next = publisher.reconcile(now + seconds(2));
+  publisher.reconcile(next);
+  EXPECT_EQ(publisher.writes(), 2u);
+}
+
+TEST_F(Publisher, AServerThatDropsTaintsIsNotWrittenAgainAndAgain) {
+  server.keep_taints(false);  // Kubernetes 1.35: DRADeviceTaints is off
+  publisher.set_devices(with_fault(2, 0, "device lost"));
+  auto next = publisher.reconcile(now);
+  EXPECT_EQ(publisher.writes(), 1u);
+  EXPECT_FALSE(only_slice()["spec"]["devices"][0].contains("taints"));
+  EXPECT_EQ(only_slice()["spec"]["devices"][0]["attributes"]["healthy"],
+            nlohmann::json({{"bool", false}}));
+  for (int i = 0; i < 3; ++i) next = publisher.reconcile(next);  // resyncs: relist, no write
+  EXPECT_EQ(publisher.writes(), 1u);
+  EXPECT_GE(server.count("GET"), 3u);
+  // Changes still get through, without taints.
+  publisher.set_devices(cards(2));
+  publisher.reconcile(next + seconds(1));
+  EXPECT_EQ(publisher.writes(), 2u);
+}
+
 TEST_F(Publisher, KeepsTheLastListWhenXpudGoesAway) {
   publisher.set_devices(cards(2));
   publisher.reconcile(now);

@@ -174,6 +174,24 @@ TEST(dra_ClaimPreparation, AnUnhealthyCardIsRefusedWithItsReason) {
   EXPECT_THAT(prepared.error(), HasSubstr("xpu-1 of request r is unhealthy: ECC errors"));
 }
 
+TEST(dra_ClaimPreparation, AnAdminAccessClaimGetsAnUnhealthyCardToLookAt) {
+  std::vector<xpu::DeviceInfo> sick = cards();
+  sick[1].healthy = false;
+  sick[1].health_reason = "ECC errors";
+  AllocatedDevice watch{"watch", kDriver, kNode, "xpu-1", true};
+  auto prepared = prepare_claim(reference(), allocated({watch}), kNode, sick);
+  ASSERT_TRUE(prepared) << prepared.error();
+  EXPECT_EQ(prepared->devices.at(0).index, 1u);
+  EXPECT_THAT(prepared->devices.at(0).cdi_ids,
+              ElementsAre("kunlunxin.com/xpu=KL-UUID-1",
+                          std::string("kunlunxin.com/claim=") + kUid + "-watch"));
+  // Only the admin result: an ordinary one on the same claim is still refused.
+  auto mixed =
+      prepare_claim(reference(), allocated({watch, {"r", kDriver, kNode, "xpu-1"}}), kNode, sick);
+  ASSERT_FALSE(mixed);
+  EXPECT_THAT(mixed.error(), HasSubstr("of request r is unhealthy"));
+}
+
 TEST(dra_ClaimPreparation, AUidThatCannotBeAFileOrCdiNameIsRefused) {
   ClaimReference bad = reference();
   bad.uid = "../../etc";

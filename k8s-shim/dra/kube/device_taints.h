@@ -1,0 +1,72 @@
+// The taint an unhealthy card carries in the ResourceSlice (resource.k8s.io/v1 DeviceTaint,
+// KEP-5055, GA in Kubernetes 1.37), and the operator's policy for its effect. Pure: the policy is
+// parsed from flags, the taint computed from the card xpud reports.
+//
+// Why taints as well as the `healthy` attribute: the attribute only keeps a card from claims whose
+// class or selector filters on it (the chart's class does, a user's own class need not), and it
+// tells a running pod nothing. A taint keeps every claim that does not tolerate it off the card,
+// and with NoExecute the API server's eviction controller evicts the pods already using it.
+#pragma once
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "common/xpud_client.h"
+
+namespace shim::dra {
+
+// The v1 effects (k8s.io/api resource/v1 DeviceTaintEffect).
+namespace taint_effect {
+inline constexpr std::string_view kNone = "None";
+inline constexpr std::string_view kNoSchedule = "NoSchedule";
+inline constexpr std::string_view kNoExecute = "NoExecute";
+}  // namespace taint_effect
+
+// A device's taint as the API holds it. time_added is the server's (set on the write that added
+// the taint) and not part of what the driver decides, so equality leaves it out.
+struct DeviceTaint {
+  std::string key;
+  std::string value;  // empty: none
+  std::string effect;
+  std::string time_added;  // RFC 3339 as the API returned it; empty: let the server set it
+
+  bool operator==(const DeviceTaint& other) const {
+    return key == other.key && value == other.value && effect == other.effect;
+  }
+};
+
+struct TaintPolicy {
+  // Every unhealthy card's taint: NoSchedule (the default) or None (report only).
+  std::string effect{taint_effect::kNoSchedule};
+  // Reason kinds whose taint is NoExecute instead (the operator opts in: its pods are evicted).
+  std::set<std::string, std::less<>> no_execute_kinds;
+
+  bool operator==(const TaintPolicy&) const = default;
+};
+
+// The reason kinds a taint key can name: xpud's Device.HealthReasonKind words, the shim's own
+// xpud_unreachable, and "unhealthy" for a card whose kind is not known (an older xpud).
+inline constexpr std::string_view kUnknownReasonKind = "unhealthy";
+inline constexpr std::string_view kXpudUnreachableKind = "xpud_unreachable";
+const std::vector<std::string_view>& taint_reason_kinds();
+
+// --device-taint-effect: "NoSchedule" or "None" (NoExecute for every reason is refused: a card
+// that only read slowly once must not evict its pods unless the operator names that reason).
+xpu::Status parse_taint_effect(std::string_view text, TaintPolicy& policy);
+// --device-taint-no-execute: comma-separated reason kinds from taint_reason_kinds(); "" for none.
+xpu::Status parse_no_execute_kinds(std::string_view text, TaintPolicy& policy);
+
+// The taint key for a reason kind: "xpu.kunlunxin.com/<kind>" ("unhealthy" when empty).
+std::string taint_key(std::string_view reason_kind);
+// A health reason as a label value (which a taint's value must be): at most 63 characters of
+// [A-Za-z0-9._-], beginning and ending with a letter or digit; other characters become '-', runs
+// of '-' one. Empty when nothing is left.
+std::string taint_value(std::string_view reason);
+
+// The taint of a card under `policy`: none while it is healthy.
+std::vector<DeviceTaint> taints_for(const xpu::DeviceInfo& card, const TaintPolicy& policy);
+
+}  // namespace shim::dra
