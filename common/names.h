@@ -45,6 +45,7 @@ inline constexpr std::string_view kUuid = "Uuid";
 inline constexpr std::string_view kSerial = "Serial";
 inline constexpr std::string_view kModel = "Model";
 inline constexpr std::string_view kPciBusId = "PciBusId";
+inline constexpr std::string_view kPcieRoot = "PcieRoot";
 inline constexpr std::string_view kNumaNode = "NumaNode";
 inline constexpr std::string_view kMemoryTotalBytes = "MemoryTotalBytes";
 inline constexpr std::string_view kDeviceNodes = "DeviceNodes";
@@ -61,12 +62,13 @@ inline constexpr std::array<std::string_view, 8> kManager = {
     kLibraryPath,   kDriverVersion,
     kDeviceCount,   kHealthyDeviceCount,
     kDriverStalled, kClusterReconfigureAllowed};
-inline constexpr std::array<std::string_view, 16> kDevice = {kIndex,
+inline constexpr std::array<std::string_view, 17> kDevice = {kIndex,
                                                              kName,
                                                              kUuid,
                                                              kSerial,
                                                              kModel,
                                                              kPciBusId,
+                                                             kPcieRoot,
                                                              kNumaNode,
                                                              kMemoryTotalBytes,
                                                              kDeviceNodes,

@@ -29,6 +29,8 @@ struct DeviceInfo {
   std::string serial;
   std::string model;
   std::string pci_bus_id;
+  // The PCIe root complex, "pci0000:00"; empty when unknown or from an older xpud without it.
+  std::string pcie_root;
   int numa_node = -1;
   std::uint64_t memory_total_bytes = 0;
   std::vector<std::string> device_nodes;

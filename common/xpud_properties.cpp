@@ -48,6 +48,7 @@ Result<DeviceInfo> parse_device(const PropertyMap& p) {
   get_property(p, property::kHealthReasonKind, d.health_reason_kind);
   get_property(p, property::kHealthTransitions, d.health_transitions);
   get_property(p, property::kSriovEnabled, d.sriov_enabled);
+  get_property(p, property::kPcieRoot, d.pcie_root);
   if (d.uuid.empty()) return Error{"empty Uuid"};
   if (health != names::kHealthy && health != names::kUnhealthy)
     return Error{"Health is '" + health + "'"};

@@ -1,8 +1,8 @@
 // Every parser of a kernel-provided text file the hardware backends read: the attribute parsers
 // of sysfs_attribute.h (PCI ids, NUMA node, VF counts), the driver version, /proc/xpu/probe_error,
-// class-device names (xpuN), PCI addresses as sysfs and the library spell them, and the text the
-// library writes into our buffers. Each gets the same bytes; what it accepts must mean what its
-// header says.
+// class-device names (xpuN), PCI addresses as sysfs and the library spell them, the text the
+// library writes into our buffers, and a bus entry's link target (the PCIe root). Each gets the
+// same bytes; what it accepts must mean what its header says.
 #include <cctype>
 #include <charconv>
 #include <cstddef>
@@ -10,8 +10,10 @@
 #include <string>
 #include <string_view>
 
+#include "common/pci_address.h"
 #include "fuzz/fuzz_support.h"
 #include "xpud/backends/pci_ids.h"
+#include "xpud/backends/pcie_root.h"
 #include "xpud/backends/sysfs/driver_version.h"
 #include "xpud/backends/sysfs/pci_function_scan.h"
 #include "xpud/backends/sysfs/probe_errors.h"
@@ -117,6 +119,18 @@ void check_library_text(std::string_view text) {
     check(c >= 0x20 && c <= 0x7e, "text_from_library kept a non-printable byte", *kept);
 }
 
+// The text as the target of sys/bus/pci/devices/0000:3b:00.0: a root it gives has the kernel's
+// form and is named in a relative target that also names the function.
+void check_pcie_root(std::string_view text) {
+  constexpr std::string_view bus_id = "0000:3b:00.0";
+  auto root = sysfs::pcie_root_from_link(bus_id, text);
+  if (!root) return;
+  check(xpu::pci_address::is_pcie_root(*root) && !text.starts_with('/') &&
+            text.find(*root) != std::string_view::npos &&
+            text.find(bus_id) != std::string_view::npos,
+        "pcie_root_from_link gave a root the target does not lead to", std::string(text));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -130,5 +144,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_bus_id(std::string(sysfs::trim_trailing_space(text)));
   check_probe_errors(text);
   check_library_text(text);
+  check_pcie_root(text);
   return 0;
 }

@@ -63,6 +63,8 @@ void write_device_json(xpuctl::JsonWriter& json, const xpu::DeviceInfo& d) {
       .value(d.model)
       .key("pci_bus_id")
       .value(d.pci_bus_id)
+      .key("pcie_root")
+      .value(d.pcie_root)
       .key("numa_node")
       .value(d.numa_node)
       .key("memory_total_bytes")
@@ -153,10 +155,12 @@ int cmd_list(xpu::XpudClient& client, bool json_output) {
               manager->version.c_str(), backend.c_str(),
               manager->driver_version.empty() ? "unknown" : manager->driver_version.c_str(),
               manager->device_count, manager->healthy_device_count, not_offered.c_str());
-  xpuctl::Table table({"XPU", "MODEL", "UUID", "PCI BUS ID", "NUMA", "MEMORY", "LINKS", "HEALTH"});
+  xpuctl::Table table(
+      {"XPU", "MODEL", "UUID", "PCI BUS ID", "PCIE ROOT", "NUMA", "MEMORY", "LINKS", "HEALTH"});
   for (const auto& d : *devices) {
     const char* kind = d.is_virtual_function ? " (VF)" : d.sriov_enabled ? " (PF, SR-IOV on)" : "";
     table.add({std::to_string(d.index), d.model + kind, d.uuid, d.pci_bus_id,
+               d.pcie_root.empty() ? "-" : d.pcie_root,
                d.numa_node < 0 ? "-" : std::to_string(d.numa_node),
                d.memory_total_bytes ? format_mib(static_cast<double>(d.memory_total_bytes)) : "-",
                format_index_list(d.linked_devices), health_text(d)});
@@ -198,6 +202,7 @@ int cmd_show(xpu::XpudClient& client, unsigned index, bool json_output) {
   table.add({"UUID", d.uuid});
   table.add({"Serial", d.serial.empty() ? "-" : d.serial});
   table.add({"PCI bus id", d.pci_bus_id});
+  table.add({"PCIe root", d.pcie_root.empty() ? "unknown" : d.pcie_root});
   table.add({"NUMA node", d.numa_node < 0 ? "unknown" : std::to_string(d.numa_node)});
   table.add({"Virtual function", d.is_virtual_function ? "yes" : "no"});
   if (d.sriov_enabled) table.add({"SR-IOV", "on (not offered to pods; its virtual functions are)"});

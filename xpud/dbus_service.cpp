@@ -158,6 +158,7 @@ class DeviceObject final
   std::string Serial() override { return identity_.serial; }
   std::string Model() override { return identity_.model; }
   std::string PciBusId() override { return identity_.pci_bus_id; }
+  std::string PcieRoot() override { return identity_.pcie_root; }
   int32_t NumaNode() override { return identity_.numa_node; }
   uint64_t MemoryTotalBytes() override { return identity_.memory_total_bytes; }
   std::vector<std::string> DeviceNodes() override { return identity_.device_nodes; }

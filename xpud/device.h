@@ -16,6 +16,7 @@ struct DeviceIdentity {
   std::string serial;                    // empty when unknown
   std::string model;                     // "R200", ...; "unknown" when not identifiable
   std::string pci_bus_id;                // "0000:3b:00.0": lower case, 4-digit domain
+  std::string pcie_root;                 // "pci0000:00": the root complex; empty when unknown
   int numa_node = -1;                    // -1 when unknown
   std::uint64_t memory_total_bytes = 0;  // 0 when unknown
   std::vector<std::string> device_nodes;  // "/dev/xpu0", "/dev/xpuctrl"

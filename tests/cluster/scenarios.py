@@ -545,7 +545,9 @@ class Suite:
         return self.node.get_json("resourceclaim", "-n", "default", names[0])
 
     def s14_dra(self):
-        """allocation=dra: the DRA driver publishes the node's 8 cards with their attributes; a
+        """allocation=dra: the DRA driver publishes the node's 8 cards with their attributes,
+        Kubernetes' standard ones among them; a claim for a card and another driver's device with
+        matchAttribute on resource.kubernetes.io/pcieRoot gets a card behind that device's root; a
         claim for 2 cards of one model on one NUMA node gets them, with their nodes and
         environment; a held card's health shows in the pod's status; an over-ask stays pending;
         an unhealthy card is marked in the slice; the driver restarted keeps the claim; deleting
@@ -564,6 +566,7 @@ class Suite:
         figure("helm upgrade to allocation=dra, to the ResourceSlice with 8 cards", time.monotonic() - started)
         try:
             self.dra_check_slice(devices)
+            self.dra_check_standard_attributes(devices)
             self.dra_check_admission()
             self.dra_claims(devices)
         finally:
@@ -596,6 +599,84 @@ class Suite:
         version = dra_attribute(self.dra_devices()["xpu-0"], "driverVersion")
         print(f"  slice {slice_['metadata']['name']}: 8 cards, link groups {sorted(set(groups.values()))}, "
               f"driverVersion {version}")
+
+    def dra_check_standard_attributes(self, devices):
+        """Each card carries Kubernetes' standard attributes with xpud's values, and they do what
+        they are for: a claim for a card and another driver's device (a NIC of nic.example.com,
+        published here as the admin; the chart's admission policy binds only the driver's own
+        account) with matchAttribute resource.kubernetes.io/pcieRoot gets a card behind the NIC's
+        root. Nothing serves nic.example.com on the node, so the pod never starts: the
+        scheduler's allocation is what is checked, and everything is deleted before the claims
+        that follow."""
+        published = self.dra_devices()
+        for index, card in devices.items():
+            expect(card.get("pcie_root"), f"xpud gives card {index} no PcieRoot: {card}")
+            expected = {PCI_BUS_ID: card["pci_bus_id"], PCIE_ROOT: card["pcie_root"],
+                        NUMA_NODE: card["numa_node"] if card["numa_node"] >= 0 else None}
+            got = {name: dra_attribute(published[f"xpu-{index}"], name) for name in expected}
+            expect(got == expected, f"xpu-{index}: standard attributes {got}, expected {expected}")
+        roots = {index: card["pcie_root"] for index, card in devices.items()}
+        nic_root = roots[5]
+        behind = sorted(index for index, root in roots.items() if root == nic_root)
+        expect(0 < len(behind) < len(roots), f"PCIe roots {roots}: card 5's must be shared by some cards, not all")
+        print(f"  standard attributes as xpud says; PCIe roots {sorted(set(roots.values()))}")
+
+        device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                        "metadata": {"name": NIC_DRIVER},
+                        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{NIC_DRIVER}"'}}]}}
+        nic_slice = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                     "metadata": {"name": NIC_SLICE},
+                     "spec": {"driver": NIC_DRIVER, "nodeName": NODE_NAME,
+                              "pool": {"name": NODE_NAME, "generation": 1, "resourceSliceCount": 1},
+                              "devices": [{"name": "nic-0",
+                                           "attributes": {PCIE_ROOT: {"string": nic_root}}}]}}
+        requests = [{"name": "xpu", "exactly": {"deviceClassName": DRA_DRIVER, "allocationMode": "ExactCount",
+                                                "count": 1}},
+                    {"name": "nic", "exactly": {"deviceClassName": NIC_DRIVER, "allocationMode": "ExactCount",
+                                                "count": 1}}]
+        claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": "xpu-nic-pair", "namespace": "default"},
+                 "spec": {"devices": {"requests": requests,
+                                      "constraints": [{"requests": ["xpu", "nic"], "matchAttribute": PCIE_ROOT}]}}}
+        pod = dra_workload("xpu-nic-pair", None)
+        pod["spec"]["resourceClaims"] = [{"name": "pair", "resourceClaimName": "xpu-nic-pair"}]
+        pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "pair"}]
+        try:
+            for manifest in (device_class, nic_slice, claim):
+                self.node.kubectl("create", "-f", "-", input_text=json.dumps(manifest))
+            started = time.monotonic()
+            self.node.kubectl("create", "-f", "-", input_text=json.dumps(pod))
+            allocation = wait_for("xpu-nic-pair allocated", lambda: self.node.get_json(
+                "resourceclaim", "-n", "default", "xpu-nic-pair").get("status", {}).get("allocation"), 60)
+            figure("claim for a card and a NIC on one PCIe root, pod created to allocated", time.monotonic() - started)
+            results = {r["request"]: r for r in allocation["devices"]["results"]}
+            expect(set(results) == {"xpu", "nic"}, f"xpu-nic-pair's allocation: {allocation}")
+            nic, xpu = results["nic"], results["xpu"]
+            expect((nic["driver"], nic["pool"], nic["device"]) == (NIC_DRIVER, NODE_NAME, "nic-0"),
+                   f"xpu-nic-pair's NIC: {nic}")
+            expect(xpu["driver"] == DRA_DRIVER and xpu["pool"] == NODE_NAME, f"xpu-nic-pair's card: {xpu}")
+            index = int(xpu["device"].split("-")[1])
+            expect(index in behind and dra_attribute(self.dra_devices()[xpu["device"]], PCIE_ROOT) == nic_root,
+                   f"xpu-nic-pair got card {index} (PCIe root {roots.get(index)}), the NIC is behind {nic_root} "
+                   f"with cards {behind}")
+            print(f"  xpu-nic-pair: card {index} and nic-0, both behind {nic_root} (cards there: {behind})")
+        finally:
+            # The pod first: the claim's finalizer holds it until no pod uses it.
+            self.node.kubectl("delete", "pod", "-n", "default", "--grace-period=1", "--wait=true",
+                              "--timeout=60s", "--ignore-not-found", "xpu-nic-pair", check=False)
+            self.node.kubectl("delete", "resourceclaim", "-n", "default", "--wait=true", "--timeout=60s",
+                              "--ignore-not-found", "xpu-nic-pair", check=False)
+            self.node.kubectl("delete", "deviceclass", "--wait=true", "--timeout=60s", "--ignore-not-found",
+                              NIC_DRIVER, check=False)
+            self.node.kubectl("delete", "resourceslice", "--wait=true", "--timeout=60s", "--ignore-not-found",
+                              NIC_SLICE, check=False)
+        # The card is free for the claims that follow only once the claim is gone; the rest must
+        # not outlive the check either.
+        for kind, name in (("resourceclaim", "xpu-nic-pair"), ("deviceclass", NIC_DRIVER),
+                           ("resourceslice", NIC_SLICE)):
+            namespace = ["-n", "default"] if kind == "resourceclaim" else []
+            wait_for(f"{kind} {name} gone", lambda: self.node.kubectl(
+                "get", kind, *namespace, name, check=False).returncode != 0, 60)
 
     def dra_check_admission(self):
         """The driver's own token may write only its node's slices; RBAC gives it nothing else."""
@@ -1197,6 +1278,14 @@ def workload_container(resources):
 DRA_DRIVER = "xpu.kunlunxin.com"
 DRA_DAEMONSET = "xpu-dra-driver"
 DRA_PLUGIN_DIR = "/var/lib/kubelet/plugins/xpu.kunlunxin.com"
+# Kubernetes' standard device attributes (k8s.io/dynamic-resource-allocation v0.37.2,
+# deviceattribute/attribute.go), fully qualified as a slice carries them.
+PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
+PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
+NUMA_NODE = "resource.kubernetes.io/numaNode"
+# Another driver's device for scenario 14 to line a card up with; nothing serves it.
+NIC_DRIVER = "nic.example.com"
+NIC_SLICE = "nic-example-com-slice"
 
 
 def dra_attribute(device, name):

@@ -37,9 +37,12 @@ TEST(XpudProperties, ACompleteDevice) {
   p[std::string(property::kHealthReasonKind)] = sdbus::Variant(std::string("driver_fault"));
   p[std::string(property::kHealthTransitions)] =
       sdbus::Variant(std::map<std::string, uint64_t>{{"Healthy", 1}, {"Unhealthy", 2}});
+  p[std::string(property::kPcieRoot)] = sdbus::Variant(std::string("pci0000:3a"));
   auto device = parse_device(p);
   ASSERT_TRUE(device) << device.error();
   EXPECT_EQ(device->index, 3u);
+  EXPECT_EQ(device->pci_bus_id, "0000:3e:00.0");
+  EXPECT_EQ(device->pcie_root, "pci0000:3a");
   EXPECT_EQ(device->numa_node, 1);
   EXPECT_EQ(device->memory_total_bytes, std::uint64_t{32} << 30);
   EXPECT_EQ(device->linked_devices, (std::vector<unsigned>{0, 1, 2, 7}));
@@ -60,6 +63,7 @@ TEST(XpudProperties, AnOlderXpudWithoutTheNewerPropertiesStillWorks) {
   EXPECT_EQ(device->health_reason_kind, "");
   EXPECT_TRUE(device->health_transitions.empty());
   EXPECT_FALSE(device->sriov_enabled);  // before SriovEnabled, an SR-IOV PF read as a VF
+  EXPECT_EQ(device->pcie_root, "");     // unknown, as xpud says when it cannot tell
 }
 
 TEST(XpudProperties, MalformedDevicesAreErrors) {
@@ -89,6 +93,12 @@ TEST(XpudProperties, MalformedDevicesAreErrors) {
   auto tolerated = parse_device(odd_kind);
   ASSERT_TRUE(tolerated) << tolerated.error();
   EXPECT_EQ(tolerated->health_reason_kind, "");
+
+  auto odd_root = device_properties();
+  odd_root[std::string(property::kPcieRoot)] = sdbus::Variant(int32_t{0});
+  tolerated = parse_device(odd_root);
+  ASSERT_TRUE(tolerated) << tolerated.error();
+  EXPECT_EQ(tolerated->pcie_root, "");
 }
 
 TEST(XpudProperties, ManagerNeedsEveryProperty) {

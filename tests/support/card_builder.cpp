@@ -35,6 +35,11 @@ CardBuilder& CardBuilder::pci_bus_id(std::string pci_bus_id) {
   return *this;
 }
 
+CardBuilder& CardBuilder::pcie_root(std::string pcie_root) {
+  info_.pcie_root = std::move(pcie_root);
+  return *this;
+}
+
 CardBuilder& CardBuilder::numa_node(int numa_node) {
   info_.numa_node = numa_node;
   return *this;
@@ -87,6 +92,7 @@ CardBuilder::operator xpud::DeviceIdentity() const {
   id.serial = info_.serial;
   id.model = info_.model;
   id.pci_bus_id = info_.pci_bus_id;
+  id.pcie_root = info_.pcie_root;
   id.numa_node = info_.numa_node;
   id.memory_total_bytes = info_.memory_total_bytes;
   id.device_nodes = info_.device_nodes;

@@ -23,6 +23,7 @@ class CardBuilder {
   CardBuilder& serial(std::string serial);
   CardBuilder& model(std::string model);
   CardBuilder& pci_bus_id(std::string pci_bus_id);
+  CardBuilder& pcie_root(std::string pcie_root);
   CardBuilder& numa_node(int numa_node);
   CardBuilder& memory_total_bytes(std::uint64_t bytes);
   CardBuilder& device_nodes(std::vector<std::string> nodes);

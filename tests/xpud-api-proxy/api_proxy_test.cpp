@@ -190,6 +190,8 @@ TEST_F(ApiProxyTest, BusctlAndLibdbusClientsWork) {
                                        "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1/devices/xpu2"});
   ASSERT_EQ(istatus, 0) << introspection;
   EXPECT_NE(introspection.find(".PciBusId"), std::string::npos) << introspection;
+  EXPECT_NE(introspection.find(".PcieRoot"), std::string::npos) << introspection;
+  EXPECT_NE(introspection.find("\"pci0000:00\""), std::string::npos) << introspection;
   // libdbus sends its authentication and its Hello in one write; the proxy must not wait for more.
   auto [dstatus, devices] = run({"/usr/bin/dbus-send", "--bus=" + api_address_, "--print-reply",
                                  "--dest=com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",

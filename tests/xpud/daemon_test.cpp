@@ -139,6 +139,8 @@ TEST_F(XpudTest, DevicePropertiesFollowTheEightCardTopology) {
   ASSERT_TRUE(devices) << devices.error();
   const auto& d5 = (*devices)[5];
   EXPECT_EQ(d5.numa_node, 1);
+  EXPECT_EQ(d5.pcie_root, "pci0000:80");
+  EXPECT_EQ((*devices)[0].pcie_root, "pci0000:00");
   EXPECT_EQ(std::set<unsigned>(d5.linked_devices.begin(), d5.linked_devices.end()),
             (std::set<unsigned>{1, 4, 6, 7}));
   EXPECT_EQ(d5.device_nodes, (std::vector<std::string>{"/dev/xpu5", "/dev/xpuctrl"}));

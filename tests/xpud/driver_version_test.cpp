@@ -154,8 +154,8 @@ TEST_P(DriverVersionRefresh, OnlyPropertiesThatNeverChangeAreDeclaredConstant) {
             std::set<std::string>{"Version"});
   EXPECT_EQ(const_properties(*connection, names::device_path(0)),
             (std::set<std::string>{"Index", "Name", "Uuid", "Serial", "Model", "PciBusId",
-                                   "NumaNode", "MemoryTotalBytes", "DeviceNodes", "LinkedDevices",
-                                   "IsVirtualFunction", "SriovEnabled"}));
+                                   "PcieRoot", "NumaNode", "MemoryTotalBytes", "DeviceNodes",
+                                   "LinkedDevices", "IsVirtualFunction", "SriovEnabled"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DriverVersionRefresh, ::testing::Values("sysfs", "xpuml"),

@@ -74,6 +74,8 @@ TEST_F(XpuctlTest, ListShowsOneRowPerCard) {
   EXPECT_NE(output.find("backend sim"), std::string::npos) << output;
   EXPECT_NE(output.find("8 devices, 8 healthy"), std::string::npos) << output;
   EXPECT_NE(output.find("XPU  MODEL"), std::string::npos) << output;
+  EXPECT_NE(output.find("PCI BUS ID    PCIE ROOT   NUMA"), std::string::npos) << output;
+  EXPECT_NE(output.find("0000:80:00.0  pci0000:80  1"), std::string::npos) << output;
   for (int i = 0; i < 8; ++i)
     EXPECT_NE(output.find("\n" + std::to_string(i) + "    R200"), std::string::npos) << output;
 }
@@ -94,6 +96,7 @@ TEST_F(XpuctlTest, JsonOutputsAreMachineReadable) {
   ASSERT_EQ(sstatus, 0) << show;
   EXPECT_NE(show.find("\"name\":\"xpu4\""), std::string::npos) << show;
   EXPECT_NE(show.find("\"numa_node\":1"), std::string::npos) << show;
+  EXPECT_NE(show.find("\"pcie_root\":\"pci0000:80\""), std::string::npos) << show;
 }
 
 TEST_F(XpuctlTest, ShowAndMetricsTables) {
@@ -102,6 +105,7 @@ TEST_F(XpuctlTest, ShowAndMetricsTables) {
   ASSERT_EQ(status, 0) << show;
   EXPECT_NE(show.find("Name                xpu3"), std::string::npos) << show;
   EXPECT_NE(show.find("Linked devices      0,1,2,7"), std::string::npos) << show;
+  EXPECT_NE(show.find("PCIe root           pci0000:00"), std::string::npos) << show;
   auto [mstatus, metrics] = xpuctl({"metrics"});
   ASSERT_EQ(mstatus, 0) << metrics;
   EXPECT_NE(metrics.find("MEMORY-USAGE"), std::string::npos);

@@ -26,10 +26,12 @@ struct Version {
 using AttributeValue = std::variant<bool, std::int64_t, std::string, Version>;
 
 struct SliceDevice {
-  std::string name;                                  // a DNS label: device_name(index)
-  std::map<std::string, AttributeValue> attributes;  // unqualified: in the driver's domain
-  std::map<std::string, std::int64_t> capacity;      // {"memory": {"value": "34359738368"}}
-  std::vector<DeviceTaint> taints;                   // an unhealthy card's (device_taints.h)
+  std::string name;  // a DNS label: device_name(index)
+  // Unqualified names are in the driver's domain; Kubernetes' standard ones are fully qualified
+  // ("resource.kubernetes.io/pcieRoot"). Written and read as given.
+  std::map<std::string, AttributeValue> attributes;
+  std::map<std::string, std::int64_t> capacity;  // {"memory": {"value": "34359738368"}}
+  std::vector<DeviceTaint> taints;               // an unhealthy card's (device_taints.h)
 
   bool operator==(const SliceDevice&) const = default;
 };

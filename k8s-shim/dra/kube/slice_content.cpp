@@ -4,8 +4,10 @@
 #include <charconv>
 #include <set>
 
+#include "common/pci_address.h"
 #include "k8s-shim/dra/dra_names.h"
 #include "k8s-shim/dra/offered_cards.h"
+#include "k8s-shim/printable.h"
 
 namespace shim::dra {
 
@@ -13,6 +15,9 @@ namespace {
 
 // The API's limit on string and version attribute values.
 constexpr std::size_t kMaxAttributeLength = 64;
+// The highest NUMA node the standard attribute may carry: maxNUMANodes - 1
+// (deviceattribute/numa_linux.go, after Linux's MAX_NUMNODES).
+constexpr int kMaxStandardNumaNode = 1023;
 
 bool is_numeric(std::string_view text) {
   return !text.empty() &&
@@ -49,6 +54,37 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
     if (at == std::string_view::npos) return parts;
     text.remove_prefix(at + 1);
   }
+}
+
+// resource.kubernetes.io/{pciBusID,pcieRoot,numaNode}, as the deviceattribute package's helpers
+// make them (GetPCIBusIDAttribute, GetPCIeRootAttributeByPCIBusID, GetNUMANodeAttribute in the
+// scalar form): a value they would refuse is left out and noted. xpud's own checks make that
+// rare (its PciBusId is normalised, its PcieRoot read with the same rule); xpud's word is still
+// checked rather than trusted.
+void put_standard_attributes(const xpu::DeviceInfo& card, SliceDevice& device,
+                             std::vector<std::string>* omitted) {
+  namespace s = standard_attribute;
+  auto left_out = [&](std::string_view key, std::string why) {
+    if (omitted)
+      omitted->push_back(device.name + ": " + std::move(why) + ": " + std::string(key) +
+                         " left out");
+  };
+  if (xpu::pci_address::is_extended_bdf(card.pci_bus_id))
+    device.attributes[std::string(s::kPciBusId)] = card.pci_bus_id;
+  else if (!card.pci_bus_id.empty())
+    left_out(s::kPciBusId, "PciBusId \"" + shim::printable_excerpt(card.pci_bus_id) +
+                               "\" is not an extended BDF (dddd:bb:dd.f, lower-case hex)");
+  if (xpu::pci_address::is_pcie_root(card.pcie_root))
+    device.attributes[std::string(s::kPcieRoot)] = card.pcie_root;
+  else if (!card.pcie_root.empty())
+    left_out(s::kPcieRoot,
+             "PcieRoot \"" + shim::printable_excerpt(card.pcie_root) + "\" is not pciDDDD:BB");
+  // -1 is no NUMA affinity, which must not be published (it would match every other such device).
+  if (card.numa_node >= 0 && card.numa_node <= kMaxStandardNumaNode)
+    device.attributes[std::string(s::kNumaNode)] = std::int64_t{card.numa_node};
+  else if (card.numa_node > kMaxStandardNumaNode)
+    left_out(s::kNumaNode, "NUMA node " + std::to_string(card.numa_node) + " above " +
+                               std::to_string(kMaxStandardNumaNode));
 }
 
 }  // namespace
@@ -178,6 +214,7 @@ ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view no
       device.attributes[std::string(a::kDriverVersion)] = Version{*driver_version};
     device.attributes[std::string(a::kHealthy)] = card.healthy;
     device.attributes[std::string(a::kLinkGroup)] = std::int64_t{groups.at(card.index)};
+    put_standard_attributes(card, device, omitted);
     if (card.memory_total_bytes > static_cast<std::uint64_t>(INT64_MAX))
       note(device.name + ": memory size out of range: capacity left out");
     else

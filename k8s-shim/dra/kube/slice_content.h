@@ -2,6 +2,7 @@
 // the attribute rules (names, version normalisation, link groups) are tested on their own.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -28,6 +29,21 @@ inline constexpr std::string_view kLinkGroup = "linkGroup";
 inline constexpr std::string_view kMemory = "memory";  // capacity, bytes
 }  // namespace slice_attribute
 
+// Kubernetes' standard attributes, fully qualified in the slice as the API takes any attribute of
+// another domain, so that claims can line the cards up with other drivers' devices
+// (matchAttribute: resource.kubernetes.io/pcieRoot) and CEL reads
+// device.attributes["resource.kubernetes.io"].pcieRoot. Spelled as
+// k8s.io/dynamic-resource-allocation v0.37.2 defines them (deviceattribute/attribute.go).
+namespace standard_attribute {
+inline constexpr std::string_view kPciBusId = "resource.kubernetes.io/pciBusID";  // string
+inline constexpr std::string_view kPcieRoot = "resource.kubernetes.io/pcieRoot";  // string
+inline constexpr std::string_view kNumaNode = "resource.kubernetes.io/numaNode";  // int
+}  // namespace standard_attribute
+
+// The API's limit on attributes and capacities together, per device
+// (resource.k8s.io/v1 ResourceSliceMaxAttributesAndCapacitiesPerDevice).
+inline constexpr std::size_t kMaxAttributesAndCapacitiesPerDevice = 32;
+
 // The driver version as a semantic version 2.0 string, which a {"version"} attribute must be:
 //   "5.0.21" stays; "5" -> "5.0.0"; "5.0" -> "5.0.0"; leading zeros go ("05.00.1" -> "5.0.1");
 //   a fourth and later numeric components become build metadata: "5.0.21.6" -> "5.0.21+6"
@@ -45,8 +61,10 @@ std::map<unsigned, unsigned> link_groups(const std::vector<xpu::DeviceInfo>& dev
 // The spec for `view`'s physical cards (virtual functions and PFs with SR-IOV on are left out:
 // offered_cards.h), sorted by index, with pool = node name and one slice in the pool. An attribute
 // that cannot be written validly is left out, and why is appended to `omitted` (when given) for
-// the caller to log. An unhealthy card carries its taint under `taints` (device_taints.h). No
-// cards: a spec with no devices.
+// the caller to log; so is a standard attribute whose value the deviceattribute package would
+// refuse (a pciBusID that is not an extended BDF, a pcieRoot not "pciDDDD:BB", a numaNode above
+// 1023). Unknown values (empty, numaNode -1) are left out without a word. An unhealthy card
+// carries its taint under `taints` (device_taints.h). No cards: a spec with no devices.
 ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view node_name,
                                 std::int64_t generation,
                                 std::vector<std::string>* omitted = nullptr,

@@ -58,10 +58,13 @@ DeviceIdentity make_identity(const SimOptions& options, unsigned index) {
   std::snprintf(buf, sizeof buf, "SIM%s%05u", options.model.c_str(), index);
   id.serial = buf;
   id.model = options.model;
-  // Buses spread over two root complexes, like a dual-socket server.
+  // Buses spread over two root complexes, one per NUMA half, like a dual-socket server: the
+  // first half's buses (0x10...) behind root bus 0x00, the second's (0x80...) behind root bus 0x80.
   std::snprintf(buf, sizeof buf, "%04x:%02x:00.0", index / 256,
                 (second_half ? 0x80 : 0x10) + (position % 64) * 2);
   id.pci_bus_id = buf;
+  std::snprintf(buf, sizeof buf, "pci%04x:%02x", index / 256, second_half ? 0x80 : 0x00);
+  id.pcie_root = buf;
   id.memory_total_bytes = options.memory_mib * kMiB;
   id.device_nodes = {xpu::names::device_node(index), std::string(xpu::names::kControlNode)};
   return id;

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "common/unique_fd.h"
+#include "xpud/backends/pcie_root.h"
 #include "xpud/backends/sysfs_attribute.h"
 
 namespace xpud::sysfs {
@@ -43,6 +44,7 @@ std::optional<PciFunction> read_kunlunxin_function(const fs::path& dir, std::str
   function.subsystem_vendor = subsystem_vendor;
   function.subsystem_device = subsystem_device;
   function.numa_node = read_attribute(dir / "numa_node", parse_numa_node).value_or(-1);
+  function.pcie_root = read_pcie_root(dir, function.pci_bus_id);
   function.driver = symlink_target_name(dir / "driver").value_or("");
   function.has_physfn_link = symlink_target_name(dir / "physfn").has_value();
   if (function.has_physfn_link) {

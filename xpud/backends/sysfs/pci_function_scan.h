@@ -25,6 +25,7 @@ struct PciFunction {
   std::optional<std::uint16_t> subsystem_vendor;  // unset when unreadable
   std::optional<std::uint16_t> subsystem_device;
   int numa_node = -1;
+  std::string pcie_root;                 // "pci0000:00" (pcie_root.h); empty when unknown
   std::string driver;                    // basename of the driver link; empty when bound to none
   bool has_physfn_link = false;          // SR-IOV virtual functions link to their physical function
   std::optional<unsigned> sriov_numvfs;  // PFs with SR-IOV capability

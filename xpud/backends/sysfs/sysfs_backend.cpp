@@ -92,6 +92,7 @@ class SysfsBackend final : public Backend, public VirtualFunctionControl {
       device.uuid = derived_device_uuid(function.pci_bus_id, function.model.model, slot.chip);
       device.model = function.model.model;
       device.pci_bus_id = function.pci_bus_id;
+      device.pcie_root = function.pcie_root;
       device.numa_node = function.numa_node;
       device.is_virtual_function = function.is_virtual_function();
       // Enabled VFs leave the PF without compute of its own (docs/hardware.md, SR-IOV); an

@@ -13,6 +13,7 @@
 #include "common/names.h"
 #include "xpud/backends/device_uuid.h"
 #include "xpud/backends/pci_ids.h"
+#include "xpud/backends/pcie_root.h"
 #include "xpud/backends/sriov_numvfs.h"
 #include "xpud/backends/sysfs/pci_function_scan.h"
 #include "xpud/backends/sysfs_attribute.h"
@@ -294,6 +295,7 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(
       sysfs::parse_attribute(function_dir / "numa_node", sysfs::parse_numa_node), id.pci_bus_id);
   if (numa.warning) warnings_.add(*numa.warning);
   id.numa_node = numa.node;
+  id.pcie_root = sysfs::read_pcie_root(function_dir, id.pci_bus_id);
 
   id.device_nodes = {xpu::names::device_node(id.index), std::string(xpu::names::kControlNode)};
   // linked_devices: set by discover() from the topology quirk table, once every card is known.

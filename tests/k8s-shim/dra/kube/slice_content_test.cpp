@@ -9,8 +9,8 @@ namespace {
 
 using xpu::test::card;
 
-// Eight cards: 0-3 and 4-7 fully linked, plus 0-4, 1-5, 2-6, 3-7; card 5 unhealthy; card 3 with
-// no NUMA node; two virtual functions of card 0.
+// Eight cards: 0-3 and 4-7 fully linked, plus 0-4, 1-5, 2-6, 3-7, behind PCIe roots pci0000:00
+// and pci0000:80; card 5 unhealthy; card 3 with no NUMA node; two virtual functions of card 0.
 xpu::DeviceView eight_cards(std::string driver_version = "5.0.21") {
   xpu::DeviceView view;
   view.xpud_present = true;
@@ -25,6 +25,7 @@ xpu::DeviceView eight_cards(std::string driver_version = "5.0.21") {
                                .uuid("XPU-UUID-" + std::to_string(i))
                                .model("P800")
                                .pci_bus_id("0000:0" + std::to_string(i) + ":00.0")
+                               .pcie_root(i < 4 ? "pci0000:00" : "pci0000:80")
                                .numa_node(i == 3 ? -1 : static_cast<int>(i / 4))
                                .memory_total_bytes(std::uint64_t{96} << 30)
                                .healthy(i != 5)
@@ -66,6 +67,79 @@ TEST(DesiredSlice, ListsThePhysicalCardsWithTheirAttributes) {
   EXPECT_EQ(attribute(spec.devices[0], "numaNode"), AttributeValue(std::int64_t{0}));
   EXPECT_EQ(attribute(spec.devices[4], "numaNode"), AttributeValue(std::int64_t{1}));
   EXPECT_FALSE(spec.devices[3].attributes.contains("numaNode"));
+}
+
+// resource.kubernetes.io/{pciBusID,pcieRoot,numaNode}, fully qualified, beside the driver's own.
+TEST(DesiredSlice, CarriesKubernetesStandardAttributes) {
+  std::vector<std::string> omitted;
+  ResourceSliceSpec spec = desired_slice(eight_cards(), "node-a", 7, &omitted);
+  EXPECT_TRUE(omitted.empty());
+  ASSERT_EQ(spec.devices.size(), 8u);
+  for (unsigned i = 0; i < 8; ++i) {
+    const SliceDevice& device = spec.devices[i];
+    EXPECT_EQ(attribute(device, "resource.kubernetes.io/pciBusID"),
+              AttributeValue("0000:0" + std::to_string(i) + ":00.0"));
+    EXPECT_EQ(attribute(device, "resource.kubernetes.io/pcieRoot"),
+              AttributeValue(std::string(i < 4 ? "pci0000:00" : "pci0000:80")));
+    EXPECT_EQ(attribute(device, "pciBusId"), attribute(device, "resource.kubernetes.io/pciBusID"));
+    EXPECT_LE(device.attributes.size() + device.capacity.size(),
+              kMaxAttributesAndCapacitiesPerDevice);
+  }
+  EXPECT_EQ(attribute(spec.devices[0], "resource.kubernetes.io/numaNode"),
+            AttributeValue(std::int64_t{0}));
+  EXPECT_EQ(attribute(spec.devices[4], "resource.kubernetes.io/numaNode"),
+            AttributeValue(std::int64_t{1}));
+  // -1, no NUMA affinity: the package says not to publish it, and says nothing.
+  EXPECT_FALSE(spec.devices[3].attributes.contains("resource.kubernetes.io/numaNode"));
+
+  // Written as given: the key is the whole qualified name, and it reads back equal.
+  ResourceSlice slice;
+  slice.spec = spec;
+  const std::string json = resource_slice_to_json(slice);
+  EXPECT_NE(json.find(R"("resource.kubernetes.io/pcieRoot":{"string":"pci0000:80"})"),
+            std::string::npos)
+      << json;
+  auto parsed = parse_resource_slice(json);
+  ASSERT_TRUE(parsed) << parsed.error();
+  EXPECT_EQ(parsed->spec, spec);
+}
+
+TEST(DesiredSlice, LeavesOutStandardAttributesKubernetesWouldRefuseAndSaysWhy) {
+  xpu::DeviceView view = xpu::test::present({
+      card(0).pci_bus_id("0000:3B:00.0").pcie_root("pci0000:3a").numa_node(0),  // upper case
+      card(1).pci_bus_id("3b:00.0").pcie_root("platform").numa_node(1024),
+      card(2).pci_bus_id("0000:3b:00.0\n\x1b[2J").pcie_root("pci10000:00"),
+      card(3),  // nothing known: nothing published, nothing said
+  });
+  std::vector<std::string> omitted;
+  ResourceSliceSpec spec = desired_slice(view, "node-a", 1, &omitted);
+  ASSERT_EQ(spec.devices.size(), 4u);
+  for (const SliceDevice& device : spec.devices)
+    EXPECT_FALSE(device.attributes.contains("resource.kubernetes.io/pciBusID")) << device.name;
+  // The driver's own attribute keeps xpud's word, as before.
+  EXPECT_EQ(attribute(spec.devices[0], "pciBusId"), AttributeValue(std::string("0000:3B:00.0")));
+  EXPECT_EQ(attribute(spec.devices[0], "resource.kubernetes.io/pcieRoot"),
+            AttributeValue(std::string("pci0000:3a")));
+  EXPECT_EQ(attribute(spec.devices[0], "resource.kubernetes.io/numaNode"),
+            AttributeValue(std::int64_t{0}));
+  for (unsigned i = 1; i < 4; ++i) {
+    EXPECT_FALSE(spec.devices[i].attributes.contains("resource.kubernetes.io/pcieRoot")) << i;
+    EXPECT_FALSE(spec.devices[i].attributes.contains("resource.kubernetes.io/numaNode")) << i;
+  }
+  EXPECT_EQ(attribute(spec.devices[1], "numaNode"), AttributeValue(std::int64_t{1024}));
+
+  ASSERT_EQ(omitted.size(), 6u) << ::testing::PrintToString(omitted);
+  EXPECT_EQ(omitted[0],
+            "xpu-0: PciBusId \"0000:3B:00.0\" is not an extended BDF (dddd:bb:dd.f, lower-case "
+            "hex): resource.kubernetes.io/pciBusID left out");
+  EXPECT_EQ(omitted[2],
+            "xpu-1: PcieRoot \"platform\" is not pciDDDD:BB: "
+            "resource.kubernetes.io/pcieRoot left out");
+  EXPECT_EQ(omitted[3],
+            "xpu-1: NUMA node 1024 above 1023: resource.kubernetes.io/numaNode left out");
+  // Control bytes from xpud are escaped, never written into the log line as they are.
+  EXPECT_NE(omitted[4].find(R"(0000:3b:00.0\x0a\x1b[2J)"), std::string::npos) << omitted[4];
+  EXPECT_NE(omitted[5].find("xpu-2: PcieRoot \"pci10000:00\""), std::string::npos) << omitted[5];
 }
 
 // A PF whose SR-IOV virtual functions are on has no compute of its own: xpud lists it, no

@@ -34,6 +34,10 @@ TEST(SimBackend, EightCardTopologyMatchesTheFacts) {
     EXPECT_EQ(d.memory_total_bytes, 32768ull << 20);
     EXPECT_LE(d.uuid.size(), 63u);
     EXPECT_EQ(d.pci_bus_id.size(), 12u);
+    // One root complex per NUMA half, its bus below each of the half's cards' buses.
+    EXPECT_EQ(d.pcie_root, d.index < 4 ? "pci0000:00" : "pci0000:80") << d.index;
+    EXPECT_EQ(d.pci_bus_id.substr(0, 4), d.pcie_root.substr(3, 4));
+    EXPECT_GE(d.pci_bus_id.substr(5, 2), d.pcie_root.substr(8, 2));
   }
   std::set<std::string> uuids;
   for (const auto& d : *devices) uuids.insert(d.uuid);

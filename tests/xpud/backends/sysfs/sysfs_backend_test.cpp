@@ -106,6 +106,8 @@ TEST_P(SysfsBackend, OneCardWithEverythingAUserSees) {
   EXPECT_EQ(card.serial, "");
   EXPECT_EQ(card.model, "R200");
   EXPECT_EQ(card.pci_bus_id, "0000:3b:00.0");
+  // Only a bus entry that links into sys/devices names the root (the fake's: pci<domain>:<bus>).
+  EXPECT_EQ(card.pcie_root, GetParam() == FakeSysfsTree::EntryStyle::Symlink ? "pci0000:3b" : "");
   EXPECT_EQ(card.numa_node, 0);
   EXPECT_EQ(card.memory_total_bytes, 0u);
   EXPECT_THAT(card.device_nodes, ElementsAre("/dev/xpu0", "/dev/xpuctrl"));
@@ -304,6 +306,33 @@ struct MalformedFile {
   const char* name;
   std::string contents;
 };
+
+// Links only: a tree of plain directories names no root at all.
+TEST(SysfsBackendPcieRoot, ABusEntryLinkingElsewhereLeavesTheRootUnknownNotTheCard) {
+  FakeSysfsTree tree;
+  tree.add_control_node();
+  tree.add_card(kunlunxin_r_series("0000:3b:00.0", kR200, 0), 0);
+  tree.add_card(kunlunxin_r_series("0000:3c:00.0", kR200, 0), 1);
+  // The second card's entry now leads to its directory moved out of any PCI root.
+  const fs::path elsewhere = tree.root() / "sys/devices/platform/0000:3c:00.0";
+  fs::create_directories(elsewhere.parent_path());
+  fs::rename(tree.function_dir("0000:3c:00.0"), elsewhere);
+  const fs::path entry = tree.root() / "sys/bus/pci/devices/0000:3c:00.0";
+  fs::remove(entry);
+  fs::create_symlink("../../../devices/platform/0000:3c:00.0", entry);
+  CapturedLog log;
+  auto backend = make_sysfs_backend(tree.root());
+  ASSERT_TRUE(backend.ok()) << backend.error();
+  auto found = (*backend)->discover();
+  ASSERT_TRUE(found.ok()) << found.error();
+  const std::vector<DeviceIdentity>& devices = *found;
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].pcie_root, "pci0000:3b");
+  EXPECT_EQ(devices[1].pci_bus_id, "0000:3c:00.0");
+  EXPECT_EQ(devices[1].pcie_root, "");
+  EXPECT_EQ(log.count("debug", "devices/platform/0000:3c:00.0\" is not devices/pciDDDD:BB"), 1)
+      << log.text();
+}
 
 TEST_P(SysfsBackend, MalformedVendorOrDeviceFileHidesOnlyThatFunction) {
   const std::vector<MalformedFile> cases = {

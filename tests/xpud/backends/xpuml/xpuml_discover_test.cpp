@@ -557,6 +557,27 @@ TEST_F(XpumlDiscoverTest, MalformedOrMissingNumaNodeIsUnknownButTheCardStays) {
   EXPECT_EQ(discover(*backend)[0].numa_node, 1);
 }
 
+// The PCIe root from the card's bus entry, a link as in real sysfs; anything else is unknown,
+// never a reason to drop the card.
+TEST_F(XpumlDiscoverTest, PcieRootFromTheBusEntryLinkOrUnknown) {
+  host.write_scenario("devices 4\n");
+  host.tree().add_pci_function(xpu::fakes::kunlunxin_r_series("0000:3b:00.0", 1, 0));
+  // A link to another function's directory, and a plain directory.
+  std::filesystem::create_directories(host.sysfs_root() / "sys/devices/pci0000:00/0000:3b:00.0");
+  std::filesystem::create_symlink("../../../devices/pci0000:00/0000:3b:00.0",
+                                  host.sysfs_root() / "sys/bus/pci/devices/0000:3c:00.0");
+  host.write_numa_node("0000:3d:00.0", "0\n");
+  auto backend = load();
+  ASSERT_TRUE(backend);
+  test::CapturedLog log;
+  auto devices = discover(*backend);
+  ASSERT_EQ(devices.size(), 4u);
+  EXPECT_EQ(devices[0].pcie_root, "pci0000:3b");
+  for (unsigned i : {1u, 2u, 3u}) EXPECT_EQ(devices[i].pcie_root, "") << devices[i].pci_bus_id;
+  EXPECT_EQ(log.count("debug", "0000:3c:00.0: link to"), 1) << log.text();
+  EXPECT_EQ(log.count("debug", "0000:3d:00.0: not a link"), 1) << log.text();
+}
+
 TEST_F(XpumlDiscoverTest, LastingProblemsAreWarnedAboutOncePerAppearance) {
   host.write_scenario("devices 2\ndevice 1\nfail xpumlDeviceGetPciInfo NOT_SUPPORTED\n");
   host.write_numa_node("0000:3b:00.0", "garbage\n");

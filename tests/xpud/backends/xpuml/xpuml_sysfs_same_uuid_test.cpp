@@ -30,13 +30,13 @@ using namespace std::chrono_literals;
 
 // What both backends can tell about a card (serial and memory are the library's alone).
 using SharedIdentity = std::tuple<unsigned, std::string, std::string, std::string, int, bool,
-                                  std::vector<std::string>>;
+                                  std::vector<std::string>, std::string>;
 
 std::vector<SharedIdentity> shared_identities(const std::vector<DeviceIdentity>& devices) {
   std::vector<SharedIdentity> out;
   for (const auto& d : devices)
     out.emplace_back(d.index, d.uuid, d.pci_bus_id, d.model, d.numa_node, d.is_virtual_function,
-                     d.device_nodes);
+                     d.device_nodes, d.pcie_root);
   return out;
 }
 
@@ -115,6 +115,9 @@ TEST_P(XpumlAndSysfsBackends, GiveTheSameCardsTheSameUuids) {
   EXPECT_EQ(std::get<0>(from_xpuml.at(2)), 2u);
   // The documented scheme (device_uuid.h), and one id per chip.
   EXPECT_EQ(std::get<1>(from_xpuml.at(0)), "8476b011-3489-568c-b45e-bbf7ea54fcab");
+  // Both read the root from the same bus entry link (the fake tree's: pci<domain>:<bus>).
+  EXPECT_EQ(std::get<7>(from_xpuml.at(0)), "pci0000:3b");
+  EXPECT_EQ(std::get<7>(from_xpuml.at(4)), "pci0000:af");
   std::set<std::string> uuids;
   for (const auto& card : from_xpuml) uuids.insert(std::get<1>(card));
   EXPECT_EQ(uuids.size(), 5u);
