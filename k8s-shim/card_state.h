@@ -1,8 +1,8 @@
 // The cards as one shim process acts on them: xpud's view, except that once xpud has been gone
 // (or silent) for longer than the grace period every card is unhealthy, until xpud is back. Its
 // last word on health is then too old to offer or report a card on, while a short restart of
-// xpud reaches no one. Each role keeps one CardState and reads the cards from it, never from the
-// xpud client: the device plugin's feeds, the DRA slice, the kubelet's health stream,
+// xpud reaches no one. Each role that reads cards keeps one CardState and reads them from it, not
+// from the xpud client: the device plugin's feeds, the DRA slice, the kubelet's health stream,
 // NodePrepareResources and the exporter's card series, so the grace period is counted once and
 // no two of them disagree on a card.
 //
