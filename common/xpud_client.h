@@ -56,6 +56,8 @@ struct ManagerInfo {
   std::string driver_version;
   unsigned device_count = 0;
   unsigned healthy_device_count = 0;
+
+  bool operator==(const ManagerInfo&) const = default;
 };
 
 struct DeviceMetrics {
@@ -91,6 +93,8 @@ struct DeviceView {
   bool xpud_present = false;        // xpud owns its name and answered
   ManagerInfo manager;              // valid when xpud_present
   std::vector<DeviceInfo> devices;  // ordered by index; last known list when !xpud_present
+
+  bool operator==(const DeviceView&) const = default;
 };
 
 struct ClientOptions {

@@ -31,8 +31,9 @@ struct ShimOptions {
 void add_common_options(xpu::CommandLine& cli, ShimOptions& options);
 
 // Registers --xpud-grace-period SECONDS (0..86400): how long xpud may be gone before the role
-// treats every card as unhealthy. The roles that offer cards (device plugin, DRA driver) take it,
-// so that both sides of a node agree on when xpud's last word is too old.
+// treats every card as unhealthy (the role's CardState applies it). Every role that reads cards
+// takes it (device plugin, DRA driver, exporter), so that what the scheduler is offered and what
+// the metrics say agree on when xpud's last word is too old.
 inline constexpr std::chrono::seconds kDefaultXpudGracePeriod{10};
 void add_xpud_grace_period_option(xpu::CommandLine& cli, std::chrono::seconds& grace_period);
 

@@ -1,10 +1,11 @@
 // The device-plugin role: xpud's devices (over D-Bus) advertised to the kubelet (over gRPC).
 //
-// Threads: the xpud client's watcher thread feeds the ResourceTracker, which publishes to the
-// ListAndWatch streams directly (gRPC threads); this thread owns the KubeletConnector (servers,
-// registration, directory watch), the grace-period timer and the NFD feature file (written here,
-// never on the watcher thread, so a slow disk cannot delay health updates), and handles stop
-// signals.
+// Threads: the xpud client's watcher thread hands each view to the role's CardState and has the
+// ResourceTracker plan from it, which publishes to the ListAndWatch streams directly (gRPC
+// threads); this thread owns the KubeletConnector (servers, registration, directory watch), the
+// grace-period timer (the tracker plans again when the CardState's deadline comes) and the NFD
+// feature file (written here, never on the watcher thread, so a slow disk cannot delay health
+// updates), and handles stop signals.
 #include <poll.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/xpud_client.h"
+#include "k8s-shim/card_state.h"
 #include "k8s-shim/device_plugin/device_plugin_options.h"
 #include "k8s-shim/device_plugin/kubelet_connector.h"
 #include "k8s-shim/device_plugin/node_feature_file.h"
@@ -74,7 +76,8 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args,
   }
   const NodeFeatureOptions feature_options = node_feature_options(plugin, options.memory_unit);
 
-  ResourceTracker tracker(resource_config(plugin), plugin.xpud_grace_period, Clock::now());
+  CardState cards(plugin.xpud_grace_period, Clock::now());
+  ResourceTracker tracker(resource_config(plugin), cards, Clock::now());
   WakeEvent wake;
   KubeletConnector connector(KubeletConnector::Options{
       .plugin_dir = plugin_dir, .memory_unit = options.memory_unit, .cdi = plugin.cdi});
@@ -82,13 +85,16 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args,
   {
     // Declared after what its listener uses, so it stops calling back before they go away.
     xpu::XpudClient client(xpu::ClientOptions{.bus_address = options.bus_address});
-    client.watch([&tracker, &wake, &features, &feature_options](const xpu::DeviceView& view) {
-      if (features)
-        if (auto labels = node_feature_labels(view, feature_options))
-          features->set_content(render_feature_file(*labels));
-      tracker.update(view, Clock::now());
-      wake.signal();  // a new resource may need a server
-    });
+    client.watch(
+        [&cards, &tracker, &wake, &features, &feature_options](const xpu::DeviceView& view) {
+          if (features)
+            if (auto labels = node_feature_labels(view, feature_options))
+              features->set_content(render_feature_file(*labels));
+          const auto now = Clock::now();
+          cards.update(view, now);
+          tracker.refresh(now);
+          wake.signal();  // a new resource may need a server
+        });
 
     std::optional<VfReconfiguration> reconfiguration;
     if (plugin.reconfig_vxpu && plugin.sriov_num_vfs > 0)
@@ -114,7 +120,7 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args,
       if (fds[0].revents & POLLIN) stop.take();
       if (fds[1].revents & POLLIN) connector.handle_directory_events();
       if (fds[2].revents & POLLIN) wake.clear();
-      tracker.tick(Clock::now());
+      tracker.refresh(Clock::now());
       // Every pass, not only after news: puts back a file someone removed, retries a failure.
       if (features) features->sync();
     }

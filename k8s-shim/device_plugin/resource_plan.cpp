@@ -14,8 +14,6 @@ namespace {
 
 constexpr std::size_t kMaxDeviceIdLength = 63;  // the kubelet's limit for Device.ID
 constexpr std::size_t kMaxModelNameLength = 63;
-constexpr std::string_view kLostReason =
-    "xpud has been unreachable for longer than the grace period";
 
 // The part after '/' in a per-model resource name, short enough for `suffix` to follow.
 std::string model_resource_part(std::string_view model, std::string_view suffix = {}) {
@@ -111,7 +109,6 @@ xpu::Status validate_device_id(std::string_view id) {
 }
 
 ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView& view,
-                            bool xpud_lost,
                             const std::map<std::string, std::string>& known_sockets) {
   ResourcePlan plan;
   std::map<std::string, ResourceState> by_name;
@@ -227,10 +224,8 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
     std::sort(out.linked_ids.begin(), out.linked_ids.end());
     out.linked_ids.erase(std::unique(out.linked_ids.begin(), out.linked_ids.end()),
                          out.linked_ids.end());
-    out.healthy = device->healthy && !xpud_lost;
-    if (xpud_lost)
-      out.unhealthy_reason = kLostReason;
-    else if (!device->healthy)
+    out.healthy = device->healthy;
+    if (!device->healthy)
       out.unhealthy_reason =
           device->health_reason.empty() ? "reported Unhealthy by xpud" : device->health_reason;
 

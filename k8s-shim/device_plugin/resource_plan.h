@@ -19,9 +19,9 @@
 // `<domain>/xpu-shared` on `kunlunxin-xpu-shared.sock` (per model: `<domain>/<Model>-shared` on
 // `kunlunxin-xpu-shared-<model>.sock`), device IDs `<uuid>::<replica>`, and the whole-card
 // resource is not advertised at all: a card is either shared or exclusive.
-// Devices: ID = UUID, health from xpud, topology = NUMA node (none when unknown). Once xpud has
-// been gone for the grace period every device is Unhealthy; it is Healthy again as soon as xpud
-// reports it so.
+// Devices: ID = UUID, health from the view, topology = NUMA node (none when unknown). The view is
+// the process's CardState: once xpud has been gone for the grace period it says every card is
+// Unhealthy, and it is Healthy again as soon as xpud reports it so.
 #pragma once
 
 #include <cstdint>
@@ -88,10 +88,8 @@ struct ResourcePlan {
 };
 
 // `known_sockets` (resource name -> socket name) are the resources already served: they keep
-// their sockets and stay in the plan even without devices. `xpud_lost`: xpud has been gone
-// longer than the grace period.
+// their sockets and stay in the plan even without devices.
 ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView& view,
-                            bool xpud_lost,
                             const std::map<std::string, std::string>& known_sockets);
 
 // Socket name a per-model resource would like (before collisions are resolved).

@@ -36,36 +36,27 @@ void log_health_changes(const ResourceState& before, const ResourceState& after)
 
 }  // namespace
 
-ResourceTracker::ResourceTracker(ResourceConfig config, Clock::duration grace_period,
+ResourceTracker::ResourceTracker(ResourceConfig config, const CardState& cards,
                                  Clock::time_point start)
-    : config_(std::move(config)), grace_period_(grace_period), absent_since_(start) {
-  std::lock_guard lock(mutex_);
-  replan(start);
+    : config_(std::move(config)), cards_(cards) {
+  refresh(start);
 }
 
-void ResourceTracker::update(const xpu::DeviceView& view, Clock::time_point now) {
+void ResourceTracker::refresh(Clock::time_point now) {
+  // The cards are read under mutex_, so two callers (the watcher's thread, the role's) plan their
+  // generations in order and an older one is never published over a newer one.
   std::lock_guard lock(mutex_);
-  if (view.xpud_present) {
-    if (absent_since_) spdlog::info("xpud is present ({} devices)", view.devices.size());
-    absent_since_.reset();
-  } else if (!absent_since_) {
-    spdlog::warn("xpud is gone; devices turn Unhealthy unless it returns within {} ms",
-                 std::chrono::duration_cast<std::chrono::milliseconds>(grace_period_).count());
-    absent_since_ = now;
-  }
-  view_ = view;
-  replan(now);
-}
-
-void ResourceTracker::tick(Clock::time_point now) {
-  std::lock_guard lock(mutex_);
-  replan(now);
+  const CardState::Snapshot cards = cards_.at(now);
+  next_deadline_ = cards.changes_at;
+  if (cards.generation == planned_generation_) return;
+  planned_generation_ = cards.generation;
+  log_xpud_changes(cards);
+  replan(*cards.view);
 }
 
 std::optional<ResourceTracker::Clock::time_point> ResourceTracker::next_deadline() const {
   std::lock_guard lock(mutex_);
-  if (!absent_since_ || lost_) return std::nullopt;
-  return *absent_since_ + grace_period_;
+  return next_deadline_;
 }
 
 std::vector<std::shared_ptr<ResourceFeed>> ResourceTracker::feeds() const {
@@ -80,16 +71,25 @@ void ResourceTracker::close_all() {
   for (const auto& [name, feed] : feeds_) feed->close();
 }
 
-void ResourceTracker::replan(Clock::time_point now) {
-  const bool lost = absent_since_.has_value() && now - *absent_since_ >= grace_period_;
-  if (lost && !lost_)
+void ResourceTracker::log_xpud_changes(const CardState::Snapshot& cards) {
+  if (cards.view->xpud_present && !xpud_present_) {
+    spdlog::info("xpud is present ({} devices)", cards.view->devices.size());
+  } else if (!cards.view->xpud_present && xpud_present_) {
+    spdlog::warn(
+        "xpud is gone; devices turn Unhealthy unless it returns within {} ms",
+        std::chrono::duration_cast<std::chrono::milliseconds>(cards_.grace_period()).count());
+  }
+  if (cards.xpud_lost && !xpud_lost_)
     spdlog::warn(
         "xpud has been gone for the grace period: every device is Unhealthy until it returns");
-  lost_ = lost;
+  xpud_present_ = cards.view->xpud_present;
+  xpud_lost_ = cards.xpud_lost;
+}
 
+void ResourceTracker::replan(const xpu::DeviceView& view) {
   std::map<std::string, std::string> known;
   for (const auto& [name, feed] : feeds_) known.emplace(name, feed->socket_name());
-  ResourcePlan plan = plan_resources(config_, view_, lost, known);
+  ResourcePlan plan = plan_resources(config_, view, known);
   if (plan.problems != last_problems_) {
     for (const auto& problem : plan.problems) spdlog::warn("{}", problem);
     last_problems_ = plan.problems;

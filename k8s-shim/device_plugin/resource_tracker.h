@@ -1,17 +1,19 @@
-// Turns xpud's views into the resources' feeds: applies the grace period (xpud gone that long:
-// every device Unhealthy), plans the resources and publishes each one that changed. Called from
-// the xpud client's watcher thread (update) and from the role's loop (tick, at next_deadline);
-// every member is guarded by one mutex, held only while planning, never across a send.
+// Turns the process's card view into the resources' feeds: plans the resources from the
+// CardState (which applies the grace period) and publishes each one that changed. refresh() is
+// called from the xpud client's watcher thread, after each view it hands the CardState, and from
+// the role's loop at next_deadline (the grace period running out); every member is guarded by one
+// mutex, held only while planning, never across a send.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
 
-#include "common/xpud_client.h"
+#include "k8s-shim/card_state.h"
 #include "k8s-shim/device_plugin/resource_feed.h"
 #include "k8s-shim/device_plugin/resource_plan.h"
 
@@ -19,28 +21,30 @@ namespace shim {
 
 class ResourceTracker {
  public:
-  using Clock = std::chrono::steady_clock;
+  using Clock = CardState::Clock;
 
-  // xpud counts as absent from `start` until the first view says otherwise.
-  ResourceTracker(ResourceConfig config, Clock::duration grace_period, Clock::time_point start);
+  // Plans from `cards` (which must outlive the tracker) at `start`.
+  ResourceTracker(ResourceConfig config, const CardState& cards, Clock::time_point start);
 
-  void update(const xpu::DeviceView& view, Clock::time_point now);
-  void tick(Clock::time_point now);
-  // When tick() must run next for the grace period to end on time; nullopt when nothing waits.
+  // Plans again when the cards' generation at `now` is one not planned yet.
+  void refresh(Clock::time_point now);
+  // When refresh() must run next for the grace period to end on time; nullopt when nothing waits.
   std::optional<Clock::time_point> next_deadline() const;
   // Every resource served so far (a resource is never dropped), ascending resource name.
   std::vector<std::shared_ptr<ResourceFeed>> feeds() const;
   void close_all();
 
  private:
-  void replan(Clock::time_point now);  // mutex_ held
+  void log_xpud_changes(const CardState::Snapshot& cards);  // mutex_ held
+  void replan(const xpu::DeviceView& view);                 // mutex_ held
 
   const ResourceConfig config_;
-  const Clock::duration grace_period_;
+  const CardState& cards_;
   mutable std::mutex mutex_;
-  xpu::DeviceView view_;
-  std::optional<Clock::time_point> absent_since_;
-  bool lost_ = false;
+  std::uint64_t planned_generation_ = 0;
+  std::optional<Clock::time_point> next_deadline_;
+  bool xpud_present_ = false;
+  bool xpud_lost_ = false;
   std::map<std::string, std::shared_ptr<ResourceFeed>> feeds_;  // by resource name
   std::vector<std::string> last_problems_;
   std::vector<std::string> last_notices_;

@@ -3,22 +3,24 @@
 // streamed to the kubelet (DRA health, v1alpha1 and v1: kubelet/health_service.h), which shows
 // it in the pods' status.
 //
-// Threads: the xpud client's watcher thread hands each view to the role (under a mutex) and
-// wakes this thread; gRPC's threads serve NodePrepare/UnprepareResources, reading claims through
-// their own HTTP handle and the cards from the same PublishedView as the slice (the grace period
-// applied once, for both); this thread owns the slice
-// publisher (every API write), the kubelet plugin's sockets and the stop signals. A slow API
-// server can so delay a slice update but never a prepare, and the reverse.
+// Threads: the xpud client's watcher thread hands each view to the role's CardState and wakes
+// this thread; gRPC's threads serve NodePrepare/UnprepareResources, reading claims through their
+// own HTTP handle and the cards from the same CardState as the slice and the health stream (the
+// grace period applied once, for all three); this thread owns the slice publisher (every API
+// write), the kubelet plugin's sockets and the stop signals. A slow API server can so delay a
+// slice update but never a prepare, and the reverse.
 #include <poll.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
 
 #include "common/xpud_client.h"
+#include "k8s-shim/card_state.h"
 #include "k8s-shim/dra/dra_driver_options.h"
 #include "k8s-shim/dra/dra_names.h"
 #include "k8s-shim/dra/kube/http_transport.h"
@@ -29,7 +31,6 @@
 #include "k8s-shim/dra/kubelet/dra_service.h"
 #include "k8s-shim/dra/kubelet/kubelet_plugin.h"
 #include "k8s-shim/dra/kubelet/prepared_claims.h"
-#include "k8s-shim/dra/published_view.h"
 #include "k8s-shim/poll_timeout.h"
 #include "k8s-shim/roles.h"
 #include "k8s-shim/wake_event.h"
@@ -100,7 +101,7 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
   dra::KubeApi slice_api(**slice_transport);
   dra::KubeApi claim_api(**claim_transport);
   dra::SlicePublisher publisher(slice_api, driver.node_name, driver.taints);
-  dra::PublishedView published(driver.xpud_grace_period);
+  CardState cards(driver.xpud_grace_period, Clock::now());
   WakeEvent wake;
   int status = 0;
   {
@@ -112,9 +113,9 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
       if (!claim) return xpu::Error{claim.error().message};
       return allocated_claim(claim.value());
     };
-    auto cards = [&published] { return published.cards_at(Clock::now()); };
+    auto card_source = [&cards] { return cards.cards_at(Clock::now()); };
     auto service = std::make_unique<dra::DraService>(
-        lookup, cards, driver.node_name,
+        lookup, card_source, driver.node_name,
         dra::PreparedClaims::load(std::filesystem::path(driver.plugin_dir) / "checkpoint.json"),
         dra::ClaimCdiSpecs(driver.cdi_dir));
     auto plugin = dra::KubeletPlugin::start(
@@ -128,20 +129,24 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
     spdlog::info("serving {} and registering through {}", (*plugin)->paths().dra_socket().string(),
                  (*plugin)->paths().registration_socket().string());
 
-    client.watch([&published, &wake](const xpu::DeviceView& view) {
-      published.update(view, Clock::now());
+    client.watch([&cards, &wake](const xpu::DeviceView& view) {
+      cards.update(view, Clock::now());
       wake.signal();
     });
 
     bool was_registered = false;
+    std::uint64_t published_generation = 0;
     while (!stop.stop_requested()) {
       const auto now = Clock::now();
-      auto [view, expiry] = published.at(now);
-      publisher.set_devices(view);
-      // Sends only what changed for the kubelet (and resends on its own timer).
-      (*plugin)->health().update(view.devices);
+      const CardState::Snapshot snapshot = cards.at(now);
+      if (snapshot.generation != published_generation) {
+        publisher.set_devices(*snapshot.view);
+        // Sends only what changed for the kubelet (and resends on its own timer).
+        (*plugin)->health().update(snapshot.view->devices);
+        published_generation = snapshot.generation;
+      }
       Clock::time_point deadline = std::min(publisher.reconcile(now), now + kIdleCheck);
-      if (expiry) deadline = std::min(deadline, *expiry);
+      if (snapshot.changes_at) deadline = std::min(deadline, *snapshot.changes_at);
       if (!(*plugin)->sockets_present()) {
         auto restarted = (*plugin)->restart_missing();
         if (!restarted) spdlog::warn("{}", restarted.error());

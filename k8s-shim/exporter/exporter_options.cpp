@@ -42,6 +42,7 @@ void add_exporter_options(xpu::CommandLine& cli, ExporterOptions& options) {
                    options.web_config_file = std::string(value);
                    return xpu::ok_status();
                  });
+  add_xpud_grace_period_option(cli, options.xpud_grace_period);
 }
 
 ExporterOptions parse_exporter_command_line(ShimOptions& options,

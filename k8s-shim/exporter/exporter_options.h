@@ -1,6 +1,7 @@
 // The exporter role's own flags (besides the options every shim role takes).
 #pragma once
 
+#include <chrono>
 #include <span>
 #include <string>
 
@@ -20,10 +21,13 @@ struct ExporterOptions {
   std::string resource_name{kDefaultResourceName};
   bool resource_per_model = false;  // accepted for symmetry with the device plugin
   std::string web_config_file;      // empty: plain HTTP, no basic auth
+  // The device plugin's and the DRA driver's --xpud-grace-period: past it every card's series say
+  // unhealthy, as those roles then have it.
+  std::chrono::seconds xpud_grace_period{kDefaultXpudGracePeriod};
 };
 
 // --listen HOST:PORT, --podresources-socket PATH, --resource-name NAME (validated),
-// --resource-per-model, --web-config-file PATH.
+// --resource-per-model, --web-config-file PATH, --xpud-grace-period SECONDS.
 void add_exporter_options(xpu::CommandLine& cli, ExporterOptions& options);
 
 // The role's whole command line: bad flags or values print one line and exit 2.

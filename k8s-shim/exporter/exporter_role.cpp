@@ -1,5 +1,10 @@
 // The exporter role: Prometheus metrics for every XPU on :9507, labelled with the pod that holds
 // the card.
+//
+// Threads: the xpud client's watcher thread hands each view to the role's CardState; the HTTP
+// server's threads scrape, reading the cards from it (so past xpud's grace period every card is
+// unhealthy, as the device plugin and the DRA driver have it); this thread reloads the web config
+// and waits for a stop signal.
 #include <malloc.h>
 #include <sys/resource.h>
 
@@ -10,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/xpud_client.h"
+#include "k8s-shim/card_state.h"
 #include "k8s-shim/exporter/exporter_http_server.h"
 #include "k8s-shim/exporter/exporter_options.h"
 #include "k8s-shim/exporter/listen_address.h"
@@ -110,16 +116,18 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
   raise_open_file_limit(limits.max_connections + 256);
 
   try {
+    // Declared before the xpud client, whose watcher's listener updates it.
+    CardState cards(flags.xpud_grace_period, std::chrono::steady_clock::now());
     xpu::XpudClient xpud(xpu::ClientOptions{options.bus_address, kXpudCallTimeout});
     exporter::PodResourcesClient kubelet(podresources_socket, kListDeadline);
     exporter::PodOwnersCache owners([&kubelet] { return kubelet.list(); }, kPodMapMaxAge,
                                     exporter::PodMapBuilder(resource_domain));
-    exporter::Scraper scraper(xpud, owners);
+    exporter::Scraper scraper(xpud, owners, cards);
     // Every change the watcher reports (a card's health, a card added or gone, xpud leaving)
-    // tells the scraper that its cached body is out of date.
-    xpud.watch([view_changed = scraper.view_change_notifier(),
+    // moves the cards' generation, which tells the scraper that its cached body is out of date.
+    xpud.watch([&cards, grace = flags.xpud_grace_period,
                 last_present = std::optional<bool>()](const xpu::DeviceView& view) mutable {
-      view_changed();
+      cards.update(view, std::chrono::steady_clock::now());
       if (last_present == view.xpud_present) return;
       last_present = view.xpud_present;
       if (view.xpud_present)
@@ -128,7 +136,8 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
       else
         spdlog::warn(
             "xpud is absent (gone from the bus, or not answering); scrapes report "
-            "xpu_exporter_xpud_up 0");
+            "xpu_exporter_xpud_up 0, and every card unhealthy if it stays away for {} s",
+            grace.count());
     });
 
     // Declared last, so it stops (and finishes requests in flight) before what it uses goes.

@@ -2,8 +2,8 @@
 // bytes to every scrape until the next change (followed by each scrape's own duration, see
 // MetricsBody). The body is a function of one xpud sample (one
 // GetMetrics and GetProcesses trip, shared by the scrapes of a second), the pod map and the
-// watcher's device view (identity and health); building it costs a millisecond or more at 64
-// cards, sending it a fraction of that, so a burst of scrapes (several Prometheus servers, a
+// process's CardState (identity and health of the cards); building it costs a millisecond or more
+// at 64 cards, sending it a fraction of that, so a burst of scrapes (several Prometheus servers, a
 // dashboard, a benchmark) costs one build rather than one each.
 #pragma once
 
@@ -30,7 +30,8 @@ class MetricsBodyCache {
 
   // What a body is built from, by identity rather than by value: the sample and the pod map are
   // immutable objects replaced when they change (PodOwnersCache keeps its object while List
-  // answers the same), and the view has a generation bumped on every change the watcher reports.
+  // answers the same), and the cards have the CardState's generation, which moves on every change
+  // the watcher reports and when xpud's grace period runs out.
   // Comparing them costs three loads whatever the number of cards. The cache holds the objects
   // of the last build, so an address cannot be reused for a different object while it matters.
   struct Inputs {

@@ -8,6 +8,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "common/names.h"
+#include "k8s-shim/card_state.h"
 
 namespace shim::exporter {
 namespace {
@@ -109,20 +110,38 @@ void add_process_series(const xpu::DeviceInfo& device, std::vector<xpu::CardProc
 bool is_reason_kind(std::string_view kind) {
   return kind == xpu::names::reason_kind::kDriverFault ||
          kind == xpu::names::reason_kind::kReadFailures ||
-         kind == xpu::names::reason_kind::kDriverStalled;
+         kind == xpu::names::reason_kind::kDriverStalled || kind == kXpudUnreachableReasonKind;
 }
 
 }  // namespace
 
-std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
-  std::vector<MetricFamily> families;
-  if (inputs.metrics) {
+std::vector<ShownCard> shown_cards(const ScrapeInputs& inputs) {
+  // Sorted and de-duplicated by index: a repeated series would make Prometheus drop the scrape.
+  std::map<unsigned, ShownCard> by_index;
+  if (!inputs.metrics) {
+    for (const auto& device : inputs.view.devices)
+      by_index.emplace(device.index, ShownCard{&device, nullptr});
+  } else {
     std::map<unsigned, const xpu::DeviceInfo*> identity;
     for (const auto& device : inputs.view.devices) identity.emplace(device.index, &device);
+    for (const auto& metrics : inputs.metrics->devices)
+      if (auto found = identity.find(metrics.index); found != identity.end())
+        by_index.emplace(metrics.index, ShownCard{found->second, &metrics});
+  }
+  std::vector<ShownCard> cards;
+  cards.reserve(by_index.size());
+  for (const auto& [index, card] : by_index) cards.push_back(card);
+  return cards;
+}
 
+std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
+  std::vector<MetricFamily> families;
+  if (const auto cards = shown_cards(inputs); !cards.empty()) {
     MetricFamily info = gauge_family("xpu_info", "Identity of each XPU; the value is always 1.");
-    MetricFamily healthy =
-        gauge_family("xpu_healthy", "1 when xpud reports the XPU Healthy, 0 when Unhealthy.");
+    MetricFamily healthy = gauge_family(
+        "xpu_healthy",
+        "1 when xpud reports the XPU Healthy, 0 when Unhealthy (and every XPU 0 once xpud has been "
+        "unreachable for longer than the grace period).");
     // Only the card's identity as labels: a counter must not start a new series when a pod
     // comes or goes.
     MetricFamily transitions{"xpu_health_transitions_total",
@@ -132,8 +151,8 @@ std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
                              {}};
     MetricFamily reason = gauge_family(
         "xpu_health_reason_info",
-        "Why an Unhealthy XPU is Unhealthy, as a fixed word (driver_fault, read_failures, other); "
-        "1 while Unhealthy, absent while Healthy.");
+        "Why an Unhealthy XPU is Unhealthy, as a fixed word (driver_fault, read_failures, "
+        "driver_stalled, xpud_unreachable, other); 1 while Unhealthy, absent while Healthy.");
     MetricFamily process_memory = gauge_family(
         "xpu_process_memory_used_bytes",
         "Global memory a process holds on the XPU, in bytes (host pid; at most 16 processes per "
@@ -147,13 +166,8 @@ std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
     for (const auto& family : kDeviceFamilies)
       values.push_back(gauge_family(family.name, family.help));
 
-    // Sorted and de-duplicated by index: a repeated series would make Prometheus drop the scrape.
-    std::map<unsigned, const xpu::DeviceMetrics*> by_index;
-    for (const auto& device : inputs.metrics->devices) by_index.emplace(device.index, &device);
-    for (const auto& [index, device_metrics] : by_index) {
-      auto found = identity.find(index);
-      if (found == identity.end()) continue;
-      const xpu::DeviceInfo& device = *found->second;
+    for (const auto& shown : cards) {
+      const xpu::DeviceInfo& device = *shown.device;
       auto labels = device_labels(device, inputs.pods);
 
       auto info_labels = labels;
@@ -180,12 +194,13 @@ std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
         reason.metric.push_back(gauge(std::move(reason_labels), 1));
       }
 
-      if (auto listed = processes_by_index.find(index); listed != processes_by_index.end())
+      if (auto listed = processes_by_index.find(device.index); listed != processes_by_index.end())
         add_process_series(device, *listed->second, inputs, process_memory);
 
+      if (shown.metrics == nullptr) continue;
       for (size_t i = 0; i < kDeviceFamilies.size(); ++i) {
-        auto value = device_metrics->values.find(std::string(kDeviceFamilies[i].key));
-        if (value != device_metrics->values.end())
+        auto value = shown.metrics->values.find(std::string(kDeviceFamilies[i].key));
+        if (value != shown.metrics->values.end())
           values[i].metric.push_back(gauge(labels, value->second));
       }
     }

@@ -25,16 +25,30 @@ struct ScrapeInputs {
   std::optional<xpu::MetricsSnapshot> metrics;  // nullopt: xpud did not answer GetMetrics
   // nullopt: xpud did not answer GetProcesses (down, or older than the method).
   std::optional<xpu::ProcessSnapshot> processes;
-  xpu::DeviceView view;                // identity and health of each card
+  // Identity and health of each card: the process's CardState, so past the grace period every
+  // card is unhealthy with the reason kind xpud_unreachable.
+  xpu::DeviceView view;
   bool podresources_up = false;        // the last List answered
   PodMap pods;                         // empty when !podresources_up
   std::set<std::string> shared_cards;  // cards listed for several containers
   double scrape_duration_seconds = 0;
 };
 
-// Per-device families only for cards present in both the snapshot and the view (a card xpud
-// just added may miss from the view for one scrape); a metric xpud left out stays out; a family
-// without samples is omitted. The exporter's own four families are always present.
+// A card a scrape shows: identity and health from the view, readings from xpud's snapshot.
+struct ShownCard {
+  const xpu::DeviceInfo* device = nullptr;
+  const xpu::DeviceMetrics* metrics = nullptr;  // null: xpud did not answer, no readings
+};
+
+// The cards a scrape (and the `/` page) shows, by index, each once. While xpud answers, those in
+// both its snapshot and the view (a card xpud just added may miss from the view for one scrape).
+// When it did not answer, every card of the view, without readings: their health is the view's,
+// the last xpud reported during the grace period and unhealthy past it, as the device plugin and
+// the DRA driver have it. A reading is never repeated from an older answer.
+std::vector<ShownCard> shown_cards(const ScrapeInputs& inputs);
+
+// Per-device families for shown_cards; a metric xpud left out stays out; a family without samples
+// is omitted. The exporter's own four families are always present.
 std::vector<prometheus::MetricFamily> build_families(const ScrapeInputs& inputs);
 
 // build_families without its last family, the scrape's own duration: everything that depends

@@ -48,22 +48,25 @@ ScrapeInputs Scraper::inputs_from(const XpudSample& sample, const PodOwnersCache
 ScrapeInputs Scraper::gather() {
   const auto started = std::chrono::steady_clock::now();
   auto sample = get_metrics_.run();
-  auto view = xpud_.current_view();
+  // The cards as of the answer (or the call's timeout), not as of the scrape's start.
+  auto cards = cards_.at(std::chrono::steady_clock::now());
   auto owners = pods_.get_shared(started);
-  return inputs_from(*sample, *owners, std::move(view), seconds_since(started));
+  return inputs_from(*sample, *owners, *cards.view, seconds_since(started));
 }
 
 MetricsBody Scraper::scrape_body() {
   const auto started = std::chrono::steady_clock::now();
   auto sample = get_metrics_.run();
-  const auto view_generation = view_generation_->load(std::memory_order_acquire);
+  // The cards as of the answer (or the call's timeout), not as of the scrape's start. The body is
+  // built from exactly this view, and so kept under its generation.
+  const auto cards = cards_.at(std::chrono::steady_clock::now());
   auto owners = pods_.get_shared(started);
   // This scrape's own time collecting (a cached body is served with it too: a scrape that sat
   // out a List deadline says so, whether or not the pod map changed).
   const double collected_in = seconds_since(started);
-  auto kept = bodies_.get({sample, owners, view_generation}, [&] {
-    std::string body = render_text(
-        build_state_families(inputs_from(*sample, *owners, xpud_.current_view(), collected_in)));
+  auto kept = bodies_.get({sample, owners, cards.generation}, [&] {
+    std::string body =
+        render_text(build_state_families(inputs_from(*sample, *owners, *cards.view, collected_in)));
     // Building makes and frees many small blocks (the families, then the text's growing
     // buffer); glibc keeps freed pages in the heap unless they sit at its top, so give them
     // back now rather than carry them until the next build. The trim runs at most once a second

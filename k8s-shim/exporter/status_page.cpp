@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
-#include <map>
 #include <optional>
+#include <vector>
 
 #include "common/names.h"
 
@@ -186,15 +186,8 @@ std::string render_status_page(const ScrapeInputs& inputs, const StatusPageOptio
   out += kStyle;
   out += "</style></head>\n<body>\n<h1>Kunlunxin XPUs on this node</h1>\n";
 
-  // Cards present in both the snapshot and the view, by index, as /metrics has them.
-  std::map<unsigned, std::pair<const xpu::DeviceInfo*, const xpu::DeviceMetrics*>> cards;
-  if (inputs.metrics) {
-    std::map<unsigned, const xpu::DeviceInfo*> identity;
-    for (const auto& device : inputs.view.devices) identity.emplace(device.index, &device);
-    for (const auto& metrics : inputs.metrics->devices)
-      if (auto found = identity.find(metrics.index); found != identity.end())
-        cards.emplace(metrics.index, std::make_pair(found->second, &metrics));
-  }
+  // The cards /metrics shows, by index.
+  const std::vector<ShownCard> cards = shown_cards(inputs);
 
   if (!inputs.metrics) {
     out +=
@@ -202,7 +195,7 @@ std::string render_status_page(const ScrapeInputs& inputs, const StatusPageOptio
         "(<code>xpu_exporter_xpud_up 0</code>).</p>\n";
   } else {
     unsigned healthy = 0;
-    for (const auto& [index, card] : cards) healthy += card.first->healthy ? 1 : 0;
+    for (const auto& card : cards) healthy += card.device->healthy ? 1 : 0;
     const auto& manager = inputs.view.manager;
     out += "<p id=\"summary\">" + std::to_string(cards.size()) +
            (cards.size() == 1 ? " card, " : " cards, ") + std::to_string(healthy) +
@@ -227,7 +220,9 @@ std::string render_status_page(const ScrapeInputs& inputs, const StatusPageOptio
     out +=
         "<table>\n<thead><tr><th>XPU</th><th>Model</th><th>Health</th><th>Utilisation</th>"
         "<th>Memory</th><th>Temperature</th><th>Pod</th></tr></thead>\n<tbody>\n";
-    for (const auto& [index, card] : cards) append_row(out, *card.first, *card.second, inputs.pods);
+    const xpu::DeviceMetrics no_readings;
+    for (const auto& card : cards)
+      append_row(out, *card.device, card.metrics ? *card.metrics : no_readings, inputs.pods);
     out += "</tbody></table>\n";
   } else if (inputs.metrics) {
     out += "<p>xpud reports no cards.</p>\n";

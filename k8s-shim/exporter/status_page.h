@@ -27,8 +27,8 @@ struct StatusPageOptions {
 // `&`, `<`, `>`, `"` and `'` as character references: safe in text and in quoted attributes.
 std::string html_escape(std::string_view text);
 
-// Cards are those present in both the snapshot and the view, as in /metrics; a reading xpud
-// left out shows as a dash. Says so when xpud or the kubelet did not answer.
+// Cards are those /metrics shows (shown_cards), with their health; a reading xpud left out, or
+// did not answer for, shows as a dash. Says so when xpud or the kubelet did not answer.
 std::string render_status_page(const ScrapeInputs& inputs, const StatusPageOptions& options);
 
 }  // namespace shim::exporter

@@ -33,7 +33,7 @@ import (
 
 const (
 	matrixCards      = 4
-	matrixGrace      = 2 * time.Second // the device plugin's --xpud-grace-period
+	matrixGrace      = 2 * time.Second // the device plugin's and the exporter's --xpud-grace-period
 	matrixDemoCard   = 0               // held by pod default/demo
 	matrixLostCard   = 1
 	matrixNormalCase = "devices 4\ndriver_version 5.0.21.21\n"
@@ -152,7 +152,8 @@ func startFaultNode(t *testing.T, options faultNodeOptions) *faultNode {
 	writePods(t, n.podsFile, []podEntry{{Namespace: "default", Name: "demo", Containers: []containerEntry{
 		xpuContainer("main", defaultResource, n.uuids[matrixDemoCard])}}})
 	n.stopPodResources = servePodResources(t, n.podSocket, n.podsFile, 0)
-	n.exporter, n.exporterPort = startExporter(t, n.dir, n.shimBin, n.bus, n.podSocket)
+	n.exporter, n.exporterPort = startExporter(t, n.dir, n.shimBin, n.bus, n.podSocket,
+		"--xpud-grace-period", strconv.Itoa(int(matrixGrace/time.Second)))
 
 	n.sourceDir = filepath.Join(n.dir, "serviceaccount")
 	writeProjectedVolume(t, n.sourceDir, "token-1")
@@ -377,14 +378,17 @@ var (
 		}
 		return cardsWithHealth(body, func(int) string { return "1" })
 	})
-	metricsXpudDown = metricsCheck("xpud_up 0, no per-card series", func(body string) (bool, string) {
+	metricsXpudDown = metricsCheck("xpud_up 0, all xpu_healthy 0 (xpud_unreachable), no readings", func(body string) (bool, string) {
 		if v := gauge(body, "xpu_exporter_xpud_up"); v != "0" {
 			return false, "xpu_exporter_xpud_up " + v
 		}
-		if n := len(samples(body, "xpu_info")); n != 0 {
-			return false, fmt.Sprintf("%d xpu_info series with xpud down", n)
+		if n := len(samples(body, "xpu_utilization_ratio")); n != 0 {
+			return false, fmt.Sprintf("%d xpu_utilization_ratio series with xpud down", n)
 		}
-		return true, ""
+		if n := strings.Count(body, `reason="xpud_unreachable"} 1`); n != matrixCards {
+			return false, fmt.Sprintf("%d cards with reason xpud_unreachable, want %d", n, matrixCards)
+		}
+		return cardsWithHealth(body, func(int) string { return "0" })
 	})
 	metricsPodResourcesDown = metricsCheck("podresources_up 0, cards without pod labels", func(body string) (bool, string) {
 		if v := gauge(body, "xpu_exporter_podresources_up"); v != "0" {

@@ -27,6 +27,9 @@ import (
 // waits at most 0.5 s for xpud and 0.4 s for the kubelet); the slack is for a loaded CI machine.
 const scrapeBound = 1500 * time.Millisecond
 
+// The exporter's --xpud-grace-period in TestExporterWithPrometheus.
+const exporterGrace = 2 * time.Second
+
 // exporterCardUUID asks xpud over the bus, like any client, for card index's UUID.
 func exporterCardUUID(t *testing.T, bus *PrivateBus, index int) string {
 	t.Helper()
@@ -38,11 +41,12 @@ func exporterCardUUID(t *testing.T, bus *PrivateBus, index int) string {
 	return strings.Trim(strings.TrimPrefix(strings.TrimSpace(out), "s "), `"`)
 }
 
-// startExporter runs the exporter on a kernel-chosen loopback port and returns it with the port
-// it logged.
-func startExporter(t *testing.T, dir, bin string, bus *PrivateBus, podResourcesSocket string) (*Process, int) {
+// startExporter runs the exporter on a kernel-chosen loopback port, with any further flags, and
+// returns it with the port it logged.
+func startExporter(t *testing.T, dir, bin string, bus *PrivateBus, podResourcesSocket string, flags ...string) (*Process, int) {
 	t.Helper()
-	proc := StartShim(t, dir, bin, bus, "exporter", "--listen", "127.0.0.1:0", "--podresources-socket", podResourcesSocket)
+	args := append([]string{"--listen", "127.0.0.1:0", "--podresources-socket", podResourcesSocket}, flags...)
+	proc := StartShim(t, dir, bin, bus, "exporter", args...)
 	servingOn := regexp.MustCompile(`serving /metrics on \S+ \(port (\d+)\)`)
 	port := 0
 	if err := WaitFor(15*time.Second, func() (bool, string) {
@@ -246,7 +250,8 @@ func TestExporterWithPrometheus(t *testing.T) {
 	})
 	stopKubelet := servePodResources(t, socket, podsFile, 0)
 
-	exporter, port := startExporter(t, dir, shimBin, bus, socket)
+	// A grace period shorter than the default 10 s, so "xpud stopped" sees it run out.
+	exporter, port := startExporter(t, dir, shimBin, bus, socket, "--xpud-grace-period", strconv.Itoa(int(exporterGrace/time.Second)))
 	body := waitScrape(t, port, 15*time.Second, "card allocated to pod demo", func(body string) bool {
 		return strings.Contains(body, `pod="demo"`)
 	})
@@ -373,9 +378,11 @@ func TestExporterWithPrometheus(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer syscall.Kill(xpud.Pid(), syscall.SIGCONT)
+		// No readings while xpud does not answer (none repeated from an older answer); the cards
+		// themselves stay, with their health.
 		waitScrape(t, port, 10*time.Second, "xpud_up 0 after waiting on a hung xpud", func(body string) bool {
-			return strings.Contains(body, "\nxpu_exporter_xpud_up 0\n") && len(samples(body, "xpu_info")) == 0 &&
-				scrapeDuration(body) >= 400*time.Millisecond
+			return strings.Contains(body, "\nxpu_exporter_xpud_up 0\n") && len(samples(body, "xpu_utilization_ratio")) == 0 &&
+				len(samples(body, "xpu_info")) == simCards && scrapeDuration(body) >= 400*time.Millisecond
 		})
 		// Scrapes at the same moment (two Prometheus replicas, an operator's curl) share one
 		// GetMetrics: none waits for another's timeout before starting its own.
@@ -410,12 +417,32 @@ func TestExporterWithPrometheus(t *testing.T) {
 		if status, err := xpud.Stop(10 * time.Second); err != nil || status != 0 {
 			t.Fatalf("xpud stop: status %d, %v", status, err)
 		}
-		body := waitScrape(t, port, 10*time.Second, "xpud_up 0 with xpud gone", func(body string) bool {
-			return strings.Contains(body, "\nxpu_exporter_xpud_up 0\n")
+		// Past the grace period every card says xpud is unreachable, as the device plugin and
+		// the DRA driver then have it; no readings at any time.
+		body := waitScrape(t, port, exporterGrace+10*time.Second, "every card unhealthy past the grace period", func(body string) bool {
+			unhealthy := 0
+			for _, line := range samples(body, "xpu_healthy") {
+				if strings.HasSuffix(line, "} 0") {
+					unhealthy++
+				}
+			}
+			return strings.Contains(body, "\nxpu_exporter_xpud_up 0\n") && unhealthy == simCards
 		})
+		if n := len(samples(body, "xpu_health_reason_info")); n != simCards {
+			t.Errorf("%d xpu_health_reason_info series, want %d", n, simCards)
+		}
+		for _, line := range samples(body, "xpu_health_reason_info") {
+			if !strings.Contains(line, `reason="xpud_unreachable"`) {
+				t.Errorf("a card unhealthy for another reason: %s", line)
+			}
+		}
 		for _, line := range strings.Split(body, "\n") {
-			if line != "" && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "xpu_exporter_") {
-				t.Errorf("per-device series with xpud down: %s", line)
+			if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "xpu_exporter_") {
+				continue
+			}
+			if family, _, _ := strings.Cut(line, "{"); family != "xpu_info" && family != "xpu_healthy" &&
+				family != "xpu_health_transitions_total" && family != "xpu_health_reason_info" {
+				t.Errorf("a reading with xpud down: %s", line)
 			}
 		}
 	})

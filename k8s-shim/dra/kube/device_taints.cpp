@@ -22,7 +22,7 @@ bool is_alnum(char c) {
 const std::vector<std::string_view>& taint_reason_kinds() {
   namespace kind = xpu::names::reason_kind;
   static const std::vector<std::string_view> kinds = {
-      kind::kDriverFault, kind::kReadFailures, kind::kDriverStalled, kXpudUnreachableKind,
+      kind::kDriverFault, kind::kReadFailures, kind::kDriverStalled, kXpudUnreachableReasonKind,
       kUnknownReasonKind};
   return kinds;
 }

@@ -15,6 +15,7 @@
 
 #include "common/result.h"
 #include "common/xpud_client.h"
+#include "k8s-shim/card_state.h"
 
 namespace shim::dra {
 
@@ -48,9 +49,9 @@ struct TaintPolicy {
 };
 
 // The reason kinds a taint key can name: xpud's Device.HealthReasonKind words, the shim's own
-// xpud_unreachable, and "unhealthy" for a card whose kind is not known (an older xpud).
+// xpud_unreachable (card_state.h), and "unhealthy" for a card whose kind is not known (an older
+// xpud).
 inline constexpr std::string_view kUnknownReasonKind = "unhealthy";
-inline constexpr std::string_view kXpudUnreachableKind = "xpud_unreachable";
 const std::vector<std::string_view>& taint_reason_kinds();
 
 // --device-taint-effect: "NoSchedule" or "None" (NoExecute for every reason is refused: a card

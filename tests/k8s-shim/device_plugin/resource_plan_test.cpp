@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "k8s-shim/card_state.h"
 #include "tests/support/card_builder.h"
 
 namespace shim {
 namespace {
 
+using namespace std::chrono_literals;
 using xpu::test::present;
 
 // This file's cards have 32 GiB on NUMA node 0 unless a test says otherwise.
@@ -17,13 +19,21 @@ xpu::DeviceInfo card(unsigned index, std::string model = "R200", int numa = 0) {
       .memory_total_bytes(32ull << 30);
 }
 
+// The process's view of `cards` once xpud has been gone from `at` for the grace period and more.
+xpu::DeviceView after_the_grace_period(std::vector<xpu::DeviceInfo> cards) {
+  const auto at = CardState::Clock::time_point{} + 1h;
+  CardState state(10s, at);
+  state.update(xpu::test::absent(std::move(cards)), at);
+  return *state.at(at + 10s).view;
+}
+
 TEST(ResourcePlan, DefaultResourceCarriesEveryDevice) {
   auto a = card(0, "R200", 0);
   a.linked_devices = {1, 4, 0, 9};  // 0 is itself, 9 does not exist: both dropped
   auto b = card(1, "R200", 1);
   b.healthy = false;
   b.health_reason = "thermal trip";
-  auto plan = plan_resources({}, present({b, a}), false, {});
+  auto plan = plan_resources({}, present({b, a}), {});
   ASSERT_EQ(plan.resources.size(), 1u);
   const auto& r = plan.resources[0];
   EXPECT_EQ(r.resource_name, "kunlunxin.com/xpu");
@@ -41,7 +51,7 @@ TEST(ResourcePlan, DefaultResourceCarriesEveryDevice) {
 }
 
 TEST(ResourcePlan, ResourceExistsBeforeXpudAnswers) {
-  auto plan = plan_resources({"baidu.com/xpu", false}, xpu::DeviceView{}, false, {});
+  auto plan = plan_resources({"baidu.com/xpu", false}, xpu::DeviceView{}, {});
   ASSERT_EQ(plan.resources.size(), 1u);
   EXPECT_EQ(plan.resources[0].resource_name, "baidu.com/xpu");
   EXPECT_EQ(plan.resources[0].socket_name, "kunlunxin-xpu.sock");
@@ -51,23 +61,22 @@ TEST(ResourcePlan, ResourceExistsBeforeXpudAnswers) {
 TEST(ResourcePlan, UnknownNumaAndUnhealthyWithoutReason) {
   auto d = card(2, "R200", -7);
   d.healthy = false;
-  auto plan = plan_resources({}, present({d}), false, {});
+  auto plan = plan_resources({}, present({d}), {});
   ASSERT_EQ(plan.resources[0].devices.size(), 1u);
   EXPECT_EQ(plan.resources[0].devices[0].numa_node, -1);
   EXPECT_EQ(plan.resources[0].devices[0].unhealthy_reason, "reported Unhealthy by xpud");
 }
 
-TEST(ResourcePlan, XpudLostMakesEveryDeviceUnhealthy) {
-  xpu::DeviceView view = present({card(0), card(1)});
-  view.xpud_present = false;  // the last known list
-  auto plan = plan_resources({}, view, true, {});
+// The grace period is CardState's: the plan takes the health of the view it is given.
+TEST(ResourcePlan, PastTheGracePeriodEveryDeviceIsUnhealthyForThatReason) {
+  auto plan = plan_resources({}, after_the_grace_period({card(0), card(1)}), {});
   ASSERT_EQ(plan.resources[0].devices.size(), 2u);
   for (const auto& d : plan.resources[0].devices) {
     EXPECT_FALSE(d.healthy);
     EXPECT_EQ(d.unhealthy_reason, "xpud has been unreachable for longer than the grace period");
   }
-  // Within the grace period the last known health stands.
-  auto within = plan_resources({}, view, false, {});
+  // Within the grace period (the last known list as xpud left it) the last known health stands.
+  auto within = plan_resources({}, xpu::test::absent({card(0), card(1)}), {});
   EXPECT_TRUE(within.resources[0].devices[0].healthy);
 }
 
@@ -75,7 +84,7 @@ TEST(ResourcePlan, PerModelResourcesAndSockets) {
   auto plan = plan_resources({"kunlunxin.com/xpu", true},
                              present({card(0, "R200"), card(1, "R300"), card(2, "R200"),
                                       card(3, "RG800 PRO"), card(4, "")}),
-                             false, {});
+                             {});
   ASSERT_EQ(plan.resources.size(), 4u);
   EXPECT_EQ(plan.resources[0].resource_name, "kunlunxin.com/R200");
   EXPECT_EQ(plan.resources[0].socket_name, "kunlunxin-xpu-r200.sock");
@@ -90,14 +99,14 @@ TEST(ResourcePlan, PerModelResourcesAndSockets) {
 }
 
 TEST(ResourcePlan, PerModelTakesTheDomainOfTheResourceName) {
-  auto plan = plan_resources({"baidu.com/xpu", true}, present({card(0, "R200")}), false, {});
+  auto plan = plan_resources({"baidu.com/xpu", true}, present({card(0, "R200")}), {});
   ASSERT_EQ(plan.resources.size(), 1u);
   EXPECT_EQ(plan.resources[0].resource_name, "baidu.com/R200");
 }
 
 TEST(ResourcePlan, SocketCollisionsAreResolvedAndKnownSocketsKept) {
-  auto plan = plan_resources({"kunlunxin.com/xpu", true},
-                             present({card(0, "r200"), card(1, "R200")}), false, {});
+  auto plan =
+      plan_resources({"kunlunxin.com/xpu", true}, present({card(0, "r200"), card(1, "R200")}), {});
   ASSERT_EQ(plan.resources.size(), 2u);
   // card 0 came first: it keeps the plain name.
   EXPECT_EQ(plan.resources[1].resource_name, "kunlunxin.com/r200");
@@ -109,8 +118,7 @@ TEST(ResourcePlan, SocketCollisionsAreResolvedAndKnownSocketsKept) {
 
   // An already served resource keeps its socket and stays (empty) when its cards are gone.
   std::map<std::string, std::string> known = {{"kunlunxin.com/R200", "kunlunxin-xpu-r200.sock"}};
-  auto later =
-      plan_resources({"kunlunxin.com/xpu", true}, present({card(0, "r200")}), false, known);
+  auto later = plan_resources({"kunlunxin.com/xpu", true}, present({card(0, "r200")}), known);
   ASSERT_EQ(later.resources.size(), 2u);
   EXPECT_EQ(later.resources[0].resource_name, "kunlunxin.com/R200");
   EXPECT_EQ(later.resources[0].socket_name, "kunlunxin-xpu-r200.sock");
@@ -130,8 +138,8 @@ TEST(ResourcePlan, DevicesThatCannotBeAdvertisedAreReported) {
   auto good = card(4);
   auto dup_index = card(4);
   dup_index.uuid = "other";
-  auto plan = plan_resources({}, present({no_uuid, long_uuid, comma, good, dup_uuid, dup_index}),
-                             false, {});
+  auto plan =
+      plan_resources({}, present({no_uuid, long_uuid, comma, good, dup_uuid, dup_index}), {});
   ASSERT_EQ(plan.resources[0].devices.size(), 2u);
   EXPECT_EQ(plan.resources[0].devices[0].id, "uuid-4");  // dup_uuid (index 3) came first
   EXPECT_EQ(plan.resources[0].devices[0].index, 3u);
@@ -152,7 +160,7 @@ TEST(ResourcePlan, DuplicateIndexIsReported) {
   auto first = card(5);
   auto second = card(5);
   second.uuid = "another";
-  auto plan = plan_resources({}, present({first, second}), false, {});
+  auto plan = plan_resources({}, present({first, second}), {});
   ASSERT_EQ(plan.resources[0].devices.size(), 1u);
   EXPECT_EQ(plan.resources[0].devices[0].id, "uuid-5");
   EXPECT_EQ(plan.problems,
@@ -180,8 +188,7 @@ const ResourceState* find_resource(const ResourcePlan& plan, std::string_view na
 }
 
 TEST(ResourcePlan, VirtualFunctionsAreLeftOutWithoutSriov) {
-  auto plan =
-      plan_resources({}, present({card(0), virtual_function(1), virtual_function(2)}), false, {});
+  auto plan = plan_resources({}, present({card(0), virtual_function(1), virtual_function(2)}), {});
   ASSERT_EQ(plan.resources.size(), 1u);
   ASSERT_EQ(plan.resources[0].devices.size(), 1u);
   EXPECT_EQ(plan.resources[0].devices[0].id, "uuid-0");
@@ -195,8 +202,8 @@ TEST(ResourcePlan, VirtualFunctionsAreLeftOutWithoutSriov) {
 TEST(ResourcePlan, SriovAdvertisesVirtualFunctionsOnTheirOwnResource) {
   ResourceConfig config;
   config.enable_sriov = true;
-  auto plan = plan_resources(config, present({virtual_function(2), card(0), virtual_function(1)}),
-                             false, {});
+  auto plan =
+      plan_resources(config, present({virtual_function(2), card(0), virtual_function(1)}), {});
   ASSERT_EQ(plan.resources.size(), 2u);
   const auto* cards = find_resource(plan, "kunlunxin.com/xpu");
   const auto* vfs = find_resource(plan, "kunlunxin.com/vxpu");
@@ -216,7 +223,7 @@ TEST(ResourcePlan, SriovAdvertisesVirtualFunctionsOnTheirOwnResource) {
 
   // The resource exists (empty) before xpud answers, under --resource-name's domain.
   config.resource_name = "example.com/accel";
-  auto empty = plan_resources(config, xpu::DeviceView{}, false, {});
+  auto empty = plan_resources(config, xpu::DeviceView{}, {});
   ASSERT_EQ(empty.resources.size(), 2u);
   EXPECT_EQ(empty.resources[0].resource_name, "example.com/accel");
   EXPECT_EQ(empty.resources[1].resource_name, "example.com/vxpu");
@@ -230,8 +237,8 @@ TEST(ResourcePlan, SriovPerModelNamesAndBadDeviceNodes) {
   no_nodes.device_nodes.clear();
   auto escaping = virtual_function(4);
   escaping.device_nodes = {"/dev/../etc/shadow"};
-  auto plan = plan_resources(config, present({card(0), virtual_function(1), no_nodes, escaping}),
-                             false, {});
+  auto plan =
+      plan_resources(config, present({card(0), virtual_function(1), no_nodes, escaping}), {});
   ASSERT_EQ(plan.resources.size(), 2u);
   EXPECT_EQ(plan.resources[0].resource_name, "kunlunxin.com/R200");
   EXPECT_EQ(plan.resources[0].socket_name, "kunlunxin-xpu-r200.sock");
@@ -265,7 +272,7 @@ TEST(ResourcePlan, SriovCountOtherThanExpectedIsAWarning) {
   auto plan = plan_resources(
       config,
       present({card(0), card(1), virtual_function(2), virtual_function(3), virtual_function(4)}),
-      false, {});
+      {});
   ASSERT_EQ(plan.problems.size(), 1u);
   EXPECT_EQ(
       plan.problems[0],
@@ -276,8 +283,8 @@ TEST(ResourcePlan, SriovCountOtherThanExpectedIsAWarning) {
       "allow_cluster_reconfigure = true in xpud's configuration)");
   EXPECT_EQ(find_resource(plan, "kunlunxin.com/vxpu")->devices.size(), 3u);  // still advertised
 
-  auto matching = plan_resources(
-      config, present({card(0), virtual_function(1), virtual_function(2)}), false, {});
+  auto matching =
+      plan_resources(config, present({card(0), virtual_function(1), virtual_function(2)}), {});
   EXPECT_TRUE(matching.problems.empty());
   config.sriov_num_vfs = 0;  // no expectation
   EXPECT_EQ(sriov_count_mismatch(config, present({card(0), virtual_function(1)})), "");
@@ -292,7 +299,7 @@ TEST(ResourcePlan, SharedModeAdvertisesReplicasInsteadOfCards) {
   auto sick = card(1);
   sick.healthy = false;
   sick.health_reason = "ECC storm";
-  auto plan = plan_resources(config, present({sick, card(0), virtual_function(2)}), false, {});
+  auto plan = plan_resources(config, present({sick, card(0), virtual_function(2)}), {});
   ASSERT_EQ(plan.resources.size(), 1u);  // whole cards are not advertised at all
   const auto& r = plan.resources[0];
   EXPECT_EQ(r.resource_name, "kunlunxin.com/xpu-shared");
@@ -309,7 +316,7 @@ TEST(ResourcePlan, SharedModeAdvertisesReplicasInsteadOfCards) {
   EXPECT_TRUE(r.devices[0].healthy);
   EXPECT_EQ(plan.notices.size(), 1u);  // the virtual function, without --enable-sriov
 
-  auto lost = plan_resources(config, present({card(0)}), true, {});
+  auto lost = plan_resources(config, after_the_grace_period({card(0)}), {});
   EXPECT_FALSE(lost.resources[0].devices[2].healthy);
 }
 
@@ -320,7 +327,7 @@ TEST(ResourcePlan, SharedModeLeavesOutCardsWhoseReplicaIdsWouldBeTooLong) {
   fits.uuid = std::string(60, 'a');
   auto too_long = card(1);
   too_long.uuid = std::string(61, 'b');
-  auto plan = plan_resources(config, present({fits, too_long}), false, {});
+  auto plan = plan_resources(config, present({fits, too_long}), {});
   ASSERT_EQ(plan.resources[0].devices.size(), 10u);
   EXPECT_EQ(plan.resources[0].devices[9].id, std::string(60, 'a') + "::9");
   EXPECT_EQ(plan.problems, std::vector<std::string>{
@@ -333,8 +340,7 @@ TEST(ResourcePlan, SharedModePerModelWithSriov) {
   config.share_replicas = 2;
   config.per_model = true;
   config.enable_sriov = true;
-  auto plan =
-      plan_resources(config, present({card(0, "P800"), virtual_function(1, "P800")}), false, {});
+  auto plan = plan_resources(config, present({card(0, "P800"), virtual_function(1, "P800")}), {});
   ASSERT_EQ(plan.resources.size(), 2u);
   EXPECT_EQ(plan.resources[0].resource_name, "kunlunxin.com/P800-shared");
   EXPECT_EQ(plan.resources[0].socket_name, "kunlunxin-xpu-shared-p800.sock");
@@ -359,7 +365,7 @@ TEST(ResourcePlan, APhysicalFunctionWithSriovOnIsNeverAdvertised) {
   const auto view = present({sriov_physical_function(0), linked, virtual_function(2, "R200-VF-16G"),
                              virtual_function(3, "R200-VF-16G")});
 
-  auto whole = plan_resources({}, view, false, {});
+  auto whole = plan_resources({}, view, {});
   ASSERT_EQ(whole.resources.size(), 1u);
   ASSERT_EQ(whole.resources[0].devices.size(), 1u);
   EXPECT_EQ(whole.resources[0].devices[0].id, "uuid-1");
@@ -375,7 +381,7 @@ TEST(ResourcePlan, APhysicalFunctionWithSriovOnIsNeverAdvertised) {
 
   ResourceConfig sriov;
   sriov.enable_sriov = true;
-  auto with_vfs = plan_resources(sriov, view, false, {});
+  auto with_vfs = plan_resources(sriov, view, {});
   ASSERT_EQ(find_resource(with_vfs, "kunlunxin.com/xpu")->devices.size(), 1u);
   const auto* vfs = find_resource(with_vfs, "kunlunxin.com/vxpu");
   ASSERT_NE(vfs, nullptr);
@@ -390,7 +396,7 @@ TEST(ResourcePlan, APhysicalFunctionWithSriovOnIsNeverAdvertised) {
   ResourceConfig shared;
   shared.share_replicas = 2;
   shared.enable_sriov = true;
-  auto replicas = plan_resources(shared, view, false, {});
+  auto replicas = plan_resources(shared, view, {});
   const auto* shared_cards = find_resource(replicas, "kunlunxin.com/xpu-shared");
   ASSERT_NE(shared_cards, nullptr);
   std::vector<std::string> ids;
@@ -399,7 +405,7 @@ TEST(ResourcePlan, APhysicalFunctionWithSriovOnIsNeverAdvertised) {
 
   ResourceConfig per_model;
   per_model.per_model = true;
-  auto by_model = plan_resources(per_model, view, false, {});
+  auto by_model = plan_resources(per_model, view, {});
   EXPECT_EQ(find_resource(by_model, "kunlunxin.com/R200-PF"), nullptr);
 }
 

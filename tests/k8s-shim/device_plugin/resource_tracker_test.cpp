@@ -31,77 +31,104 @@ bool reports_xpud_lost(const ResourceFeed& feed) {
   });
 }
 
+// The role's wiring: the watcher hands the view to the CardState, then the tracker plans.
+struct Role {
+  CardState cards;
+  ResourceTracker tracker;
+
+  Role(ResourceConfig config, Clock::duration grace, Clock::time_point start)
+      : cards(grace, start), tracker(std::move(config), cards, start) {}
+  void watcher_hands(const xpu::DeviceView& view, Clock::time_point now) {
+    cards.update(view, now);
+    tracker.refresh(now);
+  }
+};
+
 TEST(ResourceTracker, GracePeriodThenRecovery) {
   const auto t0 = Clock::time_point{} + 1000s;
-  ResourceTracker tracker({}, 10s, t0);
+  Role role({}, 10s, t0);
+  auto& tracker = role.tracker;
   auto feeds = tracker.feeds();
   ASSERT_EQ(feeds.size(), 1u);
   auto feed = feeds[0];
   EXPECT_TRUE(feed->latest().state->devices.empty());
   EXPECT_EQ(tracker.next_deadline(), t0 + 10s);  // never seen xpud yet
 
-  tracker.update(present({card(0), card(1)}), t0 + 1s);
+  role.watcher_hands(present({card(0), card(1)}), t0 + 1s);
   EXPECT_EQ(health(*feed), (std::vector<bool>{true, true}));
   EXPECT_EQ(tracker.next_deadline(), std::nullopt);
 
   // xpud goes away: the last known health stands for the grace period.
-  tracker.update(absent({card(0), card(1)}), t0 + 20s);
+  role.watcher_hands(absent({card(0), card(1)}), t0 + 20s);
   EXPECT_EQ(tracker.next_deadline(), t0 + 30s);
-  tracker.tick(t0 + 30s - 1ms);
+  tracker.refresh(t0 + 30s - 1ms);
   EXPECT_EQ(health(*feed), (std::vector<bool>{true, true}));
   EXPECT_FALSE(reports_xpud_lost(*feed));
   const auto generation = feed->latest().generation;
-  tracker.tick(t0 + 30s);
+  tracker.refresh(t0 + 30s);
   EXPECT_TRUE(reports_xpud_lost(*feed));
   EXPECT_EQ(health(*feed), (std::vector<bool>{false, false}));
   EXPECT_EQ(feed->latest().generation, generation + 1);
   EXPECT_EQ(tracker.next_deadline(), std::nullopt);  // nothing left to wait for
 
   // Another "still gone" view does not restart the grace period or change anything.
-  tracker.update(absent({card(0), card(1)}), t0 + 40s);
+  role.watcher_hands(absent({card(0), card(1)}), t0 + 40s);
   EXPECT_EQ(feed->latest().generation, generation + 1);
 
-  tracker.update(present({card(0), card(1)}), t0 + 50s);
+  role.watcher_hands(present({card(0), card(1)}), t0 + 50s);
   EXPECT_FALSE(reports_xpud_lost(*feed));
   EXPECT_EQ(health(*feed), (std::vector<bool>{true, true}));
 }
 
 TEST(ResourceTracker, ReturnWithinGraceKeepsDevicesHealthy) {
   const auto t0 = Clock::time_point{} + 1000s;
-  ResourceTracker tracker({}, 5s, t0);
-  auto feed = tracker.feeds().at(0);
-  tracker.update(present({card(0)}), t0);
-  tracker.update(absent({card(0)}), t0 + 1s);
-  tracker.update(present({card(0)}), t0 + 4s);
-  tracker.tick(t0 + 100s);
+  Role role({}, 5s, t0);
+  auto feed = role.tracker.feeds().at(0);
+  role.watcher_hands(present({card(0)}), t0);
+  role.watcher_hands(absent({card(0)}), t0 + 1s);
+  role.watcher_hands(present({card(0)}), t0 + 4s);
+  role.tracker.refresh(t0 + 100s);
   EXPECT_EQ(health(*feed), std::vector<bool>{true});
-  EXPECT_EQ(tracker.next_deadline(), std::nullopt);
+  EXPECT_EQ(role.tracker.next_deadline(), std::nullopt);
 }
 
 TEST(ResourceTracker, PublishesOnlyChanges) {
   const auto t0 = Clock::time_point{} + 1000s;
-  ResourceTracker tracker({}, 5s, t0);
-  auto feed = tracker.feeds().at(0);
-  tracker.update(present({card(0)}), t0);
+  Role role({}, 5s, t0);
+  auto feed = role.tracker.feeds().at(0);
+  role.watcher_hands(present({card(0)}), t0);
   const auto generation = feed->latest().generation;
-  tracker.update(present({card(0)}), t0 + 1s);
-  tracker.tick(t0 + 2s);
+  role.watcher_hands(present({card(0)}), t0 + 1s);
+  role.tracker.refresh(t0 + 2s);
   EXPECT_EQ(feed->latest().generation, generation);
-  tracker.update(present({card(0).unhealthy("test fault")}), t0 + 3s);
+  role.watcher_hands(present({card(0).unhealthy("test fault")}), t0 + 3s);
   EXPECT_EQ(feed->latest().generation, generation + 1);
   EXPECT_EQ(feed->latest().state->devices.at(0).unhealthy_reason, "test fault");
 }
 
+// The tracker plans from the CardState it is given, not from what a caller hands it: a view the
+// CardState has (from the watcher) reaches the feeds at the next refresh, whichever thread calls.
+TEST(ResourceTracker, PlansFromTheCardState) {
+  const auto t0 = Clock::time_point{} + 1000s;
+  Role role({}, 5s, t0);
+  auto feed = role.tracker.feeds().at(0);
+  role.cards.update(present({card(0), card(1)}), t0 + 1s);
+  EXPECT_TRUE(feed->latest().state->devices.empty());
+  role.tracker.refresh(t0 + 1s);
+  EXPECT_EQ(health(*feed), (std::vector<bool>{true, true}));
+}
+
 TEST(ResourceTracker, PerModelResourcesAppearAndStay) {
   const auto t0 = Clock::time_point{} + 1000s;
-  ResourceTracker tracker({"kunlunxin.com/xpu", true}, 5s, t0);
+  Role role({"kunlunxin.com/xpu", true}, 5s, t0);
+  auto& tracker = role.tracker;
   EXPECT_TRUE(tracker.feeds().empty());  // nothing known before xpud answers
-  tracker.update(present({card(0), card(1).model("R300")}), t0);
+  role.watcher_hands(present({card(0), card(1).model("R300")}), t0);
   auto feeds = tracker.feeds();
   ASSERT_EQ(feeds.size(), 2u);
   EXPECT_EQ(feeds[0]->resource_name(), "kunlunxin.com/R200");
   EXPECT_EQ(feeds[1]->resource_name(), "kunlunxin.com/R300");
-  tracker.update(present({card(0)}), t0 + 1s);
+  role.watcher_hands(present({card(0)}), t0 + 1s);
   feeds = tracker.feeds();
   ASSERT_EQ(feeds.size(), 2u);
   EXPECT_TRUE(feeds[1]->latest().state->devices.empty());
@@ -109,9 +136,9 @@ TEST(ResourceTracker, PerModelResourcesAppearAndStay) {
 }
 
 TEST(ResourceTracker, CloseAllEndsWaiters) {
-  ResourceTracker tracker({}, 5s, Clock::now());
-  auto feed = tracker.feeds().at(0);
-  tracker.close_all();
+  Role role({}, 5s, Clock::now());
+  auto feed = role.tracker.feeds().at(0);
+  role.tracker.close_all();
   EXPECT_TRUE(feed->closed());
   EXPECT_EQ(feed->wait_newer(feed->latest().generation, 10s), std::nullopt);  // returns at once
 }

@@ -1,10 +1,8 @@
-// The role's own pieces: its flags and the view it publishes (and prepares from) while xpud is
-// away.
+// The role's own pieces: its flags. The view it publishes (and prepares from) while xpud is away
+// is the process's CardState (tests/k8s-shim/card_state_test.cpp).
 #include <gtest/gtest.h>
 
 #include "k8s-shim/dra/dra_driver_options.h"
-#include "k8s-shim/dra/published_view.h"
-#include "tests/support/card_builder.h"
 
 namespace shim::dra {
 namespace {
@@ -72,36 +70,6 @@ TEST(DraDriverOptionsDeathTest, AGracePeriodThatIsNoWholeNumberOfSecondsExitsWit
                 "--xpud-grace-period")
         << bad;
   }
-}
-
-xpu::DeviceView two_healthy_cards(bool present) {
-  std::vector<xpu::DeviceInfo> cards = {xpu::test::card(0), xpu::test::card(1)};
-  return present ? xpu::test::present(std::move(cards)) : xpu::test::absent(std::move(cards));
-}
-
-TEST(PublishedView, CardsStayAsLastReportedDuringTheGracePeriodThenTurnUnhealthy) {
-  PublishedView published(10s);
-  const auto start = PublishedView::Clock::time_point{} + 1h;
-  published.update(two_healthy_cards(true), start);
-  auto [present, no_expiry] = published.at(start + 1h);
-  EXPECT_TRUE(present.devices[0].healthy);
-  EXPECT_FALSE(no_expiry);
-
-  published.update(two_healthy_cards(false), start + 1h);
-  auto [during, expiry] = published.at(start + 1h + 9s);
-  EXPECT_TRUE(during.devices[0].healthy && during.devices[1].healthy);
-  ASSERT_TRUE(expiry);
-  EXPECT_EQ(*expiry, start + 1h + 10s);
-
-  // Another "absent" view does not restart the clock.
-  published.update(two_healthy_cards(false), start + 1h + 5s);
-  auto [after, none] = published.at(start + 1h + 10s);
-  EXPECT_FALSE(after.devices[0].healthy || after.devices[1].healthy);
-  EXPECT_NE(after.devices[0].health_reason.find("grace period"), std::string::npos);
-  EXPECT_FALSE(none);
-
-  published.update(two_healthy_cards(true), start + 2h);
-  EXPECT_TRUE(published.at(start + 2h).first.devices[1].healthy);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ TEST(ExporterOptions, DefaultsServeEveryAddressOnTheExportersPort) {
   EXPECT_EQ(options.resource_name, "kunlunxin.com/xpu");
   EXPECT_FALSE(options.resource_per_model);
   EXPECT_EQ(options.web_config_file, "");
+  EXPECT_EQ(options.xpud_grace_period, std::chrono::seconds(10));
 }
 
 TEST(ExporterOptions, TheChartsFlagsAreAccepted) {
@@ -32,6 +33,12 @@ TEST(ExporterOptions, TheChartsFlagsAreAccepted) {
   EXPECT_EQ(options.web_config_file, "/etc/xpu-exporter/web.yml");
 }
 
+// The device plugin's and the DRA driver's flag, so a node's roles can be given one value.
+TEST(ExporterOptions, TheGracePeriodIsTheOtherRolesFlag) {
+  EXPECT_EQ(parse({"--xpud-grace-period", "3"}).xpud_grace_period, std::chrono::seconds(3));
+  EXPECT_EQ(parse({"--xpud-grace-period=0"}).xpud_grace_period, std::chrono::seconds(0));
+}
+
 TEST(ExporterOptions, BadValuesAreUsageErrors) {
   EXPECT_EXIT(parse({"--listen", "localhost:9507"}), ::testing::ExitedWithCode(2),
               "xpu-k8s-shim exporter: --listen: ");
@@ -40,6 +47,8 @@ TEST(ExporterOptions, BadValuesAreUsageErrors) {
   EXPECT_EXIT(parse({"--web-config-file="}), ::testing::ExitedWithCode(2),
               "--web-config-file: must not be empty");
   EXPECT_EXIT(parse({"--resource-name", "xpu"}), ::testing::ExitedWithCode(2), "--resource-name: ");
+  EXPECT_EXIT(parse({"--xpud-grace-period", "86401"}), ::testing::ExitedWithCode(2),
+              "--xpud-grace-period: ");
   EXPECT_EXIT(parse({"extra"}), ::testing::ExitedWithCode(2), "unexpected argument 'extra'");
 }
 

@@ -11,6 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "k8s-shim/card_state.h"
 #include "tests/support/card_builder.h"
 
 namespace shim::exporter {
@@ -20,6 +21,7 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
+using namespace std::chrono_literals;
 
 using xpu::test::card;
 
@@ -202,16 +204,56 @@ TEST(MetricsRenderer, UnallocatedCardHasNoPodLabels) {
               ::testing::ElementsAre("xpu_exporter_podresources_up 0"));
 }
 
-TEST(MetricsRenderer, XpudDownLeavesOnlyTheExporterFamilies) {
+// xpud did not answer this scrape: no readings (none is repeated from an older answer), but
+// every card of the view keeps its identity and the health the view gives it.
+TEST(MetricsRenderer, XpudDownKeepsEachCardsIdentityAndHealthButNoReadings) {
   auto inputs = two_cards();
   inputs.metrics.reset();
+  inputs.processes.reset();
   std::string text = render_text(build_families(inputs));
   EXPECT_THAT(samples_of(text, "xpu_exporter_xpud_up"),
               ::testing::ElementsAre("xpu_exporter_xpud_up 0"));
+  EXPECT_THAT(samples_of(text, "xpu_healthy"),
+              ::testing::ElementsAre(std::string("xpu_healthy{") + kCard0 + "} 1",
+                                     std::string("xpu_healthy{") + kCard1 + "} 0"));
+  EXPECT_EQ(samples_of(text, "xpu_info").size(), 2u);
+  EXPECT_EQ(samples_of(text, "xpu_health_reason_info").size(), 1u);
   for (const auto& line : lines(text)) {
     if (line.starts_with("#")) continue;
-    EXPECT_TRUE(line.starts_with("xpu_exporter_")) << line;
+    EXPECT_TRUE(line.starts_with("xpu_exporter_") || line.starts_with("xpu_info{") ||
+                line.starts_with("xpu_healthy{") || line.starts_with("xpu_health_reason_info{"))
+        << line;
   }
+}
+
+// The view is the CardState's: during the grace period the cards keep the health xpud last
+// reported, past it every card is unhealthy with the reason kind the device plugin and the DRA
+// driver then use.
+TEST(MetricsRenderer, PastTheGracePeriodEveryCardIsUnhealthyBecauseXpudIsUnreachable) {
+  auto inputs = two_cards();
+  inputs.metrics.reset();
+  inputs.processes.reset();
+  const auto gone = CardState::Clock::time_point{} + 1h;
+  CardState cards(10s, gone);
+  cards.update(xpu::test::absent(inputs.view.devices), gone);
+
+  inputs.view = *cards.at(gone + 9s).view;
+  std::string text = render_text(build_families(inputs));
+  EXPECT_THAT(samples_of(text, "xpu_healthy"),
+              ::testing::ElementsAre(std::string("xpu_healthy{") + kCard0 + "} 1",
+                                     std::string("xpu_healthy{") + kCard1 + "} 0"));
+
+  inputs.view = *cards.at(gone + 10s).view;
+  text = render_text(build_families(inputs));
+  EXPECT_THAT(samples_of(text, "xpu_healthy"),
+              ::testing::ElementsAre(std::string("xpu_healthy{") + kCard0 + "} 0",
+                                     std::string("xpu_healthy{") + kCard1 + "} 0"));
+  EXPECT_THAT(samples_of(text, "xpu_health_reason_info"),
+              ::testing::ElementsAre(
+                  R"(xpu_health_reason_info{xpu="0",uuid="uuid-0",reason="xpud_unreachable"} 1)",
+                  R"(xpu_health_reason_info{xpu="1",uuid="uuid-1",reason="xpud_unreachable"} 1)"));
+  EXPECT_THAT(samples_of(text, "xpu_exporter_xpud_up"),
+              ::testing::ElementsAre("xpu_exporter_xpud_up 0"));
 }
 
 TEST(MetricsRenderer, CardsMissingFromTheViewAreSkippedAndRepeatsDropped) {

@@ -141,7 +141,13 @@ TEST(StatusPage, SaysWhenXpudOrTheKubeletDidNotAnswer) {
   EXPECT_THAT(page, HasSubstr("id=\"xpud-down\""));
   EXPECT_THAT(page, HasSubstr("xpud did not answer"));
   EXPECT_THAT(page, HasSubstr("id=\"podresources-down\""));
-  EXPECT_THAT(page, Not(HasSubstr("<table")));
+  // The cards /metrics still shows, with their health and no readings.
+  const std::string sick = row_of(page, 1);
+  EXPECT_THAT(sick, HasSubstr("ECC errors above threshold"));
+  EXPECT_THAT(sick, HasSubstr("<td data-label=\"Utilisation\" class=\"num\">&mdash;</td>"));
+  EXPECT_THAT(row_of(page, 0),
+              HasSubstr("<td data-label=\"Temperature\" class=\"num\">&mdash;</td>"));
+  EXPECT_THAT(row_of(page, 2), HasSubstr("Healthy"));
 
   ScrapeInputs no_cards = three_cards();
   no_cards.metrics->devices.clear();

@@ -5,7 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "k8s-shim/dra/published_view.h"
+#include "k8s-shim/card_state.h"
+#include "k8s-shim/dra/kube/slice_content.h"
 #include "k8s-shim/grpc/unix_socket_server.h"
 #include "tests/k8s-shim/dra/kubelet/kubelet_client.h"
 #include "tests/support/card_builder.h"
@@ -216,7 +217,7 @@ TEST(dra_DraService, TooManyClaimsInOneCallAreRefused) {
   EXPECT_EQ(api.lookups, 0);
 }
 
-// The role's prepare reads the cards from the PublishedView the slice is made from: once xpud has
+// The role's prepare reads the cards from the CardState the slice is made from: once xpud has
 // been gone past the grace period, a card the slice calls unhealthy is not prepared either (it
 // was, while prepare read xpud's last raw view).
 TEST(dra_DraService, PrepareRefusesCardsTheSliceCallsUnhealthyOnceXpudIsGonePastTheGracePeriod) {
@@ -225,16 +226,22 @@ TEST(dra_DraService, PrepareRefusesCardsTheSliceCallsUnhealthyOnceXpudIsGonePast
   FakeApiServer api;
   api.add("team", "claim-a", kUidA, {"xpu-0"});
   api.add("team", "claim-b", kUidB, {"xpu-1"});
-  PublishedView published(10s);
-  const auto gone = PublishedView::Clock::time_point{} + 1h;
-  published.update(xpu::test::absent(cards()), gone);
+  const auto gone = CardState::Clock::time_point{} + 1h;
+  CardState state(10s, gone);
+  state.update(xpu::test::absent(cards()), gone);
   // Read by the service's gRPC thread, set by this one.
-  std::atomic<PublishedView::Clock::time_point> now{gone + 5s};
-  Plugin plugin(dir.path(), api.lookup(), [&] { return published.cards_at(now.load()); });
+  std::atomic<CardState::Clock::time_point> now{gone + 5s};
+  Plugin plugin(dir.path(), api.lookup(), [&] { return state.cards_at(now.load()); });
   // Within the grace period a short restart of xpud changes nothing.
   auto within = plugin.prepare({{"team", kUidA, "claim-a"}});
   EXPECT_EQ(within.claims().at(kUidA).error(), "");
   now.store(gone + 11s);
+  // The slice made at that moment says the claim's card is unhealthy.
+  const auto slice = desired_slice(*state.at(now.load()).view, kNode, 0);
+  ASSERT_EQ(slice.devices.size(), 4u);
+  EXPECT_EQ(slice.devices[1].name, "xpu-1");
+  EXPECT_EQ(slice.devices[1].attributes.at(std::string(slice_attribute::kHealthy)),
+            AttributeValue(false));
   auto past = plugin.prepare({{"team", kUidB, "claim-b"}});
   EXPECT_THAT(past.claims().at(kUidB).error(),
               HasSubstr("xpud has been unreachable for longer than the grace period"));
