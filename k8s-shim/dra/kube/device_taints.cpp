@@ -87,9 +87,10 @@ std::vector<DeviceTaint> taints_for(const xpu::DeviceInfo& card, const TaintPoli
   std::string_view kind =
       card.health_reason_kind.empty() ? kUnknownReasonKind : card.health_reason_kind;
   // A kind from xpud that is not a label name (a newer xpud's word, or garbage): the generic key.
-  bool usable = std::all_of(kind.begin(), kind.end(),
-                            [](char c) { return is_alnum(c) || c == '_' || c == '-' || c == '.'; }) &&
-                kind.size() <= kMaxLabelValueLength && is_alnum(kind.front()) && is_alnum(kind.back());
+  bool usable =
+      std::all_of(kind.begin(), kind.end(),
+                  [](char c) { return is_alnum(c) || c == '_' || c == '-' || c == '.'; }) &&
+      kind.size() <= kMaxLabelValueLength && is_alnum(kind.front()) && is_alnum(kind.back());
   if (!usable) kind = kUnknownReasonKind;
   DeviceTaint taint{
       .key = taint_key(kind),

@@ -14,8 +14,8 @@ TEST(DeviceTaints, AHealthyCardHasNone) {
 }
 
 TEST(DeviceTaints, AnUnhealthyCardIsNoScheduleByDefaultKeyedByItsReasonKind) {
-  xpu::DeviceInfo faulty = card(3).unhealthy("driver reports state ERROR (3)").health_reason_kind(
-      "driver_fault");
+  xpu::DeviceInfo faulty =
+      card(3).unhealthy("driver reports state ERROR (3)").health_reason_kind("driver_fault");
   auto taints = taints_for(faulty, TaintPolicy{});
   ASSERT_EQ(taints.size(), 1u);
   EXPECT_EQ(taints[0].key, "xpu.kunlunxin.com/driver_fault");
@@ -43,16 +43,13 @@ TEST(DeviceTaints, NoneOnlyReports) {
 }
 
 TEST(DeviceTaints, AnUnknownOrUnusableKindGetsTheGenericKey) {
-  EXPECT_EQ(taints_for(card(0).unhealthy("old xpud"), {}).at(0).key,
-            "xpu.kunlunxin.com/unhealthy");
-  EXPECT_EQ(taints_for(card(0).unhealthy("x").health_reason_kind("bad kind/with slash"), {})
-                .at(0)
-                .key,
-            "xpu.kunlunxin.com/unhealthy");
-  EXPECT_EQ(taints_for(card(0).unhealthy("x").health_reason_kind(std::string(80, 'a')), {})
-                .at(0)
-                .key,
-            "xpu.kunlunxin.com/unhealthy");
+  EXPECT_EQ(taints_for(card(0).unhealthy("old xpud"), {}).at(0).key, "xpu.kunlunxin.com/unhealthy");
+  EXPECT_EQ(
+      taints_for(card(0).unhealthy("x").health_reason_kind("bad kind/with slash"), {}).at(0).key,
+      "xpu.kunlunxin.com/unhealthy");
+  EXPECT_EQ(
+      taints_for(card(0).unhealthy("x").health_reason_kind(std::string(80, 'a')), {}).at(0).key,
+      "xpu.kunlunxin.com/unhealthy");
 }
 
 TEST(DeviceTaints, ValuesAreLabelValues) {
