@@ -1202,9 +1202,24 @@ def stopped(signal_number, frame):
 
 
 def print_shim_logs(node):
+    """The chart's pods' last lines here; every pod of the namespace's whole log, of the current
+    and of the previous container (where there is one), in files beside xpud's log."""
     result = node.kubectl("logs", "-n", CHART_NAMESPACE, "--all-containers", "--prefix", "--tail=20",
                           "-l", "app.kubernetes.io/name=xpu-k8s-shim", check=False)
     print(result.stdout if hasattr(result, "stdout") else result)
+    pods = node.kubectl("get", "pods", "-n", CHART_NAMESPACE, "-o", "name", check=False)
+    stamp = time.strftime("%H%M%S")
+    for pod in (pods.stdout.split() if pods.returncode == 0 else []):
+        name = pod.split("/", 1)[-1]
+        for previous in ([], ["--previous"]):
+            logs = node.kubectl("logs", "-n", CHART_NAMESPACE, name, "--all-containers", *previous,
+                                check=False)
+            if previous and logs.returncode != 0:
+                continue  # no previous container
+            path = os.path.join(node.log_dir, f"{stamp}-{name}{'-previous' if previous else ''}.log")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(logs.stdout + logs.stderr)
+            print(f"---- {name}{' (previous container)' if previous else ''}: {path}", flush=True)
 
 
 if __name__ == "__main__":
