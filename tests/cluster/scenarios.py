@@ -459,10 +459,26 @@ class Suite:
         print("  rbac.compat: the synced token's WebSocket exec through nodes/<node>/proxy passes the API server")
         started = time.monotonic()
         self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait")
-        wait_for("shim pods gone", lambda: not self.shim_pods(), 90)
+        # Gone, terminating ones too (shim_pods() leaves those out): a plugin removes its socket as
+        # it stops, which is after its pod was marked for deletion.
+        wait_for("shim pods gone", lambda: not self.node.get_json(
+            "pods", "-n", CHART_NAMESPACE, "-l", "app.kubernetes.io/name=xpu-k8s-shim")["items"], 90)
+
+        def holder(name):
+            """Who accepts on a socket left behind (its pid and command line), or that nobody does."""
+            try:
+                with socket.socket(socket.AF_UNIX) as client:
+                    client.connect(os.path.join("/var/lib/kubelet/device-plugins", name))
+                    peer = client.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+                pid = int.from_bytes(peer[:4], sys.byteorder)
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    return f"{name}: served by pid {pid}, {f.read().split(bytes(1))}"
+            except OSError as error:
+                return f"{name}: nobody serves it ({error})"
         left = sorted(set(os.listdir("/var/lib/kubelet/device-plugins"))
                       - {"kubelet.sock", "kubelet_internal_checkpoint", "DEPRECATION"})
-        expect(not left, f"left behind in the kubelet's device-plugins directory: {left}")
+        expect(not left, "left behind in the kubelet's device-plugins directory: "
+                         f"{[holder(name) for name in left]}")
         self.wait_allocatable(0, 90)
         figure("helm uninstall to allocatable 0", time.monotonic() - started)
 
