@@ -162,9 +162,12 @@ start etcd "$ETCD" --name default --data-dir "$TMP/etcd" \
   --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
   --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
   --initial-cluster "default=http://127.0.0.1:$ETCD_PEER_PORT"
+# No endpoint reconciler: the 1.37 API server refuses a loopback --advertise-address for the
+# kubernetes Service's endpoints ("may not be in the loopback range"), which nothing here uses.
 start kube-apiserver "$APISERVER" \
   --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" \
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=$API_PORT \
+  --endpoint-reconciler-type=none \
   --tls-cert-file="$TMP/pki/apiserver.crt" --tls-private-key-file="$TMP/pki/apiserver.key" \
   --token-auth-file="$TMP/tokens.csv" --authorization-mode=AlwaysAllow \
   --service-account-issuer=https://kubernetes.default.svc \
