@@ -120,6 +120,24 @@ TEST(ResourceSlice, TaintsRoundTripAndTheServersTimeIsKeptButNotCompared) {
   EXPECT_NE(back->spec, slice.spec);
 }
 
+TEST(ResourceSlice, ReadsTheTaintTheServerStampedAndSeesAnOlderServerDropIt) {
+  auto stamped = parse_resource_slice(recorded("resourceslice_update_tainted.json"));  // 1.37
+  ASSERT_TRUE(stamped) << stamped.error();
+  ResourceSliceSpec expected = recorded_spec(2);
+  expected.devices[1].taints = {DeviceTaint{.key = "xpu.kunlunxin.com/driver_fault",
+                                            .value = "device-lost",
+                                            .effect = "NoExecute",
+                                            .time_added = {}}};
+  EXPECT_EQ(stamped->spec, expected);
+  EXPECT_FALSE(stamped->spec.devices[1].taints.at(0).time_added.empty());
+  EXPECT_TRUE(stamped->spec.devices[0].taints.empty());
+
+  auto dropped = parse_resource_slice(recorded("resourceslice_update_tainted_v1.35.json"));
+  ASSERT_TRUE(dropped) << dropped.error();
+  EXPECT_EQ(dropped->spec.pool.generation, 2);
+  EXPECT_TRUE(dropped->spec.devices[1].taints.empty());
+}
+
 TEST(ResourceSlice, NamesFieldsOfTheWrongType) {
   auto check = [](std::string_view json, std::string_view path) {
     auto slice = parse_resource_slice(json);
