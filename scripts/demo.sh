@@ -141,7 +141,7 @@ unhealthy_in_kubelet() { grep '"event":"devices"' "$run/kubelet.jsonl" | tail -n
 wait_for "the fault in /metrics" "$$" "$run/exporter.log" unhealthy_in_metrics
 wait_for "the fault in ListAndWatch" "$$" "$run/device-plugin.log" unhealthy_in_kubelet
 echo "-- xpuctl show 3"
-xpuctl show 3 | sed -n '1,10p'
+xpuctl show 3 | sed -n '1,11p'
 echo "-- /metrics"
 curl -fs "http://127.0.0.1:$port/metrics" | grep -E '^xpu_healthy\{.*xpu="3"' || true
 echo "-- the kubelet's last ListAndWatch message"
