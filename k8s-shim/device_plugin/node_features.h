@@ -16,14 +16,12 @@
 #include <vector>
 
 #include "common/xpud_client.h"
+#include "k8s-shim/label_value.h"
 #include "k8s-shim/shim_options.h"
 
 namespace shim {
 
 inline constexpr std::string_view kNodeLabelPrefix = "kunlunxin.com/";
-// What a label value may be (Kubernetes): at most 63 characters of [A-Za-z0-9._-], beginning
-// and ending with a letter or digit; empty is valid too but says nothing, so it is never written.
-inline constexpr std::size_t kMaxLabelValueLength = 63;
 // NFD ignores a feature file larger than this.
 inline constexpr std::size_t kMaxFeatureFileSize = 64 * 1024;
 
@@ -52,11 +50,6 @@ std::optional<std::vector<NodeLabel>> node_feature_labels(const xpu::DeviceView&
 
 // The file: a comment naming the writer, then the lines.
 std::string render_feature_file(const std::vector<NodeLabel>& labels);
-
-// `text` made a valid label value: each run of other characters becomes one '-', leading and
-// trailing non-alphanumerics are dropped, then it is cut to 63 characters (and trimmed again).
-// nullopt when nothing is left.
-std::optional<std::string> sanitize_label_value(std::string_view text);
 
 // "memory-mib" and the like: the unit is in the name, so that a changed --memory-unit makes a
 // selector stop matching instead of comparing numbers of another unit.

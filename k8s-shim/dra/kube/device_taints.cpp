@@ -4,20 +4,9 @@
 
 #include "common/names.h"
 #include "k8s-shim/dra/dra_names.h"
+#include "k8s-shim/label_value.h"
 
 namespace shim::dra {
-
-namespace {
-
-// A label value's limit (k8s.io/apimachinery validation.LabelValueMaxLength), which the API
-// server checks a taint's value against (pkg/apis/resource/validation validateDeviceTaint).
-constexpr std::size_t kMaxLabelValueLength = 63;
-
-bool is_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-}  // namespace
 
 const std::vector<std::string_view>& taint_reason_kinds() {
   namespace kind = xpu::names::reason_kind;
@@ -61,37 +50,18 @@ std::string taint_key(std::string_view reason_kind) {
 }
 
 std::string taint_value(std::string_view reason) {
-  std::string value;
-  for (char c : reason) {
-    bool allowed = is_alnum(c) || c == '.' || c == '_' || c == '-';
-    char put = allowed ? c : '-';
-    if (put == '-' && !value.empty() && value.back() == '-') continue;
-    value += put;
-  }
-  auto trim = [&] {
-    while (!value.empty() && !is_alnum(value.back())) value.pop_back();
-    std::size_t first = 0;
-    while (first < value.size() && !is_alnum(value[first])) ++first;
-    value.erase(0, first);
-  };
-  trim();
-  if (value.size() > kMaxLabelValueLength) {
-    value.resize(kMaxLabelValueLength);
-    trim();
-  }
-  return value;
+  // The API server checks a taint's value as a label value (pkg/apis/resource/validation,
+  // validateDeviceTaint).
+  return sanitize_label_value(reason).value_or("");
 }
 
 std::vector<DeviceTaint> taints_for(const xpu::DeviceInfo& card, const TaintPolicy& policy) {
   if (card.healthy) return {};
   std::string_view kind =
       card.health_reason_kind.empty() ? kUnknownReasonKind : card.health_reason_kind;
-  // A kind from xpud that is not a label name (a newer xpud's word, or garbage): the generic key.
-  bool usable =
-      std::all_of(kind.begin(), kind.end(),
-                  [](char c) { return is_alnum(c) || c == '_' || c == '-' || c == '.'; }) &&
-      kind.size() <= kMaxLabelValueLength && is_alnum(kind.front()) && is_alnum(kind.back());
-  if (!usable) kind = kUnknownReasonKind;
+  // A kind from xpud that cannot be a key's name part (a newer xpud's word, or garbage): the
+  // generic key. That part has a label value's rules, so a usable kind is its own sanitized form.
+  if (sanitize_label_value(kind) != kind) kind = kUnknownReasonKind;
   DeviceTaint taint{
       .key = taint_key(kind),
       .value = taint_value(card.health_reason),

@@ -62,9 +62,8 @@ xpu::Status parse_no_execute_kinds(std::string_view text, TaintPolicy& policy);
 
 // The taint key for a reason kind: "xpu.kunlunxin.com/<kind>" ("unhealthy" when empty).
 std::string taint_key(std::string_view reason_kind);
-// A health reason as a label value (which a taint's value must be): at most 63 characters of
-// [A-Za-z0-9._-], beginning and ending with a letter or digit; other characters become '-', runs
-// of '-' one. Empty when nothing is left.
+// A health reason as a label value (which a taint's value must be: sanitize_label_value), empty
+// when nothing is left.
 std::string taint_value(std::string_view reason);
 
 // The taint of a card under `policy`: none while it is healthy.
