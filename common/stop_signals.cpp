@@ -23,7 +23,13 @@ StopSignals::StopSignals(bool include_sighup) {
 }
 
 StopSignals::~StopSignals() {
-  pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  // A stop signal that arrives while the program stops (a second SIGTERM, SIGINT after SIGTERM)
+  // asks for what is already happening. Unblocked, it would meet its default action and turn the
+  // orderly exit into death by signal: consume the pending ones, and keep the signals blocked
+  // once a stop was requested.
+  while (take()) {
+  }
+  if (!stopped_) pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
 }
 
 std::optional<int> StopSignals::take() {

@@ -2,7 +2,10 @@
 // can wait on them next to their other file descriptors instead of in an async handler.
 //
 // Construct it in main() before starting any thread: it blocks the signals for the calling
-// thread, and threads started afterwards inherit the mask.
+// thread, and threads started afterwards inherit the mask. Construct it first thing: a signal
+// that comes before it meets its default action, which for a container's PID 1 is to be
+// ignored, so a stop asked for that early would be lost. Once a stop signal was taken, the
+// destructor leaves the signals blocked (see there).
 #pragma once
 
 #include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX sigset_t, not in <csignal>

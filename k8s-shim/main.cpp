@@ -12,6 +12,10 @@ namespace {
 constexpr const char* kProgram = "xpu-k8s-shim";
 
 int run(const std::vector<std::string>& args) {
+  // First, before any thread exists (every thread inherits the blocked mask), and before the
+  // role binds anything: in a container this is PID 1, whose SIGTERM is dropped, not queued,
+  // while the default action stands, and a pod deleted as it starts would then keep its socket.
+  xpu::StopSignals stop;
   shim::ShimOptions options;
   xpu::HelpAndVersion flags;
   xpu::CommandLine cli(kProgram,
@@ -31,9 +35,6 @@ int run(const std::vector<std::string>& args) {
                           "missing role: device-plugin, exporter, token-sync or dra-driver");
   const std::string& role = rest.front();
   std::span<const std::string> role_args(rest.begin() + 1, rest.end());
-
-  // Before any thread exists, so every thread inherits the blocked mask.
-  xpu::StopSignals stop;
   if (role == "device-plugin") return shim::run_device_plugin(options, role_args, stop);
   if (role == "exporter") return shim::run_exporter(options, role_args, stop);
   if (role == "token-sync") return shim::run_token_sync(options, role_args, stop);

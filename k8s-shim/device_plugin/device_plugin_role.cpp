@@ -79,8 +79,10 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args,
   CardState cards(plugin.xpud_grace_period, Clock::now());
   ResourceTracker tracker(resource_config(plugin), cards, Clock::now());
   WakeEvent wake;
-  KubeletConnector connector(KubeletConnector::Options{
-      .plugin_dir = plugin_dir, .memory_unit = options.memory_unit, .cdi = plugin.cdi});
+  KubeletConnector connector(KubeletConnector::Options{.plugin_dir = plugin_dir,
+                                                       .memory_unit = options.memory_unit,
+                                                       .cdi = plugin.cdi,
+                                                       .stop_fd = stop.fd()});
   int status = 0;
   {
     // Declared after what its listener uses, so it stops calling back before they go away.
@@ -102,7 +104,12 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args,
         return client.configure_virtual_functions(index, count, kReconfigureTimeout);
       });
 
-    while (!stop.stop_requested()) {
+    while (true) {
+      // A signal that came during the last pass stops the role before it binds or registers
+      // anything more.
+      while (stop.take()) {
+      }
+      if (stop.stop_requested()) break;
       connector.reconcile(tracker.feeds());
       Clock::time_point deadline = Clock::now() + kIdleCheck;
       // One card per pass: a stop signal never waits for more than one call.
@@ -117,7 +124,6 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args,
         status = 1;
         break;
       }
-      if (fds[0].revents & POLLIN) stop.take();
       if (fds[1].revents & POLLIN) connector.handle_directory_events();
       if (fds[2].revents & POLLIN) wake.clear();
       tracker.refresh(Clock::now());

@@ -1,5 +1,6 @@
 #include "k8s-shim/device_plugin/kubelet_connector.h"
 
+#include <poll.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
@@ -12,6 +13,7 @@
 
 #include "k8s-shim/device_plugin/device_plugin_options.h"
 #include "k8s-shim/device_plugin/kubelet_registration.h"
+#include "k8s-shim/socket_file.h"
 
 namespace shim {
 namespace {
@@ -135,21 +137,57 @@ void KubeletConnector::reconcile(const std::vector<std::shared_ptr<ResourceFeed>
   }
 }
 
+bool KubeletConnector::stopping() const {
+  if (options_.stop_fd < 0) return false;
+  pollfd fd{options_.stop_fd, POLLIN, 0};
+  return ::poll(&fd, 1, 0) > 0 && (fd.revents & POLLIN) != 0;
+}
+
+void KubeletConnector::drop_lost_server(Endpoint& endpoint) {
+  const std::string& resource = endpoint.feed->resource_name();
+  const std::filesystem::path& path = endpoint.server->socket_path();
+  switch (endpoint.server->socket_state()) {
+    case BoundSocketFile::State::kOurs:
+      return;
+    case BoundSocketFile::State::kGone:
+      spdlog::warn("{}: socket {} was removed (kubelet restart?); serving on a new one", resource,
+                   path.string());
+      break;
+    case BoundSocketFile::State::kReplaced:
+      // Taking it back would only make the two processes replace each other's socket, each
+      // time registering again, until one of them stops.
+      if (socket_is_served(path)) {
+        spdlog::warn(
+            "{}: another process serves {} now (a newer device plugin?); this one stops serving "
+            "it, and serves it again only once the path is free",
+            resource, path.string());
+        endpoint.displaced = true;
+      } else {
+        spdlog::warn("{}: socket {} was replaced by one nobody serves; serving on a new one",
+                     resource, path.string());
+      }
+      break;
+  }
+  endpoint.server.reset();
+  endpoint.registered = false;
+  endpoint.next_attempt = Clock::time_point{};
+  endpoint.backoff = Clock::duration{};
+}
+
 void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
                                           const std::optional<FileId>& kubelet) {
   const std::string& resource = endpoint.feed->resource_name();
-  if (endpoint.server && !endpoint.server->socket_present()) {
-    spdlog::warn("{}: socket {} was removed (kubelet restart?); serving on a new one", resource,
-                 endpoint.server->socket_path().string());
-    endpoint.server.reset();
-    endpoint.registered = false;
-    endpoint.next_attempt = Clock::time_point{};
-    endpoint.backoff = Clock::duration{};
-  }
+  if (endpoint.server) drop_lost_server(endpoint);
   if (!endpoint.server) {
-    if (Clock::now() < endpoint.next_attempt) return;
-    auto server = PluginServer::start(options_.plugin_dir / endpoint.feed->socket_name(),
-                                      endpoint.feed, options_.memory_unit, options_.cdi);
+    // A socket bound now would outlive the stop that is about to run only by luck.
+    if (stopping() || Clock::now() < endpoint.next_attempt) return;
+    const std::filesystem::path path = options_.plugin_dir / endpoint.feed->socket_name();
+    if (endpoint.displaced) {
+      if (socket_is_served(path)) return;
+      spdlog::info("{}: {} is free again; serving it", resource, path.string());
+      endpoint.displaced = false;
+    }
+    auto server = PluginServer::start(path, endpoint.feed, options_.memory_unit, options_.cdi);
     if (!server) {
       if (endpoint.failures == 0) spdlog::error("{}: {}; retrying", resource, server.error());
       retry_later(endpoint);
@@ -164,10 +202,14 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
   }
   if (endpoint.registered && kubelet != endpoint.registered_with)
     endpoint.registered = false;  // kubelet.sock was replaced while we were not looking
-  if (endpoint.registered || !kubelet || Clock::now() < endpoint.next_attempt) return;
+  if (endpoint.registered || !kubelet || Clock::now() < endpoint.next_attempt || stopping()) return;
 
   auto status = register_with_kubelet(kubelet_socket_, resource, endpoint.feed->socket_name(),
-                                      options_.register_timeout);
+                                      options_.register_timeout, options_.stop_fd);
+  if (!status && stopping()) {
+    spdlog::info("{}: {}", resource, status.error());
+    return;
+  }
   if (!status) {
     if (endpoint.failures == 0)
       spdlog::warn("{}: {}; retrying with back-off", resource, status.error());

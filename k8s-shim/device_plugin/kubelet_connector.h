@@ -4,11 +4,17 @@
 //  - watches the directory (inotify): a new kubelet.sock (kubelet restart) means registering
 //    again at once; a plugin socket that disappeared (the kubelet deletes them on start) means
 //    serving on a fresh socket and registering again;
+//  - a plugin socket another process put at the path and serves (a rolling update's new pod)
+//    is left to it: this one stops serving that resource, and serves again only once the path
+//    is free or holds a socket nobody serves;
+//  - once the stop signal is pending (Options::stop_fd readable), binds nothing new, registers
+//    no more, and cancels a Register in flight;
 //  - backs off on failures (250 ms doubling to 30 s), and never re-registers a healthy
 //    registration on its own, so it does not flap.
 // Owned and driven by one thread (the role's loop): reconcile() after events and at
-// next_deadline(). Register calls block that thread for at most the register timeout; ListAndWatch
-// updates do not go through it.
+// next_deadline(). Register calls block that thread for at most the register timeout, or until
+// the stop signal (the call itself runs on a thread of its own, which that thread cancels and
+// joins); ListAndWatch updates do not go through it.
 #pragma once
 
 #include <sys/types.h>
@@ -38,6 +44,7 @@ class KubeletConnector {
     std::chrono::milliseconds register_timeout{5000};
     Clock::duration first_retry = std::chrono::milliseconds(250);
     Clock::duration max_retry = std::chrono::seconds(30);
+    int stop_fd = -1;  // readable once the role must stop (the stop signal's fd); -1: never
   };
 
   explicit KubeletConnector(Options options);
@@ -68,6 +75,8 @@ class KubeletConnector {
   struct Endpoint {
     std::shared_ptr<ResourceFeed> feed;
     std::unique_ptr<PluginServer> server;
+    // Another process serves the socket path; not taken back while it does.
+    bool displaced = false;
     bool registered = false;
     std::optional<FileId> registered_with;  // kubelet.sock we registered with
     Clock::time_point next_attempt{};
@@ -82,6 +91,9 @@ class KubeletConnector {
   void register_again_now(const char* why,
                           const std::optional<FileId>& unless_registered_with = std::nullopt);
   void reconcile_endpoint(Endpoint& endpoint, const std::optional<FileId>& kubelet);
+  // Drops the server whose socket file is gone or replaced.
+  static void drop_lost_server(Endpoint& endpoint);
+  bool stopping() const;
 
   const Options options_;
   const std::filesystem::path kubelet_socket_;

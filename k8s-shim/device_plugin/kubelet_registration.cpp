@@ -1,16 +1,22 @@
 #include "k8s-shim/device_plugin/kubelet_registration.h"
 
+#include <poll.h>
+
+#include <cerrno>
+#include <thread>
+
 #include <deviceplugin_v1beta1.grpc.pb.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
 #include "k8s-shim/device_plugin/kubelet_messages.h"
+#include "k8s-shim/wake_event.h"
 
 namespace shim {
 
 xpu::Status register_with_kubelet(const std::filesystem::path& kubelet_socket,
                                   const std::string& resource_name, const std::string& endpoint,
-                                  std::chrono::milliseconds timeout) {
+                                  std::chrono::milliseconds timeout, int cancel_fd) {
   grpc::ChannelArguments args;
   // A private subchannel: a shared one may still be in its reconnect back-off from the previous
   // (dead) kubelet and would fail this attempt without trying.
@@ -27,7 +33,29 @@ xpu::Status register_with_kubelet(const std::filesystem::path& kubelet_socket,
   v1beta1::Empty response;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
-  grpc::Status status = stub->Register(&context, request, &response);
+  // The blocking call on a thread of its own, so that this one can cancel it when the stop
+  // signal comes instead of holding the stop for the call's timeout. Joined before anything it
+  // uses goes away; the deadline bounds the wait for it either way.
+  grpc::Status status;
+  bool cancelled = false;
+  {
+    WakeEvent done;
+    std::jthread call([&] {
+      status = stub->Register(&context, request, &response);
+      done.signal();
+    });
+    pollfd fds[] = {{done.fd(), POLLIN, 0}, {cancel_fd, POLLIN, 0}};
+    int ready = 0;
+    do {
+      ready = ::poll(fds, std::size(fds), -1);
+    } while (ready < 0 && errno == EINTR);
+    if ((fds[0].revents & POLLIN) == 0) {
+      context.TryCancel();
+      cancelled = true;
+    }
+  }
+  if (!status.ok() && cancelled)
+    return xpu::Error{"Register with " + kubelet_socket.string() + " cancelled: stopping"};
   if (!status.ok())
     return xpu::Error{"Register with " + kubelet_socket.string() + " failed (gRPC code " +
                       std::to_string(static_cast<int>(status.error_code())) +

@@ -1,6 +1,7 @@
 // One resource's gRPC server on its unix socket in the plugin directory. Owning the object means
-// serving: the constructor-like start() binds (replacing a stale socket left at the path), the
-// destructor ends the streams, stops the server and removes the socket it created.
+// serving: the constructor-like start() binds and puts the socket at the path (replacing a stale
+// socket, or the served one of the device plugin this process replaces), the destructor ends the
+// streams, removes the socket if the path still holds it and stops the server.
 #pragma once
 
 #include <filesystem>
@@ -26,6 +27,7 @@ class PluginServer {
   // False once the socket file we bound is gone (the kubelet deletes plugin sockets when it
   // restarts): the server must then be started again.
   bool socket_present() const { return server_->socket_present(); }
+  BoundSocketFile::State socket_state() const { return server_->socket_state(); }
 
  private:
   explicit PluginServer(std::unique_ptr<DevicePluginService> service)

@@ -38,34 +38,48 @@ xpu::Result<std::unique_ptr<UnixSocketServer>> UnixSocketServer::start(
 xpu::Result<std::unique_ptr<UnixSocketServer>> UnixSocketServer::start(
     std::filesystem::path socket_path, const std::vector<grpc::Service*>& services) {
   if (services.empty()) return xpu::Error{"no gRPC service to serve on " + socket_path.string()};
-  if (auto cleared = clear_socket_path(socket_path); !cleared) return xpu::Error{cleared.error()};
-  const std::string path = socket_path.string();
+  if (auto usable = check_socket_path(socket_path); !usable) return xpu::Error{usable.error()};
+  // gRPC unlinks the socket at the address it binds, before binding and when it shuts down:
+  // bound at a private name, those unlinks never meet a socket of another process at the path.
+  auto bind_path = private_bind_path(socket_path);
+  if (!bind_path) return xpu::Error{bind_path.error()};
+  const std::string address = "unix:" + bind_path->string();
 
   std::unique_ptr<UnixSocketServer> server(new UnixSocketServer(std::move(socket_path)));
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials());
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  grpc::ResourceQuota quota("unix:" + path);
+  grpc::ResourceQuota quota("unix:" + server->socket_path_.string());
   quota.SetMaxThreads(kMaxThreads);
   builder.SetResourceQuota(quota);
   for (grpc::Service* service : services) builder.RegisterService(service);
   server->server_ = builder.BuildAndStart();
-  if (!server->server_) return xpu::Error{"cannot serve gRPC on " + path};
-  auto bound = BoundSocketFile::record(path);
+  if (!server->server_)
+    return xpu::Error{"cannot serve gRPC on " + server->socket_path_.string() + " (binding " +
+                      bind_path->string() + " failed)"};
+  // On failure the destructor's shutdown removes the private name.
+  auto bound = BoundSocketFile::publish(*bind_path, server->socket_path_);
   if (!bound) return xpu::Error{bound.error()};
   server->socket_file_ = std::move(*bound);
   return server;
 }
 
 UnixSocketServer::~UnixSocketServer() {
+  // The path goes first: while our socket is open its inode number cannot be given to a new
+  // file, so "still ours" cannot match another process's socket; and nobody dials a server
+  // that is stopping.
+  if (socket_file_) socket_file_->remove_if_ours();
   if (!server_) return;
   server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   server_->Wait();
-  if (socket_file_) socket_file_->remove_if_ours();
 }
 
 bool UnixSocketServer::socket_present() const {
   return socket_file_ && socket_file_->present();
+}
+
+BoundSocketFile::State UnixSocketServer::socket_state() const {
+  return socket_file_ ? socket_file_->state() : BoundSocketFile::State::kGone;
 }
 
 }  // namespace shim

@@ -1,9 +1,10 @@
 // One gRPC server on one unix socket, owned, for every role that serves the kubelet (the device
 // plugin's per-resource sockets, the DRA driver's dra.sock and registration socket): start()
-// binds (replacing a stale socket left at the path by an earlier run), the destructor stops the
-// server and removes the socket if it is still the one it bound. Every server gets the same
-// bounds on its threads and message size (unix_socket_server.cpp says why those). The services
-// are the caller's and must outlive the server.
+// binds a private name and renames the socket to the path (replacing a socket there: the stale
+// one of an earlier run, or the served one of the process this one replaces), the destructor
+// removes the socket if the path still holds it, then stops the server. socket_file.h says why.
+// Every server gets the same bounds on its threads and message size (unix_socket_server.cpp says
+// why those). The services are the caller's and must outlive the server.
 #pragma once
 
 #include <filesystem>
@@ -34,6 +35,8 @@ class UnixSocketServer {
   // False once the socket we bound is gone or replaced (the kubelet deletes device-plugin
   // sockets when it restarts): the server must be started again.
   bool socket_present() const;
+  // Also tells a socket the kubelet deleted from one another process put in its place.
+  BoundSocketFile::State socket_state() const;
 
  private:
   explicit UnixSocketServer(std::filesystem::path socket_path)

@@ -461,10 +461,26 @@ class Suite:
         print("  rbac.compat: the synced token's WebSocket exec through nodes/<node>/proxy passes the API server")
         started = time.monotonic()
         self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait")
-        wait_for("shim pods gone", lambda: not self.shim_pods(), 90)
+        # Gone, terminating ones too (shim_pods() leaves those out): a plugin removes its socket as
+        # it stops, which is after its pod was marked for deletion.
+        wait_for("shim pods gone", lambda: not self.node.get_json(
+            "pods", "-n", CHART_NAMESPACE, "-l", "app.kubernetes.io/name=xpu-k8s-shim")["items"], 90)
+
+        def holder(name):
+            """Who accepts on a socket left behind (its pid and command line), or that nobody does."""
+            try:
+                with socket.socket(socket.AF_UNIX) as client:
+                    client.connect(os.path.join("/var/lib/kubelet/device-plugins", name))
+                    peer = client.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+                pid = int.from_bytes(peer[:4], sys.byteorder)
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    return f"{name}: served by pid {pid}, {f.read().split(bytes(1))}"
+            except OSError as error:
+                return f"{name}: nobody serves it ({error})"
         left = sorted(set(os.listdir("/var/lib/kubelet/device-plugins"))
                       - {"kubelet.sock", "kubelet_internal_checkpoint", "DEPRECATION"})
-        expect(not left, f"left behind in the kubelet's device-plugins directory: {left}")
+        expect(not left, "left behind in the kubelet's device-plugins directory: "
+                         f"{[holder(name) for name in left]}")
         self.wait_allocatable(0, 90)
         figure("helm uninstall to allocatable 0", time.monotonic() - started)
 
@@ -1468,9 +1484,24 @@ def stopped(signal_number, frame):
 
 
 def print_shim_logs(node):
+    """The chart's pods' last lines here; every pod of the namespace's whole log, of the current
+    and of the previous container (where there is one), in files beside xpud's log."""
     result = node.kubectl("logs", "-n", CHART_NAMESPACE, "--all-containers", "--prefix", "--tail=20",
                           "-l", "app.kubernetes.io/name=xpu-k8s-shim", check=False)
     print(result.stdout if hasattr(result, "stdout") else result)
+    pods = node.kubectl("get", "pods", "-n", CHART_NAMESPACE, "-o", "name", check=False)
+    stamp = time.strftime("%H%M%S")
+    for pod in (pods.stdout.split() if pods.returncode == 0 else []):
+        name = pod.split("/", 1)[-1]
+        for previous in ([], ["--previous"]):
+            logs = node.kubectl("logs", "-n", CHART_NAMESPACE, name, "--all-containers", *previous,
+                                check=False)
+            if previous and logs.returncode != 0:
+                continue  # no previous container
+            path = os.path.join(node.log_dir, f"{stamp}-{name}{'-previous' if previous else ''}.log")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(logs.stdout + logs.stderr)
+            print(f"---- {name}{' (previous container)' if previous else ''}: {path}", flush=True)
 
 
 if __name__ == "__main__":
