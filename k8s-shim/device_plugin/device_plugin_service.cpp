@@ -39,6 +39,7 @@ grpc::Status DevicePluginService::GetDevicePluginOptions(grpc::ServerContext*,
 grpc::Status DevicePluginService::ListAndWatch(
     grpc::ServerContext* context, const v1beta1::Empty*,
     grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) {
+  streams_opened_.fetch_add(1);
   auto snapshot = feed_->latest();
   spdlog::info("{}: ListAndWatch opened by {}, sending {} devices", feed_->resource_name(),
                context->peer(), snapshot.state->devices.size());

@@ -21,6 +21,10 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
 
   // Ends this service's ListAndWatch streams (its server is going away).
   void stop();
+  // How many ListAndWatch streams were opened on this service: the kubelet opens one as soon as
+  // it has accepted a registration, so a non-zero count proves the registration landed even when
+  // its answer did not reach us.
+  unsigned streams_opened() const { return streams_opened_.load(); }
 
   grpc::Status GetDevicePluginOptions(grpc::ServerContext* context, const v1beta1::Empty* request,
                                       v1beta1::DevicePluginOptions* response) override;
@@ -40,6 +44,7 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
   const MemoryUnit memory_unit_;
   const CdiMode cdi_;
   std::atomic<bool> stopping_{false};
+  std::atomic<unsigned> streams_opened_{0};
 };
 
 }  // namespace shim

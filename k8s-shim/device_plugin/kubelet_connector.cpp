@@ -174,6 +174,14 @@ void KubeletConnector::drop_lost_server(Endpoint& endpoint) {
   endpoint.backoff = Clock::duration{};
 }
 
+std::string KubeletConnector::socket_name(const Endpoint& endpoint) {
+  const std::string& primary = endpoint.feed->socket_name();
+  if (endpoint.spare == 0) return primary;
+  const std::string stem =
+      primary.ends_with(".sock") ? primary.substr(0, primary.size() - 5) : primary;
+  return stem + "-spare" + std::to_string(endpoint.spare) + ".sock";
+}
+
 void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
                                           const std::optional<FileId>& kubelet) {
   const std::string& resource = endpoint.feed->resource_name();
@@ -181,7 +189,13 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
   if (!endpoint.server) {
     // A socket bound now would outlive the stop that is about to run only by luck.
     if (stopping() || Clock::now() < endpoint.next_attempt) return;
-    const std::filesystem::path path = options_.plugin_dir / endpoint.feed->socket_name();
+    if (endpoint.spare != 0 && kubelet != endpoint.refused_by) {
+      // A kubelet that started since has no stale connection: the usual name is usable again.
+      spdlog::info("{}: a new kubelet; serving on {} again", resource,
+                   endpoint.feed->socket_name());
+      endpoint.spare = 0;
+    }
+    const std::filesystem::path path = options_.plugin_dir / socket_name(endpoint);
     if (endpoint.displaced) {
       if (socket_is_served(path)) return;
       spdlog::info("{}: {} is free again; serving it", resource, path.string());
@@ -204,26 +218,72 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
     endpoint.registered = false;  // kubelet.sock was replaced while we were not looking
   if (endpoint.registered || !kubelet || Clock::now() < endpoint.next_attempt || stopping()) return;
 
-  auto status = register_with_kubelet(kubelet_socket_, resource, endpoint.feed->socket_name(),
-                                      options_.register_timeout, options_.stop_fd);
-  if (!status && stopping()) {
-    spdlog::info("{}: {}", resource, status.error());
-    return;
+  const std::string name = socket_name(endpoint);
+  const RegisterResult result = register_with_kubelet(kubelet_socket_, resource, name,
+                                                      options_.register_timeout, options_.stop_fd);
+  switch (result.outcome) {
+    case RegisterOutcome::kCancelled:
+      spdlog::info("{}: {}", resource, result.error);
+      return;
+    case RegisterOutcome::kAccepted:
+      spdlog::info("{}: registered with the kubelet (endpoint {})", resource, name);
+      break;
+    case RegisterOutcome::kFailed:
+    case RegisterOutcome::kEndpointTaken:
+      if (endpoint.server->watched()) {
+        // The kubelet accepted an earlier call whose answer we never saw (it timed out here),
+        // or this one's, and is watching this server: asking again would only be refused.
+        spdlog::info("{}: {}; but the kubelet is watching {} already, so it is registered",
+                     resource, result.error, name);
+        break;
+      }
+      if (result.outcome == RegisterOutcome::kEndpointTaken) {
+        move_to_spare(endpoint, kubelet, result.error);
+        if (endpoint.next_attempt <= Clock::now()) reconcile_endpoint(endpoint, kubelet);
+        return;
+      }
+      if (endpoint.failures == 0)
+        spdlog::warn("{}: {}; retrying with back-off", resource, result.error);
+      else
+        spdlog::debug("{}: {} (attempt {})", resource, result.error, endpoint.failures + 1);
+      retry_later(endpoint);
+      return;
   }
-  if (!status) {
+  endpoint.registered = true;
+  // The kubelet.sock that exists now, after the call: the one read before it may be the previous
+  // kubelet's, which the call's dial never reached. Recording that one would make the next
+  // reconcile register again with the kubelet that has just accepted us, which a 1.37 kubelet
+  // refuses, and its refusal loses track of this connection (see kubelet_connector.h).
+  endpoint.registered_with = file_id(kubelet_socket_);
+  endpoint.failures = 0;
+  endpoint.backoff = Clock::duration{};
+}
+
+void KubeletConnector::move_to_spare(Endpoint& endpoint, const std::optional<FileId>& kubelet,
+                                     const std::string& error) {
+  const std::string& resource = endpoint.feed->resource_name();
+  if (endpoint.spare >= kMaxSpare) {
     if (endpoint.failures == 0)
-      spdlog::warn("{}: {}; retrying with back-off", resource, status.error());
-    else
-      spdlog::debug("{}: {} (attempt {})", resource, status.error(), endpoint.failures + 1);
+      spdlog::error(
+          "{}: {}; the kubelet refuses every spare socket name too; retrying with "
+          "back-off (restarting the kubelet clears this)",
+          resource, error);
     retry_later(endpoint);
     return;
   }
-  endpoint.registered = true;
-  endpoint.registered_with = kubelet;
+  const std::string refused = socket_name(endpoint);
+  ++endpoint.spare;
+  spdlog::warn(
+      "{}: {}; the kubelet keeps a connection to {} that it will not let go (a plugin there "
+      "stopped after a refused second registration), so this plugin serves on {} until the "
+      "kubelet restarts",
+      resource, error, refused, socket_name(endpoint));
+  endpoint.refused_by = kubelet;
+  endpoint.server.reset();  // removes the refused socket: nothing will ever call it
+  endpoint.registered = false;
   endpoint.failures = 0;
   endpoint.backoff = Clock::duration{};
-  spdlog::info("{}: registered with the kubelet (endpoint {})", resource,
-               endpoint.feed->socket_name());
+  endpoint.next_attempt = Clock::time_point{};
 }
 
 void KubeletConnector::stop() {

@@ -10,7 +10,17 @@
 //  - once the stop signal is pending (Options::stop_fd readable), binds nothing new, registers
 //    no more, and cancels a Register in flight;
 //  - backs off on failures (250 ms doubling to 30 s), and never re-registers a healthy
-//    registration on its own, so it does not flap.
+//    registration on its own, so it does not flap;
+//  - registers each server with each kubelet once. Since 1.37 (kubernetes PR 135437) the kubelet
+//    keys a plugin by its socket path and refuses a second Register for a path it is connected
+//    to ("device plugin already connected"), and the refusal also drops its own record of the
+//    live connection, so that when this server later stops the kubelet never lets go of the
+//    path: every later Register there is refused until the kubelet restarts. So a Register whose
+//    answer was lost counts as done once the kubelet opened ListAndWatch here, and the kubelet
+//    we registered with is the kubelet.sock found after the call, not before it;
+//  - if the kubelet refuses the endpoint anyway (left so by an earlier plugin), serves on a spare
+//    name (kunlunxin-xpu-spare1.sock, ...) instead, and goes back to the usual name when a new
+//    kubelet starts.
 // Owned and driven by one thread (the role's loop): reconcile() after events and at
 // next_deadline(). Register calls block that thread for at most the register timeout, or until
 // the stop signal (the call itself runs on a thread of its own, which that thread cancels and
@@ -25,6 +35,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "common/unique_fd.h"
@@ -72,8 +83,13 @@ class KubeletConnector {
     std::int64_t change_nsec = 0;
     bool operator==(const FileId&) const = default;
   };
+  // Spare socket names an endpoint tries after the kubelet refused its usual one.
+  static constexpr unsigned kMaxSpare = 4;
+
   struct Endpoint {
     std::shared_ptr<ResourceFeed> feed;
+    unsigned spare = 0;                // 0: the feed's socket name; n: its n-th spare name
+    std::optional<FileId> refused_by;  // kubelet.sock that refused the usual name
     std::unique_ptr<PluginServer> server;
     // Another process serves the socket path; not taken back while it does.
     bool displaced = false;
@@ -91,6 +107,9 @@ class KubeletConnector {
   void register_again_now(const char* why,
                           const std::optional<FileId>& unless_registered_with = std::nullopt);
   void reconcile_endpoint(Endpoint& endpoint, const std::optional<FileId>& kubelet);
+  static std::string socket_name(const Endpoint& endpoint);
+  void move_to_spare(Endpoint& endpoint, const std::optional<FileId>& kubelet,
+                     const std::string& error);
   // Drops the server whose socket file is gone or replaced.
   static void drop_lost_server(Endpoint& endpoint);
   bool stopping() const;

@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <cerrno>
+#include <string_view>
 #include <thread>
 
 #include <deviceplugin_v1beta1.grpc.pb.h>
@@ -14,9 +15,17 @@
 
 namespace shim {
 
-xpu::Status register_with_kubelet(const std::filesystem::path& kubelet_socket,
-                                  const std::string& resource_name, const std::string& endpoint,
-                                  std::chrono::milliseconds timeout, int cancel_fd) {
+namespace {
+
+// The kubelet's words for a refused duplicate endpoint (manager.go, PluginConnected, 1.37.2); the
+// refusal reaches us as gRPC code UNKNOWN with this text, there is no code of its own.
+constexpr std::string_view kEndpointTakenMessage = "device plugin already connected";
+
+}  // namespace
+
+RegisterResult register_with_kubelet(const std::filesystem::path& kubelet_socket,
+                                     const std::string& resource_name, const std::string& endpoint,
+                                     std::chrono::milliseconds timeout, int cancel_fd) {
   grpc::ChannelArguments args;
   // A private subchannel: a shared one may still be in its reconnect back-off from the previous
   // (dead) kubelet and would fail this attempt without trying.
@@ -54,13 +63,16 @@ xpu::Status register_with_kubelet(const std::filesystem::path& kubelet_socket,
       cancelled = true;
     }
   }
-  if (!status.ok() && cancelled)
-    return xpu::Error{"Register with " + kubelet_socket.string() + " cancelled: stopping"};
-  if (!status.ok())
-    return xpu::Error{"Register with " + kubelet_socket.string() + " failed (gRPC code " +
-                      std::to_string(static_cast<int>(status.error_code())) +
-                      "): " + status.error_message()};
-  return xpu::ok_status();
+  if (status.ok()) return {RegisterOutcome::kAccepted, {}};
+  if (cancelled)
+    return {RegisterOutcome::kCancelled,
+            "Register with " + kubelet_socket.string() + " cancelled: stopping"};
+  const bool taken = status.error_code() == grpc::StatusCode::UNKNOWN &&
+                     status.error_message().find(kEndpointTakenMessage) != std::string::npos;
+  return {taken ? RegisterOutcome::kEndpointTaken : RegisterOutcome::kFailed,
+          "Register with " + kubelet_socket.string() + " failed (gRPC code " +
+              std::to_string(static_cast<int>(status.error_code())) +
+              "): " + status.error_message()};
 }
 
 }  // namespace shim

@@ -9,12 +9,28 @@
 
 namespace shim {
 
+enum class RegisterOutcome {
+  kAccepted,
+  kFailed,     // nobody listening, a timeout, a refusal: worth trying again later
+  kCancelled,  // the stop signal came first
+  // The kubelet (1.37 and later) already holds a connection to a plugin on this endpoint and
+  // refused the registration ("device plugin already connected" in
+  // pkg/kubelet/cm/devicemanager/manager.go, PluginConnected, since kubernetes PR 135437).
+  // Trying the same endpoint again cannot succeed: see kubelet_connector.h.
+  kEndpointTaken,
+};
+
+struct RegisterResult {
+  RegisterOutcome outcome = RegisterOutcome::kFailed;
+  std::string error;  // empty when accepted
+};
+
 // Registers `resource_name` served on `endpoint` (a socket file name in the kubelet's plugin
 // directory) with the kubelet listening on `kubelet_socket`. Fails fast when nobody listens.
 // When `cancel_fd` (if not -1) turns readable, a stop signal, the call is cancelled instead of
-// holding the stop for up to `timeout`; the result is then an error.
-xpu::Status register_with_kubelet(const std::filesystem::path& kubelet_socket,
-                                  const std::string& resource_name, const std::string& endpoint,
-                                  std::chrono::milliseconds timeout, int cancel_fd = -1);
+// holding the stop for up to `timeout`.
+RegisterResult register_with_kubelet(const std::filesystem::path& kubelet_socket,
+                                     const std::string& resource_name, const std::string& endpoint,
+                                     std::chrono::milliseconds timeout, int cancel_fd = -1);
 
 }  // namespace shim

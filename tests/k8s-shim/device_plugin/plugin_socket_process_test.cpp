@@ -90,12 +90,12 @@ class PluginSocketProcessTest : public ::testing::Test {
         dir_.path() / log);
   }
 
-  // Every socket in the plugin directory but the kubelet's: the plugin's, and any private name
-  // one was bound at before being renamed into place.
+  // Every socket in the plugin directory but the kubelet's (the stand-in's are kubelet.sock*): the
+  // plugin's, and any private name one was bound at before being renamed into place.
   std::vector<std::string> sockets_left() const {
     std::vector<std::string> names;
     for (const auto& entry : fs::directory_iterator(plugin_dir_))
-      if (entry.is_socket() && entry.path().filename() != "kubelet.sock")
+      if (entry.is_socket() && !entry.path().filename().string().starts_with("kubelet.sock"))
         names.push_back(entry.path().filename().string());
     return names;
   }
@@ -326,6 +326,71 @@ TEST_F(PluginSocketProcessTest, TheSocketOfAKilledPluginIsTakenOverAndNotLeft) {
   ASSERT_TRUE(new_plugin->wait(kStopDeadline).has_value());
   wait_serving(*old_plugin);
   stop_cleanly(*old_plugin);
+}
+
+// Against a kubelet that keys plugins by endpoint (1.37): the kubelet.sock the plugin reads before
+// its Register is replaced while the call runs (a restarting kubelet cleans the directory and
+// listens while a plugin registers). The plugin must take the one it finds after the call as the
+// kubelet it registered with: taking the one before, it registered again at once, which such a
+// kubelet refuses, and after that refusal it never lets go of the endpoint.
+TEST_F(PluginSocketProcessTest, KubeletSocketReplacedDuringRegisterIsNotRegisteredWithTwice) {
+  KubeletRegistrationStandin kubelet(plugin_dir_);
+  kubelet.keyed_by_endpoint();
+  kubelet.replace_socket_file_during_next_register();
+  start_xpud();
+  auto shim = start_shim("shim.log");
+  wait_registered(*shim);
+  ASSERT_TRUE(wait_until([&] { return kubelet.streams_opened("kunlunxin-xpu.sock") == 1; },
+                         kStartDeadline));
+  // The second Register came within milliseconds of the first (the next pass of the plugin's
+  // loop, woken by the rename's event); a second is plenty for it to show.
+  EXPECT_FALSE(wait_until([&] { return kubelet.registrations() > 1; }, 1s))
+      << "registered again: " << shim->output();
+  EXPECT_EQ(kubelet.refused(), 0u);
+  stop_cleanly(*shim);
+}
+
+// The kubelet accepted the plugin and opened ListAndWatch, but its answer to Register came too
+// late (the plugin's call timed out): asking again would be refused, so the plugin counts it as
+// registered.
+TEST_F(PluginSocketProcessTest, ARegisterWhoseAnswerCameTooLateIsNotRepeated) {
+  KubeletRegistrationStandin kubelet(plugin_dir_);
+  kubelet.keyed_by_endpoint();
+  kubelet.hold(true);
+  start_xpud();
+  auto shim = start_shim("shim.log");
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return shim->output().find("the kubelet is watching kunlunxin-xpu.sock already") !=
+               std::string::npos;
+      },
+      kStartDeadline))
+      << shim->output();
+  EXPECT_EQ(kubelet.registrations(), 1u);
+  EXPECT_EQ(kubelet.refused(), 0u);
+  kubelet.hold(false);
+  stop_cleanly(*shim);
+}
+
+// A kubelet left holding kunlunxin-xpu.sock by an earlier plugin refuses it for good: the plugin
+// serves on a spare name instead, which the kubelet watches, and removes it when it stops.
+TEST_F(PluginSocketProcessTest, AnEndpointTheKubeletWillNotLetGoIsServedUnderASpareName) {
+  KubeletRegistrationStandin kubelet(plugin_dir_);
+  kubelet.keyed_by_endpoint();
+  kubelet.never_let_go("kunlunxin-xpu.sock");
+  start_xpud();
+  auto shim = start_shim("shim.log");
+  ASSERT_TRUE(wait_until([&] { return kubelet.streams_opened("kunlunxin-xpu-spare1.sock") == 1; },
+                         kStartDeadline))
+      << shim->output();
+  EXPECT_EQ(kubelet.endpoints_registered(),
+            (std::vector<std::string>{"kunlunxin-xpu.sock", "kunlunxin-xpu-spare1.sock"}));
+  EXPECT_EQ(sockets_left(), std::vector<std::string>{"kunlunxin-xpu-spare1.sock"})
+      << "the refused socket is removed, the spare one served";
+  EXPECT_NE(shim->output().find("serves on kunlunxin-xpu-spare1.sock until the kubelet restarts"),
+            std::string::npos)
+      << shim->output();
+  stop_cleanly(*shim);
 }
 
 }  // namespace
