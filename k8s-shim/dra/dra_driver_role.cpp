@@ -7,11 +7,13 @@
 // this thread; gRPC's threads serve NodePrepare/UnprepareResources, reading claims through their
 // own HTTP handle and the cards from the same CardState as the slice and the health stream (the
 // grace period applied once, for all three); this thread owns the slice publisher (every API
-// write), the kubelet plugin's sockets and the stop signals. A slow API server can so delay a
-// slice update but never a prepare, and the reverse.
+// write: the slice, and each prepared claim's status.devices), the kubelet plugin's sockets and
+// the stop signals. A slow API server can so delay a slice update or a claim's status but never a
+// prepare, and the reverse.
 #include <poll.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -21,6 +23,7 @@
 
 #include "common/xpud_client.h"
 #include "k8s-shim/card_state.h"
+#include "k8s-shim/dra/claim_device_status.h"
 #include "k8s-shim/dra/dra_driver_options.h"
 #include "k8s-shim/dra/dra_names.h"
 #include "k8s-shim/dra/kube/http_transport.h"
@@ -101,8 +104,10 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
   dra::KubeApi slice_api(**slice_transport);
   dra::KubeApi claim_api(**claim_transport);
   dra::SlicePublisher publisher(slice_api, driver.node_name, driver.taints);
+  dra::DeviceStatusWriter claim_status(slice_api);
   CardState cards(driver.xpud_grace_period, Clock::now());
   WakeEvent wake;
+  std::atomic<std::uint64_t> claims_changed{0};  // bumped by gRPC threads, read by this one
   int status = 0;
   {
     // Declared after what its listener uses, so it stops calling back before they go away.
@@ -117,7 +122,10 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
     auto service = std::make_unique<dra::DraService>(
         lookup, card_source, driver.node_name,
         dra::PreparedClaims::load(std::filesystem::path(driver.plugin_dir) / "checkpoint.json"),
-        dra::ClaimCdiSpecs(driver.cdi_dir));
+        dra::ClaimCdiSpecs(driver.cdi_dir), [&wake, &claims_changed] {
+          claims_changed.fetch_add(1);
+          wake.signal();
+        });
     auto plugin = dra::KubeletPlugin::start(
         dra::KubeletPluginPaths{.plugin_directory = driver.plugin_dir,
                                 .registry_directory = driver.registry_dir},
@@ -136,9 +144,17 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
 
     bool was_registered = false;
     std::uint64_t published_generation = 0;
+    // Differs from the counter so that the first pass writes the checkpoint's claims' status.
+    std::uint64_t claims_seen = ~std::uint64_t{0};
     while (!stop.stop_requested()) {
       const auto now = Clock::now();
       const CardState::Snapshot snapshot = cards.at(now);
+      const std::uint64_t claims_now = claims_changed.load();
+      if (snapshot.generation != published_generation || claims_now != claims_seen) {
+        claim_status.set((*plugin)->service().prepared_claims(), snapshot.view->devices,
+                         std::chrono::system_clock::now());
+        claims_seen = claims_now;
+      }
       if (snapshot.generation != published_generation) {
         publisher.set_devices(*snapshot.view);
         // Sends only what changed for the kubelet (and resends on its own timer).
@@ -146,6 +162,7 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
         published_generation = snapshot.generation;
       }
       Clock::time_point deadline = std::min(publisher.reconcile(now), now + kIdleCheck);
+      deadline = std::min(deadline, claim_status.reconcile(now));
       if (snapshot.changes_at) deadline = std::min(deadline, *snapshot.changes_at);
       if (!(*plugin)->sockets_present()) {
         auto restarted = (*plugin)->restart_missing();
@@ -165,8 +182,10 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
       if (fds[0].revents & POLLIN) stop.take();
       if (fds[1].revents & POLLIN) wake.clear();
     }
-    spdlog::info("stopping: {} claims prepared stay in the checkpoint; {} slice writes this run",
-                 (*plugin)->service().prepared_count(), publisher.writes());
+    spdlog::info(
+        "stopping: {} claims prepared stay in the checkpoint; {} slice writes and {} claim status "
+        "writes this run",
+        (*plugin)->service().prepared_count(), publisher.writes(), claim_status.writes());
     // The plugin goes first (its sockets are removed), then the xpud client's watcher.
     plugin->reset();
   }

@@ -576,7 +576,8 @@ class Suite:
         Kubernetes' standard ones among them; a claim for a card and another driver's device with
         matchAttribute on resource.kubernetes.io/pcieRoot gets a card behind that device's root; a
         claim for 2 cards of one model on one NUMA node gets them, with their nodes and
-        environment; a held card's health shows in the pod's status; an over-ask stays pending;
+        environment; a held card's health shows in the pod's status and in the claim's
+        status.devices; an over-ask stays pending;
         an unhealthy card is marked in the slice; the driver restarted keeps the claim; deleting
         the pod unprepares it."""
         devices = {d["index"]: d for d in self.devices()}
@@ -1073,7 +1074,18 @@ class Suite:
                             if uuid in resource.get("resourceID", "") and resource.get("health") == health:
                                 return f"{entry['name']}: {resource['resourceID']} {health}"
                 return None
+            def claim_condition(status):
+                """The driver's Healthy condition of the card in the claim's status.devices."""
+                for entry in self.claim_of("xpu-dra-watched")["status"].get("devices") or []:
+                    if entry.get("driver") == "xpu.kunlunxin.com" and entry.get("device") == f"xpu-{index}":
+                        for condition in entry.get("conditions") or []:
+                            if condition.get("type") == "Healthy" and condition.get("status") == status:
+                                return dict(condition, data=entry.get("data"))
+                return None
             wait_for(f"xpu-dra-watched's status: card {index} Healthy", lambda: reported("Healthy"), 60)
+            healthy = wait_for(f"xpu-dra-watched's claim: card {index} Healthy=True", lambda: claim_condition("True"), 30)
+            expect(healthy["data"] == {"uuid": uuid, "index": index} and healthy["reason"] == "Healthy",
+                   f"the claim's entry for card {index}: {healthy}")
             started = time.monotonic()
             self.node.set_health(index, False)
             try:
@@ -1081,9 +1093,17 @@ class Suite:
                                  lambda: reported("Unhealthy"), 60)
                 figure("held card unhealthy on xpud to the pod's status saying so", time.monotonic() - started)
                 print(f"  xpu-dra-watched status: {shown}")
+                failed = wait_for(f"xpu-dra-watched's claim: card {index} Healthy=False",
+                                  lambda: claim_condition("False"), 30)
+                figure("held card unhealthy on xpud to the claim's status.devices saying so", time.monotonic() - started)
+                expect("cluster test fault" in failed["message"] and failed["lastTransitionTime"] >= healthy["lastTransitionTime"],
+                       f"the claim's condition for the unhealthy card: {failed}")
+                print(f"  xpu-dra-watched's claim: xpu-{index} Healthy=False, reason {failed['reason']}, "
+                      f"message {failed['message']!r}")
             finally:
                 self.node.set_health(index, True)
             wait_for(f"xpu-dra-watched's status: card {index} Healthy again", lambda: reported("Healthy"), 60)
+            wait_for(f"xpu-dra-watched's claim: card {index} Healthy=True again", lambda: claim_condition("True"), 30)
         finally:
             self.node.kubectl("delete", "pod", "-n", "default", "--grace-period=1", "--wait=true",
                               "--timeout=60s", "xpu-dra-watched", check=False)

@@ -127,7 +127,8 @@ def args_of(objects, daemonset):
 
 def normalized_rules(rules):
     return sorted((tuple(sorted(r.get("apiGroups", []))), tuple(sorted(r.get("resources", []))),
-                   tuple(sorted(r.get("verbs", [])))) for r in rules)
+                   tuple(sorted(r.get("resourceNames", []))), tuple(sorted(r.get("verbs", []))))
+                  for r in rules)
 
 
 def option_value(args, flag):
@@ -925,6 +926,9 @@ class Allocation(unittest.TestCase):
         rules = objects[("ClusterRole", DRA_DRIVER)]["rules"]
         self.assertEqual(normalized_rules(rules), normalized_rules([
             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},
+            {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/status"], "verbs": ["patch"]},
+            {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/driver"],
+             "resourceNames": ["xpu.kunlunxin.com"], "verbs": ["associated-node:patch"]},
             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
              "verbs": ["list", "create", "update", "delete"]}]))
         binding = objects[("ClusterRoleBinding", DRA_DRIVER)]

@@ -49,6 +49,13 @@ std::string resource_claim_path(std::string_view namespace_name, std::string_vie
          "/resourceclaims/" + percent_encode(name);
 }
 
+std::string resource_claim_status_apply_target(std::string_view namespace_name,
+                                               std::string_view name,
+                                               std::string_view field_manager) {
+  return resource_claim_path(namespace_name, name) +
+         "/status?fieldManager=" + percent_encode(field_manager) + "&force=true";
+}
+
 std::string resource_slices_path() {
   return std::string(kResourceApiPrefix) + "/resourceslices";
 }

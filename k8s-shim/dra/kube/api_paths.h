@@ -20,6 +20,11 @@ inline constexpr std::string_view kResourceApiPrefix = "/apis/resource.k8s.io/v1
 
 // Callers validate the names first; these only assemble.
 std::string resource_claim_path(std::string_view namespace_name, std::string_view name);
+// Server-side apply to the claim's status subresource as our field manager, forced: the fields
+// are ours (our driver's status.devices entries), whoever wrote them last.
+std::string resource_claim_status_apply_target(std::string_view namespace_name,
+                                               std::string_view name,
+                                               std::string_view field_manager);
 std::string resource_slices_path();
 std::string resource_slice_path(std::string_view name);
 // The list of one node's slices of one driver (both field selectors exist in v1 since 1.34's

@@ -112,7 +112,9 @@ xpu::Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
   };
   bool headers_ok = add_header("Accept: application/json");
   if (!request.body.empty())
-    headers_ok = headers_ok && add_header("Content-Type: application/json");
+    headers_ok = headers_ok && add_header("Content-Type: " + (request.content_type.empty()
+                                                                  ? std::string("application/json")
+                                                                  : request.content_type));
   if (!token->empty()) headers_ok = headers_ok && add_header("Authorization: Bearer " + *token);
   // libcurl would send "Expect: 100-continue" for big bodies and wait for the server's go.
   headers_ok = headers_ok && add_header("Expect:");

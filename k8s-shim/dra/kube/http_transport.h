@@ -15,9 +15,12 @@
 namespace shim::dra {
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", "PUT", "DELETE"
+  std::string method;  // "GET", "POST", "PUT", "PATCH", "DELETE"
   std::string target;  // path + query, already escaped: "/apis/...?fieldSelector=..."
   std::string body;    // JSON; empty: none sent
+  // Of the body; empty: application/json. Server-side apply takes application/apply-patch+yaml
+  // (JSON is YAML).
+  std::string content_type;
 };
 
 struct HttpResponse {

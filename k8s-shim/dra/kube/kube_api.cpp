@@ -25,9 +25,12 @@ ApiResult<T> decoded(xpu::Result<T> parsed, std::string_view method, std::string
 
 }  // namespace
 
-ApiResult<std::string> KubeApi::call(std::string method, std::string target, std::string body) {
-  HttpRequest request{
-      .method = std::move(method), .target = std::move(target), .body = std::move(body)};
+ApiResult<std::string> KubeApi::call(std::string method, std::string target, std::string body,
+                                     std::string content_type) {
+  HttpRequest request{.method = std::move(method),
+                      .target = std::move(target),
+                      .body = std::move(body),
+                      .content_type = std::move(content_type)};
   auto response = transport_.send(request);
   if (!response) return ApiError{.code = 0, .reason = "", .message = response.error()};
   if (response->status < 200 || response->status > 299)
@@ -43,6 +46,18 @@ ApiResult<ResourceClaim> KubeApi::get_resource_claim(std::string_view namespace_
   auto body = call("GET", target, {});
   if (!body) return body.error();
   return decoded(parse_resource_claim(body.value()), "GET", target);
+}
+
+ApiResult<xpu::Ok> KubeApi::apply_resource_claim_status(std::string_view namespace_name,
+                                                        std::string_view name,
+                                                        std::string_view field_manager,
+                                                        std::string body) {
+  if (!is_dns_label(namespace_name)) return invalid("namespace", namespace_name, "a DNS label");
+  if (!is_dns_subdomain(name)) return invalid("claim name", name, "a DNS subdomain");
+  auto target = resource_claim_status_apply_target(namespace_name, name, field_manager);
+  auto answer = call("PATCH", target, std::move(body), "application/apply-patch+yaml");
+  if (!answer) return answer.error();
+  return xpu::Ok{};
 }
 
 ApiResult<std::vector<ResourceSlice>> KubeApi::list_resource_slices(std::string_view driver,

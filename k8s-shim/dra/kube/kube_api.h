@@ -22,6 +22,11 @@ class KubeApi {
   // GET /apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}
   ApiResult<ResourceClaim> get_resource_claim(std::string_view namespace_name,
                                               std::string_view name);
+  // PATCH .../resourceclaims/{name}/status, server-side apply of `body` (whose metadata names the
+  // claim, with its UID) as field manager `field_manager`.
+  ApiResult<xpu::Ok> apply_resource_claim_status(std::string_view namespace_name,
+                                                 std::string_view name,
+                                                 std::string_view field_manager, std::string body);
   // GET /apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.driver=..,spec.nodeName=..
   ApiResult<std::vector<ResourceSlice>> list_resource_slices(std::string_view driver,
                                                              std::string_view node);
@@ -34,7 +39,8 @@ class KubeApi {
 
  private:
   // Sends and returns the body of a 2xx answer; anything else becomes an ApiError.
-  ApiResult<std::string> call(std::string method, std::string target, std::string body);
+  ApiResult<std::string> call(std::string method, std::string target, std::string body,
+                              std::string content_type = {});
 
   HttpTransport& transport_;
 };

@@ -45,16 +45,25 @@ void fill(const PreparedClaim& claim, drapb::NodePrepareResourceResponse& out) {
 }  // namespace
 
 DraService::DraService(ClaimLookup lookup, CardSource cards, std::string node_name,
-                       PreparedClaims claims, ClaimCdiSpecs specs)
+                       PreparedClaims claims, ClaimCdiSpecs specs,
+                       std::function<void()> claims_changed)
     : lookup_(std::move(lookup)),
       cards_(std::move(cards)),
       node_name_(std::move(node_name)),
       claims_(std::move(claims)),
-      specs_(std::move(specs)) {}
+      specs_(std::move(specs)),
+      claims_changed_(std::move(claims_changed)) {}
 
 std::size_t DraService::prepared_count() const {
   std::lock_guard lock(mutex_);
   return claims_.claims().size();
+}
+
+std::vector<PreparedClaim> DraService::prepared_claims() const {
+  std::lock_guard lock(mutex_);
+  std::vector<PreparedClaim> claims;
+  for (const auto& [uid, claim] : claims_.claims()) claims.push_back(claim);
+  return claims;
 }
 
 xpu::Result<PreparedClaim> DraService::prepare(const drapb::Claim& claim) {
@@ -87,6 +96,7 @@ xpu::Result<PreparedClaim> DraService::prepare(const drapb::Claim& claim) {
       spdlog::warn("claim {}: {}", label, removed.error());
     return xpu::Error{"claim " + label + ": cannot record it: " + recorded.error()};
   }
+  if (claims_changed_) claims_changed_();
   return prepared;
 }
 
@@ -129,6 +139,7 @@ xpu::Result<std::string> DraService::unprepare(const drapb::Claim& claim) {
   if (!is_claim_uid(claim.uid())) return std::string("none (never prepared)");
   std::lock_guard lock(mutex_);
   const PreparedClaim* recorded = claims_.find(claim.uid());
+  const bool was_prepared = recorded != nullptr;
   std::string devices = recorded ? devices_text(*recorded) : "none (not prepared here)";
   // Spec first, then the record: a crash in between leaves a record whose unprepare the kubelet
   // repeats, never a spec nobody will remove.
@@ -136,6 +147,7 @@ xpu::Result<std::string> DraService::unprepare(const drapb::Claim& claim) {
     return xpu::Error{"claim " + label + ": " + removed.error()};
   if (auto forgotten = claims_.remove(claim.uid()); !forgotten)
     return xpu::Error{"claim " + label + ": cannot update the checkpoint: " + forgotten.error()};
+  if (was_prepared && claims_changed_) claims_changed_();
   return devices;
 }
 

@@ -34,8 +34,10 @@ class DraService final : public drapb::DRAPlugin::Service {
   // More claims than this in one call is refused outright: no pod has that many.
   static constexpr int kMaxClaimsPerCall = 128;
 
+  // `claims_changed`, if set, is called (on a gRPC thread) after a claim was recorded or
+  // forgotten: the role's loop then reads prepared_claims() again.
   DraService(ClaimLookup lookup, CardSource cards, std::string node_name, PreparedClaims claims,
-             ClaimCdiSpecs specs);
+             ClaimCdiSpecs specs, std::function<void()> claims_changed = {});
 
   // Per claim: a claim's error goes in its own entry and never fails the others.
   grpc::Status NodePrepareResources(grpc::ServerContext* context,
@@ -47,6 +49,8 @@ class DraService final : public drapb::DRAPlugin::Service {
 
   // How many claims are prepared now (for the role's status line and the tests).
   std::size_t prepared_count() const;
+  // The claims prepared now (a copy, taken under the lock).
+  std::vector<PreparedClaim> prepared_claims() const;
   // The node, which names our pool.
   const std::string& node_name() const { return node_name_; }
 
@@ -61,6 +65,7 @@ class DraService final : public drapb::DRAPlugin::Service {
   mutable std::mutex mutex_;
   PreparedClaims claims_;  // guarded by mutex_
   const ClaimCdiSpecs specs_;
+  const std::function<void()> claims_changed_;
 };
 
 }  // namespace shim::dra

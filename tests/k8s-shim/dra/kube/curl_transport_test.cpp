@@ -52,7 +52,8 @@ class CurlTransportTest : public ::testing::Test {
 TEST_F(CurlTransportTest, SendsMethodTargetHeadersAndBody) {
   auto http = transport();
   ASSERT_TRUE(http);
-  auto got = http->send({"GET", "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=a%3Db", ""});
+  auto got =
+      http->send({"GET", "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=a%3Db", "", ""});
   ASSERT_TRUE(got) << got.error();
   EXPECT_EQ(got->status, 200);
   auto seen = nlohmann::json::parse(got->body);
@@ -63,15 +64,21 @@ TEST_F(CurlTransportTest, SendsMethodTargetHeadersAndBody) {
   EXPECT_TRUE(seen["content_type"].is_null());
 
   for (std::string method : {"POST", "PUT"}) {
-    auto sent = http->send({method, "/x", R"({"a":1})"});
+    auto sent = http->send({method, "/x", R"({"a":1})", ""});
     ASSERT_TRUE(sent) << sent.error();
     seen = nlohmann::json::parse(sent->body);
     EXPECT_EQ(seen["method"], method);
     EXPECT_EQ(seen["body"], R"({"a":1})");
     EXPECT_EQ(seen["content_type"], "application/json");
   }
-  EXPECT_EQ(http->send({"POST", "/x", "{}"})->status, 201);
-  auto deleted = http->send({"DELETE", "/x/y", ""});
+  // Server-side apply: the body's type is the caller's.
+  auto applied = http->send({"PATCH", "/x/status", R"({"a":1})", "application/apply-patch+yaml"});
+  ASSERT_TRUE(applied) << applied.error();
+  seen = nlohmann::json::parse(applied->body);
+  EXPECT_EQ(seen["method"], "PATCH");
+  EXPECT_EQ(seen["content_type"], "application/apply-patch+yaml");
+  EXPECT_EQ(http->send({"POST", "/x", "{}", ""})->status, 201);
+  auto deleted = http->send({"DELETE", "/x/y", "", ""});
   ASSERT_TRUE(deleted) << deleted.error();
   EXPECT_EQ(nlohmann::json::parse(deleted->body)["method"], "DELETE");
 }
@@ -79,19 +86,19 @@ TEST_F(CurlTransportTest, SendsMethodTargetHeadersAndBody) {
 TEST_F(CurlTransportTest, ReReadsARotatedToken) {
   auto http = transport();
   ASSERT_TRUE(http);
-  ASSERT_TRUE(http->send({"GET", "/", ""}));
+  ASSERT_TRUE(http->send({"GET", "/", "", ""}));
   // A new file (as the kubelet's atomic swap makes), with a later mtime.
   xpu::test::write_file(dir_.path() / "token.new", "token-two");
   std::filesystem::last_write_time(
       dir_.path() / "token.new",
       std::filesystem::file_time_type::clock::now() + std::chrono::seconds(5));
   std::filesystem::rename(dir_.path() / "token.new", token_file());
-  auto got = http->send({"GET", "/", ""});
+  auto got = http->send({"GET", "/", "", ""});
   ASSERT_TRUE(got) << got.error();
   EXPECT_EQ(nlohmann::json::parse(got->body)["authorization"], "Bearer token-two");
 
   std::filesystem::remove(token_file());
-  auto missing = http->send({"GET", "/", ""});
+  auto missing = http->send({"GET", "/", "", ""});
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().find("token"), std::string::npos) << missing.error();
 }
@@ -99,17 +106,17 @@ TEST_F(CurlTransportTest, ReReadsARotatedToken) {
 TEST_F(CurlTransportTest, AbortsAnOversizedAnswer) {
   auto http = transport();
   ASSERT_TRUE(http);
-  auto got = http->send({"GET", "/big", ""});
+  auto got = http->send({"GET", "/big", "", ""});
   ASSERT_FALSE(got);
   EXPECT_NE(got.error().find("larger than"), std::string::npos) << got.error();
   // The handle is still usable afterwards.
-  EXPECT_TRUE(http->send({"GET", "/", ""}));
+  EXPECT_TRUE(http->send({"GET", "/", "", ""}));
 }
 
 TEST_F(CurlTransportTest, DoesNotFollowRedirects) {
   auto http = transport();
   ASSERT_TRUE(http);
-  auto got = http->send({"GET", "/redirect", ""});
+  auto got = http->send({"GET", "/redirect", "", ""});
   ASSERT_TRUE(got) << got.error();
   EXPECT_EQ(got->status, 302);
 }
@@ -117,7 +124,7 @@ TEST_F(CurlTransportTest, DoesNotFollowRedirects) {
 TEST_F(CurlTransportTest, TimesOutWithTheUrlInTheError) {
   auto http = transport(std::chrono::milliseconds(300));
   ASSERT_TRUE(http);
-  auto got = http->send({"GET", "/slow", ""});
+  auto got = http->send({"GET", "/slow", "", ""});
   ASSERT_FALSE(got);
   EXPECT_NE(got.error().find("GET http://127.0.0.1:" + std::to_string(port_) + "/slow"),
             std::string::npos)
@@ -133,7 +140,7 @@ TEST(CurlTransport, RefusedConnectionNamesTheUrl) {
                                      .ca_file = {},
                                      .timeout = std::chrono::milliseconds(2000)});
   ASSERT_TRUE(http) << http.error();
-  auto got = (*http)->send({"GET", "/apis", ""});
+  auto got = (*http)->send({"GET", "/apis", "", ""});
   ASSERT_FALSE(got);
   EXPECT_NE(got.error().find("http://127.0.0.1:1/apis"), std::string::npos) << got.error();
 }

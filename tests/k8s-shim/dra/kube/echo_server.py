@@ -50,7 +50,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_GET = do_POST = do_PUT = do_DELETE = answer
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = answer
 
     def log_message(self, *args):
         pass
