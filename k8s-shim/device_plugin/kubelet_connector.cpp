@@ -219,6 +219,8 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
   if (endpoint.registered || !kubelet || Clock::now() < endpoint.next_attempt || stopping()) return;
 
   const std::string name = socket_name(endpoint);
+  // A stream opened from here on is the kubelet acting on this call.
+  const unsigned streams_before = endpoint.server->streams_opened();
   const RegisterResult result = register_with_kubelet(kubelet_socket_, resource, name,
                                                       options_.register_timeout, options_.stop_fd);
   switch (result.outcome) {
@@ -230,11 +232,13 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
       break;
     case RegisterOutcome::kFailed:
     case RegisterOutcome::kEndpointTaken:
-      if (endpoint.server->watched()) {
-        // The kubelet accepted an earlier call whose answer we never saw (it timed out here),
-        // or this one's, and is watching this server: asking again would only be refused.
-        spdlog::info("{}: {}; but the kubelet is watching {} already, so it is registered",
-                     resource, result.error, name);
+      if (endpoint.server->streams_opened() > streams_before) {
+        // The kubelet accepted this call and is watching this server, but its answer did not
+        // reach us (it came after our timeout): asking again would only be refused. Streams from
+        // before the call prove nothing: they may be a previous kubelet's.
+        spdlog::info(
+            "{}: {}; but the kubelet opened ListAndWatch on {} for it, so it is registered",
+            resource, result.error, name);
         break;
       }
       if (result.outcome == RegisterOutcome::kEndpointTaken) {

@@ -28,8 +28,8 @@ class PluginServer {
   // restarts): the server must then be started again.
   bool socket_present() const { return server_->socket_present(); }
   BoundSocketFile::State socket_state() const { return server_->socket_state(); }
-  // True once a client (the kubelet) opened ListAndWatch on this server.
-  bool watched() const { return service_->streams_opened() > 0; }
+  // ListAndWatch streams clients (the kubelet) opened on this server so far.
+  unsigned streams_opened() const { return service_->streams_opened(); }
 
  private:
   explicit PluginServer(std::unique_ptr<DevicePluginService> service)

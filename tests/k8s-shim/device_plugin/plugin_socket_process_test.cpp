@@ -361,7 +361,8 @@ TEST_F(PluginSocketProcessTest, ARegisterWhoseAnswerCameTooLateIsNotRepeated) {
   auto shim = start_shim("shim.log");
   ASSERT_TRUE(wait_until(
       [&] {
-        return shim->output().find("the kubelet is watching kunlunxin-xpu.sock already") !=
+        return shim->output().find(
+                   "the kubelet opened ListAndWatch on kunlunxin-xpu.sock for it") !=
                std::string::npos;
       },
       kStartDeadline))
