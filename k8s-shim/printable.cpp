@@ -19,4 +19,13 @@ std::string printable_excerpt(std::string_view text, std::size_t max_chars) {
   return out;
 }
 
+std::string truncate_utf8(std::string text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  std::size_t cut = max_bytes;
+  // Back off continuation bytes (10xxxxxx) to the start of the sequence the cut would split.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  text.resize(cut);
+  return text;
+}
+
 }  // namespace shim

@@ -68,6 +68,7 @@ void KubeletConnector::register_again_now(const char* why,
     any = any || endpoint.registered;
     endpoint.registered_with.reset();
     endpoint.registered = false;
+    endpoint.first_attempt.reset();
     endpoint.next_attempt = Clock::time_point{};
     endpoint.backoff = Clock::duration{};
     endpoint.failures = 0;
@@ -86,7 +87,8 @@ void KubeletConnector::handle_directory_events() {
       const std::string_view name =
           event->len > 0 ? std::string_view(event->name) : std::string_view();
       if (event->mask & IN_Q_OVERFLOW) {
-        register_again_now("missed plugin directory events");
+        // Not with the kubelet that serves now: it has us, and would refuse a second Register.
+        register_again_now("missed plugin directory events", file_id(kubelet_socket_));
       } else if (event->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
         if (event->wd == watch_) {
           ::inotify_rm_watch(inotify_.get(), watch_);
@@ -170,6 +172,7 @@ void KubeletConnector::drop_lost_server(Endpoint& endpoint) {
   }
   endpoint.server.reset();
   endpoint.registered = false;
+  endpoint.first_attempt.reset();
   endpoint.next_attempt = Clock::time_point{};
   endpoint.backoff = Clock::duration{};
 }
@@ -209,6 +212,7 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
     }
     endpoint.server = std::move(*server);
     endpoint.registered = false;
+    endpoint.first_attempt.reset();
     endpoint.failures = 0;
     endpoint.backoff = Clock::duration{};
     endpoint.next_attempt = Clock::time_point{};
@@ -219,8 +223,19 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
   if (endpoint.registered || !kubelet || Clock::now() < endpoint.next_attempt || stopping()) return;
 
   const std::string name = socket_name(endpoint);
-  // A stream opened from here on is the kubelet acting on this call.
-  const unsigned streams_before = endpoint.server->streams_opened();
+  // A stream opened from the first call on is this kubelet acting on one of the calls; streams
+  // from before prove nothing (they may be a previous kubelet's).
+  if (!endpoint.first_attempt || endpoint.first_attempt->kubelet != kubelet) {
+    endpoint.first_attempt = Endpoint::FirstAttempt{endpoint.server->streams_opened(), kubelet};
+  } else if (endpoint.server->streams_opened() > endpoint.first_attempt->streams) {
+    // The stream came after the failed call had returned: the kubelet took that call.
+    spdlog::info(
+        "{}: the kubelet opened ListAndWatch on {} after an earlier Register failed on our side, "
+        "so it is registered",
+        resource, name);
+    mark_registered(endpoint);
+    return;
+  }
   const RegisterResult result = register_with_kubelet(kubelet_socket_, resource, name,
                                                       options_.register_timeout, options_.stop_fd);
   switch (result.outcome) {
@@ -232,10 +247,9 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
       break;
     case RegisterOutcome::kFailed:
     case RegisterOutcome::kEndpointTaken:
-      if (endpoint.server->streams_opened() > streams_before) {
-        // The kubelet accepted this call and is watching this server, but its answer did not
-        // reach us (it came after our timeout): asking again would only be refused. Streams from
-        // before the call prove nothing: they may be a previous kubelet's.
+      if (endpoint.server->streams_opened() > endpoint.first_attempt->streams) {
+        // The kubelet accepted a call and is watching this server, but its answer did not reach
+        // us (it came after our timeout): asking again would only be refused.
         spdlog::info(
             "{}: {}; but the kubelet opened ListAndWatch on {} for it, so it is registered",
             resource, result.error, name);
@@ -253,7 +267,12 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
       retry_later(endpoint);
       return;
   }
+  mark_registered(endpoint);
+}
+
+void KubeletConnector::mark_registered(Endpoint& endpoint) {
   endpoint.registered = true;
+  endpoint.first_attempt.reset();
   // The kubelet.sock that exists now, after the call: the one read before it may be the previous
   // kubelet's, which the call's dial never reached. Recording that one would make the next
   // reconcile register again with the kubelet that has just accepted us, which a 1.37 kubelet
@@ -285,6 +304,7 @@ void KubeletConnector::move_to_spare(Endpoint& endpoint, const std::optional<Fil
   endpoint.refused_by = kubelet;
   endpoint.server.reset();  // removes the refused socket: nothing will ever call it
   endpoint.registered = false;
+  endpoint.first_attempt.reset();
   endpoint.failures = 0;
   endpoint.backoff = Clock::duration{};
   endpoint.next_attempt = Clock::time_point{};

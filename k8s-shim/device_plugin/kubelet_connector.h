@@ -16,8 +16,11 @@
 //    to ("device plugin already connected"), and the refusal also drops its own record of the
 //    live connection, so that when this server later stops the kubelet never lets go of the
 //    path: every later Register there is refused until the kubelet restarts. So a Register whose
-//    answer was lost counts as done once the kubelet opened ListAndWatch here, and the kubelet
-//    we registered with is the kubelet.sock found after the call, not before it;
+//    answer was lost counts as done once the kubelet opened ListAndWatch here since this
+//    server's first Register with it (the kubelet opens the stream on a goroutine of its own
+//    after Register returns, so it may come after the call's failure, even after the retry
+//    began), and the kubelet we registered with is the kubelet.sock found after the call, not
+//    before it;
 //  - if the kubelet refuses the endpoint anyway (left so by an earlier plugin), serves on a spare
 //    name (kunlunxin-xpu-spare1.sock, ...) instead, and goes back to the usual name when a new
 //    kubelet starts.
@@ -95,6 +98,13 @@ class KubeletConnector {
     bool displaced = false;
     bool registered = false;
     std::optional<FileId> registered_with;  // kubelet.sock we registered with
+    // The server's stream count at its first Register with kubelet.sock `kubelet`, for as long
+    // as it is not registered: a stream opened since is that kubelet acting on one of the calls.
+    struct FirstAttempt {
+      unsigned streams = 0;
+      std::optional<FileId> kubelet;
+    };
+    std::optional<FirstAttempt> first_attempt;
     Clock::time_point next_attempt{};
     Clock::duration backoff{};
     unsigned failures = 0;
@@ -108,6 +118,8 @@ class KubeletConnector {
                           const std::optional<FileId>& unless_registered_with = std::nullopt);
   void reconcile_endpoint(Endpoint& endpoint, const std::optional<FileId>& kubelet);
   static std::string socket_name(const Endpoint& endpoint);
+  // After the kubelet took a Register: records the kubelet.sock it came through.
+  void mark_registered(Endpoint& endpoint);
   void move_to_spare(Endpoint& endpoint, const std::optional<FileId>& kubelet,
                      const std::string& error);
   // Drops the server whose socket file is gone or replaced.

@@ -8,8 +8,10 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "k8s-shim/card_state.h"
 #include "k8s-shim/dra/dra_names.h"
 #include "k8s-shim/dra/kubelet/claim_preparation.h"
+#include "k8s-shim/printable.h"
 
 namespace shim::dra {
 namespace {
@@ -23,6 +25,11 @@ constexpr std::string_view kCardGoneReason = "CardGone";
 constexpr std::chrono::seconds kFirstRetry{1};
 constexpr std::chrono::seconds kMaxRetry{60};
 
+// metav1.Condition's limits (apimachinery v0.37.2, pkg/apis/meta/v1/validation, maxReasonLen and
+// maxMessageLen).
+constexpr std::size_t kMaxReasonBytes = 1024;
+constexpr std::size_t kMaxMessageBytes = 32 * 1024;
+
 bool is_lower_word(std::string_view kind) {
   if (kind.empty() || kind.front() == '_' || kind.back() == '_') return false;
   return std::all_of(kind.begin(), kind.end(), [](char c) {
@@ -35,7 +42,8 @@ bool is_lower_word(std::string_view kind) {
 std::string condition_reason(bool healthy, std::string_view reason_kind) {
   if (healthy) return "Healthy";
   // A reason must start with a letter; a kind is lower case words joined by '_'.
-  if (!is_lower_word(reason_kind) || !std::isalpha(static_cast<unsigned char>(reason_kind[0])))
+  if (!is_lower_word(reason_kind) || !std::isalpha(static_cast<unsigned char>(reason_kind[0])) ||
+      reason_kind.size() > kMaxReasonBytes)
     return std::string(kUnhealthyReason);
   std::string reason;
   bool upper = true;
@@ -88,11 +96,11 @@ std::string device_status_apply_body(const PreparedClaim& claim,
   return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void DeviceStatusWriter::set(const std::vector<PreparedClaim>& claims,
-                             const std::vector<xpu::DeviceInfo>& cards,
-                             std::chrono::system_clock::time_point wall_now) {
+void DeviceStatusWriter::set(const std::vector<PreparedClaim>& claims, const xpu::DeviceView& cards,
+                             bool xpud_lost, std::chrono::system_clock::time_point wall_now) {
+  if (!cards.xpud_present && !xpud_lost && cards.devices.empty()) return;
   std::map<unsigned, const xpu::DeviceInfo*> by_index;
-  for (const auto& card : cards) by_index.emplace(card.index, &card);
+  for (const auto& card : cards.devices) by_index.emplace(card.index, &card);
   std::set<std::string, std::less<>> present;
   decltype(known_) still_known;
   for (const auto& claim : claims) {
@@ -109,12 +117,17 @@ void DeviceStatusWriter::set(const std::vector<PreparedClaim>& claims,
                               .last_transition_time = {},
                               .uuid = device.uuid,
                               .index = device.index};
-      if (!found) {
+      if (found) {
+        entry.reason = condition_reason(entry.healthy, card->second->health_reason_kind);
+        if (!entry.healthy)
+          entry.message = truncate_utf8(card->second->health_reason, kMaxMessageBytes);
+      } else if (xpud_lost) {
+        // xpud gone since before this process knew the card: what every card says then.
+        entry.reason = condition_reason(false, kXpudUnreachableReasonKind);
+        entry.message = kXpudUnreachableReason;
+      } else {
         entry.reason = kCardGoneReason;
         entry.message = "xpud no longer reports this card";
-      } else {
-        entry.reason = condition_reason(entry.healthy, card->second->health_reason_kind);
-        if (!entry.healthy) entry.message = card->second->health_reason;
       }
       auto key = std::make_tuple(claim.uid, device.device);
       auto known = known_.find(key);
@@ -142,13 +155,13 @@ DeviceStatusWriter::Clock::time_point DeviceStatusWriter::reconcile(Clock::time_
   Clock::time_point next = Clock::time_point::max();
   for (auto& [uid, entry] : claims_) {
     if (entry.settled || entry.written == entry.desired) continue;
-    if (now >= entry.next_attempt) write(entry, now);
+    if (now >= entry.next_attempt && !write(entry, now)) return entry.next_attempt;
     if (!entry.settled && entry.written != entry.desired) next = std::min(next, entry.next_attempt);
   }
   return next;
 }
 
-void DeviceStatusWriter::write(Claim& entry, Clock::time_point now) {
+bool DeviceStatusWriter::write(Claim& entry, Clock::time_point now) {
   const PreparedClaim& claim = entry.claim;
   const std::string label = claim_label(claim.namespace_name, claim.name);
   auto result = api_.apply_resource_claim_status(claim.namespace_name, claim.name, kDriverName,
@@ -161,7 +174,7 @@ void DeviceStatusWriter::write(Claim& entry, Clock::time_point now) {
                                           [](const auto& d) { return !d.healthy; });
     spdlog::info("claim {}: status of {} cards written ({} unhealthy)", label, entry.desired.size(),
                  unhealthy);
-    return;
+    return true;
   }
   const ApiError& error = result.error();
   if (error.not_found() || error.conflict()) {
@@ -169,29 +182,42 @@ void DeviceStatusWriter::write(Claim& entry, Clock::time_point now) {
     // nothing of ours to write there.
     spdlog::info("claim {}: not writing its status: {}", label, error.message);
     entry.settled = true;
-    return;
+    return true;
   }
-  if (error.code == 422) {
+  if (error.code == 0 && error.reason == "Invalid") {
+    // Refused before sending (a name that cannot be one): it never will be sent.
+    spdlog::warn("claim {}: {}", label, error.message);
+    entry.settled = true;
+    return true;
+  }
+  // Not allowed: a missing right is fixed by an operator, so the write is tried again (with the
+  // backoff) rather than given up. 1.36+ says so as 422 from the status validation.
+  const bool forbidden =
+      error.code == 403 ||
+      (error.code == 422 && error.message.find("resourceclaims/driver") != std::string::npos);
+  if (error.code == 422 && !forbidden) {
     // Our entry does not validate (the allocation changed under us?); the same body would be
     // refused again.
     spdlog::warn("claim {}: the API server refused its status: {}", label, error.message);
     entry.settled = true;
-    return;
+    return true;
   }
-  if (error.code == 403 && !forbidden_logged_) {
+  if (forbidden && !forbidden_logged_) {
     spdlog::error(
         "claim {}: {}; the driver needs patch on resourceclaims/status and, on Kubernetes 1.36 "
         "and later, associated-node:patch on resourceclaims/driver for {} (the chart's "
         "xpu-dra-driver ClusterRole grants both)",
         label, error.message, kDriverName);
     forbidden_logged_ = true;
-  } else if (error.code != 403) {
+  } else if (!forbidden) {
     spdlog::warn("claim {}: writing its status failed: {}; retrying", label, error.message);
   }
   entry.backoff = entry.backoff == Clock::duration{}
                       ? Clock::duration(kFirstRetry)
                       : std::min<Clock::duration>(entry.backoff * 2, kMaxRetry);
   entry.next_attempt = now + entry.backoff;
+  // No answer, an overloaded or failing server: the next claim would fare the same.
+  return error.code != 0 && error.code < 500 && error.code != 429;
 }
 
 std::optional<std::vector<DeviceStatusEntry>> DeviceStatusWriter::written(

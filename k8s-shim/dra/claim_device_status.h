@@ -7,14 +7,17 @@
 // "xpu.kunlunxin.com": status.devices is a map list keyed by driver, pool, device (and shareID),
 // so apply owns our entries and leaves other drivers' alone. The apply carries the claim's UID,
 // so a claim deleted and made again under the same name is never written by mistake: the server
-// answers 422 (metadata.uid is immutable, apimachinery ValidateObjectMetaUpdate), or 409 when no
-// claim of the name is left (apiserver handlers/patch.go, applyPatch: "uid mismatch").
+// answers 422 (metadata.uid is immutable, apimachinery ValidateObjectMetaUpdate), or 404 when no
+// claim of the name is left (the status subresource's update never creates one).
 //
 // The API server checks (k8s.io/kubernetes v1.37.2, pkg/apis/resource/validation,
 // validateDeviceStatus): each entry must name a device allocated to the claim, at most 8
 // conditions, each a valid metav1.Condition (type, status True/False/Unknown, reason matching
-// ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$, lastTransitionTime); data a JSON object of at most
-// 10 KiB.
+// ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$ and at most 1024 bytes, a message of at most 32768,
+// lastTransitionTime); data a JSON object of at most 10 KiB. Since 1.36 it also asks the
+// authorizer for associated-node:patch on resourceclaims/driver, inside that validation
+// (pkg/registry/resource/utils.go, AuthorizedForDeviceStatus): a driver without the right gets
+// 422 naming resourceclaims/driver, not 403.
 #pragma once
 
 #include <chrono>
@@ -49,7 +52,8 @@ struct DeviceStatusEntry {
 };
 
 // "Healthy" for a healthy card; else xpud's reason kind in CamelCase ("driver_fault" ->
-// "DriverFault"), or "Unhealthy" for a kind that cannot be one (empty, or other characters).
+// "DriverFault"), or "Unhealthy" for a kind that cannot be one (empty, other characters, longer
+// than a reason may be).
 std::string condition_reason(bool healthy, std::string_view reason_kind);
 // Seconds since the epoch as "2026-12-04T05:03:54Z", the form metav1.Time takes.
 std::string rfc3339(std::chrono::system_clock::time_point time);
@@ -67,12 +71,16 @@ class DeviceStatusWriter {
 
   explicit DeviceStatusWriter(KubeApi& api) : api_(api) {}
 
-  // The claims prepared now and the cards xpud reports; a card's transition time is `wall_now`
-  // when its health differs from what this writer last knew of it.
-  void set(const std::vector<PreparedClaim>& claims, const std::vector<xpu::DeviceInfo>& cards,
+  // The claims prepared now and the cards as the process's CardState gives them (`xpud_lost`:
+  // past the grace period); a card's transition time is `wall_now` when its health differs from
+  // what this writer last knew of it. Until xpud has answered once nothing is known of any card,
+  // so nothing changes (a restarted driver would otherwise call every held card gone).
+  void set(const std::vector<PreparedClaim>& claims, const xpu::DeviceView& cards, bool xpud_lost,
            std::chrono::system_clock::time_point wall_now);
   // Writes what is due; returns when it wants to be called again (Clock::time_point::max() when
-  // everything is written).
+  // everything is written). A pass stops at the first write that got no answer or a server error:
+  // the API server is then down or overloaded for every claim, and each write may take the
+  // transport's whole timeout.
   Clock::time_point reconcile(Clock::time_point now);
 
   std::uint64_t writes() const { return writes_; }
@@ -94,7 +102,8 @@ class DeviceStatusWriter {
     std::string since;
   };
 
-  void write(Claim& entry, Clock::time_point now);
+  // False when the API server did not answer or failed (the pass should stop).
+  bool write(Claim& entry, Clock::time_point now);
 
   KubeApi& api_;
   std::map<std::string, Claim, std::less<>> claims_;             // by UID

@@ -151,7 +151,7 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
       const CardState::Snapshot snapshot = cards.at(now);
       const std::uint64_t claims_now = claims_changed.load();
       if (snapshot.generation != published_generation || claims_now != claims_seen) {
-        claim_status.set((*plugin)->service().prepared_claims(), snapshot.view->devices,
+        claim_status.set((*plugin)->service().prepared_claims(), *snapshot.view, snapshot.xpud_lost,
                          std::chrono::system_clock::now());
         claims_seen = claims_now;
       }

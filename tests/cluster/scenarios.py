@@ -1161,11 +1161,6 @@ class Suite:
 
     def s12_readme(self):
         """The README's "Try it on a real node" block, as written, on this node."""
-        readme = open(os.path.join(self.source_dir, "README.md"), encoding="utf-8").read()
-        block = readme.split("### Try it on a real node", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
-        script = block.replace("<node>", NODE_NAME)
-        if os.path.realpath(self.node.build_dir) != os.path.realpath(os.path.join(self.source_dir, "build")):
-            script = script.replace(" build/", f" {self.node.build_dir}/")
         # A node as the README finds it: no release, no label, no pods of the other scenarios.
         self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait", check=False)
         self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}-", check=False)
@@ -1173,14 +1168,8 @@ class Suite:
         self.wait_allocatable(0, 90)
         # This node's stand-in for a registry: the busybox the README names is the test's own.
         self.node.ctr("images", "tag", "--force", images.BUSYBOX, "docker.io/library/busybox:latest")
-        env = {"KUBECONFIG": self.node.kubeconfig,
-               "PATH": f"{self.node.programs}:{os.path.join(self.node.build_dir, 'tools')}:{os.environ['PATH']}"}
         try:
-            result = subprocess.run(["sh", "-e", "-x", "-c", script], cwd=self.source_dir, env={**os.environ, **env},
-                                    capture_output=True, text=True, timeout=600)
-            output = result.stdout
-            expect(result.returncode == 0, f"the README's block stopped ({result.returncode}):\n"
-                                           f"{result.stderr[-3000:]}")
+            output = self.run_readme_block("### Try it on a real node")
             for wanted in ["xpu-device-plugin-daemonset", "xpu-exporter", "xpu-rbac-token-gen",
                            "XPU_VISIBLE_DEVICES=", "KUNLUNXIN_XPU_UUIDS=", "/dev/xpu"]:
                 expect(wanted in output, f"the README's block printed no {wanted!r}:\n{output}")
@@ -1193,6 +1182,139 @@ class Suite:
             self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait", check=False)
             self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}-", check=False)
             shutil.rmtree("/tmp/xpu-image", ignore_errors=True)  # where the block builds the image
+
+    def s15_takeover(self):
+        """The README's way over from the replaced add-on: under add-on-shaped objects (its names,
+        its RBAC, privileged pods, no Helm owner) a pod holds a card; the README's block deletes
+        them and installs the chart; the pod keeps its card and its container, and no card is
+        advertised twice."""
+        self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait", check=False)
+        self.node.kubectl("delete", "pods", "--all", "-n", "default", "--wait=true", "--timeout=90s")
+        wait_for("shim pods gone", lambda: not self.node.get_json(
+            "pods", "-n", CHART_NAMESPACE, "-l", "app.kubernetes.io/name=xpu-k8s-shim")["items"], 90)
+        # The node's status lags the plugin's going: without this the add-on's plugin could be
+        # taken as serving while the node still shows the chart's last advertisement.
+        self.wait_allocatable(0, 90)
+        self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable", "--overwrite")
+        self.allow_privileged_pods(True)
+        try:
+            self.node.kubectl("create", "-f", "-", input_text=json.dumps(
+                {"apiVersion": "v1", "kind": "List", "items": self.addon_objects()}))
+            wait_for("the add-on's three DaemonSets ready", lambda: all(
+                self.node.get_json("daemonset", "-n", CHART_NAMESPACE, name)["status"].get("numberReady") == 1
+                for name in DAEMONSETS), 120)
+            self.wait_allocatable(8, 90)
+            holder = self.workload("xpu-legacy", 1)
+            before = (container_identity(holder), self.allocated_ids(holder["metadata"]["uid"]))
+            expect(len(before[1]) == 1, f"xpu-legacy holds {before[1]}")
+            print(f"  under the add-on's objects: xpu-legacy holds {before[1]}")
+
+            started = time.monotonic()
+            output = self.run_readme_block("### Moving from the replaced add-on")
+            figure("README's way over: script and helm install to rolled out", time.monotonic() - started)
+            would = [line for line in output.splitlines() if line.startswith("would delete: ")]
+            expect(len(would) == 12, f"--dry-run named {len(would)} objects, not 12:\n{output}")
+            self.wait_plugin_serving()
+            self.wait_allocatable(8, 90)
+            figure("README's way over to allocatable 8", time.monotonic() - started)
+
+            owner = self.node.get_json("daemonset", "-n", CHART_NAMESPACE, DAEMONSETS[0])["metadata"]
+            expect(owner.get("annotations", {}).get("meta.helm.sh/release-name") == RELEASE,
+                   f"{DAEMONSETS[0]} is not the release's: {owner}")
+            left = self.node.get_json("pods", "-n", CHART_NAMESPACE, "-l", "app in (" + ",".join(DAEMONSETS) + ")")
+            expect(not left["items"], f"the add-on's pods are still there: "
+                                      f"{[p['metadata']['name'] for p in left['items']]}")
+            after = (container_identity(self.pod("xpu-legacy")), self.allocated_ids(holder["metadata"]["uid"]))
+            expect(after == before, f"xpu-legacy changed across the handover: {before} -> {after}")
+            nodes = self.node.kubectl("exec", "xpu-legacy", "--", "sh", "-c", "ls /dev | grep xpu")
+            expect(self.workload_view("xpu-legacy")["NODES"].split() == nodes.split(),
+                   f"xpu-legacy's device nodes changed: {nodes!r}")
+            sockets = sorted(set(os.listdir("/var/lib/kubelet/device-plugins"))
+                             - {"kubelet.sock", "kubelet_internal_checkpoint", "DEPRECATION"})
+            expect(sockets == ["kunlunxin-xpu.sock"], f"device-plugin sockets after the handover: {sockets}")
+
+            # The other seven, and not one more: the chart's plugin offers the held card to no one.
+            rest = self.workload("xpu-rest", 7)
+            rest_ids = self.allocated_ids(rest["metadata"]["uid"])
+            expect(not set(rest_ids) & set(before[1]) and len(set(rest_ids) | set(before[1])) == 8,
+                   f"xpu-rest got {rest_ids} beside xpu-legacy's {before[1]}")
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps({
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "xpu-ninth", "namespace": "default"},
+                "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                         "containers": [workload_container({"limits": {RESOURCE: "1"}})]}}))
+            message = wait_for("xpu-ninth unschedulable", lambda: self.unschedulable("xpu-ninth"), 60)
+            expect("Insufficient " + RESOURCE in message, f"xpu-ninth: {message}")
+            print(f"  after: xpu-legacy kept {before[1]} and its container; xpu-rest got {rest_ids}; "
+                  f"a ninth card: {message}")
+
+            result = subprocess.run(["scripts/take-over-from-addon.sh", "--dry-run"], cwd=self.source_dir,
+                                    env={**os.environ, "KUBECONFIG": self.node.kubeconfig,
+                                         "KUBECTL": self.node.program("kubectl")},
+                                    capture_output=True, text=True, timeout=120)
+            expect(result.returncode == 1 and f"belongs to Helm release '{RELEASE}'" in result.stderr,
+                   f"run again over the chart: exit {result.returncode}, {result.stdout}{result.stderr}")
+        finally:
+            self.node.kubectl("delete", "pods", "--all", "-n", "default", "--wait=true", "--timeout=90s",
+                              check=False)
+            self.allow_privileged_pods(False)
+
+    def addon_objects(self):
+        """The replaced add-on's twelve objects as it installs them: the chart's names and, with
+        rbac.compat, its rules (test_chart.py checks those against the add-on's document), but
+        privileged containers with the service-account token mounted, and no Helm label, owner or
+        annotation."""
+        rendered = self.node.helm("template", RELEASE, self.chart, "--namespace", CHART_NAMESPACE,
+                                  "--set", "rbac.compat=true", "--set", "global.image.pullPolicy=Never")
+        objects = []
+        for document in yaml.safe_load_all(rendered):
+            if not document or document["kind"] not in (
+                    "DaemonSet", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
+                continue
+            name = document["metadata"]["name"]
+            document["metadata"]["labels"] = {"app": name}
+            document["metadata"].pop("annotations", None)
+            if document["kind"] == "DaemonSet":
+                spec = document["spec"]
+                spec["selector"] = {"matchLabels": {"app": name}}
+                spec["template"]["metadata"] = {"labels": {"app": name}}
+                pod = spec["template"]["spec"]
+                pod["automountServiceAccountToken"] = True
+                pod.pop("securityContext", None)
+                # Root, as the add-on's images were (this image's own user is 65534).
+                for container in pod["containers"]:
+                    container["securityContext"] = {"privileged": True, "runAsUser": 0}
+            objects.append(document)
+        kinds = sorted(o["kind"] for o in objects)
+        expect(len(objects) == 12, f"the add-on's objects: {kinds}")
+        return objects
+
+    def allow_privileged_pods(self, allowed):
+        """The suite's API server refuses privileged pods (the chart needs none); the add-on's
+        pods are."""
+        server = self.node.components["kube-apiserver"]
+        flag = f"--allow-privileged={'true' if allowed else 'false'}"
+        if flag in server.argv:
+            return
+        server.argv = [flag if arg.startswith("--allow-privileged=") else arg for arg in server.argv]
+        server.restart()
+        wait_for("kube-apiserver ready", lambda: self.node.kubectl(
+            "get", "--raw", "/readyz", check=False).returncode == 0, 120)
+
+    def run_readme_block(self, heading):
+        """The first sh block under HEADING in the README, run as written on this node (with
+        <node> filled in and the build directory the suite's); returns what it printed."""
+        readme = open(os.path.join(self.source_dir, "README.md"), encoding="utf-8").read()
+        block = readme.split(heading + "\n", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+        script = block.replace("<node>", NODE_NAME)
+        if os.path.realpath(self.node.build_dir) != os.path.realpath(os.path.join(self.source_dir, "build")):
+            script = script.replace(" build/", f" {self.node.build_dir}/")
+        env = {"KUBECONFIG": self.node.kubeconfig,
+               "PATH": f"{self.node.programs}:{os.path.join(self.node.build_dir, 'tools')}:{os.environ['PATH']}"}
+        result = subprocess.run(["sh", "-e", "-x", "-c", script], cwd=self.source_dir, env={**os.environ, **env},
+                                capture_output=True, text=True, timeout=600)
+        expect(result.returncode == 0, f"the README's block under {heading!r} stopped ({result.returncode}):\n"
+                                       f"{result.stdout[-3000:]}{result.stderr[-3000:]}")
+        return result.stdout
 
 class PrometheusServer:
     """Debian's Prometheus scraping one target every second, queried over its HTTP API."""
@@ -1448,7 +1570,7 @@ SCENARIOS = [
     (1, "s1_install"), (2, "s2_capacity"), (3, "s3_allocation"), (4, "s4_fault"),
     (5, "s5_kubelet_restart"), (6, "s6_xpud_killed"), (7, "s7_prometheus_labels"), (8, "s8_token"),
     (10, "s10_bus_boundary"), (11, "s11_pod_security"), (13, "s13_cdi"), (9, "s9_upgrades"),
-    (12, "s12_readme"), (14, "s14_dra"),
+    (12, "s12_readme"), (14, "s14_dra"), (15, "s15_takeover"),
 ]
 
 

@@ -52,18 +52,26 @@ DraService::DraService(ClaimLookup lookup, CardSource cards, std::string node_na
       node_name_(std::move(node_name)),
       claims_(std::move(claims)),
       specs_(std::move(specs)),
-      claims_changed_(std::move(claims_changed)) {}
+      claims_changed_(std::move(claims_changed)) {
+  std::lock_guard lock(mutex_);
+  publish_claims();
+}
+
+void DraService::publish_claims() {
+  std::vector<PreparedClaim> claims;
+  for (const auto& [uid, claim] : claims_.claims()) claims.push_back(claim);
+  std::lock_guard lock(published_mutex_);
+  published_ = std::move(claims);
+}
 
 std::size_t DraService::prepared_count() const {
-  std::lock_guard lock(mutex_);
-  return claims_.claims().size();
+  std::lock_guard lock(published_mutex_);
+  return published_.size();
 }
 
 std::vector<PreparedClaim> DraService::prepared_claims() const {
-  std::lock_guard lock(mutex_);
-  std::vector<PreparedClaim> claims;
-  for (const auto& [uid, claim] : claims_.claims()) claims.push_back(claim);
-  return claims;
+  std::lock_guard lock(published_mutex_);
+  return published_;
 }
 
 xpu::Result<PreparedClaim> DraService::prepare(const drapb::Claim& claim) {
@@ -96,6 +104,7 @@ xpu::Result<PreparedClaim> DraService::prepare(const drapb::Claim& claim) {
       spdlog::warn("claim {}: {}", label, removed.error());
     return xpu::Error{"claim " + label + ": cannot record it: " + recorded.error()};
   }
+  publish_claims();
   if (claims_changed_) claims_changed_();
   return prepared;
 }
@@ -145,7 +154,9 @@ xpu::Result<std::string> DraService::unprepare(const drapb::Claim& claim) {
   // repeats, never a spec nobody will remove.
   if (auto removed = specs_.remove(claim.uid()); !removed)
     return xpu::Error{"claim " + label + ": " + removed.error()};
-  if (auto forgotten = claims_.remove(claim.uid()); !forgotten)
+  auto forgotten = claims_.remove(claim.uid());
+  publish_claims();
+  if (!forgotten)
     return xpu::Error{"claim " + label + ": cannot update the checkpoint: " + forgotten.error()};
   if (was_prepared && claims_changed_) claims_changed_();
   return devices;

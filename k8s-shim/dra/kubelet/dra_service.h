@@ -49,7 +49,8 @@ class DraService final : public drapb::DRAPlugin::Service {
 
   // How many claims are prepared now (for the role's status line and the tests).
   std::size_t prepared_count() const;
-  // The claims prepared now (a copy, taken under the lock).
+  // The claims prepared now, as a copy. Never waits for a prepare in progress (which may wait
+  // seconds on the API server): the role's loop reads it.
   std::vector<PreparedClaim> prepared_claims() const;
   // The node, which names our pool.
   const std::string& node_name() const { return node_name_; }
@@ -58,12 +59,16 @@ class DraService final : public drapb::DRAPlugin::Service {
   xpu::Result<PreparedClaim> prepare(const drapb::Claim& claim);
   // The devices it had (for the log).
   xpu::Result<std::string> unprepare(const drapb::Claim& claim);
+  // With mutex_ held: copies claims_ to what prepared_claims() hands out.
+  void publish_claims();
 
   const ClaimLookup lookup_;
   const CardSource cards_;
   const std::string node_name_;
   mutable std::mutex mutex_;
-  PreparedClaims claims_;  // guarded by mutex_
+  PreparedClaims claims_;                 // guarded by mutex_
+  mutable std::mutex published_mutex_;    // taken inside mutex_, never the other way round
+  std::vector<PreparedClaim> published_;  // guarded by published_mutex_
   const ClaimCdiSpecs specs_;
   const std::function<void()> claims_changed_;
 };

@@ -5,6 +5,7 @@
 
 #include "k8s-shim/dra/dra_names.h"
 #include "k8s-shim/dra/offered_cards.h"
+#include "k8s-shim/printable.h"
 
 namespace shim::dra {
 namespace {
@@ -38,15 +39,6 @@ std::shared_ptr<const Response> build(const std::string& pool_name, const Device
 }
 
 }  // namespace
-
-std::string truncate_utf8(std::string text, std::size_t max_bytes) {
-  if (text.size() <= max_bytes) return text;
-  std::size_t cut = max_bytes;
-  // Back off continuation bytes (10xxxxxx) to the start of the sequence the cut would split.
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  text.resize(cut);
-  return text;
-}
 
 HealthService::HealthService(std::string pool_name, std::chrono::milliseconds resend_interval,
                              Clock now)

@@ -121,8 +121,4 @@ class HealthService {
   V1Api v1_{*this};
 };
 
-// `text` cut to at most `max_bytes` without splitting a UTF-8 sequence (protobuf strings must stay
-// valid UTF-8, or the kubelet's decoder fails the whole message).
-std::string truncate_utf8(std::string text, std::size_t max_bytes);
-
 }  // namespace shim::dra

@@ -58,6 +58,11 @@ void KubeletRegistrationStandin::replace_socket_file_during_next_register() {
   replace_socket_file_ = true;
 }
 
+void KubeletRegistrationStandin::connect_after_the_next_caller_gave_up() {
+  std::lock_guard lock(mutex_);
+  connect_late_ = true;
+}
+
 std::size_t KubeletRegistrationStandin::registrations() const {
   std::lock_guard lock(mutex_);
   return registrations_;
@@ -93,6 +98,14 @@ grpc::Status KubeletRegistrationStandin::Register(grpc::ServerContext* context,
   if (replace_socket_file_) {
     replace_socket_file_ = false;
     std::filesystem::rename(plugin_dir_ / kSpareSocketName, plugin_dir_ / "kubelet.sock");
+  }
+  if (keyed_ && connect_late_ && !connected_.contains(request->endpoint())) {
+    connect_late_ = false;
+    while (!context->IsCancelled()) released_.wait_for(lock, std::chrono::milliseconds(5));
+    ++cancelled_;
+    lock.unlock();
+    (void)connect(request->endpoint());
+    return grpc::Status::CANCELLED;
   }
   if (keyed_) {
     if (connected_.contains(request->endpoint())) {

@@ -44,6 +44,10 @@ class KubeletRegistrationStandin final : public v1beta1::Registration::Service {
   // During the next Register, before answering, kubelet.sock is replaced by another socket file
   // of this same server (the file the caller read before dialing is not the one after).
   void replace_socket_file_during_next_register();
+  // The next Register is answered only once its caller gave up, and the endpoint is connected
+  // (and its stream opened) after that: a kubelet whose answer came too late, and whose
+  // ListAndWatch goroutine ran later still (handler.go: `go s.runClient(...)`).
+  void connect_after_the_next_caller_gave_up();
 
   std::size_t registrations() const;                      // Register calls received
   std::size_t held_then_cancelled() const;                // held calls their caller cancelled
@@ -65,6 +69,7 @@ class KubeletRegistrationStandin final : public v1beta1::Registration::Service {
   bool hold_ = false;
   bool keyed_ = false;
   bool replace_socket_file_ = false;
+  bool connect_late_ = false;
   std::size_t registrations_ = 0;
   std::size_t cancelled_ = 0;
   std::size_t refused_ = 0;

@@ -373,6 +373,29 @@ TEST_F(PluginSocketProcessTest, ARegisterWhoseAnswerCameTooLateIsNotRepeated) {
   stop_cleanly(*shim);
 }
 
+// As above, but the kubelet opens ListAndWatch only after the plugin's call failed: the retry must
+// find the stream and not ask again (the kubelet would refuse it, and then never let the socket
+// go).
+TEST_F(PluginSocketProcessTest, AStreamOpenedAfterARegisterFailedCountsAsRegistered) {
+  KubeletRegistrationStandin kubelet(plugin_dir_);
+  kubelet.keyed_by_endpoint();
+  kubelet.connect_after_the_next_caller_gave_up();
+  start_xpud();
+  auto shim = start_shim("shim.log");
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return shim->output().find("after an earlier Register failed on our side") !=
+               std::string::npos;
+      },
+      kStartDeadline))
+      << shim->output();
+  EXPECT_EQ(kubelet.registrations(), 1u);
+  EXPECT_EQ(kubelet.refused(), 0u);
+  EXPECT_EQ(kubelet.streams_opened("kunlunxin-xpu.sock"), 1u);
+  EXPECT_EQ(sockets_left(), std::vector<std::string>{"kunlunxin-xpu.sock"});
+  stop_cleanly(*shim);
+}
+
 // A kubelet left holding kunlunxin-xpu.sock by an earlier plugin refuses it for good: the plugin
 // serves on a spare name instead, which the kubelet watches, and removes it when it stops.
 TEST_F(PluginSocketProcessTest, AnEndpointTheKubeletWillNotLetGoIsServedUnderASpareName) {

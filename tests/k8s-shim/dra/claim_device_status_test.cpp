@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "k8s-shim/card_state.h"
 #include "tests/k8s-shim/dra/kube/replay_transport.h"
 #include "tests/support/card_builder.h"
 
@@ -33,6 +34,14 @@ PreparedClaim claim_of(std::vector<unsigned> indices, std::string uid = "uid-1")
                                            .uuid = "uuid-" + std::to_string(index),
                                            .cdi_ids = {}});
   return claim;
+}
+
+// What a CardState hands out once xpud has answered: these cards.
+void set_cards(DeviceStatusWriter& writer, const std::vector<PreparedClaim>& claims,
+               std::vector<xpu::DeviceInfo> cards, std::chrono::system_clock::time_point wall_now) {
+  writer.set(claims,
+             xpu::DeviceView{.xpud_present = true, .manager = {}, .devices = std::move(cards)},
+             /*xpud_lost=*/false, wall_now);
 }
 
 nlohmann::json devices_sent(const HttpRequest& request) {
@@ -108,7 +117,7 @@ class DeviceStatusWriterTest : public ::testing::Test {
 };
 
 TEST_F(DeviceStatusWriterTest, APreparedClaimsCardsAreWrittenOnceByServerSideApply) {
-  writer_.set({claim_of({0, 1})}, {card(0), card(1), card(2)}, kMorning);
+  set_cards(writer_, {claim_of({0, 1})}, {card(0), card(1), card(2)}, kMorning);
   transport_.answer(200, "{}");
   EXPECT_EQ(writer_.reconcile(now_), Clock::time_point::max());
   ASSERT_EQ(transport_.requests.size(), 1u);
@@ -128,19 +137,19 @@ TEST_F(DeviceStatusWriterTest, APreparedClaimsCardsAreWrittenOnceByServerSideApp
   EXPECT_EQ(writer_.writes(), 1u);
 
   // Nothing changed: nothing sent, whatever the clock says.
-  writer_.set({claim_of({0, 1})}, {card(0), card(1), card(2)}, kMorning + 1h);
+  set_cards(writer_, {claim_of({0, 1})}, {card(0), card(1), card(2)}, kMorning + 1h);
   EXPECT_EQ(writer_.reconcile(now_ + 1h), Clock::time_point::max());
   EXPECT_EQ(transport_.requests.size(), 1u);
 }
 
 TEST_F(DeviceStatusWriterTest, AHealthChangeIsWrittenWithItsOwnTransitionTime) {
-  writer_.set({claim_of({0, 1})}, {card(0), card(1)}, kMorning);
+  set_cards(writer_, {claim_of({0, 1})}, {card(0), card(1)}, kMorning);
   transport_.answer(200, "{}");
   (void)writer_.reconcile(now_);
 
   // Card 1 fails an hour later; card 0 keeps the time it became healthy.
-  writer_.set(
-      {claim_of({0, 1})},
+  set_cards(
+      writer_, {claim_of({0, 1})},
       {card(0), card(1).unhealthy("card fell off the bus").health_reason_kind("driver_fault")},
       kMorning + 1h);
   transport_.answer(200, "{}");
@@ -156,7 +165,7 @@ TEST_F(DeviceStatusWriterTest, AHealthChangeIsWrittenWithItsOwnTransitionTime) {
                             {"lastTransitionTime", "2026-12-04T06:03:54Z"}}));
 
   // Recovery: True again, stamped with its own time.
-  writer_.set({claim_of({0, 1})}, {card(0), card(1)}, kMorning + 2h);
+  set_cards(writer_, {claim_of({0, 1})}, {card(0), card(1)}, kMorning + 2h);
   transport_.answer(200, "{}");
   (void)writer_.reconcile(now_ + 2h);
   ASSERT_EQ(transport_.requests.size(), 3u);
@@ -167,7 +176,7 @@ TEST_F(DeviceStatusWriterTest, AHealthChangeIsWrittenWithItsOwnTransitionTime) {
 
 TEST_F(DeviceStatusWriterTest, ACardXpudNoLongerReportsIsGone) {
   // Card 1's index now holds another card (another UUID): not the one prepared.
-  writer_.set({claim_of({0, 1})}, {card(0), card(1).uuid("someone-else")}, kMorning);
+  set_cards(writer_, {claim_of({0, 1})}, {card(0), card(1).uuid("someone-else")}, kMorning);
   transport_.answer(200, "{}");
   (void)writer_.reconcile(now_);
   auto devices = devices_sent(transport_.requests.at(0));
@@ -176,7 +185,7 @@ TEST_F(DeviceStatusWriterTest, ACardXpudNoLongerReportsIsGone) {
 }
 
 TEST_F(DeviceStatusWriterTest, AFailedWriteIsRetriedWithBackOff) {
-  writer_.set({claim_of({0})}, {card(0)}, kMorning);
+  set_cards(writer_, {claim_of({0})}, {card(0)}, kMorning);
   transport_.answer(503, R"({"kind":"Status","reason":"ServiceUnavailable","code":503})");
   EXPECT_EQ(writer_.reconcile(now_), now_ + 1s);
   EXPECT_EQ(writer_.reconcile(now_ + 500ms), now_ + 1s) << "not before its time";
@@ -190,20 +199,21 @@ TEST_F(DeviceStatusWriterTest, AFailedWriteIsRetriedWithBackOff) {
 }
 
 TEST_F(DeviceStatusWriterTest, AClaimThatIsGoneOrRefusedIsNotWrittenAgainUntilItsStatusChanges) {
-  // 404: deleted. 409: "uid mismatch" for a claim gone (apiserver patch.go, applyPatch). 422: a
-  // claim made again under the name (metadata.uid is immutable) or an entry the server refuses.
+  // 404: deleted (the status subresource never creates). 409: a conflict the apply was forced
+  // over anyway. 422: a claim made again under the name (metadata.uid is immutable) or an entry
+  // the server refuses.
   for (long code : {404L, 409L, 422L}) {
     SCOPED_TRACE(code);
     ReplayTransport transport;
     KubeApi api(transport);
     DeviceStatusWriter writer(api);
-    writer.set({claim_of({0})}, {card(0)}, kMorning);
+    set_cards(writer, {claim_of({0})}, {card(0)}, kMorning);
     transport.answer(code, R"({"kind":"Status","code":)" + std::to_string(code) + "}");
     EXPECT_EQ(writer.reconcile(now_), Clock::time_point::max());
     EXPECT_EQ(writer.reconcile(now_ + 1h), Clock::time_point::max());
     EXPECT_EQ(transport.requests.size(), 1u);
     // A new health is a new body: tried once more.
-    writer.set({claim_of({0})}, {card(0).unhealthy("x")}, kMorning + 1h);
+    set_cards(writer, {claim_of({0})}, {card(0).unhealthy("x")}, kMorning + 1h);
     transport.answer(200, "{}");
     (void)writer.reconcile(now_ + 1h);
     EXPECT_EQ(transport.requests.size(), 2u);
@@ -212,7 +222,7 @@ TEST_F(DeviceStatusWriterTest, AClaimThatIsGoneOrRefusedIsNotWrittenAgainUntilIt
 
 TEST_F(DeviceStatusWriterTest, ForbiddenIsRetriedAtTheSamePaceAsOtherFailures) {
   // RBAC can be fixed while the driver runs (helm upgrade): keep trying.
-  writer_.set({claim_of({0})}, {card(0)}, kMorning);
+  set_cards(writer_, {claim_of({0})}, {card(0)}, kMorning);
   transport_.answer(403, R"({"kind":"Status","reason":"Forbidden","code":403})");
   EXPECT_EQ(writer_.reconcile(now_), now_ + 1s);
   transport_.answer(200, "{}");
@@ -221,18 +231,82 @@ TEST_F(DeviceStatusWriterTest, ForbiddenIsRetriedAtTheSamePaceAsOtherFailures) {
 }
 
 TEST_F(DeviceStatusWriterTest, AnUnpreparedClaimIsForgotten) {
-  writer_.set({claim_of({0}, "uid-1"), claim_of({1}, "uid-2")}, {card(0), card(1)}, kMorning);
-  transport_.answer(503, "{}");
+  set_cards(writer_, {claim_of({0}, "uid-1"), claim_of({1}, "uid-2")}, {card(0), card(1)},
+            kMorning);
   transport_.answer(503, "{}");
   (void)writer_.reconcile(now_);
-  ASSERT_EQ(transport_.requests.size(), 2u);
-  // uid-1 unprepared before its retry: only uid-2 is tried again.
-  writer_.set({claim_of({1}, "uid-2")}, {card(0), card(1)}, kMorning);
+  ASSERT_EQ(transport_.requests.size(), 1u);
+  // uid-1 unprepared before its retry: only uid-2 is tried.
+  set_cards(writer_, {claim_of({1}, "uid-2")}, {card(0), card(1)}, kMorning);
   transport_.answer(200, "{}");
   EXPECT_EQ(writer_.reconcile(now_ + 1s), Clock::time_point::max());
-  ASSERT_EQ(transport_.requests.size(), 3u);
-  EXPECT_EQ(devices_sent(transport_.requests[2])[0]["device"], "xpu-1");
+  ASSERT_EQ(transport_.requests.size(), 2u);
+  EXPECT_EQ(devices_sent(transport_.requests[1])[0]["device"], "xpu-1");
   EXPECT_FALSE(writer_.written("uid-1"));
+}
+
+TEST_F(DeviceStatusWriterTest, NothingIsWrittenBeforeXpudAnswered) {
+  // A driver restarted with claims in its checkpoint: xpud has not answered yet, so nothing is
+  // known of their cards (not "gone").
+  writer_.set({claim_of({0})}, xpu::DeviceView{}, /*xpud_lost=*/false, kMorning);
+  EXPECT_EQ(writer_.reconcile(now_), Clock::time_point::max());
+  EXPECT_TRUE(transport_.requests.empty());
+  set_cards(writer_, {claim_of({0})}, {card(0)}, kMorning + 1s);
+  transport_.answer(200, "{}");
+  (void)writer_.reconcile(now_ + 1s);
+  ASSERT_EQ(transport_.requests.size(), 1u);
+  EXPECT_EQ(devices_sent(transport_.requests[0])[0]["conditions"][0]["status"], "True");
+}
+
+TEST_F(DeviceStatusWriterTest, XpudNeverSeenPastTheGracePeriodIsUnreachableNotGone) {
+  writer_.set({claim_of({0})}, xpu::DeviceView{}, /*xpud_lost=*/true, kMorning);
+  transport_.answer(200, "{}");
+  (void)writer_.reconcile(now_);
+  ASSERT_EQ(transport_.requests.size(), 1u);
+  const auto condition = devices_sent(transport_.requests[0])[0]["conditions"][0];
+  EXPECT_EQ(condition["status"], "False");
+  EXPECT_EQ(condition["reason"], "XpudUnreachable");
+  EXPECT_EQ(condition["message"], std::string(kXpudUnreachableReason));
+}
+
+TEST_F(DeviceStatusWriterTest, ForbiddenFromTheStatusValidationIsRetriedToo) {
+  // 1.36+: the right on resourceclaims/driver is checked inside the status validation, so its
+  // absence is a 422 (k8s.io/kubernetes v1.37.2, pkg/registry/resource/utils.go).
+  set_cards(writer_, {claim_of({0})}, {card(0)}, kMorning);
+  transport_.answer(
+      422,
+      R"({"kind":"Status","reason":"Invalid","code":422,"message":"ResourceClaim.resource.k8s.io \"train\" is invalid: status.devices: Forbidden: changing status.devices requires resource=\"resourceclaims/driver\", verb=\"associated-node:patch\" permission: forbidden"})");
+  EXPECT_EQ(writer_.reconcile(now_), now_ + 1s);
+  transport_.answer(200, "{}");
+  EXPECT_EQ(writer_.reconcile(now_ + 1s), Clock::time_point::max());
+  EXPECT_EQ(writer_.writes(), 1u);
+}
+
+TEST_F(DeviceStatusWriterTest, APassStopsAtTheFirstServerFailure) {
+  // Every write may take the transport's whole timeout: one failure says the server is down for
+  // all of them, so the loop is not held for each claim in turn.
+  set_cards(writer_, {claim_of({0}, "uid-1"), claim_of({1}, "uid-2"), claim_of({2}, "uid-3")},
+            {card(0), card(1), card(2)}, kMorning);
+  transport_.fail("operation timed out");
+  EXPECT_EQ(writer_.reconcile(now_), now_ + 1s);
+  EXPECT_EQ(transport_.requests.size(), 1u);
+  for (int i = 0; i < 3; ++i) transport_.answer(200, "{}");
+  EXPECT_EQ(writer_.reconcile(now_ + 1s), Clock::time_point::max());
+  EXPECT_EQ(transport_.requests.size(), 4u);
+  EXPECT_EQ(writer_.writes(), 3u);
+}
+
+TEST_F(DeviceStatusWriterTest, TextPastTheConditionLimitsIsCut) {
+  // metav1.Condition: reason at most 1024 bytes, message at most 32768.
+  std::string message(40000, 'x');
+  message.replace(32767, 2, "\xC3\xA9");  // a two-byte character across the limit
+  set_cards(writer_, {claim_of({0})},
+            {card(0).unhealthy(message).health_reason_kind(std::string(2000, 'a'))}, kMorning);
+  transport_.answer(200, "{}");
+  (void)writer_.reconcile(now_);
+  const auto condition = devices_sent(transport_.requests.at(0))[0]["conditions"][0];
+  EXPECT_EQ(condition["reason"], "Unhealthy");
+  EXPECT_EQ(condition["message"].get<std::string>(), std::string(32767, 'x'));
 }
 
 }  // namespace

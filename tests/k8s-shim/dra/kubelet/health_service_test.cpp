@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "k8s-shim/grpc/unix_socket_server.h"
+#include "k8s-shim/printable.h"
 #include "podresources_v1.pb.h"
 #include "tests/k8s-shim/dra/kubelet/kubelet_client.h"
 #include "tests/support/card_builder.h"
