@@ -1,0 +1,70 @@
+#!/bin/sh
+# The arm64 build under emulation (issue 23, first step; not yet a ctest): the arm64 xpud on the
+# sim backend on a private bus, the arm64 xpuctl listing its cards, the arm64 exporter scraped
+# over HTTP. Each binary runs under Debian's qemu-user-static with the arm64 root as its library
+# root.
+#
+# usage: tests/arm64/smoke.sh ARM64_BUILD_DIR ARM64_ROOT
+#   ARM64_BUILD_DIR: a build with cmake/toolchain-arm64.cmake; ARM64_ROOT: scripts/make-arm64-sysroot.sh's
+# needs: qemu-user-static, dbus-daemon, curl
+set -eu
+
+[ $# -eq 2 ] || { echo "usage: smoke.sh ARM64_BUILD_DIR ARM64_ROOT" >&2; exit 2; }
+build=$(realpath "$1")
+root=$(realpath "$2")
+command -v qemu-aarch64-static >/dev/null || { echo "smoke.sh: qemu-aarch64-static is missing (apt install qemu-user-static)" >&2; exit 1; }
+for binary in xpud/xpud xpuctl/xpuctl k8s-shim/xpu-k8s-shim; do
+  file -b "$build/$binary" | grep -q "ARM aarch64" ||
+    { echo "smoke.sh: $build/$binary is not an arm64 program" >&2; exit 1; }
+done
+
+run=$(mktemp -d)
+pids=""
+cleanup() {
+  for pid in $pids; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$run"
+}
+trap cleanup EXIT INT TERM
+fail() {
+  echo "smoke.sh: FAIL: $*" >&2
+  for log in "$run"/*.log; do echo "---- $log" >&2; tail -n 20 "$log" >&2; done
+  exit 1
+}
+arm64() { qemu-aarch64-static -L "$root" "$@"; }
+# Runs "$@" until it succeeds, for at most $1 seconds (emulation makes start-up slow).
+within() {
+  seconds=$1
+  shift
+  deadline=$(($(date +%s) + seconds))
+  until "$@"; do
+    [ "$(date +%s)" -lt "$deadline" ] || return 1
+    sleep 0.2
+  done
+}
+
+bus="unix:path=$run/bus"
+dbus-daemon --session --nofork --nopidfile --address="$bus" >"$run/dbus.log" 2>&1 &
+pids="$pids $!"
+within 10 test -S "$run/bus" || fail "dbus-daemon did not start"
+
+printf '[daemon]\nbackend = sim\n[sim]\ndevices = 8\n' >"$run/xpud.conf"
+arm64 "$build/xpud/xpud" --bus-address "$bus" --config "$run/xpud.conf" 2>"$run/xpud.log" &
+pids="$pids $!"
+
+list() { arm64 "$build/xpuctl/xpuctl" --bus-address "$bus" list --json >"$run/list.json" 2>"$run/xpuctl.log"; }
+within 60 list || fail "arm64 xpuctl could not list xpud's cards"
+cards=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["devices"]; print(sum(1 for c in d if c["health"]=="Healthy"))' "$run/list.json")
+[ "$cards" = 8 ] || fail "arm64 xpuctl lists $cards healthy cards, not 8"
+echo "arm64 xpud and xpuctl: 8 healthy cards"
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+arm64 "$build/k8s-shim/xpu-k8s-shim" --bus-address "$bus" exporter --listen "127.0.0.1:$port" 2>"$run/exporter.log" &
+pids="$pids $!"
+scraped() {
+  curl -sf "http://127.0.0.1:$port/metrics" >"$run/metrics.txt" &&
+    [ "$(grep -c '^xpu_healthy{.*} 1$' "$run/metrics.txt")" = 8 ]
+}
+within 60 scraped || fail "the arm64 exporter's /metrics has not 8 healthy cards"
+echo "arm64 exporter: /metrics over HTTP, 8 cards with xpu_healthy 1"
+echo "smoke.sh: PASS"
