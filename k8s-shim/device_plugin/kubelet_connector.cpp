@@ -68,7 +68,6 @@ void KubeletConnector::register_again_now(const char* why,
     any = any || endpoint.registered;
     endpoint.registered_with.reset();
     endpoint.registered = false;
-    endpoint.first_attempt.reset();
     endpoint.next_attempt = Clock::time_point{};
     endpoint.backoff = Clock::duration{};
     endpoint.failures = 0;
@@ -172,7 +171,6 @@ void KubeletConnector::drop_lost_server(Endpoint& endpoint) {
   }
   endpoint.server.reset();
   endpoint.registered = false;
-  endpoint.first_attempt.reset();
   endpoint.next_attempt = Clock::time_point{};
   endpoint.backoff = Clock::duration{};
 }
@@ -304,7 +302,6 @@ void KubeletConnector::move_to_spare(Endpoint& endpoint, const std::optional<Fil
   endpoint.refused_by = kubelet;
   endpoint.server.reset();  // removes the refused socket: nothing will ever call it
   endpoint.registered = false;
-  endpoint.first_attempt.reset();
   endpoint.failures = 0;
   endpoint.backoff = Clock::duration{};
   endpoint.next_attempt = Clock::time_point{};

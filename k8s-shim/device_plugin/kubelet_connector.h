@@ -100,6 +100,7 @@ class KubeletConnector {
     std::optional<FileId> registered_with;  // kubelet.sock we registered with
     // The server's stream count at its first Register with kubelet.sock `kubelet`, for as long
     // as it is not registered: a stream opened since is that kubelet acting on one of the calls.
+    // Reset with each new server (its count starts at 0); a new kubelet.sock replaces it.
     struct FirstAttempt {
       unsigned streams = 0;
       std::optional<FileId> kubelet;

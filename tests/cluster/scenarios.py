@@ -419,6 +419,19 @@ class Suite:
             return "ListAndWatch opened" in log.stdout
         wait_for("the device plugin serving the kubelet", serving, timeout)
 
+    def wait_shim_pods_gone(self):
+        # Gone, terminating ones too (shim_pods() leaves those out): a plugin removes its socket as
+        # it stops, which is after its pod was marked for deletion.
+        wait_for("shim pods gone", lambda: not self.node.get_json(
+            "pods", "-n", CHART_NAMESPACE, "-l", "app.kubernetes.io/name=xpu-k8s-shim")["items"], 90)
+
+    def remove_chart_and_pods(self):
+        """No release and no workload pods; allocatable 0, since the node's status lags the
+        plugin's going (a plugin started next could otherwise be taken as serving)."""
+        self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait", check=False)
+        self.node.kubectl("delete", "pods", "--all", "-n", "default", "--wait=true", "--timeout=90s")
+        self.wait_allocatable(0, 90)
+
     def wait_rolled_out(self):
         wait_for("the DaemonSets rolled out", self.daemonsets_ready, 180)
         wait_for("one pod per DaemonSet", lambda: len(self.shim_pods()) == len(DAEMONSETS), 120)
@@ -472,10 +485,7 @@ class Suite:
         print("  rbac.compat: the synced token's WebSocket exec through nodes/<node>/proxy passes the API server")
         started = time.monotonic()
         self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait")
-        # Gone, terminating ones too (shim_pods() leaves those out): a plugin removes its socket as
-        # it stops, which is after its pod was marked for deletion.
-        wait_for("shim pods gone", lambda: not self.node.get_json(
-            "pods", "-n", CHART_NAMESPACE, "-l", "app.kubernetes.io/name=xpu-k8s-shim")["items"], 90)
+        self.wait_shim_pods_gone()
 
         def holder(name):
             """Who accepts on a socket left behind (its pid and command line), or that nobody does."""
@@ -1162,10 +1172,8 @@ class Suite:
     def s12_readme(self):
         """The README's "Try it on a real node" block, as written, on this node."""
         # A node as the README finds it: no release, no label, no pods of the other scenarios.
-        self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait", check=False)
         self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}-", check=False)
-        self.node.kubectl("delete", "pods", "--all", "-n", "default", "--wait=true", "--timeout=90s")
-        self.wait_allocatable(0, 90)
+        self.remove_chart_and_pods()
         # This node's stand-in for a registry: the busybox the README names is the test's own.
         self.node.ctr("images", "tag", "--force", images.BUSYBOX, "docker.io/library/busybox:latest")
         try:
@@ -1188,13 +1196,8 @@ class Suite:
         its RBAC, privileged pods, no Helm owner) a pod holds a card; the README's block deletes
         them and installs the chart; the pod keeps its card and its container, and no card is
         advertised twice."""
-        self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait", check=False)
-        self.node.kubectl("delete", "pods", "--all", "-n", "default", "--wait=true", "--timeout=90s")
-        wait_for("shim pods gone", lambda: not self.node.get_json(
-            "pods", "-n", CHART_NAMESPACE, "-l", "app.kubernetes.io/name=xpu-k8s-shim")["items"], 90)
-        # The node's status lags the plugin's going: without this the add-on's plugin could be
-        # taken as serving while the node still shows the chart's last advertisement.
-        self.wait_allocatable(0, 90)
+        self.remove_chart_and_pods()
+        self.wait_shim_pods_gone()
         self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable", "--overwrite")
         self.allow_privileged_pods(True)
         try:
