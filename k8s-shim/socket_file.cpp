@@ -58,6 +58,29 @@ xpu::Status refuse_other_files(const std::filesystem::path& path) {
   return xpu::ok_status();
 }
 
+// connect() on a non-blocking unix stream socket: the connected socket, or an invalid one and the
+// failure's errno in `error`.
+xpu::UniqueFd connect_without_waiting(const std::filesystem::path& path, int& error) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string text = path.string();
+  if (text.size() >= sizeof address.sun_path) {
+    error = ENAMETOOLONG;
+    return {};
+  }
+  std::memcpy(address.sun_path, text.c_str(), text.size() + 1);
+  xpu::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) {
+    error = errno;
+    return {};
+  }
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    error = errno;
+    return {};
+  }
+  return fd;
+}
+
 }  // namespace
 
 xpu::Status check_socket_path(const std::filesystem::path& path) {
@@ -77,17 +100,20 @@ xpu::Result<std::filesystem::path> private_bind_path(const std::filesystem::path
 }
 
 bool socket_is_served(const std::filesystem::path& path) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  const std::string text = path.string();
-  if (text.size() >= sizeof address.sun_path) return false;
-  std::memcpy(address.sun_path, text.c_str(), text.size() + 1);
-  xpu::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return false;
-  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0)
-    return true;
+  int error = 0;
+  if (connect_without_waiting(path, error).valid()) return true;
   // EAGAIN: a listener whose backlog is full, served all the same. ECONNREFUSED: nobody listens.
-  return errno == EAGAIN || errno == EINPROGRESS;
+  return error == EAGAIN || error == EINPROGRESS;
+}
+
+xpu::Result<xpu::UniqueFd> connect_to_socket(const std::filesystem::path& path) {
+  int error = 0;
+  xpu::UniqueFd fd = connect_without_waiting(path, error);
+  if (fd.valid()) return fd;
+  if (error == EAGAIN || error == EINPROGRESS)
+    return xpu::Error{"cannot connect to " + path.string() +
+                      ": its listener's queue is full (the process does not accept)"};
+  return xpu::Error{"cannot connect to " + path.string() + ": " + std::strerror(error)};
 }
 
 xpu::Result<BoundSocketFile> BoundSocketFile::publish(const std::filesystem::path& bound_at,

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace shim {
 
@@ -32,6 +33,10 @@ xpu::Result<std::filesystem::path> private_bind_path(const std::filesystem::path
 
 // A process accepts connections on the socket at `path` (false: no socket, or a stale one).
 bool socket_is_served(const std::filesystem::path& path);
+
+// A connection to the socket at `path`, made without waiting: a listener whose queue is full is an
+// error here, so the calling thread stays free for a stop signal.
+xpu::Result<xpu::UniqueFd> connect_to_socket(const std::filesystem::path& path);
 
 class BoundSocketFile {
  public:

@@ -9,6 +9,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -36,6 +37,12 @@ using Clock = std::chrono::steady_clock;
 // Even with nothing scheduled, look at the plugin directory this often: covers a directory that
 // did not exist yet and any inotify event lost to overflow.
 constexpr std::chrono::seconds kIdleCheck{2};
+// Registering before the xpud client's first answer would advertise no devices for a moment, and
+// the kubelet would take the node's allocatable to 0 meanwhile (at a rolling update, for a node
+// that has cards), refusing pods admitted in that moment. The first answer comes within
+// milliseconds, xpud's devices or none when xpud is not running; only a bus that does not answer
+// at all holds it back, and then the plugin registers, with no devices, after this long.
+constexpr std::chrono::seconds kFirstAnswerWait{5};
 // xpud answers ConfigureVirtualFunctions after the change and a discovery; the kernel probes
 // every new function meanwhile.
 constexpr std::chrono::seconds kReconfigureTimeout{60};
@@ -86,17 +93,20 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args,
   int status = 0;
   {
     // Declared after what its listener uses, so it stops calling back before they go away.
+    const Clock::time_point register_anyway_at = Clock::now() + kFirstAnswerWait;
+    std::atomic<bool> answered{false};
     xpu::XpudClient client(xpu::ClientOptions{.bus_address = options.bus_address});
-    client.watch(
-        [&cards, &tracker, &wake, &features, &feature_options](const xpu::DeviceView& view) {
-          if (features)
-            if (auto labels = node_feature_labels(view, feature_options))
-              features->set_content(render_feature_file(*labels));
-          const auto now = Clock::now();
-          cards.update(view, now);
-          tracker.refresh(now);
-          wake.signal();  // a new resource may need a server
-        });
+    client.watch([&cards, &tracker, &wake, &features, &feature_options,
+                  &answered](const xpu::DeviceView& view) {
+      if (features)
+        if (auto labels = node_feature_labels(view, feature_options))
+          features->set_content(render_feature_file(*labels));
+      const auto now = Clock::now();
+      cards.update(view, now);
+      tracker.refresh(now);
+      answered = true;
+      wake.signal();  // a new resource may need a server, or may register now
+    });
 
     std::optional<VfReconfiguration> reconfiguration;
     if (plugin.reconfig_vxpu && plugin.sriov_num_vfs > 0)
@@ -110,8 +120,10 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args,
       while (stop.take()) {
       }
       if (stop.stop_requested()) break;
-      connector.reconcile(tracker.feeds());
+      const bool may_register = answered || Clock::now() >= register_anyway_at;
+      connector.reconcile(tracker.feeds(), may_register);
       Clock::time_point deadline = Clock::now() + kIdleCheck;
+      if (!may_register) deadline = std::min(deadline, register_anyway_at);
       // One card per pass: a stop signal never waits for more than one call.
       if (reconfiguration && reconfiguration->step(client.current_view())) deadline = Clock::now();
       if (auto next = connector.next_deadline()) deadline = std::min(deadline, *next);

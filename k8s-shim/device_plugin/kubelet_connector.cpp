@@ -115,7 +115,8 @@ void KubeletConnector::retry_later(Endpoint& endpoint) {
   endpoint.next_attempt = Clock::now() + endpoint.backoff;
 }
 
-void KubeletConnector::reconcile(const std::vector<std::shared_ptr<ResourceFeed>>& feeds) {
+void KubeletConnector::reconcile(const std::vector<std::shared_ptr<ResourceFeed>>& feeds,
+                                 bool may_register) {
   ensure_watch();
   for (const auto& feed : feeds) {
     if (endpoints_.contains(feed->resource_name())) continue;
@@ -130,8 +131,8 @@ void KubeletConnector::reconcile(const std::vector<std::shared_ptr<ResourceFeed>
 
   next_deadline_.reset();
   for (auto& [name, endpoint] : endpoints_) {
-    reconcile_endpoint(endpoint, kubelet);
-    const bool waiting = !endpoint.server || (!endpoint.registered && kubelet);
+    reconcile_endpoint(endpoint, kubelet, may_register);
+    const bool waiting = !endpoint.server || (!endpoint.registered && kubelet && may_register);
     if (waiting && endpoint.next_attempt > Clock::now())
       next_deadline_ =
           std::min(next_deadline_.value_or(Clock::time_point::max()), endpoint.next_attempt);
@@ -183,8 +184,8 @@ std::string KubeletConnector::socket_name(const Endpoint& endpoint) {
   return stem + "-spare" + std::to_string(endpoint.spare) + ".sock";
 }
 
-void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
-                                          const std::optional<FileId>& kubelet) {
+void KubeletConnector::reconcile_endpoint(Endpoint& endpoint, const std::optional<FileId>& kubelet,
+                                          bool may_register) {
   const std::string& resource = endpoint.feed->resource_name();
   if (endpoint.server) drop_lost_server(endpoint);
   if (!endpoint.server) {
@@ -218,24 +219,38 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
   }
   if (endpoint.registered && kubelet != endpoint.registered_with)
     endpoint.registered = false;  // kubelet.sock was replaced while we were not looking
-  if (endpoint.registered || !kubelet || Clock::now() < endpoint.next_attempt || stopping()) return;
+  if (endpoint.registered || !kubelet || !may_register || Clock::now() < endpoint.next_attempt ||
+      stopping())
+    return;
 
   const std::string name = socket_name(endpoint);
+  auto connection = connect_to_kubelet();
+  if (!connection) {
+    if (endpoint.failures == 0)
+      spdlog::warn("{}: no Register: {}; retrying with back-off", resource, connection.error());
+    else
+      spdlog::debug("{}: no Register: {} (attempt {})", resource, connection.error(),
+                    endpoint.failures + 1);
+    retry_later(endpoint);
+    return;
+  }
+  const FileId called = connection->kubelet;
   // A stream opened from the first call on is this kubelet acting on one of the calls; streams
   // from before prove nothing (they may be a previous kubelet's).
-  if (!endpoint.first_attempt || endpoint.first_attempt->kubelet != kubelet) {
-    endpoint.first_attempt = Endpoint::FirstAttempt{endpoint.server->streams_opened(), kubelet};
+  if (!endpoint.first_attempt || endpoint.first_attempt->kubelet != called) {
+    endpoint.first_attempt = Endpoint::FirstAttempt{endpoint.server->streams_opened(), called};
   } else if (endpoint.server->streams_opened() > endpoint.first_attempt->streams) {
     // The stream came after the failed call had returned: the kubelet took that call.
     spdlog::info(
         "{}: the kubelet opened ListAndWatch on {} after an earlier Register failed on our side, "
         "so it is registered",
         resource, name);
-    mark_registered(endpoint);
+    mark_registered(endpoint, called);
     return;
   }
-  const RegisterResult result = register_with_kubelet(kubelet_socket_, resource, name,
-                                                      options_.register_timeout, options_.stop_fd);
+  const RegisterResult result =
+      register_with_kubelet(std::move(connection->socket), kubelet_socket_, resource, name,
+                            options_.register_timeout, options_.stop_fd);
   switch (result.outcome) {
     case RegisterOutcome::kCancelled:
       spdlog::info("{}: {}", resource, result.error);
@@ -254,8 +269,9 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
         break;
       }
       if (result.outcome == RegisterOutcome::kEndpointTaken) {
-        move_to_spare(endpoint, kubelet, result.error);
-        if (endpoint.next_attempt <= Clock::now()) reconcile_endpoint(endpoint, kubelet);
+        move_to_spare(endpoint, called, result.error);
+        if (endpoint.next_attempt <= Clock::now())
+          reconcile_endpoint(endpoint, kubelet, may_register);
         return;
       }
       if (endpoint.failures == 0)
@@ -265,17 +281,30 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint,
       retry_later(endpoint);
       return;
   }
-  mark_registered(endpoint);
+  mark_registered(endpoint, called);
 }
 
-void KubeletConnector::mark_registered(Endpoint& endpoint) {
+xpu::Result<KubeletConnector::KubeletConnection> KubeletConnector::connect_to_kubelet() const {
+  const auto before = file_id(kubelet_socket_);
+  if (!before) return xpu::Error{"kubelet.sock is gone"};
+  auto socket = connect_to_socket(kubelet_socket_);
+  if (!socket) return xpu::Error{socket.error()};
+  // The same file before and after connect(): the connection reached that file's listener (a
+  // replacement in between would show a new identity after).
+  if (file_id(kubelet_socket_) != before)
+    return xpu::Error{"kubelet.sock was replaced while connecting"};
+  return KubeletConnection{std::move(*socket), *before};
+}
+
+void KubeletConnector::mark_registered(Endpoint& endpoint, const FileId& kubelet) {
   endpoint.registered = true;
   endpoint.first_attempt.reset();
-  // The kubelet.sock that exists now, after the call: the one read before it may be the previous
-  // kubelet's, which the call's dial never reached. Recording that one would make the next
-  // reconcile register again with the kubelet that has just accepted us, which a 1.37 kubelet
-  // refuses, and its refusal loses track of this connection (see kubelet_connector.h).
-  endpoint.registered_with = file_id(kubelet_socket_);
+  // Exactly the kubelet.sock the call went to, whatever is at the path now: if it was replaced
+  // since, the directory event that follows registers again with the new one; if it was not,
+  // that event (read after the fact) finds this one and leaves the registration alone, since a
+  // 1.37 kubelet refuses a second Register and its refusal loses track of this connection (see
+  // kubelet_connector.h).
+  endpoint.registered_with = kubelet;
   endpoint.failures = 0;
   endpoint.backoff = Clock::duration{};
 }

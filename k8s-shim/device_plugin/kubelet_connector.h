@@ -19,8 +19,10 @@
 //    answer was lost counts as done once the kubelet opened ListAndWatch here since this
 //    server's first Register with it (the kubelet opens the stream on a goroutine of its own
 //    after Register returns, so it may come after the call's failure, even after the retry
-//    began), and the kubelet we registered with is the kubelet.sock found after the call, not
-//    before it;
+//    began). The call goes over a connection made first to a kubelet.sock whose identity was the
+//    same before and after connect(), so the kubelet that took it is known exactly: a kubelet.sock
+//    replaced during the call (a kubelet restarting right after accepting) is registered with
+//    again, and one that only looks new because its event was read late is not;
 //  - if the kubelet refuses the endpoint anyway (left so by an earlier plugin), serves on a spare
 //    name (kunlunxin-xpu-spare1.sock, ...) instead, and goes back to the usual name when a new
 //    kubelet starts.
@@ -41,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
 #include "common/unique_fd.h"
 #include "k8s-shim/device_plugin/plugin_server.h"
 #include "k8s-shim/device_plugin/resource_feed.h"
@@ -69,8 +72,9 @@ class KubeletConnector {
   // Readable when the plugin directory changed; then call handle_directory_events().
   int watch_fd() const { return inotify_.get(); }
   void handle_directory_events();
-  // Serves new resources, replaces vanished sockets, registers where needed.
-  void reconcile(const std::vector<std::shared_ptr<ResourceFeed>>& feeds);
+  // Serves new resources, replaces vanished sockets, and, when `may_register`, registers where
+  // needed.
+  void reconcile(const std::vector<std::shared_ptr<ResourceFeed>>& feeds, bool may_register);
   // When reconcile() has a retry due; nullopt when only an event can make progress.
   std::optional<Clock::time_point> next_deadline() const { return next_deadline_; }
   // Stops every server and removes its socket.
@@ -111,16 +115,24 @@ class KubeletConnector {
     unsigned failures = 0;
   };
 
+  // A connection to kubelet.sock, and the file it reached.
+  struct KubeletConnection {
+    xpu::UniqueFd socket;
+    FileId kubelet;
+  };
+
   static std::optional<FileId> file_id(const std::filesystem::path& path);
+  xpu::Result<KubeletConnection> connect_to_kubelet() const;
   void ensure_watch();
   void retry_later(Endpoint& endpoint);
   // Forgets every registration, except those made with `unless_registered_with`.
   void register_again_now(const char* why,
                           const std::optional<FileId>& unless_registered_with = std::nullopt);
-  void reconcile_endpoint(Endpoint& endpoint, const std::optional<FileId>& kubelet);
+  void reconcile_endpoint(Endpoint& endpoint, const std::optional<FileId>& kubelet,
+                          bool may_register);
   static std::string socket_name(const Endpoint& endpoint);
-  // After the kubelet took a Register: records the kubelet.sock it came through.
-  void mark_registered(Endpoint& endpoint);
+  // After the kubelet behind kubelet.sock `kubelet` took a Register.
+  void mark_registered(Endpoint& endpoint, const FileId& kubelet);
   void move_to_spare(Endpoint& endpoint, const std::optional<FileId>& kubelet,
                      const std::string& error);
   // Drops the server whose socket file is gone or replaced.

@@ -7,8 +7,7 @@
 #include <thread>
 
 #include <deviceplugin_v1beta1.grpc.pb.h>
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
+#include <grpcpp/create_channel_posix.h>
 
 #include "k8s-shim/device_plugin/kubelet_messages.h"
 #include "k8s-shim/wake_event.h"
@@ -23,15 +22,17 @@ constexpr std::string_view kEndpointTakenMessage = "device plugin already connec
 
 }  // namespace
 
-RegisterResult register_with_kubelet(const std::filesystem::path& kubelet_socket,
+RegisterResult register_with_kubelet(xpu::UniqueFd connection,
+                                     const std::filesystem::path& kubelet_socket,
                                      const std::string& resource_name, const std::string& endpoint,
                                      std::chrono::milliseconds timeout, int cancel_fd) {
+  // The channel owns the socket from here on; it never dials again, so a call cannot reach a
+  // kubelet.sock other than the one connected to. The authority a unix: target would have had
+  // (gRPC's own default for a channel on a socket is "test.authority").
   grpc::ChannelArguments args;
-  // A private subchannel: a shared one may still be in its reconnect back-off from the previous
-  // (dead) kubelet and would fail this attempt without trying.
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  auto channel = grpc::CreateCustomChannel("unix:" + kubelet_socket.string(),
-                                           grpc::InsecureChannelCredentials(), args);
+  args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, "localhost");
+  auto channel = grpc::CreateCustomInsecureChannelFromFd("unix:" + kubelet_socket.string(),
+                                                         connection.release(), args);
   auto stub = v1beta1::Registration::NewStub(channel);
 
   v1beta1::RegisterRequest request;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace shim {
 
@@ -26,10 +27,13 @@ struct RegisterResult {
 };
 
 // Registers `resource_name` served on `endpoint` (a socket file name in the kubelet's plugin
-// directory) with the kubelet listening on `kubelet_socket`. Fails fast when nobody listens.
-// When `cancel_fd` (if not -1) turns readable, a stop signal, the call is cancelled instead of
-// holding the stop for up to `timeout`.
-RegisterResult register_with_kubelet(const std::filesystem::path& kubelet_socket,
+// directory) with the kubelet at the other end of `connection`, a socket connected to
+// `kubelet_socket` (named in errors). The call goes over that connection alone, never a new one:
+// the caller knows which kubelet.sock it connected to, and so which kubelet took the call, even
+// when the file is replaced meanwhile. When `cancel_fd` (if not -1) turns readable, a stop
+// signal, the call is cancelled instead of holding the stop for up to `timeout`.
+RegisterResult register_with_kubelet(xpu::UniqueFd connection,
+                                     const std::filesystem::path& kubelet_socket,
                                      const std::string& resource_name, const std::string& endpoint,
                                      std::chrono::milliseconds timeout, int cancel_fd = -1);
 

@@ -53,9 +53,9 @@ void KubeletRegistrationStandin::never_let_go(const std::string& endpoint) {
   forgotten_.insert(endpoint);
 }
 
-void KubeletRegistrationStandin::replace_socket_file_during_next_register() {
+void KubeletRegistrationStandin::restart_after_the_next_register() {
   std::lock_guard lock(mutex_);
-  replace_socket_file_ = true;
+  restart_next_ = true;
 }
 
 void KubeletRegistrationStandin::connect_after_the_next_caller_gave_up() {
@@ -66,6 +66,11 @@ void KubeletRegistrationStandin::connect_after_the_next_caller_gave_up() {
 std::size_t KubeletRegistrationStandin::registrations() const {
   std::lock_guard lock(mutex_);
   return registrations_;
+}
+
+std::size_t KubeletRegistrationStandin::registrations_since_restart() const {
+  std::lock_guard lock(mutex_);
+  return registrations_since_restart_;
 }
 
 std::size_t KubeletRegistrationStandin::held_then_cancelled() const {
@@ -94,11 +99,8 @@ grpc::Status KubeletRegistrationStandin::Register(grpc::ServerContext* context,
                                                   v1beta1::Empty* /*response*/) {
   std::unique_lock lock(mutex_);
   ++registrations_;
+  if (epoch_ > 0) ++registrations_since_restart_;
   endpoints_.push_back(request->endpoint());
-  if (replace_socket_file_) {
-    replace_socket_file_ = false;
-    std::filesystem::rename(plugin_dir_ / kSpareSocketName, plugin_dir_ / "kubelet.sock");
-  }
   if (keyed_ && connect_late_ && !connected_.contains(request->endpoint())) {
     connect_late_ = false;
     while (!context->IsCancelled()) released_.wait_for(lock, std::chrono::milliseconds(5));
@@ -118,6 +120,13 @@ grpc::Status KubeletRegistrationStandin::Register(grpc::ServerContext* context,
     grpc::Status connected = connect(request->endpoint());
     lock.lock();
     if (!connected.ok()) return connected;
+  }
+  if (restart_next_) {
+    restart_next_ = false;
+    ++epoch_;
+    connected_.clear();
+    forgotten_.clear();
+    std::filesystem::rename(plugin_dir_ / kSpareSocketName, plugin_dir_ / "kubelet.sock");
   }
   // A sync handler learns of a cancellation only by asking, so it asks every few milliseconds.
   while (hold_) {
@@ -140,11 +149,11 @@ grpc::Status KubeletRegistrationStandin::connect(const std::string& endpoint) {
   if (!status.ok()) return status;
   std::lock_guard lock(mutex_);
   connected_.insert(endpoint);
-  watchers_.emplace_back([this, endpoint] { watch(endpoint); });
+  watchers_.emplace_back([this, endpoint, epoch = epoch_] { watch(endpoint, epoch); });
   return grpc::Status::OK;
 }
 
-void KubeletRegistrationStandin::watch(std::string endpoint) {
+void KubeletRegistrationStandin::watch(std::string endpoint, unsigned epoch) {
   auto stub = v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
       "unix:" + (plugin_dir_ / endpoint).string(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
@@ -159,7 +168,8 @@ void KubeletRegistrationStandin::watch(std::string endpoint) {
   }
   reader->Finish();
   std::lock_guard lock(mutex_);
-  if (!forgotten_.contains(endpoint)) connected_.erase(endpoint);
+  // A stream of the kubelet before a restart is not in the books the kubelet keeps now.
+  if (epoch == epoch_ && !forgotten_.contains(endpoint)) connected_.erase(endpoint);
 }
 
 }  // namespace xpu::test

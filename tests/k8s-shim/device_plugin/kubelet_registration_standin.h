@@ -41,15 +41,17 @@ class KubeletRegistrationStandin final : public v1beta1::Registration::Service {
   // Holds `endpoint` (a socket name) as connected for good, as a kubelet left so by a plugin
   // that stopped after a refused second registration.
   void never_let_go(const std::string& endpoint);
-  // During the next Register, before answering, kubelet.sock is replaced by another socket file
-  // of this same server (the file the caller read before dialing is not the one after).
-  void replace_socket_file_during_next_register();
+  // The kubelet restarts right after taking the next Register: once it has connected the endpoint
+  // and before answering, kubelet.sock is replaced by another socket file of this server, which
+  // from then on keeps new books (no endpoint connected), as a new kubelet would.
+  void restart_after_the_next_register();
   // The next Register is answered only once its caller gave up, and the endpoint is connected
   // (and its stream opened) after that: a kubelet whose answer came too late, and whose
   // ListAndWatch goroutine ran later still (handler.go: `go s.runClient(...)`).
   void connect_after_the_next_caller_gave_up();
 
   std::size_t registrations() const;                      // Register calls received
+  std::size_t registrations_since_restart() const;        // ... after restart_after_...()
   std::size_t held_then_cancelled() const;                // held calls their caller cancelled
   std::vector<std::string> endpoints_registered() const;  // in order, refused ones too
   std::size_t refused() const;                            // "already connected" answers
@@ -61,16 +63,18 @@ class KubeletRegistrationStandin final : public v1beta1::Registration::Service {
 
  private:
   grpc::Status connect(const std::string& endpoint);
-  void watch(std::string endpoint);
+  void watch(std::string endpoint, unsigned epoch);
 
   const std::filesystem::path plugin_dir_;
   mutable std::mutex mutex_;
   std::condition_variable released_;
   bool hold_ = false;
   bool keyed_ = false;
-  bool replace_socket_file_ = false;
+  bool restart_next_ = false;
+  unsigned epoch_ = 0;  // restarts so far
   bool connect_late_ = false;
   std::size_t registrations_ = 0;
+  std::size_t registrations_since_restart_ = 0;
   std::size_t cancelled_ = 0;
   std::size_t refused_ = 0;
   std::vector<std::string> endpoints_;
