@@ -1,5 +1,5 @@
 # Cross-builds for arm64 (aarch64) on an amd64 Debian 12 machine, against an arm64 root made by
-# scripts/make-arm64-sysroot.sh (issue 23, first step):
+# scripts/make-arm64-sysroot.sh (scripts/build-variants.sh arm64 does all of this):
 #
 #   scripts/make-arm64-sysroot.sh /path/to/arm64-root
 #   XPU_ARM64_SYSROOT=/path/to/arm64-root cmake -S . -B build-arm64 -G Ninja \

@@ -4,17 +4,21 @@
 #   asan   build-asan/, Debug with AddressSanitizer and UndefinedBehaviorSanitizer (XPU_SANITIZE)
 #   tsan   build-tsan/, RelWithDebInfo with ThreadSanitizer (XPU_SANITIZE_THREAD)
 #   fuzz   build-fuzz/, the libFuzzer fuzzers: clang 14, ASan, UBSan and coverage (XPU_FUZZ)
+#   arm64  build-arm64/, xpud, xpuctl, xpud-api-proxy and the shim cross-built for arm64 against
+#          an unpacked Debian 12 arm64 root (cmake/toolchain-arm64.cmake says why a root), which
+#          is made once per version of scripts/make-arm64-sysroot.sh and kept in the cache;
+#          build-arm64/arm64-root links to it (tests/arm64 runs the programs with it)
 # scripts/test.sh and scripts/fuzz.sh build through here, so each variant is spelled once.
 # A variant already built is only brought up to date. Compiles through ccache when the caller
 # exported its CMAKE_*_COMPILER_LAUNCHER (scripts/test.sh does for XPU_CCACHE_DIR).
 # Usage: scripts/build-variants.sh VARIANT...     e.g. scripts/build-variants.sh asan tsan
 set -eu
 cd "$(dirname "$0")/.."
-[ $# -gt 0 ] || { echo "usage: $0 asan|tsan|fuzz..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 asan|tsan|fuzz|arm64..." >&2; exit 2; }
 for variant in "$@"; do
   case "$variant" in
-    asan | tsan | fuzz) ;;
-    *) echo "build-variants.sh: unknown variant '$variant' (asan, tsan or fuzz)" >&2; exit 2 ;;
+    asan | tsan | fuzz | arm64) ;;
+    *) echo "build-variants.sh: unknown variant '$variant' (asan, tsan, fuzz or arm64)" >&2; exit 2 ;;
   esac
 done
 jobs=$(nproc)
@@ -45,6 +49,25 @@ for variant in "$@"; do
         -DXPU_FUZZ=ON -DXPU_BUILD_TESTS=OFF \
         -DCMAKE_C_FLAGS_RELWITHDEBINFO="$optimised" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimised" >/dev/null
       ninja -C build-fuzz -j"$jobs" fuzzers
+      ;;
+    arm64)
+      key=$(sha256sum scripts/make-arm64-sysroot.sh | cut -c1-16)
+      root=${XDG_CACHE_HOME:-$HOME/.cache}/xpu-arm64-root/$key
+      if [ ! -f "$root/.complete" ]; then
+        rm -rf "$root"
+        scripts/make-arm64-sysroot.sh "$root"
+        touch "$root/.complete"
+      fi
+      for tool in aarch64-linux-gnu-gcc aarch64-linux-gnu-g++; do
+        command -v "$tool" >/dev/null 2>&1 ||
+          { echo "build-variants.sh: $tool is missing (scripts/install-deps.sh ci installs it)" >&2; exit 1; }
+      done
+      XPU_ARM64_SYSROOT=$root cmake -S . -B build-arm64 -G Ninja \
+        -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-arm64.cmake -DXPU_BUILD_TESTS=OFF \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+        -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" >/dev/null
+      ninja -C build-arm64 -j"$jobs"
+      ln -sfn "$root" build-arm64/arm64-root
       ;;
   esac
   echo "build-variants.sh: $variant built in $(( $(date +%s) - started )) s"

@@ -108,6 +108,11 @@ extract_programs containerd containerd ctr containerd-shim-runc-v2
 # are built from the Go module proxy by the suite itself (Debian 12's etcd, 3.4.23, is below the
 # 3.5.24 kubeadm accepts for Kubernetes 1.35 and 1.37).
 apt_install runc containernetworking-plugins busybox-static iproute2 iptables
+# The arm64 build and its test under emulation (scripts/build-variants.sh arm64, tests/arm64):
+# Debian's cross compilers, and qemu-user-static to run the programs (its binfmt entries are not
+# needed: tests/arm64 calls qemu-aarch64-static itself). The arm64 libraries come in a root that
+# scripts/make-arm64-sysroot.sh unpacks with mmdebstrap (above).
+apt_install g++-aarch64-linux-gnu qemu-user-static
 # The compiler cache .ci/run builds through (scripts/test.sh, XPU_CCACHE_DIR), so that the
 # fresh-machine test's builds in a new root (tests/fresh) reuse this run's instead of compiling again.
 apt_install ccache

@@ -1,8 +1,8 @@
 #!/bin/sh
-# The arm64 build under emulation (issue 23, first step; not yet a ctest): the arm64 xpud on the
-# sim backend on a private bus, the arm64 xpuctl listing its cards, the arm64 exporter scraped
-# over HTTP. Each binary runs under Debian's qemu-user-static with the arm64 root as its library
-# root.
+# The arm64 build under emulation (ctest arm64.smoke): each of the four programs is an arm64
+# executable that runs and names its version; the arm64 xpud on the sim backend on a private bus,
+# the arm64 xpuctl listing its cards, the arm64 exporter scraped over HTTP. Each runs under
+# Debian's qemu-user-static with the arm64 root as its library root.
 #
 # usage: tests/arm64/smoke.sh ARM64_BUILD_DIR ARM64_ROOT
 #   ARM64_BUILD_DIR: a build with cmake/toolchain-arm64.cmake; ARM64_ROOT: scripts/make-arm64-sysroot.sh's
@@ -10,12 +10,17 @@
 set -eu
 
 [ $# -eq 2 ] || { echo "usage: smoke.sh ARM64_BUILD_DIR ARM64_ROOT" >&2; exit 2; }
-build=$(realpath "$1")
-root=$(realpath "$2")
+build=$(realpath -m "$1")
+root=$(realpath -m "$2")
 command -v qemu-aarch64-static >/dev/null || { echo "smoke.sh: qemu-aarch64-static is missing (apt install qemu-user-static)" >&2; exit 1; }
-for binary in xpud/xpud xpuctl/xpuctl k8s-shim/xpu-k8s-shim; do
+[ -d "$build" ] && [ -d "$root/usr/lib/aarch64-linux-gnu" ] ||
+  { echo "smoke.sh: no arm64 build in $build with its root in $root (scripts/build-variants.sh arm64 makes both)" >&2; exit 1; }
+for binary in xpud/xpud xpuctl/xpuctl xpud-api-proxy/xpud-api-proxy k8s-shim/xpu-k8s-shim; do
   file -b "$build/$binary" | grep -q "ARM aarch64" ||
     { echo "smoke.sh: $build/$binary is not an arm64 program" >&2; exit 1; }
+  version=$(qemu-aarch64-static -L "$root" "$build/$binary" --version 2>&1) ||
+    { echo "smoke.sh: $binary --version failed under emulation: $version" >&2; exit 1; }
+  echo "arm64 $version"
 done
 
 run=$(mktemp -d)
@@ -31,6 +36,9 @@ fail() {
   for log in "$run"/*.log; do echo "---- $log" >&2; tail -n 20 "$log" >&2; done
   exit 1
 }
+# Runs an arm64 program under emulation and waits for it. The ones started in the background
+# call qemu directly, so that the job's pid is qemu's own and the cleanup's kill reaches it (a
+# function's job is a subshell whose child qemu outlived the kill, holding ctest's pipe open).
 arm64() { qemu-aarch64-static -L "$root" "$@"; }
 # Runs "$@" until it succeeds, for at most $1 seconds (emulation makes start-up slow).
 within() {
@@ -49,7 +57,8 @@ pids="$pids $!"
 within 10 test -S "$run/bus" || fail "dbus-daemon did not start"
 
 printf '[daemon]\nbackend = sim\n[sim]\ndevices = 8\n' >"$run/xpud.conf"
-arm64 "$build/xpud/xpud" --bus-address "$bus" --config "$run/xpud.conf" 2>"$run/xpud.log" &
+qemu-aarch64-static -L "$root" "$build/xpud/xpud" --bus-address "$bus" --config "$run/xpud.conf" \
+  2>"$run/xpud.log" &
 pids="$pids $!"
 
 list() { arm64 "$build/xpuctl/xpuctl" --bus-address "$bus" list --json >"$run/list.json" 2>"$run/xpuctl.log"; }
@@ -59,7 +68,8 @@ cards=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["devices"]; 
 echo "arm64 xpud and xpuctl: 8 healthy cards"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-arm64 "$build/k8s-shim/xpu-k8s-shim" --bus-address "$bus" exporter --listen "127.0.0.1:$port" 2>"$run/exporter.log" &
+qemu-aarch64-static -L "$root" "$build/k8s-shim/xpu-k8s-shim" --bus-address "$bus" exporter \
+  --listen "127.0.0.1:$port" 2>"$run/exporter.log" &
 pids="$pids $!"
 scraped() {
   curl -sf "http://127.0.0.1:$port/metrics" >"$run/metrics.txt" &&
