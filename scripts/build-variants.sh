@@ -51,13 +51,7 @@ for variant in "$@"; do
       ninja -C build-fuzz -j"$jobs" fuzzers
       ;;
     arm64)
-      key=$(sha256sum scripts/make-arm64-sysroot.sh | cut -c1-16)
-      root=${XDG_CACHE_HOME:-$HOME/.cache}/xpu-arm64-root/$key
-      if [ ! -f "$root/.complete" ]; then
-        rm -rf "$root"
-        scripts/make-arm64-sysroot.sh "$root"
-        touch "$root/.complete"
-      fi
+      root=$(scripts/make-arm64-sysroot.sh --cached)
       for tool in aarch64-linux-gnu-gcc aarch64-linux-gnu-g++; do
         command -v "$tool" >/dev/null 2>&1 ||
           { echo "build-variants.sh: $tool is missing (scripts/install-deps.sh ci installs it)" >&2; exit 1; }

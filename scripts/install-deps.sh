@@ -108,11 +108,22 @@ extract_programs containerd containerd ctr containerd-shim-runc-v2
 # are built from the Go module proxy by the suite itself (Debian 12's etcd, 3.4.23, is below the
 # 3.5.24 kubeadm accepts for Kubernetes 1.35 and 1.37).
 apt_install runc containernetworking-plugins busybox-static iproute2 iptables
-# The arm64 build and its test under emulation (scripts/build-variants.sh arm64, tests/arm64):
-# Debian's cross compilers, and qemu-user-static to run the programs (its binfmt entries are not
-# needed: tests/arm64 calls qemu-aarch64-static itself). The arm64 libraries come in a root that
-# scripts/make-arm64-sysroot.sh unpacks with mmdebstrap (above).
-apt_install g++-aarch64-linux-gnu qemu-user-static
+# The arm64 packages (tests/packaging/test_deb_arm64.py) and build (scripts/build-variants.sh
+# arm64): Debian's cross compilers; qemu-user-static to run arm64 programs (its binfmt entries
+# are not needed: tests/arm64/smoke.sh calls qemu-aarch64-static itself, and
+# scripts/arm64-namespace.py registers it in a namespace of its own); arch-test, which mmdebstrap
+# asks for before making a foreign root. The libraries to build against come in a root that
+# scripts/make-arm64-sysroot.sh unpacks; dh_shlibdeps reads the runtime ones, which are all
+# Multi-Arch: same, from :arm64 packages installed beside the amd64 ones.
+apt_install g++-aarch64-linux-gnu qemu-user-static arch-test
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $SUDO dpkg --add-architecture arm64
+  $SUDO apt-get update -qq
+fi
+apt_install libc6:arm64 libstdc++6:arm64 libgcc-s1:arm64 libsystemd0:arm64 libsdbus-c++1:arm64 \
+  libinih1:arm64 libspdlog1.10:arm64 libfmt9:arm64 libgrpc++1.51:arm64 libgrpc29:arm64 \
+  libabsl20220623:arm64 libprotobuf32:arm64 libprometheus-cpp-core1.0:arm64 libyaml-cpp0.7:arm64 \
+  libmicrohttpd12:arm64 libcurl4:arm64 libgnutls30:arm64
 # The compiler cache .ci/run builds through (scripts/test.sh, XPU_CCACHE_DIR), so that the
 # fresh-machine test's builds in a new root (tests/fresh) reuse this run's instead of compiling again.
 apt_install ccache

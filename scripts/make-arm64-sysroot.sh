@@ -5,11 +5,24 @@
 # machine's own. See cmake/toolchain-arm64.cmake for why a root and not multiarch packages.
 #
 # usage: make-arm64-sysroot.sh DIR       (as root; DIR must not exist or be empty)
+#        make-arm64-sysroot.sh --cached  prints the root kept in ~/.cache/xpu-arm64-root/ for this
+#                                        version of the script, made first if it is not there
 # needs: mmdebstrap, and for the tools it links: protobuf-compiler, protobuf-compiler-grpc,
 #        libsdbus-c++-bin (scripts/install-deps.sh installs them)
 set -eu
 
-[ $# -eq 1 ] || { echo "usage: make-arm64-sysroot.sh DIR" >&2; exit 2; }
+[ $# -eq 1 ] || { echo "usage: make-arm64-sysroot.sh DIR|--cached" >&2; exit 2; }
+if [ "$1" = --cached ]; then
+  key=$(sha256sum "$0" | cut -c1-16)
+  cached=${XDG_CACHE_HOME:-$HOME/.cache}/xpu-arm64-root/$key
+  if [ ! -f "$cached/.complete" ]; then
+    rm -rf "$cached"
+    "$0" "$cached" >&2
+    touch "$cached/.complete"
+  fi
+  echo "$cached"
+  exit 0
+fi
 root=$1
 if [ -e "$root" ] && [ -n "$(ls -A "$root")" ]; then
   echo "make-arm64-sysroot: $root exists and is not empty" >&2

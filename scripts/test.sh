@@ -10,9 +10,6 @@
 #   (build-tsan); any report, in a test or in a daemon it started, fails the pass.
 # XPU_TEST_FUZZ_SECONDS (seconds) runs every fuzzer that long after the sanitizer pass
 #   (scripts/fuzz.sh), e.g. 20.
-# XPU_TEST_ARM64=1 cross-builds the four programs for arm64 (scripts/build-variants.sh arm64, with
-#   the others in the background when XPU_TEST_LABELS is set) for the arm64 suite (label arm64,
-#   tests/arm64: the programs under qemu-user-static), which XPU_TEST_LAST_LABELS then names.
 # XPU_TEST_FORMAT=1 first checks that every C++ file is as clang-format 14 formats it
 #   (scripts/check-format.sh).
 # XPU_TEST_TIDY=1 checks the production code with clang-tidy 14 and the tree's .clang-tidy
@@ -139,7 +136,6 @@ if [ "$fast" -eq 0 ]; then
   [ "${XPU_TEST_TSAN:-0}" != 1 ] || variants="$variants tsan"
 fi
 [ -z "${XPU_TEST_FUZZ_SECONDS:-}" ] || variants="$variants fuzz"
-[ "${XPU_TEST_ARM64:-0}" != 1 ] || variants="$variants arm64"
 if [ -n "${XPU_TEST_LABELS:-}" ] && [ -n "$variants" ]; then
   background_log=build/background-builds.log
   echo "== in the background: the builds of $variants (log: $background_log) =="
@@ -199,8 +195,6 @@ fi
 
 if [ -n "${XPU_TEST_LAST_LABELS:-}" ]; then
   begin_stage "last: ${XPU_TEST_LAST_LABELS}"
-  # Built in the background with the other variants when there was a background; else here.
-  [ "${XPU_TEST_ARM64:-0}" != 1 ] || scripts/build-variants.sh arm64
   # -V: the fresh-machine test's report (its steps, their times, the packages each tier added).
   (cd build && ctest -j1 -V --timeout 3600 -L "$XPU_TEST_LAST_LABELS")
   end_stage

@@ -5,20 +5,31 @@
 # Debian's qemu-user-static with the arm64 root as its library root.
 #
 # usage: tests/arm64/smoke.sh ARM64_BUILD_DIR ARM64_ROOT
-#   ARM64_BUILD_DIR: a build with cmake/toolchain-arm64.cmake; ARM64_ROOT: scripts/make-arm64-sysroot.sh's
+#          a build with cmake/toolchain-arm64.cmake (scripts/build-variants.sh arm64), and the root
+#          it was built against (scripts/make-arm64-sysroot.sh)
+#        tests/arm64/smoke.sh --installed ROOT
+#          the programs as the arm64 packages installed them into ROOT (tests/arm64/test_deb_arm64.py)
 # needs: qemu-user-static, dbus-daemon, curl
 set -eu
 
-[ $# -eq 2 ] || { echo "usage: smoke.sh ARM64_BUILD_DIR ARM64_ROOT" >&2; exit 2; }
-build=$(realpath -m "$1")
-root=$(realpath -m "$2")
+[ $# -eq 2 ] || { echo "usage: smoke.sh ARM64_BUILD_DIR ARM64_ROOT | --installed ROOT" >&2; exit 2; }
+if [ "$1" = --installed ]; then
+  root=$(realpath -m "$2")
+  xpud=$root/usr/sbin/xpud xpuctl=$root/usr/bin/xpuctl
+  proxy=$root/usr/libexec/xpud/xpud-api-proxy shim=$root/usr/bin/xpu-k8s-shim
+else
+  build=$(realpath -m "$1")
+  root=$(realpath -m "$2")
+  xpud=$build/xpud/xpud xpuctl=$build/xpuctl/xpuctl
+  proxy=$build/xpud-api-proxy/xpud-api-proxy shim=$build/k8s-shim/xpu-k8s-shim
+fi
 command -v qemu-aarch64-static >/dev/null || { echo "smoke.sh: qemu-aarch64-static is missing (apt install qemu-user-static)" >&2; exit 1; }
-[ -d "$build" ] && [ -d "$root/usr/lib/aarch64-linux-gnu" ] ||
-  { echo "smoke.sh: no arm64 build in $build with its root in $root (scripts/build-variants.sh arm64 makes both)" >&2; exit 1; }
-for binary in xpud/xpud xpuctl/xpuctl xpud-api-proxy/xpud-api-proxy k8s-shim/xpu-k8s-shim; do
-  file -b "$build/$binary" | grep -q "ARM aarch64" ||
-    { echo "smoke.sh: $build/$binary is not an arm64 program" >&2; exit 1; }
-  version=$(qemu-aarch64-static -L "$root" "$build/$binary" --version 2>&1) ||
+[ -d "$root/usr/lib/aarch64-linux-gnu" ] ||
+  { echo "smoke.sh: $root is not an arm64 root (scripts/build-variants.sh arm64 makes one with the build)" >&2; exit 1; }
+for binary in "$xpud" "$xpuctl" "$proxy" "$shim"; do
+  [ -f "$binary" ] && file -b "$binary" | grep -q "ARM aarch64" ||
+    { echo "smoke.sh: $binary is not an arm64 program" >&2; exit 1; }
+  version=$(qemu-aarch64-static -L "$root" "$binary" --version 2>&1) ||
     { echo "smoke.sh: $binary --version failed under emulation: $version" >&2; exit 1; }
   echo "arm64 $version"
 done
@@ -57,18 +68,18 @@ pids="$pids $!"
 within 10 test -S "$run/bus" || fail "dbus-daemon did not start"
 
 printf '[daemon]\nbackend = sim\n[sim]\ndevices = 8\n' >"$run/xpud.conf"
-qemu-aarch64-static -L "$root" "$build/xpud/xpud" --bus-address "$bus" --config "$run/xpud.conf" \
+qemu-aarch64-static -L "$root" "$xpud" --bus-address "$bus" --config "$run/xpud.conf" \
   2>"$run/xpud.log" &
 pids="$pids $!"
 
-list() { arm64 "$build/xpuctl/xpuctl" --bus-address "$bus" list --json >"$run/list.json" 2>"$run/xpuctl.log"; }
+list() { arm64 "$xpuctl" --bus-address "$bus" list --json >"$run/list.json" 2>"$run/xpuctl.log"; }
 within 60 list || fail "arm64 xpuctl could not list xpud's cards"
 cards=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["devices"]; print(sum(1 for c in d if c["health"]=="Healthy"))' "$run/list.json")
 [ "$cards" = 8 ] || fail "arm64 xpuctl lists $cards healthy cards, not 8"
 echo "arm64 xpud and xpuctl: 8 healthy cards"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-qemu-aarch64-static -L "$root" "$build/k8s-shim/xpu-k8s-shim" --bus-address "$bus" exporter \
+qemu-aarch64-static -L "$root" "$shim" --bus-address "$bus" exporter \
   --listen "127.0.0.1:$port" 2>"$run/exporter.log" &
 pids="$pids $!"
 scraped() {
