@@ -480,6 +480,13 @@ TEST_F(XpumlDaemonTest, StallPastTheGraceTurnsCardsUnhealthyDriverStalledUntilIt
   EXPECT_FALSE(manager.driver_stalled());
   EXPECT_TRUE(wait_until([&] { return all_metrics_present(client); }, 5s));
   EXPECT_GE(notify_.wait_for("STATUS=2 devices, 2 healthy, backend xpuml", 2s), 0);
+  // The signals come on the counter's own connection and thread, so the count may trail the call
+  // that already saw the cards healthy (a CI failure: 1 of 2 counted on a loaded machine).
+  const auto both_signalled = [&] {
+    return counter.health_changed(xpu::names::device_path(0)) >= 2 &&
+           counter.health_changed(xpu::names::device_path(1)) >= 2;
+  };
+  EXPECT_TRUE(wait_until(both_signalled, 5s));
   for (unsigned index : {0u, 1u}) {
     const std::string path = xpu::names::device_path(index);
     EXPECT_EQ(counter.health_changed(path), 2u) << testing::PrintToString(counter.reasons(path));
