@@ -2,9 +2,10 @@
 """Writes a one-layer container image from a directory, as one tar file that `podman load`,
 `ctr images import` (containerd) and `docker load` accept, named with the given reference.
 
-    oci-archive.py --root DIR --ref NAME[:TAG] --output FILE [--entrypoint ARGS] [--cmd ARGS]
+    oci-archive.py --root DIR [--architecture ARCH] | --platform ARCH=DIR...
+                   --ref NAME[:TAG] --output FILE [--entrypoint ARGS] [--cmd ARGS]
                    [--user USER] [--env NAME=VALUE]... [--workdir DIR] [--label KEY=VALUE]...
-                   [--architecture ARCH] [--timestamp EPOCH]
+                   [--timestamp EPOCH]
 
 The tar is an OCI image layout (oci-layout, index.json, blobs/sha256/...) that also carries a
 Docker-style manifest.json pointing at the same blobs, so one file serves both readers:
@@ -15,6 +16,11 @@ Docker-style manifest.json pointing at the same blobs, so one file serves both r
 - Docker-archive readers use manifest.json's RepoTags.
 Every one of them gets the full reference (`busybox` becomes `docker.io/library/busybox:latest`),
 which is also the name the kubelet asks a container runtime for.
+
+With several --platform trees (amd64=DIR --platform arm64=DIR), index.json names one nested
+image index holding a manifest per architecture, the shape of a multi-architecture tag in a
+registry: containerd and podman unpack the manifest of their own platform. Docker's manifest.json
+cannot express that and is then left out (Docker 25 and later read the OCI index).
 
 The layer keeps each file's mode (setuid, setgid and sticky bits included), numeric owner,
 symbolic links, hard links (as links to the first of their paths written) and the file capability
@@ -55,6 +61,8 @@ _DOMAIN = re.compile(r"^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0
                      r"|\[[0-9a-fA-F:]+\])(?::[0-9]+)?$")
 _PATH = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$")
 _TAG = re.compile(r"^[\w][\w.-]{0,127}$")
+# OCI architecture names (GOARCH values: amd64, arm64, ppc64le, ...).
+_ARCHITECTURE = re.compile(r"^[a-z][a-z0-9]{1,15}$")
 
 
 class UsageError(Exception):
@@ -227,106 +235,182 @@ def add_bytes(tar, name, data, timestamp):
     tar.addfile(info, io.BytesIO(data))
 
 
-def build(args):
-    root = os.path.realpath(args.root)
-    if not os.path.isdir(root):
-        raise UsageError("--root %s is not a directory" % args.root)
-    reference = normalize_reference(args.ref)
-    output = os.path.abspath(args.output)
-    out_dir = os.path.dirname(output)
-    if not os.path.isdir(out_dir):
-        raise UsageError("--output %s: directory %s does not exist" % (args.output, out_dir))
+def parse_platforms(args):
+    """[(architecture, root)]: --platform ARCH=DIR (repeatable), or --root with --architecture."""
+    if args.platform and args.root:
+        raise UsageError("give either --root (with --architecture) or --platform ARCH=DIR, not both")
+    if not args.platform and not args.root:
+        raise UsageError("give --root DIR, or --platform ARCH=DIR once per architecture")
+    if args.root:
+        return [(args.architecture or default_architecture(), args.root)]
+    if args.architecture:
+        raise UsageError("--architecture goes with --root; --platform names its own")
+    platforms = []
+    for item in args.platform:
+        architecture, sep, root = item.partition("=")
+        if not sep or not _ARCHITECTURE.match(architecture) or not root:
+            raise UsageError("--platform %r is not ARCH=DIR (an OCI architecture name such as amd64 "
+                             "or arm64, then the tree)" % item)
+        if any(architecture == seen for seen, _ in platforms):
+            raise UsageError("--platform %s given twice" % architecture)
+        platforms.append((architecture, root))
+    return platforms
 
-    if os.path.commonpath([root, out_dir]) == root:
-        raise UsageError("--output %s is inside --root %s: the archive would contain itself"
-                         % (args.output, args.root))
-    if not args.workdir.startswith("/"):
-        raise UsageError("--workdir %r is not an absolute path" % args.workdir)
+
+def runtime_config(args):
+    """The image config's `config` member (user, environment, entrypoint...): checked once, the
+    same for every architecture."""
     env = list(args.env)
     for item in env:
         if "=" not in item or item.startswith("="):
             raise UsageError("--env %r is not NAME=VALUE" % item)
     if not any(item.startswith("PATH=") for item in env):
         env.insert(0, DEFAULT_PATH)
-    image_config = {}
+    if not args.workdir.startswith("/"):
+        raise UsageError("--workdir %r is not an absolute path" % args.workdir)
+    config = {}
     if args.user:
-        image_config["User"] = args.user
-    image_config["Env"] = env
+        config["User"] = args.user
+    config["Env"] = env
     if args.entrypoint is not None:
-        image_config["Entrypoint"] = parse_args_list("--entrypoint", args.entrypoint)
+        config["Entrypoint"] = parse_args_list("--entrypoint", args.entrypoint)
     if args.cmd is not None:
-        image_config["Cmd"] = parse_args_list("--cmd", args.cmd)
-    image_config["WorkingDir"] = args.workdir
+        config["Cmd"] = parse_args_list("--cmd", args.cmd)
+    config["WorkingDir"] = args.workdir
     labels = parse_pairs("--label", args.label)
     if labels:
-        image_config["Labels"] = labels
+        config["Labels"] = labels
+    return config
+
+
+def image_config_blob(runtime, architecture, diff_id, created):
+    return json_blob({
+        "created": created,
+        "architecture": architecture,
+        "os": "linux",
+        "config": runtime,
+        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+        "history": [{"created": created, "created_by": "oci-archive.py --root (one layer)"}],
+    })
+
+
+def digest_of(data):
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def blob_name(digest):
+    return "blobs/sha256/" + digest.split(":", 1)[1]
+
+
+def build(args):
+    platforms = parse_platforms(args)
+    reference = normalize_reference(args.ref)
+    output = os.path.abspath(args.output)
+    out_dir = os.path.dirname(output)
+    if not os.path.isdir(out_dir):
+        raise UsageError("--output %s: directory %s does not exist" % (args.output, out_dir))
+    roots = []
+    for architecture, given in platforms:
+        root = os.path.realpath(given)
+        if not os.path.isdir(root):
+            raise UsageError("%s is not a directory" % (("--root " + given) if args.root else
+                                                        ("--platform %s=%s" % (architecture, given))))
+        if os.path.commonpath([root, out_dir]) == root:
+            raise UsageError("--output %s is inside the tree %s: the archive would contain itself"
+                             % (args.output, given))
+        roots.append((architecture, root))
+    runtime = runtime_config(args)
 
     timestamp = args.timestamp
     created = iso_time(timestamp)
-    with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".layer-", delete=True) as layer:
-        layer_digest, layer_size, diff_id, tar_size = write_layer(root, timestamp, layer)
-        layer.flush()
-
-        config = json_blob({
-            "created": created,
-            "architecture": args.architecture,
-            "os": "linux",
-            "config": image_config,
-            "rootfs": {"type": "layers", "diff_ids": [diff_id]},
-            "history": [{"created": created, "created_by": "oci-archive.py --root (one layer)"}],
-        })
-        config_digest = "sha256:" + hashlib.sha256(config).hexdigest()
-        manifest = json_blob({
-            "schemaVersion": 2,
-            "mediaType": MEDIA_MANIFEST,
-            "config": {"mediaType": MEDIA_CONFIG, "digest": config_digest, "size": len(config)},
-            "layers": [{"mediaType": MEDIA_LAYER, "digest": layer_digest, "size": layer_size}],
-        })
-        manifest_digest = "sha256:" + hashlib.sha256(manifest).hexdigest()
-        index = json_blob({
-            "schemaVersion": 2,
-            "mediaType": MEDIA_INDEX,
-            "manifests": [{
+    names = {"io.containerd.image.name": reference, "org.opencontainers.image.ref.name": reference}
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".layers-") as scratch:
+        small_blobs = {}   # digest: bytes (configs, manifests, the nested index)
+        layer_files = {}   # digest: (path of the gzipped layer, size)
+        images = []
+        for architecture, root in roots:
+            layer_path = os.path.join(scratch, architecture)
+            with open(layer_path, "wb") as layer:
+                layer_digest, layer_size, diff_id, tar_size = write_layer(root, timestamp, layer)
+            layer_files[layer_digest] = (layer_path, layer_size)
+            config = image_config_blob(runtime, architecture, diff_id, created)
+            config_digest = digest_of(config)
+            manifest = json_blob({
+                "schemaVersion": 2,
                 "mediaType": MEDIA_MANIFEST,
-                "digest": manifest_digest,
-                "size": len(manifest),
-                "platform": {"architecture": args.architecture, "os": "linux"},
-                "annotations": {"io.containerd.image.name": reference,
-                                "org.opencontainers.image.ref.name": reference},
-            }],
-        })
+                "config": {"mediaType": MEDIA_CONFIG, "digest": config_digest, "size": len(config)},
+                "layers": [{"mediaType": MEDIA_LAYER, "digest": layer_digest, "size": layer_size}],
+            })
+            manifest_digest = digest_of(manifest)
+            small_blobs[config_digest] = config
+            small_blobs[manifest_digest] = manifest
+            images.append({"architecture": architecture, "manifest": manifest_digest,
+                           "manifest_size": len(manifest), "config": config_digest,
+                           "layer": layer_digest, "layer_size": layer_size, "diff_id": diff_id,
+                           "layer_tar_size": tar_size})
 
-        def blob(digest):
-            return "blobs/sha256/" + digest.split(":", 1)[1]
+        def manifest_descriptor(image):
+            return {"mediaType": MEDIA_MANIFEST, "digest": image["manifest"],
+                    "size": image["manifest_size"],
+                    "platform": {"architecture": image["architecture"], "os": "linux"}}
 
-        docker_manifest = json_blob([{"Config": blob(config_digest), "RepoTags": [reference],
-                                      "Layers": [blob(layer_digest)]}])
+        if len(images) == 1:
+            # One architecture: the manifest itself is named, and Docker's manifest.json points
+            # at the same blobs.
+            image = images[0]
+            index = json_blob({"schemaVersion": 2, "mediaType": MEDIA_INDEX,
+                               "manifests": [dict(manifest_descriptor(image), annotations=names)]})
+            docker_manifest = json_blob([{"Config": blob_name(image["config"]), "RepoTags": [reference],
+                                          "Layers": [blob_name(image["layer"])]}])
+            index_digest = None
+        else:
+            # Several: the name is on one nested index of the per-architecture manifests, which
+            # is what a registry serves for a multi-architecture tag; a runtime pulls or unpacks
+            # the manifest of its own platform. Docker's manifest.json has no such notion (Docker
+            # 25 and later read index.json), so it is left out.
+            nested = json_blob({"schemaVersion": 2, "mediaType": MEDIA_INDEX,
+                                "manifests": [manifest_descriptor(image) for image in images]})
+            index_digest = digest_of(nested)
+            small_blobs[index_digest] = nested
+            index = json_blob({"schemaVersion": 2, "mediaType": MEDIA_INDEX,
+                               "manifests": [{"mediaType": MEDIA_INDEX, "digest": index_digest,
+                                              "size": len(nested), "annotations": names}]})
+            docker_manifest = None
 
         with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".archive-", delete=False) as partial:
             try:
                 with tarfile.open(fileobj=partial, mode="w", format=tarfile.PAX_FORMAT) as tar:
                     add_bytes(tar, "oci-layout", json_blob({"imageLayoutVersion": "1.0.0"}), timestamp)
                     add_bytes(tar, "index.json", index, timestamp)
-                    add_bytes(tar, "manifest.json", docker_manifest, timestamp)
+                    if docker_manifest is not None:
+                        add_bytes(tar, "manifest.json", docker_manifest, timestamp)
                     for directory in ("blobs/", "blobs/sha256/"):
                         info = tarfile.TarInfo(directory)
                         info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, timestamp
                         tar.addfile(info)
-                    add_bytes(tar, blob(config_digest), config, timestamp)
-                    add_bytes(tar, blob(manifest_digest), manifest, timestamp)
-                    info = tarfile.TarInfo(blob(layer_digest))
-                    info.size, info.mode, info.mtime = layer_size, 0o644, timestamp
-                    layer.seek(0)
-                    tar.addfile(info, layer)
+                    for digest in sorted(small_blobs):
+                        add_bytes(tar, blob_name(digest), small_blobs[digest], timestamp)
+                    for digest in sorted(layer_files):
+                        path, size = layer_files[digest]
+                        info = tarfile.TarInfo(blob_name(digest))
+                        info.size, info.mode, info.mtime = size, 0o644, timestamp
+                        with open(path, "rb") as layer:
+                            tar.addfile(info, layer)
                 partial.flush()
                 os.fchmod(partial.fileno(), 0o644)
                 os.replace(partial.name, output)
             except BaseException:
                 os.unlink(partial.name)
                 raise
-    return {"reference": reference, "manifest": manifest_digest, "config": config_digest,
-            "layer": layer_digest, "layer_size": layer_size, "diff_id": diff_id,
-            "layer_tar_size": tar_size}
+    if len(images) == 1:
+        result = {"reference": reference}
+        result.update({key: value for key, value in images[0].items()
+                       if key not in ("architecture", "manifest_size")})
+        return result
+    return {"reference": reference, "index": index_digest,
+            "images": [{key: value for key, value in image.items() if key != "manifest_size"}
+                       for image in images],
+            "layer_tar_size": sum(image["layer_tar_size"] for image in images)}
 
 
 def default_architecture():
@@ -348,7 +432,10 @@ def main(argv):
         prog="oci-archive.py",
         description="Write a directory as a one-layer container image archive "
                     "(OCI layout plus Docker manifest.json in one tar).")
-    parser.add_argument("--root", required=True, help="directory that becomes the image's /")
+    parser.add_argument("--root", help="directory that becomes the image's /")
+    parser.add_argument("--platform", action="append", default=[], metavar="ARCH=DIR",
+                        help="an architecture's tree (repeatable, instead of --root): with more "
+                             "than one, the archive holds an image index of one manifest each")
     parser.add_argument("--ref", required=True, help="image reference, [REGISTRY/]NAME[:TAG]")
     parser.add_argument("--output", required=True, help="tar file to write (replaced atomically)")
     parser.add_argument("--entrypoint", help='JSON array, e.g. \'["/usr/bin/app"]\', or one word')
@@ -359,8 +446,8 @@ def main(argv):
     parser.add_argument("--workdir", default="/", help="working directory (default /)")
     parser.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
                         help="image label (repeatable)")
-    parser.add_argument("--architecture", default=default_architecture(),
-                        help="OCI architecture name (default: this machine's, e.g. amd64)")
+    parser.add_argument("--architecture",
+                        help="OCI architecture name of --root (default: this machine's, e.g. amd64)")
     parser.add_argument("--timestamp", type=int, metavar="EPOCH",
                         help="creation time and mtime clamp (default: $SOURCE_DATE_EPOCH, "
                              "else the newest mtime in the tree)")
@@ -369,7 +456,7 @@ def main(argv):
         if args.timestamp is None:
             args.timestamp = default_timestamp()
         if args.timestamp is None:
-            args.timestamp = newest_mtime(args.root)
+            args.timestamp = max(newest_mtime(root) for _, root in parse_platforms(args))
         if args.timestamp < 0:
             raise UsageError("--timestamp must not be negative")
         result = build(args)

@@ -62,10 +62,13 @@ def build_busybox(source_dir, image_dir, output):
 
 
 def build_shim(source_dir, build_dir, image_dir):
-    """The shim's image from this build's binary; returns the archive's path."""
+    """The shim's image from this build's binary, for this machine's architecture alone (the
+    two-architecture index is packaging.image's); returns the archive's path."""
     output = os.path.join(image_dir, "shim")
+    architecture = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True,
+                                  check=True).stdout.strip()
     subprocess.run([os.path.join(source_dir, "packaging", "container", "build-image.sh"),
-                    "--binary", os.path.join(build_dir, "k8s-shim", "xpu-k8s-shim"),
+                    "--arch", architecture, "--binary", os.path.join(build_dir, "k8s-shim", "xpu-k8s-shim"),
                     "--output", output], check=True)
     archives = [name for name in os.listdir(output) if name.endswith(".tar")]
     if len(archives) != 1:

@@ -1,7 +1,8 @@
 """debian/ for arm64: cross-builds the binary packages with `dpkg-buildpackage -a arm64` on this
 amd64 machine, runs lintian on them, installs them with dpkg into an arm64 Debian 12 root, where
 their maintainer scripts run under emulation, runs `xpud --check-config` there, and then the
-installed programs under emulation (tests/arm64/smoke.sh --installed).
+installed programs under emulation (tests/arm64/smoke.sh --installed). The packages are kept in
+the build directory's arm64-packages/ for packaging.image.
 
 The compile uses the unpacked arm64 root of scripts/make-arm64-sysroot.sh (cmake/toolchain-arm64.cmake
 says why a root); dh_shlibdeps reads the arm64 runtime libraries from :arm64 packages on this
@@ -85,6 +86,13 @@ class Arm64DebianPackages(unittest.TestCase):
             raise AssertionError(f"dpkg-buildpackage -a arm64 failed ({build.returncode}):\n{tail}")
         cls.changes = glob.glob(os.path.join(cls.workdir, "xpud_*_arm64.changes"))
         cls.debs = {os.path.basename(p).split("_")[0]: p for p in glob.glob(os.path.join(cls.workdir, "*.deb"))}
+        # Kept for packaging.image (the ctest fixture arm64_packages), whose arm64 manifest runs
+        # the shim of this package: the arm64 compile is done once.
+        kept = os.path.join(BINARY_DIR or cls.workdir, "arm64-packages")
+        shutil.rmtree(kept, ignore_errors=True)
+        os.makedirs(kept)
+        for path in cls.debs.values():
+            shutil.copy(path, kept)
 
         cls.root = os.path.join(cls.workdir, "root")
         os.makedirs(cls.root)

@@ -1,11 +1,15 @@
-"""packaging/container/build-image.sh: builds the shim's image from the build tree's binary
-(the Debian root is cached in ~/.cache/xpu-k8s-shim-image), then loads the archive the way a user
-would, into podman and into containerd, each with storage of its own that is removed afterwards,
-and checks what a user sees: the chart's default reference listed, user 65534:65534, the
-entrypoint and command, and the shim answering from inside the image.
+"""packaging/container/build-image.sh: builds the shim's image for amd64 and arm64, from the build
+tree's binary and the arm64 package's (packaging.deb_arm64 leaves it in arm64-packages/, the ctest
+fixture arm64_packages; the Debian roots are cached in ~/.cache/xpu-k8s-shim-image), then loads
+the archive the way a user would, into podman and into containerd, each with storage of its own
+that is removed afterwards, and checks what a user sees: the chart's default reference listed,
+the machine's own architecture taken from the image index, user 65534:65534, the entrypoint and
+command, and the shim answering from inside the image; and for arm64, containerd unpacking the
+arm64 manifest when asked for that platform, and the shim answering, under emulation, from the
+arm64 image's own root.
 
-Slow the first time (mmdebstrap makes the root, minutes): ctest LABEL packaging. Needs root,
-network access to the Debian mirror on the first run, and scripts/install-deps.sh ci.
+Slow the first time (mmdebstrap makes the roots, minutes): ctest LABELS packaging, arm64. Needs
+root, network access to the Debian mirror on the first run, and scripts/install-deps.sh ci.
 Environment: XPU_SOURCE_DIR, XPU_BINARY_DIR, XPU_SHIM.
 
 Two facts of these CI machines shape the `podman run` calls (a user's host needs neither):
@@ -16,6 +20,7 @@ Two facts of these CI machines shape the `podman run` calls (a user's host needs
   than this process's own.
 """
 
+import glob
 import json
 import os
 import re
@@ -36,7 +41,7 @@ SOURCE_DIR = os.path.abspath(os.environ.get("XPU_SOURCE_DIR", os.path.join(os.pa
 BINARY_DIR = os.environ.get("XPU_BINARY_DIR")
 SHIM = os.environ.get("XPU_SHIM")
 BUILD_IMAGE = os.path.join(SOURCE_DIR, "packaging", "container", "build-image.sh")
-TOOLS = ["podman", "runc", "conmon", "containerd", "ctr", "mmdebstrap", "unshare"]
+TOOLS = ["podman", "runc", "conmon", "containerd", "ctr", "mmdebstrap", "unshare", "qemu-aarch64-static", "dpkg-deb", "file"]
 
 # podman and the containers/image library it uses write a few things outside --root and
 # --runroot (a blob-info cache in /var/lib/containers, network state in /run/containers); in a
@@ -55,14 +60,32 @@ def chart_reference(version):
     return f"{image['host']}/{image['repository']}:{version}"
 
 
-def archive_diff_ids():
-    """The image config's diff_ids, read from the archive through its index."""
+def read_archive_json(name):
     with tarfile.open(Build.archive) as tar:
-        def read(name):
-            return json.load(tar.extractfile(name))
+        return json.load(tar.extractfile(name))
 
-        manifest = read("blobs/sha256/" + read("index.json")["manifests"][0]["digest"][7:])
-        return read("blobs/sha256/" + manifest["config"]["digest"][7:])["rootfs"]["diff_ids"]
+
+def manifest_of(architecture):
+    """The manifest of one architecture, found as a runtime finds it: index.json names one
+    image index, which lists a manifest per platform."""
+    named = read_archive_json("index.json")["manifests"]
+    if len(named) != 1 or named[0]["mediaType"] != "application/vnd.oci.image.index.v1+json":
+        raise AssertionError(f"index.json does not name one image index: {named}")
+    for descriptor in read_archive_json("blobs/sha256/" + named[0]["digest"][7:])["manifests"]:
+        if descriptor["platform"] == {"architecture": architecture, "os": "linux"}:
+            return read_archive_json("blobs/sha256/" + descriptor["digest"][7:])
+    raise AssertionError(f"no linux/{architecture} manifest in the image index")
+
+
+def archive_diff_ids(architecture):
+    """The image config's diff_ids of one architecture."""
+    manifest = manifest_of(architecture)
+    return read_archive_json("blobs/sha256/" + manifest["config"]["digest"][7:])["rootfs"]["diff_ids"]
+
+
+def host_architecture():
+    return subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True,
+                          check=True).stdout.strip()
 
 
 def wait_for(what, seconds, condition):
@@ -97,7 +120,7 @@ def processes_mentioning(text):
 
 class Build:
     """The image, built once for the whole module."""
-    archive = reference = version = output = None
+    archive = reference = version = output = arm64_package = None
     seconds = 0.0
 
 
@@ -111,8 +134,15 @@ def setUpModule():
         raise AssertionError("XPU_SHIM and XPU_BINARY_DIR must be set (ctest sets them)")
     Build.version = project_version(SOURCE_DIR)
     output = os.path.join(BINARY_DIR, "image")
+    debs = glob.glob(os.path.join(BINARY_DIR, "arm64-packages", "xpu-k8s-shim_*_arm64.deb"))
+    if len(debs) != 1:
+        raise AssertionError(f"expected one arm64 shim package in {BINARY_DIR}/arm64-packages (ctest runs "
+                             f"packaging.deb_arm64 first, the fixture arm64_packages), found {debs}")
+    Build.arm64_package = tempfile.mkdtemp(prefix="xpu-image-arm64-deb-", dir=BINARY_DIR)
+    subprocess.run(["dpkg-deb", "-x", debs[0], Build.arm64_package], check=True)
     started = time.monotonic()
-    result = subprocess.run([BUILD_IMAGE, "--output", output, "--binary", SHIM],
+    result = subprocess.run([BUILD_IMAGE, "--output", output, "--binary", SHIM, "--binary",
+                             os.path.join(Build.arm64_package, "usr", "bin", "xpu-k8s-shim")],
                             capture_output=True, text=True, timeout=1500)
     Build.seconds = time.monotonic() - started
     print(result.stdout, end="", flush=True)
@@ -124,6 +154,11 @@ def setUpModule():
     print(f"[test] build-image.sh took {Build.seconds:.0f} s", flush=True)
 
 
+def tearDownModule():
+    if Build.arm64_package:
+        shutil.rmtree(Build.arm64_package, ignore_errors=True)
+
+
 class BuildOutput(unittest.TestCase):
     def test_reference_is_the_charts_default(self):
         self.assertEqual(Build.reference, chart_reference(Build.version))
@@ -132,6 +167,8 @@ class BuildOutput(unittest.TestCase):
         self.assertTrue(Build.archive and os.path.isfile(Build.archive), Build.output)
         self.assertEqual(os.path.dirname(Build.archive), os.path.join(BINARY_DIR, "image"))
         self.assertRegex(Build.output, r"\[image\] size: +[0-9.]+ MiB compressed, [0-9.]+ MiB unpacked")
+        self.assertIn("[image] platforms: linux/amd64 linux/arm64", Build.output)
+        self.assertTrue(Build.archive.endswith(f"xpu-k8s-shim-image-{Build.version}-amd64-arm64.tar"), Build.archive)
         # Nothing of the build's scratch space is left beside the archive.
         self.assertEqual([n for n in os.listdir(os.path.dirname(Build.archive)) if n.startswith(".")
                           and n != ".lock"], [])
@@ -142,6 +179,25 @@ class BuildOutput(unittest.TestCase):
                                  "--binary", SHIM, "--version", "9.9.9"], capture_output=True, text=True)
         self.assertEqual(result.returncode, 1)
         self.assertIn(f"reports 'xpu-k8s-shim {Build.version}', not 'xpu-k8s-shim 9.9.9'", result.stderr)
+
+    def test_binaries_and_architectures_that_do_not_fit_are_refused(self):
+        arm64_shim = os.path.join(Build.arm64_package, "usr", "bin", "xpu-k8s-shim")
+        not_a_program = os.path.join(Build.arm64_package, "not-a-program")
+        with open(not_a_program, "w") as f:
+            f.write("#!/bin/sh\n")
+        os.chmod(not_a_program, 0o755)
+        for arguments, status, message in [
+            (["--arch", "amd64", "--binary", arm64_shim], 1, "is for arm64, which --arch (amd64) does not name"),
+            (["--binary", SHIM, "--binary", SHIM], 1, "--binary given twice for amd64"),
+            (["--binary", not_a_program], 1, "is not an amd64 or arm64 executable"),
+            (["--binary", os.path.join(Build.arm64_package, "missing")], 1, "is not an executable file"),
+            (["--binary", "/bin/sh", "--arch", "amd64,sparc"], 2, "'sparc' is not one of amd64, arm64"),
+            (["--arch", "arm64,arm64"], 2, "--arch names arm64 twice"),
+        ]:
+            result = subprocess.run([BUILD_IMAGE, "--output", os.path.join(BINARY_DIR, "image"), *arguments],
+                                    capture_output=True, text=True, timeout=60)
+            self.assertEqual(result.returncode, status, f"{arguments}: {result.stderr}")
+            self.assertIn(message, result.stderr, arguments)
 
 
 class Podman(unittest.TestCase):
@@ -205,6 +261,8 @@ class Podman(unittest.TestCase):
         self.assertEqual(config["Entrypoint"], ["/usr/bin/xpu-k8s-shim"])
         self.assertEqual(config["Cmd"], ["--help"])
         self.assertEqual(config["Labels"]["org.opencontainers.image.version"], Build.version)
+        # The image index holds two; podman took the one of this machine.
+        self.assertEqual(json.loads(result.stdout)[0]["Architecture"], host_architecture())
 
     def test_shim_prints_its_version_from_inside_the_image(self):
         self.assertEqual(self.run_image(Build.reference, "--version").strip(), f"xpu-k8s-shim {Build.version}")
@@ -267,9 +325,9 @@ class Containerd(unittest.TestCase):
         shutil.rmtree(cls.workdir, ignore_errors=True)
 
     @classmethod
-    def ctr(cls, *args):
+    def ctr(cls, *args, namespace="k8s.io"):
         # k8s.io: the namespace the kubelet's CRI reads images from.
-        return subprocess.run(["ctr", "--address", cls.socket, "--namespace", "k8s.io", *args],
+        return subprocess.run(["ctr", "--address", cls.socket, "--namespace", namespace, *args],
                               capture_output=True, text=True, timeout=300)
 
     def test_import_lists_the_reference(self):
@@ -277,18 +335,53 @@ class Containerd(unittest.TestCase):
         self.assertEqual(listed.returncode, 0, listed.stderr)
         self.assertEqual(listed.stdout.split(), [Build.reference])
 
-    def test_image_is_complete_and_unpacked(self):
+    def test_image_is_complete_and_unpacked_for_this_machine(self):
         check = self.ctr("images", "check")
         self.assertEqual(check.returncode, 0, check.stderr)
         line = next((l for l in check.stdout.splitlines() if l.startswith(Build.reference + " ")), "")
         self.assertRegex(line, r"\scomplete \(\d+/\d+\)\s.*\strue$", check.stdout)
-        architecture = subprocess.run(["dpkg", "--print-architecture"], capture_output=True,
-                                      text=True, check=True).stdout.strip()
-        self.assertIn(f"linux/{architecture}", self.ctr("images", "list").stdout)
-        # Unpacking checks the layer against the config's diff_id, which keys the one snapshot.
+        listed = self.ctr("images", "list").stdout
+        self.assertIn("linux/amd64", listed)
+        self.assertIn("linux/arm64", listed)
+        # Unpacking checks the layer against the config's diff_id, which keys the one snapshot:
+        # the layer of this machine's manifest, the one the kubelet's containers run.
         snapshots = self.ctr("snapshots", "list")
         self.assertEqual(snapshots.returncode, 0, snapshots.stderr)
-        self.assertEqual([l.split()[0] for l in snapshots.stdout.splitlines()[1:]], archive_diff_ids())
+        self.assertEqual([l.split()[0] for l in snapshots.stdout.splitlines()[1:]],
+                         archive_diff_ids(host_architecture()))
+
+    def test_arm64_manifest_unpacks_when_that_platform_is_asked_for(self):
+        # What containerd on an arm64 node does with the same archive.
+        imported = self.ctr("images", "import", "--platform", "linux/arm64", Build.archive, namespace="arm64-node")
+        self.assertEqual(imported.returncode, 0, imported.stderr)
+        snapshots = self.ctr("snapshots", "list", namespace="arm64-node")
+        self.assertEqual(snapshots.returncode, 0, snapshots.stderr)
+        self.assertEqual([l.split()[0] for l in snapshots.stdout.splitlines()[1:]], archive_diff_ids("arm64"))
+
+
+class Arm64Root(unittest.TestCase):
+    """The arm64 manifest's layer, unpacked: its shim is an arm64 program that runs, under
+    emulation, on the libraries of that root alone."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.root = tempfile.mkdtemp(prefix="xpu-image-arm64-root-", dir=BINARY_DIR)
+        cls.addClassCleanup(shutil.rmtree, cls.root, True)
+        layer = manifest_of("arm64")["layers"][0]["digest"][7:]
+        with tarfile.open(Build.archive) as tar:
+            blob = tar.extractfile("blobs/sha256/" + layer).read()
+        subprocess.run(["tar", "-xz", "-C", cls.root, "--numeric-owner"], input=blob, check=True)
+
+    def test_the_shim_is_arm64_and_runs_in_its_root(self):
+        shim = os.path.join(self.root, "usr", "bin", "xpu-k8s-shim")
+        self.assertIn("ARM aarch64", subprocess.run(["file", "-b", shim], capture_output=True, text=True).stdout)
+        self.assertTrue(os.path.exists(os.path.join(self.root, "usr", "lib", "aarch64-linux-gnu", "libgrpc++.so.1.51")))
+        result = subprocess.run(["qemu-aarch64-static", "-L", self.root, shim, "--version"],
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.strip(), f"xpu-k8s-shim {Build.version}")
+        config = read_archive_json("blobs/sha256/" + manifest_of("arm64")["config"]["digest"][7:])
+        self.assertEqual((config["architecture"], config["config"]["User"]), ("arm64", "65534:65534"))
 
 
 if __name__ == "__main__":

@@ -233,6 +233,87 @@ class References(unittest.TestCase):
                 self.writer.normalize_reference(bad)
 
 
+class MultiArchitecture(unittest.TestCase):
+    """--platform ARCH=DIR twice: one name on an image index of one manifest per architecture,
+    as a registry serves a multi-architecture tag."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.workdir = tempfile.mkdtemp(prefix="xpu-oci-archive-")
+        cls.addClassCleanup(shutil.rmtree, cls.workdir, True)
+        cls.trees = {}
+        for architecture in ("amd64", "arm64"):
+            tree = cls.trees[architecture] = os.path.join(cls.workdir, architecture)
+            os.makedirs(os.path.join(tree, "usr", "bin"))
+            with open(os.path.join(tree, "usr", "bin", "tool"), "w") as f:
+                f.write(f"built for {architecture}\n")
+        cls.archive = os.path.join(cls.workdir, "image.tar")
+        result = subprocess.run([sys.executable, WRITER, "--platform", f"amd64={cls.trees['amd64']}",
+                                 "--platform", f"arm64={cls.trees['arm64']}", "--ref", "tool:2",
+                                 "--output", cls.archive, "--timestamp", str(TIMESTAMP), "--user", "65534"],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            raise AssertionError(f"oci-archive.py failed ({result.returncode}): {result.stderr}")
+        cls.summary = json.loads(result.stdout)
+        cls.files, _ = read_archive(cls.archive)
+        cls.index = json.loads(cls.files["index.json"])
+
+    def nested(self):
+        descriptor = self.index["manifests"][0]
+        data = blob(self.files, descriptor["digest"])
+        self.assertEqual(sha256(data), descriptor["digest"])
+        self.assertEqual(len(data), descriptor["size"])
+        return json.loads(data)
+
+    def test_the_name_is_on_one_index_of_both_manifests(self):
+        self.assertEqual(len(self.index["manifests"]), 1)
+        descriptor = self.index["manifests"][0]
+        self.assertEqual(descriptor["mediaType"], "application/vnd.oci.image.index.v1+json")
+        self.assertEqual(descriptor["annotations"]["io.containerd.image.name"], "docker.io/library/tool:2")
+        self.assertEqual(descriptor["annotations"]["org.opencontainers.image.ref.name"], "docker.io/library/tool:2")
+        self.assertNotIn("platform", descriptor)
+        self.assertEqual([m["platform"] for m in self.nested()["manifests"]],
+                         [{"architecture": "amd64", "os": "linux"}, {"architecture": "arm64", "os": "linux"}])
+        self.assertEqual(self.summary["index"], descriptor["digest"])
+
+    def test_each_manifest_holds_its_own_tree_and_architecture(self):
+        for descriptor in self.nested()["manifests"]:
+            architecture = descriptor["platform"]["architecture"]
+            manifest_bytes = blob(self.files, descriptor["digest"])
+            self.assertEqual((sha256(manifest_bytes), len(manifest_bytes)), (descriptor["digest"], descriptor["size"]))
+            manifest = json.loads(manifest_bytes)
+            config = json.loads(blob(self.files, manifest["config"]["digest"]))
+            self.assertEqual(config["architecture"], architecture)
+            self.assertEqual(config["config"]["User"], "65534")
+            layer = blob(self.files, manifest["layers"][0]["digest"])
+            self.assertEqual(config["rootfs"]["diff_ids"], [sha256(gzip.decompress(layer))])
+            with tarfile.open(fileobj=io.BytesIO(gzip.decompress(layer))) as tar:
+                self.assertEqual(tar.extractfile("usr/bin/tool").read().decode(), f"built for {architecture}\n")
+
+    def test_no_docker_manifest_and_no_stray_blob(self):
+        self.assertNotIn("manifest.json", self.files, "Docker's manifest.json cannot say which architecture")
+        blobs = {n for n in self.files if n.startswith("blobs/")}
+        self.assertEqual(len(blobs), 1 + 2 * 3, "the index, and a manifest, config and layer for each")
+
+    def test_platform_arguments_refused(self):
+        tree = self.trees["amd64"]
+        for arguments, message in [
+            (["--platform", "amd64"], "is not ARCH=DIR"),
+            (["--platform", f"AMD64={tree}"], "is not ARCH=DIR"),
+            (["--platform", f"amd64={tree}", "--platform", f"amd64={tree}"], "--platform amd64 given twice"),
+            (["--platform", f"amd64={tree}", "--root", tree], "not both"),
+            (["--platform", f"amd64={tree}", "--architecture", "arm64"], "--architecture goes with --root"),
+            (["--platform", f"arm64={self.workdir}/missing"], "is not a directory"),
+            ([], "give --root DIR, or --platform ARCH=DIR"),
+        ]:
+            output = os.path.join(self.workdir, "refused.tar")
+            result = subprocess.run([sys.executable, WRITER, "--ref", "tool:2", "--output", output,
+                                     "--timestamp", "1", *arguments], capture_output=True, text=True)
+            self.assertEqual(result.returncode, 2, arguments)
+            self.assertIn(message, result.stderr, arguments)
+            self.assertFalse(os.path.exists(output))
+
+
 class Refusals(unittest.TestCase):
     def setUp(self):
         self.workdir = tempfile.mkdtemp(prefix="xpu-oci-archive-")
