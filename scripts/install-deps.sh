@@ -108,13 +108,15 @@ extract_programs containerd containerd ctr containerd-shim-runc-v2
 # are built from the Go module proxy by the suite itself (Debian 12's etcd, 3.4.23, is below the
 # 3.5.24 kubeadm accepts for Kubernetes 1.35 and 1.37).
 apt_install runc containernetworking-plugins busybox-static iproute2 iptables
-# The arm64 packages (tests/packaging/test_deb_arm64.py) and build (scripts/build-variants.sh
-# arm64): Debian's cross compilers; qemu-user-static to run arm64 programs (its binfmt entries
+# The arm64 packages (tests/packaging/test_deb_arm64.py, test_rpm_arm64.py), image
+# (packaging/container/build-image.sh) and build (scripts/build-variants.sh arm64): Debian's
+# cross compilers and binutils; qemu-user-static to run arm64 programs (its binfmt entries
 # are not needed: tests/arm64/smoke.sh calls qemu-aarch64-static itself, and
 # scripts/arm64-namespace.py registers it in a namespace of its own); arch-test, which mmdebstrap
 # asks for before making a foreign root. The libraries to build against come in a root that
 # scripts/make-arm64-sysroot.sh unpacks; dh_shlibdeps reads the runtime ones, which are all
-# Multi-Arch: same, from :arm64 packages installed beside the amd64 ones.
+# Multi-Arch: same, from :arm64 packages installed beside the amd64 ones (dpkg-shlibdeps for the
+# image's arm64 root reads them too).
 apt_install g++-aarch64-linux-gnu qemu-user-static arch-test
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   $SUDO dpkg --add-architecture arm64
