@@ -8,6 +8,7 @@ import subprocess
 import tarfile
 
 import package_contents
+from logged_build import run_logged
 from source_tree import write_tarball
 
 
@@ -26,7 +27,6 @@ def build_rpms(source_dir, topdir, version, target=None, env=None):
     sources = os.path.join(topdir, "SOURCES")
     os.makedirs(sources)
     write_tarball(source_dir, os.path.join(sources, f"xpud-{version}.tar.gz"), f"xpud-{version}")
-    log_path = os.path.join(topdir, "rpmbuild.log")
     command = ["rpmbuild", "-bb", "--nodeps", "--define", f"_topdir {topdir}",
                "--define", "_smp_build_ncpus 2",
                # rpm's flags (-O2 -g) with the debug information at -g1: these tests look at what
@@ -34,13 +34,8 @@ def build_rpms(source_dir, topdir, version, target=None, env=None):
                "--define", "optflags -O2 -g1"]
     if target:
         command += ["--target", target]
-    with open(log_path, "w") as log:
-        build = subprocess.run(command + [os.path.join(source_dir, "rpm", "xpud.spec")],
-                               stdout=log, stderr=subprocess.STDOUT, timeout=2700, env=env)
-    if build.returncode != 0:
-        with open(log_path, encoding="utf-8", errors="replace") as log:
-            tail = log.read()[-6000:]
-        raise AssertionError(f"rpmbuild failed ({build.returncode}):\n{tail}")
+    run_logged(command + [os.path.join(source_dir, "rpm", "xpud.spec")], os.path.join(topdir, "rpmbuild.log"),
+               "rpmbuild", timeout=2700, env=env)
     return {rpm_query(path, "--queryformat", "%{NAME}").strip(): path
             for path in glob.glob(os.path.join(topdir, "RPMS", "*", "*.rpm"))}
 

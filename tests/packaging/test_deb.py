@@ -15,6 +15,7 @@ import unittest
 
 import lintian
 import package_contents
+from logged_build import run_logged
 from source_tree import copy_tree, project_version
 
 SOURCE_DIR = os.path.abspath(os.environ.get("XPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")))
@@ -33,17 +34,11 @@ class DebianPackages(unittest.TestCase):
         cls.addClassCleanup(shutil.rmtree, cls.workdir, True)
         tree = os.path.join(cls.workdir, f"xpud-{cls.version}")
         copy_tree(SOURCE_DIR, tree)
-        log_path = os.path.join(cls.workdir, "dpkg-buildpackage.log")
-        with open(log_path, "w") as log:
-            # Debian's flags with the debug information at -g1 (line tables, still a -dbgsym
-            # package): this test looks at what the packages hold, and -g is a third of the build.
-            build = subprocess.run(["dpkg-buildpackage", "-us", "-uc", "-b", "-j2"], cwd=tree,
-                                   env=dict(os.environ, DEB_CFLAGS_APPEND="-g1", DEB_CXXFLAGS_APPEND="-g1"),
-                                   stdout=log, stderr=subprocess.STDOUT, timeout=2700)
-        if build.returncode != 0:
-            with open(log_path, encoding="utf-8", errors="replace") as log:
-                tail = log.read()[-6000:]
-            raise AssertionError(f"dpkg-buildpackage failed ({build.returncode}):\n{tail}")
+        # Debian's flags with the debug information at -g1 (line tables, still a -dbgsym
+        # package): this test looks at what the packages hold, and -g is a third of the build.
+        run_logged(["dpkg-buildpackage", "-us", "-uc", "-b", "-j2"],
+                   os.path.join(cls.workdir, "dpkg-buildpackage.log"), "dpkg-buildpackage", cwd=tree,
+                   env=dict(os.environ, DEB_CFLAGS_APPEND="-g1", DEB_CXXFLAGS_APPEND="-g1"), timeout=2700)
         cls.changes = glob.glob(os.path.join(cls.workdir, "xpud_*.changes"))
         cls.debs = {os.path.basename(p).split("_")[0]: p for p in glob.glob(os.path.join(cls.workdir, "*.deb"))}
         cls.extracted = {}

@@ -25,6 +25,7 @@ import tempfile
 import unittest
 
 import lintian
+from logged_build import run_logged
 from source_tree import copy_tree, project_version
 
 SOURCE_DIR = os.path.abspath(os.environ.get("XPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")))
@@ -72,18 +73,12 @@ class Arm64DebianPackages(unittest.TestCase):
                           "make-arm64-sysroot.sh --cached", timeout=900).strip().splitlines()[-1]
         tree = os.path.join(cls.workdir, f"xpud-{cls.version}")
         copy_tree(SOURCE_DIR, tree)
-        log_path = os.path.join(cls.workdir, "dpkg-buildpackage.log")
-        with open(log_path, "w") as log:
-            # -d: the arm64 -dev packages are in the sysroot, not installed here, so
-            # dpkg-checkbuilddeps would refuse. -g1 as in test_deb.py.
-            build = subprocess.run(["dpkg-buildpackage", "-a", "arm64", "-d", "-us", "-uc", "-b", "-j2"],
-                                   cwd=tree, stdout=log, stderr=subprocess.STDOUT, timeout=2700,
-                                   env=dict(os.environ, XPU_ARM64_SYSROOT=sysroot,
-                                            DEB_CFLAGS_APPEND="-g1", DEB_CXXFLAGS_APPEND="-g1"))
-        if build.returncode != 0:
-            with open(log_path, encoding="utf-8", errors="replace") as log:
-                tail = log.read()[-6000:]
-            raise AssertionError(f"dpkg-buildpackage -a arm64 failed ({build.returncode}):\n{tail}")
+        # -d: the arm64 -dev packages are in the sysroot, not installed here, so
+        # dpkg-checkbuilddeps would refuse. -g1 as in test_deb.py.
+        run_logged(["dpkg-buildpackage", "-a", "arm64", "-d", "-us", "-uc", "-b", "-j2"],
+                   os.path.join(cls.workdir, "dpkg-buildpackage.log"), "dpkg-buildpackage -a arm64",
+                   cwd=tree, timeout=2700, env=dict(os.environ, XPU_ARM64_SYSROOT=sysroot,
+                                                    DEB_CFLAGS_APPEND="-g1", DEB_CXXFLAGS_APPEND="-g1"))
         cls.changes = glob.glob(os.path.join(cls.workdir, "xpud_*_arm64.changes"))
         cls.debs = {os.path.basename(p).split("_")[0]: p for p in glob.glob(os.path.join(cls.workdir, "*.deb"))}
         # Kept for packaging.image (the ctest fixture arm64_packages), whose arm64 manifest runs
