@@ -22,8 +22,12 @@ inline constexpr std::string_view kListDevices = "ListDevices";
 inline constexpr std::string_view kGetMetrics = "GetMetrics";
 inline constexpr std::string_view kGetProcesses = "GetProcesses";
 inline constexpr std::string_view kConfigureVirtualFunctions = "ConfigureVirtualFunctions";
-inline constexpr std::array<std::string_view, 4> kManager = {
-    kListDevices, kGetMetrics, kGetProcesses, kConfigureVirtualFunctions};
+inline constexpr std::string_view kCreateInstance = "CreateInstance";
+inline constexpr std::string_view kDestroyInstance = "DestroyInstance";
+inline constexpr std::string_view kListInstances = "ListInstances";
+inline constexpr std::array<std::string_view, 7> kManager = {
+    kListDevices,    kGetMetrics,      kGetProcesses, kConfigureVirtualFunctions,
+    kCreateInstance, kDestroyInstance, kListInstances};
 }  // namespace member
 
 // Properties clients read (dbus/*.xml defines them; tests/common/names_test.cpp checks that
@@ -38,6 +42,7 @@ inline constexpr std::string_view kDeviceCount = "DeviceCount";
 inline constexpr std::string_view kHealthyDeviceCount = "HealthyDeviceCount";
 inline constexpr std::string_view kDriverStalled = "DriverStalled";
 inline constexpr std::string_view kClusterReconfigureAllowed = "ClusterReconfigureAllowed";
+inline constexpr std::string_view kInstancesSupported = "InstancesSupported";
 // com.kunlunxin.xpud1.Device
 inline constexpr std::string_view kIndex = "Index";
 inline constexpr std::string_view kName = "Name";
@@ -57,11 +62,12 @@ inline constexpr std::string_view kHealthTransitions = "HealthTransitions";
 inline constexpr std::string_view kIsVirtualFunction = "IsVirtualFunction";
 inline constexpr std::string_view kSriovEnabled = "SriovEnabled";
 
-inline constexpr std::array<std::string_view, 8> kManager = {
-    kVersion,       kBackend,
-    kLibraryPath,   kDriverVersion,
-    kDeviceCount,   kHealthyDeviceCount,
-    kDriverStalled, kClusterReconfigureAllowed};
+inline constexpr std::array<std::string_view, 9> kManager = {
+    kVersion,           kBackend,
+    kLibraryPath,       kDriverVersion,
+    kDeviceCount,       kHealthyDeviceCount,
+    kDriverStalled,     kClusterReconfigureAllowed,
+    kInstancesSupported};
 inline constexpr std::array<std::string_view, 17> kDevice = {kIndex,
                                                              kName,
                                                              kUuid,
@@ -81,8 +87,9 @@ inline constexpr std::array<std::string_view, 17> kDevice = {kIndex,
                                                              kSriovEnabled};
 }  // namespace property
 
-// Every error xpud answers with starts so (the four below).
+// Every error xpud answers with starts so (the five below).
 inline constexpr std::string_view kErrorPrefix = "com.kunlunxin.xpud1.Error.";
+inline constexpr std::string_view kErrorNoSuchInstance = "com.kunlunxin.xpud1.Error.NoSuchInstance";
 inline constexpr std::string_view kErrorNoSuchDevice = "com.kunlunxin.xpud1.Error.NoSuchDevice";
 inline constexpr std::string_view kErrorNotSupported = "com.kunlunxin.xpud1.Error.NotSupported";
 inline constexpr std::string_view kErrorBackend = "com.kunlunxin.xpud1.Error.Backend";

@@ -82,16 +82,17 @@ class XpudClient::Impl {
         });
   }
 
-  Status configure_virtual_functions(unsigned index, unsigned count,
-                                     std::chrono::milliseconds timeout) {
+  // A Manager method that changes something and returns nothing; xpud answers once it is done.
+  template <typename... Args>
+  Status change(std::string_view member, std::chrono::milliseconds timeout, const Args&... args) {
     return with_connection<Ok>([&](sdbus::IConnection& connection) -> Status {
       auto proxy = sdbus::createProxy(connection, std::string(names::kBusName),
                                       std::string(names::kManagerPath));
       try {
-        proxy->callMethod(std::string(names::member::kConfigureVirtualFunctions))
+        proxy->callMethod(std::string(member))
             .onInterface(std::string(names::kManagerInterface))
             .withTimeout(timeout)
-            .withArguments(static_cast<uint32_t>(index), static_cast<uint32_t>(count));
+            .withArguments(args...);
       } catch (const sdbus::Error& e) {
         // xpud and the API proxy refuse with AccessDenied of their own, which says why; the
         // generic wording would blame the bus policy.
@@ -100,6 +101,25 @@ class XpudClient::Impl {
       }
       return ok_status();
     });
+  }
+
+  Result<std::vector<CxpuInstanceInfo>> list_instances() {
+    return with_connection<std::vector<CxpuInstanceInfo>>(
+        [&](sdbus::IConnection& connection) -> Result<std::vector<CxpuInstanceInfo>> {
+          auto proxy = sdbus::createProxy(connection, std::string(names::kBusName),
+                                          std::string(names::kManagerPath));
+          std::vector<sdbus::Struct<uint32_t, std::string, uint64_t>> listed;
+          proxy->callMethod(std::string(names::member::kListInstances))
+              .onInterface(std::string(names::kManagerInterface))
+              .withTimeout(options_.call_timeout)
+              .storeResultsTo(listed);
+          std::vector<CxpuInstanceInfo> instances;
+          instances.reserve(listed.size());
+          for (auto& instance : listed)
+            instances.push_back(CxpuInstanceInfo{instance.get<0>(), std::move(instance.get<1>()),
+                                                 instance.get<2>()});
+          return instances;
+        });
   }
 
   Result<std::vector<DeviceInfo>> list_devices() {
@@ -137,7 +157,21 @@ Result<ProcessSnapshot> XpudClient::get_processes() {
 }
 Status XpudClient::configure_virtual_functions(unsigned index, unsigned count,
                                                std::chrono::milliseconds timeout) {
-  return impl_->configure_virtual_functions(index, count, timeout);
+  return impl_->change(names::member::kConfigureVirtualFunctions, timeout,
+                       static_cast<uint32_t>(index), static_cast<uint32_t>(count));
+}
+Status XpudClient::create_instance(unsigned index, const std::string& id,
+                                   std::uint64_t memory_limit_bytes,
+                                   std::chrono::milliseconds timeout) {
+  return impl_->change(names::member::kCreateInstance, timeout, static_cast<uint32_t>(index), id,
+                       static_cast<uint64_t>(memory_limit_bytes));
+}
+Status XpudClient::destroy_instance(unsigned index, const std::string& id,
+                                    std::chrono::milliseconds timeout) {
+  return impl_->change(names::member::kDestroyInstance, timeout, static_cast<uint32_t>(index), id);
+}
+Result<std::vector<CxpuInstanceInfo>> XpudClient::list_instances() {
+  return impl_->list_instances();
 }
 void XpudClient::watch(Listener listener) {
   impl_->watcher.start(std::move(listener));

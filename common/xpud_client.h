@@ -88,6 +88,13 @@ struct ProcessSnapshot {
   std::vector<DeviceProcesses> devices;  // only cards whose backend lists processes
 };
 
+// A cXPU instance xpud made (Manager.ListInstances).
+struct CxpuInstanceInfo {
+  unsigned index = 0;  // the card's
+  std::string id;
+  std::uint64_t memory_limit_bytes = 0;
+};
+
 // What the watcher knows after each change.
 struct DeviceView {
   bool xpud_present = false;        // xpud owns its name and answered
@@ -120,6 +127,13 @@ class XpudClient {
   // discovery that follows it, longer than a read.
   Status configure_virtual_functions(unsigned index, unsigned count,
                                      std::chrono::milliseconds timeout);
+  // Manager.CreateInstance and DestroyInstance: root on the host only. Wait up to `timeout`, as
+  // above: xpud answers once the library has made (or destroyed) the instance.
+  Status create_instance(unsigned index, const std::string& id, std::uint64_t memory_limit_bytes,
+                         std::chrono::milliseconds timeout);
+  Status destroy_instance(unsigned index, const std::string& id, std::chrono::milliseconds timeout);
+  // Manager.ListInstances: the instances xpud made, by card index and id.
+  Result<std::vector<CxpuInstanceInfo>> list_instances();
 
   using Listener = std::function<void(const DeviceView&)>;
   // Starts the watcher thread (once). The listener runs on that thread, first with the initial

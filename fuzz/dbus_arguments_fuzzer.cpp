@@ -2,7 +2,8 @@
 // and that strings are UTF-8; the values are the caller's): Simulator.SetHealth and SetMetric on
 // the sim backend, ConfigureVirtualFunctions on a card whose sriov_totalvfs and sriov_numvfs hold
 // what the input says (the sysfs path of both hardware backends), and the read-only API proxy's
-// routing of a cluster client's call. The input is a sequence of such calls (FuzzedDataProvider).
+// routing of a cluster client's call, and CreateInstance/DestroyInstance's checks before the sim
+// backend's cXPU instances. The input is a sequence of such calls (FuzzedDataProvider).
 // What a call accepted must show in the next reading; the proxy may forward nothing but xpud's
 // reads and the one write it gates.
 #include <fuzzer/FuzzedDataProvider.h>
@@ -19,6 +20,7 @@
 #include "common/names.h"
 #include "fuzz/fuzz_support.h"
 #include "xpud-api-proxy/api_filter.h"
+#include "xpud/backends/cxpu_instances.h"
 #include "xpud/backends/sim/sim_backend.h"
 #include "xpud/backends/simulator.h"
 #include "xpud/backends/sriov_numvfs.h"
@@ -101,9 +103,53 @@ void configure_virtual_functions(FuzzedDataProvider& input,
           std::to_string(count) + " of '" + total + "'");
     check(xpud::sysfs::read_sriov_numvfs(function.path()) == count, "sriov_numvfs not written");
   } else if (limit && *limit > 0 && count > *limit) {
-    check(error->kind == xpud::VfChangeError::Kind::InvalidArgument, "refused as the wrong kind",
-          error->message);
+    check(error->kind == xpud::DriverChangeError::Kind::InvalidArgument,
+          "refused as the wrong kind", error->message);
   }
+}
+
+// CreateInstance and DestroyInstance's checks, then the sim backend's instances: an id or limit
+// the checks let through must be one the library can take (1 to 12 characters of the set, a
+// limit from 1 byte to the card's memory), and the instances must be what the calls left.
+void change_instance(FuzzedDataProvider& input, xpud::Backend& backend,
+                     const std::vector<xpud::DeviceIdentity>& identities,
+                     std::map<std::pair<unsigned, std::string>, std::uint64_t>& instances) {
+  const auto& card = identities[input.ConsumeIntegralInRange<std::size_t>(0, kCards - 1)];
+  const std::string id = input.ConsumeBool()
+                             ? input.ConsumeRandomLengthString(16)
+                             : std::to_string(input.ConsumeIntegral<std::uint16_t>());
+  const bool create = input.ConsumeBool();
+  const std::uint64_t limit = input.ConsumeBool() ? input.ConsumeIntegral<std::uint64_t>()
+                                                  : input.ConsumeIntegralInRange<std::uint64_t>(
+                                                        0, card.memory_total_bytes + 1);
+  if (auto refusal = xpud::check_instance_id(id)) {
+    check(refusal->error_name == names::kErrorInvalidArgument, "refusal name");
+    return;
+  }
+  check(!id.empty() && id.size() <= 12 &&
+            id.find_first_not_of(
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") ==
+                std::string::npos,
+        "an instance id the library cannot take was accepted", id);
+  auto* control = backend.cxpu_instances();
+  check(control != nullptr, "the sim backend has no instances");
+  const auto key = std::make_pair(card.index, id);
+  if (!create) {
+    auto error = control->destroy_instance(card, id);
+    check(error.has_value() == (instances.erase(key) == 0), "destroy disagrees with the record",
+          id);
+    return;
+  }
+  if (xpud::check_instance_memory_limit(limit, card.memory_total_bytes)) {
+    check(limit == 0 || limit > card.memory_total_bytes, "a good limit refused",
+          std::to_string(limit));
+    return;
+  }
+  check(limit >= 1 && limit <= card.memory_total_bytes, "a limit above the card accepted",
+        std::to_string(limit));
+  auto error = control->create_instance(card, id, limit);
+  check(error.has_value() == (instances.count(key) == 1), "create disagrees with the record", id);
+  if (!error) instances[key] = limit;
 }
 
 void route_proxy_call(FuzzedDataProvider& input) {
@@ -116,8 +162,10 @@ void route_proxy_call(FuzzedDataProvider& input) {
   const std::string interface =
       pick({names::kManagerInterface, names::kSimulatorInterface, names::kDeviceInterface,
             "org.freedesktop.DBus", "org.freedesktop.DBus.Properties"});
-  const std::string member = pick({names::member::kConfigureVirtualFunctions, "GetMetrics",
-                                   "SetHealth", "Hello", "RequestName", "Get", "GetAll", "Set"});
+  const std::string member =
+      pick({names::member::kConfigureVirtualFunctions, names::member::kCreateInstance,
+            names::member::kDestroyInstance, names::member::kListInstances, "GetMetrics",
+            "SetHealth", "Hello", "RequestName", "Get", "GetAll", "Set"});
   const auto socket = input.ConsumeBool() ? proxy::ApiSocket::Sriov : proxy::ApiSocket::ReadOnly;
   const auto route = proxy::route_call(destination, interface, member, ":1.42", socket);
   switch (route.route) {
@@ -128,8 +176,10 @@ void route_proxy_call(FuzzedDataProvider& input) {
     case proxy::Route::ForwardIfHostAllows:
       check(destination == names::kBusName || destination == ":1.42",
             "forwarded to another service", destination);
-      check(interface != names::kSimulatorInterface && member != "Set", "forwarded a write",
-            interface + "." + member);
+      check(interface != names::kSimulatorInterface && member != "Set" &&
+                member != names::member::kCreateInstance &&
+                member != names::member::kDestroyInstance,
+            "forwarded a write", interface + "." + member);
       if (route.route == proxy::Route::ForwardIfHostAllows)
         check(interface == names::kManagerInterface &&
                   member == names::member::kConfigureVirtualFunctions,
@@ -174,9 +224,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto identities = sim.backend->discover();
   check(identities.ok() && identities->size() == kCards, "sim discovery");
   std::vector<Expected> cards(kCards);
+  std::map<std::pair<unsigned, std::string>, std::uint64_t> instances;
 
   for (int call = 0; call < 16 && input.remaining_bytes() > 0; ++call) {
-    switch (input.ConsumeIntegralInRange<int>(0, 3)) {
+    switch (input.ConsumeIntegralInRange<int>(0, 4)) {
       case 0:
         set_health(input, *sim.simulator, cards);
         break;
@@ -188,6 +239,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
       case 3:
         route_proxy_call(input);
+        break;
+      case 4:
+        change_instance(input, *sim.backend, *identities, instances);
         break;
     }
   }

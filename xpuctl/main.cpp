@@ -1,7 +1,12 @@
-// xpuctl: the operator's view of xpud over D-Bus: list, show INDEX, metrics, processes, each
-// with --json; and, as root, configure-vfs INDEX COUNT.
+// xpuctl: the operator's view of xpud over D-Bus: list, show INDEX, metrics, processes,
+// instances, each with --json; and, as root, configure-vfs INDEX COUNT, create-instance INDEX ID
+// BYTES and destroy-instance INDEX ID, and the same two as OCI hooks (hook-create-instance INDEX
+// BYTES, hook-destroy-instance INDEX: the container is the one whose state is on stdin).
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -11,6 +16,7 @@
 #include "common/names.h"
 #include "common/xpud_client.h"
 #include "xpuctl/json_writer.h"
+#include "xpuctl/oci_state.h"
 #include "xpuctl/table.h"
 
 namespace {
@@ -295,12 +301,134 @@ int cmd_processes(xpu::XpudClient& client, bool json_output) {
   return 0;
 }
 
-// Root only (xpud refuses others). Waits for xpud's answer, which comes after the change and
-// the discovery that shows the new virtual functions.
-int cmd_configure_vfs(xpu::XpudClient& client, unsigned index, unsigned count) {
-  auto done = client.configure_virtual_functions(index, count, std::chrono::seconds(60));
+int cmd_instances(xpu::XpudClient& client, bool json_output) {
+  auto instances = client.list_instances();
+  if (!instances) return fail(instances.error());
+  if (json_output) {
+    xpuctl::JsonWriter json;
+    json.begin_array();
+    for (const auto& instance : *instances)
+      json.begin_object()
+          .key("index")
+          .value(instance.index)
+          .key("id")
+          .value(instance.id)
+          .key("memory_limit_bytes")
+          .value(instance.memory_limit_bytes)
+          .end_object();
+    json.end_array();
+    std::puts(json.str().c_str());
+    return 0;
+  }
+  xpuctl::Table table({"XPU", "INSTANCE", "MEMORY-LIMIT"});
+  for (const auto& instance : *instances)
+    table.add({std::to_string(instance.index), instance.id,
+               format_mib(static_cast<double>(instance.memory_limit_bytes))});
+  std::fputs(table.render().c_str(), stdout);
+  return 0;
+}
+
+// The commands: their names, the operands each takes, and what `--help` says of them.
+struct Command {
+  std::string_view name;
+  std::string_view operands;  // as in the usage line
+  std::size_t operand_count;
+  std::string_view help;
+};
+constexpr std::array kCommands = {
+    Command{"list", "", 0, "devices, identity and health"},
+    Command{"show", "INDEX", 1, "everything about one device"},
+    Command{"metrics", "", 0, "current metrics of every device"},
+    Command{"processes", "", 0, "the processes using each device, with their pod and container"},
+    Command{"instances", "", 0, "the cXPU instances xpud made, with their memory limits"},
+    Command{"configure-vfs", "INDEX COUNT", 2,
+            "set the SR-IOV virtual functions of physical card INDEX (root)"},
+    Command{"create-instance", "INDEX ID BYTES", 3,
+            "make cXPU instance ID on card INDEX, its memory bounded to BYTES (root)"},
+    Command{"destroy-instance", "INDEX ID", 2, "destroy cXPU instance ID on card INDEX (root)"},
+    Command{"hook-create-instance", "INDEX BYTES", 2,
+            "as an OCI createContainer hook: create-instance for the container whose state is on "
+            "standard input (root)"},
+    Command{"hook-destroy-instance", "INDEX", 1,
+            "as an OCI poststop hook: destroy that container's instance, if it has one (root)"},
+};
+
+std::string usage_of(const Command& command) {
+  return std::string(command.name) + (command.operands.empty() ? "" : " ") +
+         std::string(command.operands);
+}
+
+// Root only (xpud refuses others). Waits for xpud's answer, which comes after the change (and
+// for virtual functions, the discovery that shows them).
+constexpr std::chrono::seconds kChangeTimeout{60};
+
+// The instance id of the container whose OCI state is on standard input.
+xpu::Result<std::string> instance_id_from_stdin() {
+  std::string state;
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), stdin)) > 0) {
+    state.append(buffer.data(), n);
+    if (state.size() > xpuctl::kMaxOciStateBytes) break;
+  }
+  auto container = xpuctl::container_id_from_oci_state(state);
+  if (!container) return container;
+  return xpuctl::instance_id_of_container(*container);
+}
+
+// The hooks an OCI runtime runs for a container with a share of a card (the CDI spec of the
+// share names them): they fail the container's creation rather than let it run unbounded, and
+// a poststop for a container without an instance is not an error.
+int run_hook(xpu::XpudClient& client, const std::vector<std::string>& rest, unsigned card) {
+  auto id = instance_id_from_stdin();
+  if (!id) return fail(id.error());
+  const std::string name = xpu::names::device_name(card);
+  if (rest.front() == "hook-create-instance") {
+    auto bytes = xpu::parse_uint(rest[2], 1, ~std::uint64_t{0} - 1);
+    if (!bytes) xpu::exit_usage_error(kProgram, "BYTES: " + bytes.error());
+    auto done = client.create_instance(card, *id, *bytes, kChangeTimeout);
+    if (!done) return fail(name + ": " + done.error());
+    return 0;
+  }
+  auto done = client.destroy_instance(card, *id, kChangeTimeout);
+  if (!done && done.error().find(xpu::names::kErrorNoSuchInstance) == std::string::npos)
+    return fail(name + ": " + done.error());
+  return 0;
+}
+
+int run_command(xpu::XpudClient& client, const std::vector<std::string>& rest, bool json_output) {
+  const std::string& command = rest.front();
+  if (command == "list") return cmd_list(client, json_output);
+  if (command == "metrics") return cmd_metrics(client, json_output);
+  if (command == "processes") return cmd_processes(client, json_output);
+  if (command == "instances") return cmd_instances(client, json_output);
+  auto index = xpu::parse_uint(rest[1], 0, 1u << 20);
+  if (!index) xpu::exit_usage_error(kProgram, "INDEX: " + index.error());
+  const auto card = static_cast<unsigned>(*index);
+  const std::string name = xpu::names::device_name(card);
+  if (command == "show") return cmd_show(client, card, json_output);
+  if (command.rfind("hook-", 0) == 0) return run_hook(client, rest, card);
+  if (command == "configure-vfs") {
+    auto count = xpu::parse_uint(rest[2], 0, 65535);
+    if (!count) xpu::exit_usage_error(kProgram, "COUNT: " + count.error());
+    auto done =
+        client.configure_virtual_functions(card, static_cast<unsigned>(*count), kChangeTimeout);
+    if (!done) return fail(done.error());
+    std::printf("%s: %u virtual functions\n", name.c_str(), static_cast<unsigned>(*count));
+    return 0;
+  }
+  if (command == "create-instance") {
+    auto bytes = xpu::parse_uint(rest[3], 1, ~std::uint64_t{0} - 1);
+    if (!bytes) xpu::exit_usage_error(kProgram, "BYTES: " + bytes.error());
+    auto done = client.create_instance(card, rest[2], *bytes, kChangeTimeout);
+    if (!done) return fail(done.error());
+    std::printf("%s: cXPU instance %s, memory bounded to %llu bytes\n", name.c_str(),
+                rest[2].c_str(), static_cast<unsigned long long>(*bytes));
+    return 0;
+  }
+  auto done = client.destroy_instance(card, rest[2], kChangeTimeout);
   if (!done) return fail(done.error());
-  std::printf("%s: %u virtual functions\n", xpu::names::device_name(index).c_str(), count);
+  std::printf("%s: cXPU instance %s destroyed\n", name.c_str(), rest[2].c_str());
   return 0;
 }
 
@@ -308,49 +436,37 @@ int run(const std::vector<std::string>& args) {
   xpu::ClientOptions options;
   xpu::HelpAndVersion flags;
   bool json_output = false;
-  xpu::CommandLine cli(kProgram,
-                       "[--bus-address ADDR] list | show INDEX | metrics | processes [--json] | "
-                       "configure-vfs INDEX COUNT");
+  std::string usage = "[--bus-address ADDR] [--json] ";
+  std::string help = "\nCommands:\n";
+  for (const auto& command : kCommands) {
+    usage += (&command == kCommands.data() ? "" : " | ") + usage_of(command);
+    help += "  " + usage_of(command) + "\n                " + std::string(command.help) + "\n";
+  }
+  xpu::CommandLine cli(kProgram, usage);
   xpu::add_bus_address_option(cli, options.bus_address,
                               "talk to xpud on the bus at ADDR instead of the system bus");
   cli.add_flag("json", &json_output, "print JSON instead of a table");
   xpu::add_version_flag(cli, flags);
   xpu::add_help_flag(cli, flags);
-  const auto rest = xpu::parse_program_command_line(
-      cli, args, flags, xpu::Positionals::kCollected,
-      "\nCommands:\n  list          devices, identity and health\n"
-      "  show INDEX    everything about one device\n"
-      "  metrics       current metrics of every device\n"
-      "  processes     the processes using each device, with their pod and container\n"
-      "  configure-vfs INDEX COUNT\n"
-      "                set the SR-IOV virtual functions of physical card INDEX (root)\n");
-  if (rest.empty())
-    xpu::exit_usage_error(
-        kProgram,
-        "missing command: list, show INDEX, metrics, processes or configure-vfs INDEX COUNT");
-  const std::string& command = rest.front();
-  const size_t expected_args = command == "show" ? 2 : command == "configure-vfs" ? 3 : 1;
-  if (command != "list" && command != "show" && command != "metrics" && command != "processes" &&
-      command != "configure-vfs")
-    xpu::exit_usage_error(kProgram, "unknown command '" + command + "'");
-  if (rest.size() != expected_args)
-    xpu::exit_usage_error(kProgram, command == "show" ? "show needs exactly one INDEX"
-                                    : command == "configure-vfs"
-                                        ? "configure-vfs needs INDEX and COUNT"
-                                        : "'" + command + "' takes no arguments");
+  const auto rest =
+      xpu::parse_program_command_line(cli, args, flags, xpu::Positionals::kCollected, help);
+  if (rest.empty()) {
+    std::string names;
+    for (const auto& command : kCommands)
+      names += (names.empty() ? "" : ", ") + std::string(command.name);
+    xpu::exit_usage_error(kProgram, "missing command: one of " + names);
+  }
+  const auto* command = std::find_if(kCommands.begin(), kCommands.end(),
+                                     [&](const Command& c) { return c.name == rest.front(); });
+  if (command == kCommands.end())
+    xpu::exit_usage_error(kProgram, "unknown command '" + rest.front() + "'");
+  if (rest.size() != command->operand_count + 1)
+    xpu::exit_usage_error(kProgram, command->operand_count == 0
+                                        ? "'" + rest.front() + "' takes no arguments"
+                                        : "usage: " + usage_of(*command));
   options.call_timeout = std::chrono::milliseconds(5000);
   xpu::XpudClient client(options);
-  if (command == "list") return cmd_list(client, json_output);
-  if (command == "metrics") return cmd_metrics(client, json_output);
-  if (command == "processes") return cmd_processes(client, json_output);
-  auto index = xpu::parse_uint(rest[1], 0, 1u << 20);
-  if (!index) xpu::exit_usage_error(kProgram, "INDEX: " + index.error());
-  if (command == "configure-vfs") {
-    auto count = xpu::parse_uint(rest[2], 0, 65535);
-    if (!count) xpu::exit_usage_error(kProgram, "COUNT: " + count.error());
-    return cmd_configure_vfs(client, static_cast<unsigned>(*index), static_cast<unsigned>(*count));
-  }
-  return cmd_show(client, static_cast<unsigned>(*index), json_output);
+  return run_command(client, rest, json_output);
 }
 
 }  // namespace

@@ -22,6 +22,9 @@ constexpr std::array kXpudReads = {
     Call{names::kManagerInterface, names::member::kListDevices},
     Call{names::kManagerInterface, names::member::kGetMetrics},
     Call{names::kManagerInterface, names::member::kGetProcesses},
+    // Which container holds which share of a card, and its bound: the exporter's grants.
+    // CreateInstance and DestroyInstance are root's on the host, never the cluster's.
+    Call{names::kManagerInterface, names::member::kListInstances},
 };
 
 // What sd-bus, libdbus and busctl clients need from a bus to connect and follow a name.

@@ -17,9 +17,10 @@
 #include "xpud/cdi_spec_writer.h"
 #include "xpud/dbus_service.h"
 #include "xpud/device_event_watcher.h"
+#include "xpud/driver_requests.h"
+#include "xpud/instance_registry.h"
 #include "xpud/sampler.h"
 #include "xpud/systemd_notifier.h"
-#include "xpud/vf_requests.h"
 #include "xpud/watchdog_allowance.h"
 
 namespace xpud {
@@ -120,7 +121,8 @@ class Daemon {
           [[maybe_unused]] auto n = ::write(fd, &one, sizeof one);
         });
     sampler_->start();
-    vf_requests_ = std::make_unique<VfRequests>(shared_backend, *sampler_);
+    driver_requests_ = std::make_unique<DriverRequests>(shared_backend, *sampler_);
+    instances_ = std::make_unique<InstanceRegistry>(*driver_requests_);
     device_events_ = DeviceEventWatcher::start(
         [sampler = sampler_.get()](const DeviceEvent&) { sampler->request_discovery(); },
         "cards that come or go are found by the rescan every " +
@@ -154,7 +156,7 @@ class Daemon {
           ManagerFacts{std::string(shared_backend->name()), shared_backend->library_path(),
                        sampler_->driver_version(), config_.sysfs_root / "proc",
                        config_.allow_cluster_reconfigure},
-          simulator_.get(), [this] { sampler_->request_sample(); }, *vf_requests_);
+          simulator_.get(), [this] { sampler_->request_sample(); }, *driver_requests_, *instances_);
       service_->publish(first);
       published_sequence_ = first->sequence;
       // Before the name and READY=1: a unit ordered after xpud finds the spec.
@@ -263,7 +265,7 @@ class Daemon {
         std::uint64_t count = 0;
         [[maybe_unused]] auto n = ::read(wakeup_.get(), &count, sizeof count);
         publish_latest();
-        vf_requests_->deliver();  // after publishing: the reply follows the new devices
+        driver_requests_->deliver();  // after publishing: the reply follows the new devices
       }
     }
   }
@@ -353,7 +355,10 @@ class Daemon {
   xpu::UniqueFd wakeup_;
   std::shared_ptr<Simulator> simulator_;  // sim backend only; outlives the service that uses it
   std::unique_ptr<Sampler> sampler_;
-  std::unique_ptr<VfRequests> vf_requests_;
+  std::unique_ptr<DriverRequests> driver_requests_;
+  // Hands its changes to driver_requests_, whose deliver() runs their replies (never after the
+  // main loop has ended).
+  std::unique_ptr<InstanceRegistry> instances_;
   std::unique_ptr<DeviceEventWatcher> device_events_;  // calls sampler_: declared after it
   std::unique_ptr<sdbus::IConnection> connection_;
   std::unique_ptr<DbusService> service_;

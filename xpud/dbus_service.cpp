@@ -9,9 +9,11 @@
 #include "common/logging.h"
 #include "common/names.h"
 #include "xpud/backends/simulator.h"
+#include "xpud/backends/virtual_functions.h"
+#include "xpud/driver_requests.h"
+#include "xpud/instance_registry.h"
 #include "xpud/method_arguments.h"
 #include "xpud/process_owner.h"
-#include "xpud/vf_requests.h"
 #include "xpud1/device_adaptor.h"
 #include "xpud1/manager_adaptor.h"
 #include "xpud1/simulator_adaptor.h"
@@ -19,6 +21,39 @@
 namespace xpud {
 
 namespace names = xpu::names;
+
+namespace {
+
+// The bus error a change's failure is answered with.
+std::string error_name(DriverChangeError::Kind kind) {
+  switch (kind) {
+    case DriverChangeError::Kind::NoSuchDevice:
+      return std::string(names::kErrorNoSuchDevice);
+    case DriverChangeError::Kind::NotSupported:
+      return std::string(names::kErrorNotSupported);
+    case DriverChangeError::Kind::InvalidArgument:
+      return std::string(names::kErrorInvalidArgument);
+    case DriverChangeError::Kind::NoSuchInstance:
+      return std::string(names::kErrorNoSuchInstance);
+    case DriverChangeError::Kind::Failed:
+      break;
+  }
+  return std::string(names::kErrorBackend);
+}
+
+// Defence in depth behind the bus policy: only root, or xpud's own user (a test's private bus,
+// where xpud need not be root), may change state.
+void authorize_root(uid_t caller, std::string_view method) {
+  if (caller != 0 && caller != ::geteuid())
+    throw sdbus::Error(std::string(names::bus::kErrorAccessDenied),
+                       std::string(method) + " is for root or xpud's own user");
+}
+
+void throw_if(const std::optional<DriverChangeError>& refusal) {
+  if (refusal) throw sdbus::Error(error_name(refusal->kind), refusal->message);
+}
+
+}  // namespace
 
 class ManagerObject final
     : public sdbus::AdaptorInterfaces<com::kunlunxin::xpud1::Manager_adaptor,
@@ -82,25 +117,32 @@ class ManagerObject final
   uint32_t HealthyDeviceCount() override { return service_.healthy_device_count(); }
   bool DriverStalled() override { return service_.driver_stalled(); }
   bool ClusterReconfigureAllowed() override { return service_.facts_.cluster_reconfigure_allowed; }
+  bool InstancesSupported() override { return service_.instances_.supported(); }
 
   // Root on the host may always. Anyone else reaches this only as far as the bus policy lets
   // them (on the system bus: the user xpud-api, i.e. xpud-api-proxy, which forwards it for the
   // cluster), and then only while the host's configuration allows the cluster to.
   void ConfigureVirtualFunctions(sdbus::Result<>&& result, uint32_t index, uint32_t count) override;
 
-  static std::string_view error_name(VfChangeError::Kind kind) {
-    switch (kind) {
-      case VfChangeError::Kind::NoSuchDevice:
-        return names::kErrorNoSuchDevice;
-      case VfChangeError::Kind::NotSupported:
-        return names::kErrorNotSupported;
-      case VfChangeError::Kind::InvalidArgument:
-        return names::kErrorInvalidArgument;
-      case VfChangeError::Kind::Failed:
-        break;
-    }
-    return names::kErrorBackend;
+  // cXPU instances: root (or xpud's own user, on a private bus) only, whatever the bus policy
+  // lets through; the cluster has no way to them (xpud-api-proxy does not forward them).
+  void CreateInstance(sdbus::Result<>&& result, uint32_t index, std::string instance_id,
+                      uint64_t memory_limit_bytes) override;
+  void DestroyInstance(sdbus::Result<>&& result, uint32_t index, std::string instance_id) override;
+  std::vector<sdbus::Struct<uint32_t, std::string, uint64_t>> ListInstances() override {
+    std::vector<sdbus::Struct<uint32_t, std::string, uint64_t>> instances;
+    for (auto& instance : service_.instances_.list())
+      instances.emplace_back(instance.index, std::move(instance.id), instance.memory_limit_bytes);
+    return instances;
   }
+
+  // The card at `index`, or the NoSuchDevice error for the caller.
+  const DeviceIdentity& device_at(uint32_t index) const;
+  uid_t caller_uid() const { return getObject().getCurrentlyProcessedMessage()->getCredsUid(); }
+  // The reply of an asynchronous method that changes a card: success, or the change's error
+  // (logged against the card). `what` names the method and its arguments in the log.
+  static DriverRequests::Reply reply_to(sdbus::Result<>&& result, std::string what,
+                                        const DeviceIdentity& device);
 
   DbusService& service_;
 };
@@ -215,13 +257,8 @@ class SimulatorObject final
     on_injection_();
   }
 
-  // Defence in depth behind the bus policy: only root or xpud's own user may inject faults.
   void authorize() {
-    const sdbus::Message* message = getObject().getCurrentlyProcessedMessage();
-    uid_t caller = message->getCredsUid();
-    if (caller != 0 && caller != ::geteuid())
-      throw sdbus::Error(std::string(names::bus::kErrorAccessDenied),
-                         "Simulator methods are for root or xpud's own user");
+    authorize_root(getObject().getCurrentlyProcessedMessage()->getCredsUid(), "Simulator methods");
   }
 
   static void check(const std::optional<InjectionError>& error) {
@@ -236,21 +273,44 @@ class SimulatorObject final
   std::function<void()> on_injection_;
 };
 
+const DeviceIdentity& ManagerObject::device_at(uint32_t index) const {
+  auto device = service_.devices_.find(index);
+  if (device == service_.devices_.end())
+    throw sdbus::Error(std::string(names::kErrorNoSuchDevice),
+                       "no device " + names::device_name(index));
+  return device->second->identity();
+}
+
+DriverRequests::Reply ManagerObject::reply_to(sdbus::Result<>&& result, std::string what,
+                                              const DeviceIdentity& device) {
+  auto reply = std::make_shared<sdbus::Result<>>(std::move(result));
+  return [reply, what = std::move(what), name = names::device_name(device.index),
+          uuid = device.uuid](const std::optional<DriverChangeError>& error) {
+    try {
+      if (!error) {
+        reply->returnResults();
+        return;
+      }
+      xpu::log_device_event(spdlog::level::warn, name, uuid, what + " failed: " + error->message);
+      reply->returnError(sdbus::Error(error_name(error->kind), error->message));
+    } catch (const sdbus::Error& e) {
+      // The caller may be gone by now; the change itself is done (or not) either way.
+      spdlog::warn("{} for {}: reply not sent: {}", what, name, e.getMessage());
+    }
+  };
+}
+
 void ManagerObject::ConfigureVirtualFunctions(sdbus::Result<>&& result, uint32_t index,
                                               uint32_t count) {
-  const sdbus::Message* message = getObject().getCurrentlyProcessedMessage();
-  const uid_t caller = message->getCredsUid();
+  const uid_t caller = caller_uid();
   if (caller != 0 && !service_.facts_.cluster_reconfigure_allowed)
     throw sdbus::Error(std::string(names::bus::kErrorAccessDenied),
                        "ConfigureVirtualFunctions is for root; other callers (the cluster, "
                        "through xpud-api-proxy) need [sriov] allow_cluster_reconfigure = true in "
                        "xpud's configuration");
+  const DeviceIdentity& identity = device_at(index);
   const std::string name = names::device_name(index);
-  auto device = service_.devices_.find(index);
-  if (device == service_.devices_.end())
-    throw sdbus::Error(std::string(names::kErrorNoSuchDevice), "no device " + name);
-  const DeviceIdentity& identity = device->second->identity();
-  if (!service_.vf_requests_.supported())
+  if (service_.driver_requests_.backend().virtual_functions() == nullptr)
     throw sdbus::Error(
         std::string(names::kErrorNotSupported),
         "the " + service_.facts_.backend + " backend cannot configure SR-IOV virtual functions");
@@ -260,29 +320,45 @@ void ManagerObject::ConfigureVirtualFunctions(sdbus::Result<>&& result, uint32_t
   xpu::log_device_event(spdlog::level::info, name, identity.uuid,
                         "ConfigureVirtualFunctions: " + std::to_string(count) +
                             " virtual functions asked by uid " + std::to_string(caller));
-  auto reply = std::make_shared<sdbus::Result<>>(std::move(result));
-  service_.vf_requests_.start(
-      identity, count,
-      [reply, name, uuid = identity.uuid](const std::optional<VfChangeError>& error) {
-        try {
-          if (!error) {
-            reply->returnResults();
-            return;
-          }
-          xpu::log_device_event(spdlog::level::warn, name, uuid,
-                                "ConfigureVirtualFunctions failed: " + error->message);
-          reply->returnError(sdbus::Error(std::string(error_name(error->kind)), error->message));
-        } catch (const sdbus::Error& e) {
-          // The caller may be gone by now; the change itself is done (or not) either way.
-          spdlog::warn("ConfigureVirtualFunctions for {}: reply not sent: {}", name,
-                       e.getMessage());
-        }
-      });
+  service_.driver_requests_.start(
+      "set virtual functions of " + name,
+      [identity, count](xpud::Backend& backend) {  // Backend() is a property here
+        return backend.virtual_functions()->set_virtual_function_count(identity, count);
+      },
+      reply_to(std::move(result), "ConfigureVirtualFunctions", identity));
+}
+
+void ManagerObject::CreateInstance(sdbus::Result<>&& result, uint32_t index,
+                                   std::string instance_id, uint64_t memory_limit_bytes) {
+  const uid_t caller = caller_uid();
+  authorize_root(caller, names::member::kCreateInstance);
+  const DeviceIdentity& identity = device_at(index);
+  const std::string what = "CreateInstance " + instance_id + " (" +
+                           std::to_string(memory_limit_bytes) + " bytes) by uid " +
+                           std::to_string(caller);
+  throw_if(service_.instances_.create(identity, instance_id, memory_limit_bytes,
+                                      reply_to(std::move(result), what, identity)));
+  xpu::log_device_event(spdlog::level::info, names::device_name(index), identity.uuid, what);
+}
+
+void ManagerObject::DestroyInstance(sdbus::Result<>&& result, uint32_t index,
+                                    std::string instance_id) {
+  const uid_t caller = caller_uid();
+  authorize_root(caller, names::member::kDestroyInstance);
+  const DeviceIdentity& identity = device_at(index);
+  const std::string what = "DestroyInstance " + instance_id + " by uid " + std::to_string(caller);
+  throw_if(service_.instances_.destroy(identity, instance_id,
+                                       reply_to(std::move(result), what, identity)));
+  xpu::log_device_event(spdlog::level::info, names::device_name(index), identity.uuid, what);
 }
 
 DbusService::DbusService(sdbus::IConnection& connection, ManagerFacts facts, Simulator* simulator,
-                         std::function<void()> on_injection, VfRequests& vf_requests)
-    : connection_(connection), facts_(std::move(facts)), vf_requests_(vf_requests) {
+                         std::function<void()> on_injection, DriverRequests& driver_requests,
+                         InstanceRegistry& instances)
+    : connection_(connection),
+      facts_(std::move(facts)),
+      driver_requests_(driver_requests),
+      instances_(instances) {
   manager_ = std::make_unique<ManagerObject>(connection_, *this);
   if (simulator != nullptr)
     simulator_ =
@@ -326,7 +402,12 @@ void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
   snapshot_ = std::move(snapshot);
 
   std::map<unsigned, const DeviceState*> present;
-  for (const auto& device : snapshot_->devices) present[device.identity.index] = &device;
+  std::vector<DeviceIdentity> identities;
+  for (const auto& device : snapshot_->devices) {
+    present[device.identity.index] = &device;
+    identities.push_back(device.identity);
+  }
+  instances_.keep_only(identities);
 
   // Vanished, or a different card at the same index (hot swap): remove the old object first.
   for (auto it = devices_.begin(); it != devices_.end();) {
@@ -381,6 +462,7 @@ void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
     spdlog::info("backend is now {} (was {})", snapshot_->backend, facts_.backend);
     facts_.backend = snapshot_->backend;
     changed.emplace_back(names::property::kBackend);
+    changed.emplace_back(names::property::kInstancesSupported);
   }
   if (!snapshot_->backend.empty() && snapshot_->library_path != facts_.library_path) {
     spdlog::info("libxpuml in use: {}",

@@ -16,7 +16,8 @@
 namespace xpud {
 
 class Simulator;
-class VfRequests;
+class DriverRequests;
+class InstanceRegistry;
 class ManagerObject;
 class SimulatorObject;
 class DeviceObject;
@@ -33,9 +34,11 @@ struct ManagerFacts {
 class DbusService {
  public:
   // on_injection runs after a successful Simulator call (to sample again at once).
-  // vf_requests carries ConfigureVirtualFunctions to the driver; it must outlive the service.
+  // driver_requests carries ConfigureVirtualFunctions to the driver, `instances` the cXPU
+  // instance methods; both must outlive the service.
   DbusService(sdbus::IConnection& connection, ManagerFacts facts, Simulator* simulator,
-              std::function<void()> on_injection, VfRequests& vf_requests);
+              std::function<void()> on_injection, DriverRequests& driver_requests,
+              InstanceRegistry& instances);
   ~DbusService();
   DbusService(const DbusService&) = delete;
   DbusService& operator=(const DbusService&) = delete;
@@ -59,7 +62,8 @@ class DbusService {
   friend class ManagerObject;
   sdbus::IConnection& connection_;
   ManagerFacts facts_;
-  VfRequests& vf_requests_;
+  DriverRequests& driver_requests_;
+  InstanceRegistry& instances_;
   std::shared_ptr<const Snapshot> snapshot_;
   std::unique_ptr<ManagerObject> manager_;
   std::unique_ptr<SimulatorObject> simulator_;

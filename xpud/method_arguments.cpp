@@ -19,4 +19,34 @@ std::optional<ArgumentRefusal> check_set_health_arguments(std::string_view healt
   return std::nullopt;
 }
 
+std::optional<ArgumentRefusal> check_instance_id(std::string_view id) {
+  constexpr std::size_t kMaxLength = 12;  // XPUML_CXPU_INST_ID_LEN of the vendor's header
+  if (id.empty() || id.size() > kMaxLength)
+    return ArgumentRefusal{names::kErrorInvalidArgument,
+                           "instance id must have 1 to " + std::to_string(kMaxLength) +
+                               " characters, got " + std::to_string(id.size())};
+  for (char c : id) {
+    const bool allowed = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                         (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+    if (!allowed)
+      return ArgumentRefusal{names::kErrorInvalidArgument,
+                             "instance id may hold only A-Z, a-z, 0-9, '_', '.' and '-'"};
+  }
+  return std::nullopt;
+}
+
+std::optional<ArgumentRefusal> check_instance_memory_limit(std::uint64_t limit_bytes,
+                                                           std::uint64_t card_memory_bytes) {
+  if (limit_bytes == 0)
+    return ArgumentRefusal{names::kErrorInvalidArgument, "memory limit must be at least 1 byte"};
+  if (card_memory_bytes != 0 && limit_bytes > card_memory_bytes)
+    return ArgumentRefusal{names::kErrorInvalidArgument,
+                           "memory limit " + std::to_string(limit_bytes) +
+                               " bytes is above the card's " + std::to_string(card_memory_bytes)};
+  if (card_memory_bytes == 0 && limit_bytes == ~std::uint64_t{0})
+    return ArgumentRefusal{names::kErrorInvalidArgument,
+                           "memory limit must be below 2^64-1, which the library takes for none"};
+  return std::nullopt;
+}
+
 }  // namespace xpud

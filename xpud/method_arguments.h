@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,5 +25,16 @@ struct ArgumentRefusal {
 // most kMaxInjectedReasonBytes. The index is the simulator's to check.
 std::optional<ArgumentRefusal> check_set_health_arguments(std::string_view health,
                                                           std::string_view reason);
+
+// A cXPU instance id as the vendor's runtime makes them (the first 12 characters of a container
+// id): 1 to XPUML_CXPU_INST_ID_LEN (12) characters of A-Z, a-z, 0-9, '_', '.' and '-'. Nothing
+// else reaches the library, which takes the id as a C string.
+std::optional<ArgumentRefusal> check_instance_id(std::string_view id);
+
+// A cXPU instance's global-memory limit: at least 1 byte, at most the card's memory when known
+// (`card_memory_bytes` 0: unknown). All ones, the library's "no limit", is refused like any value
+// above the card's memory: an instance is made to be bounded.
+std::optional<ArgumentRefusal> check_instance_memory_limit(std::uint64_t limit_bytes,
+                                                           std::uint64_t card_memory_bytes);
 
 }  // namespace xpud

@@ -22,6 +22,9 @@ TEST(ApiFilter, XpudReadsAreForwarded) {
   EXPECT_EQ(
       route_call(kXpud, "com.kunlunxin.xpud1.Manager", "GetProcesses", kOwner, kReadOnly).route,
       Route::Forward);
+  EXPECT_EQ(
+      route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ListInstances", kOwner, kReadOnly).route,
+      Route::Forward);
   EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", kOwner,
                        kReadOnly)
                 .route,
@@ -52,6 +55,15 @@ TEST(ApiFilter, XpudWritesAreDenied) {
       Route::Deny);
   EXPECT_EQ(route_call(kXpud, "org.freedesktop.DBus.Properties", "Set", kOwner, kReadOnly).route,
             Route::Deny);
+  // cXPU instances are root's on the host: neither socket forwards them.
+  for (auto socket : {kReadOnly, kSriov}) {
+    EXPECT_EQ(
+        route_call(kXpud, "com.kunlunxin.xpud1.Manager", "CreateInstance", kOwner, socket).route,
+        Route::Deny);
+    EXPECT_EQ(
+        route_call(kXpud, "com.kunlunxin.xpud1.Manager", "DestroyInstance", kOwner, socket).route,
+        Route::Deny);
+  }
   // A method added to xpud later is denied until someone lists it here on purpose.
   EXPECT_EQ(
       route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ResetDevice", kOwner, kReadOnly).route,

@@ -309,7 +309,7 @@ TEST_F(SysfsSriovTest, XpuctlConfigureVfs) {
   EXPECT_THAT(bad_output, HasSubstr("supports at most 4 virtual functions"));
   auto [usage_status, usage_output] = xpuctl({"configure-vfs", "0"});
   EXPECT_EQ(usage_status, 2);
-  EXPECT_THAT(usage_output, HasSubstr("configure-vfs needs INDEX and COUNT"));
+  EXPECT_THAT(usage_output, HasSubstr("usage: configure-vfs INDEX COUNT"));
 }
 
 TEST_F(SysfsSriovTest, OnlyRootUnlessTheHostAllowsTheCluster) {

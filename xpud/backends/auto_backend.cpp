@@ -164,11 +164,39 @@ DeviceReading AutoBackend::read(const DeviceIdentity& device) {
     if (attempts_->ready) reading.gone = true;
     return reading;
   }
+  return upgraded_->read(as_the_library_knows_it(device));
+}
+
+DeviceIdentity AutoBackend::as_the_library_knows_it(const DeviceIdentity& device) const {
   auto library = library_uuid_.find(device.uuid);
-  if (library == library_uuid_.end()) return upgraded_->read(device);
-  DeviceIdentity as_the_library_knows_it = device;
-  as_the_library_knows_it.uuid = library->second;
-  return upgraded_->read(as_the_library_knows_it);
+  if (library == library_uuid_.end()) return device;
+  DeviceIdentity renamed = device;
+  renamed.uuid = library->second;
+  return renamed;
+}
+
+CxpuInstanceControl* AutoBackend::cxpu_instances() {
+  // As in library_path(): once switched_ reads true, upgraded_ is set for good.
+  if (!switched_ || upgraded_->cxpu_instances() == nullptr) return nullptr;
+  return this;
+}
+
+std::optional<DriverChangeError> AutoBackend::create_instance(const DeviceIdentity& device,
+                                                              const std::string& id,
+                                                              std::uint64_t memory_limit_bytes) {
+  return upgraded_->cxpu_instances()->create_instance(as_the_library_knows_it(device), id,
+                                                      memory_limit_bytes);
+}
+
+std::optional<DriverChangeError> AutoBackend::set_instance_memory_limit(
+    const DeviceIdentity& device, const std::string& id, std::uint64_t memory_limit_bytes) {
+  return upgraded_->cxpu_instances()->set_instance_memory_limit(as_the_library_knows_it(device), id,
+                                                                memory_limit_bytes);
+}
+
+std::optional<DriverChangeError> AutoBackend::destroy_instance(const DeviceIdentity& device,
+                                                               const std::string& id) {
+  return upgraded_->cxpu_instances()->destroy_instance(as_the_library_knows_it(device), id);
 }
 
 void AutoBackend::retry_loop() {

@@ -26,6 +26,7 @@
 
 #include "common/result.h"
 #include "xpud/backends/backend.h"
+#include "xpud/backends/cxpu_instances.h"
 #include "xpud/backends/topology_quirks.h"
 #include "xpud/config.h"
 #include "xpud/time_boxed_executor.h"
@@ -44,7 +45,8 @@ xpu::Result<std::unique_ptr<Backend>> make_auto_backend(
     const Config& config, RetryBackoff backoff = {},
     const std::shared_ptr<const topology::LinkTable>& links = nullptr);
 
-class AutoBackend final : public Backend {
+// cXPU instances only once on xpuml (the sysfs fallback has no library to make them).
+class AutoBackend final : public Backend, public CxpuInstanceControl {
  public:
   // Opens the library and initialises it; sets `init_failed` when only xpumlInit failed.
   using Opener = std::function<xpu::Result<std::unique_ptr<Backend>>(bool* init_failed)>;
@@ -75,8 +77,19 @@ class AutoBackend final : public Backend {
   std::string driver_version() override;
   xpu::Result<std::vector<DeviceIdentity>> discover() override;
   DeviceReading read(const DeviceIdentity& device) override;
+  CxpuInstanceControl* cxpu_instances() override;
+  std::optional<DriverChangeError> create_instance(const DeviceIdentity& device,
+                                                   const std::string& id,
+                                                   std::uint64_t memory_limit_bytes) override;
+  std::optional<DriverChangeError> set_instance_memory_limit(
+      const DeviceIdentity& device, const std::string& id,
+      std::uint64_t memory_limit_bytes) override;
+  std::optional<DriverChangeError> destroy_instance(const DeviceIdentity& device,
+                                                    const std::string& id) override;
 
  private:
+  // `device` with the id the library gave the card, where it keeps the one published first.
+  DeviceIdentity as_the_library_knows_it(const DeviceIdentity& device) const;
   void retry_loop();
   Backend& active() { return upgraded_ ? *upgraded_ : *fallback_; }
 

@@ -16,6 +16,7 @@
 
 namespace xpud {
 
+class CxpuInstanceControl;
 class VirtualFunctionControl;
 
 class Backend {
@@ -40,6 +41,9 @@ class Backend {
   virtual DeviceReading read(const DeviceIdentity& device) = 0;
   // SR-IOV control (virtual_functions.h); nullptr when the backend cannot change VF counts.
   virtual VirtualFunctionControl* virtual_functions() { return nullptr; }
+  // cXPU instances (cxpu_instances.h); nullptr when the backend cannot make them. Any thread
+  // may ask; the calls themselves run on the driver thread.
+  virtual CxpuInstanceControl* cxpu_instances() { return nullptr; }
 };
 
 }  // namespace xpud

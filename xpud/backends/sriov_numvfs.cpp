@@ -15,7 +15,7 @@
 namespace xpud::sysfs {
 namespace {
 
-using Kind = VfChangeError::Kind;
+using Kind = DriverChangeError::Kind;
 
 // What the kernel's errno on a sriov_numvfs write means to the operator.
 std::string explain(int error) {
@@ -37,28 +37,29 @@ std::string explain(int error) {
 }
 
 // One write of `value` to an existing regular file: no creating, no following a FIFO.
-std::optional<VfChangeError> write_value(const std::filesystem::path& file,
-                                         const std::string& subject, unsigned value) {
+std::optional<DriverChangeError> write_value(const std::filesystem::path& file,
+                                             const std::string& subject, unsigned value) {
   xpu::UniqueFd fd(
       ::open(file.c_str(), O_WRONLY | O_TRUNC | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
   if (!fd.valid()) {
     const int error = errno;
-    return VfChangeError{Kind::Failed, subject + ": cannot open " + file.string() + ": " +
-                                           std::strerror(error) + explain(error)};
+    return DriverChangeError{Kind::Failed, subject + ": cannot open " + file.string() + ": " +
+                                               std::strerror(error) + explain(error)};
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) < 0 || !S_ISREG(st.st_mode))
-    return VfChangeError{Kind::Failed, subject + ": " + file.string() + " is not a regular file"};
+    return DriverChangeError{Kind::Failed,
+                             subject + ": " + file.string() + " is not a regular file"};
   const std::string text = std::to_string(value) + "\n";
   const ssize_t written = ::write(fd.get(), text.data(), text.size());
   if (written < 0) {
     const int error = errno;
-    return VfChangeError{Kind::Failed, subject + ": writing " + std::to_string(value) + " to " +
-                                           file.string() + " failed: " + std::strerror(error) +
-                                           explain(error)};
+    return DriverChangeError{Kind::Failed, subject + ": writing " + std::to_string(value) + " to " +
+                                               file.string() + " failed: " + std::strerror(error) +
+                                               explain(error)};
   }
   if (static_cast<std::size_t>(written) != text.size())
-    return VfChangeError{Kind::Failed, subject + ": short write to " + file.string()};
+    return DriverChangeError{Kind::Failed, subject + ": short write to " + file.string()};
   return std::nullopt;
 }
 
@@ -68,25 +69,27 @@ std::optional<unsigned> read_sriov_numvfs(const std::filesystem::path& function_
   return read_attribute(function_dir / "sriov_numvfs", parse_vf_count);
 }
 
-std::optional<VfChangeError> write_sriov_numvfs(const std::filesystem::path& function_dir,
-                                                const std::string& subject, unsigned count) {
+std::optional<DriverChangeError> write_sriov_numvfs(const std::filesystem::path& function_dir,
+                                                    const std::string& subject, unsigned count) {
   auto total = parse_attribute(function_dir / "sriov_totalvfs", parse_vf_count);
   if (!total.ok())
-    return VfChangeError{Kind::NotSupported,
-                         subject + ": SR-IOV capability unreadable: " + total.error()};
+    return DriverChangeError{Kind::NotSupported,
+                             subject + ": SR-IOV capability unreadable: " + total.error()};
   if (!*total || **total == 0)
-    return VfChangeError{Kind::NotSupported, subject +
-                                                 " has no SR-IOV capability (no virtual "
-                                                 "functions in its sriov_totalvfs)"};
+    return DriverChangeError{Kind::NotSupported, subject +
+                                                     " has no SR-IOV capability (no virtual "
+                                                     "functions in its sriov_totalvfs)"};
   if (count > **total)
-    return VfChangeError{Kind::InvalidArgument,
-                         subject + " supports at most " + std::to_string(**total) +
-                             " virtual functions (sriov_totalvfs), not " + std::to_string(count)};
+    return DriverChangeError{Kind::InvalidArgument,
+                             subject + " supports at most " + std::to_string(**total) +
+                                 " virtual functions (sriov_totalvfs), not " +
+                                 std::to_string(count)};
   const auto numvfs = function_dir / "sriov_numvfs";
   auto current = parse_attribute(numvfs, parse_vf_count);
-  if (!current.ok()) return VfChangeError{Kind::Failed, subject + ": " + current.error()};
+  if (!current.ok()) return DriverChangeError{Kind::Failed, subject + ": " + current.error()};
   if (!*current)
-    return VfChangeError{Kind::NotSupported, subject + " has sriov_totalvfs but no sriov_numvfs"};
+    return DriverChangeError{Kind::NotSupported,
+                             subject + " has sriov_totalvfs but no sriov_numvfs"};
   if (**current == count) {
     spdlog::info("{} already has {} virtual functions", subject, count);
     return std::nullopt;

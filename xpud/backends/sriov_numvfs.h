@@ -16,8 +16,8 @@ namespace xpud::sysfs {
 // with 0), InvalidArgument above it. The kernel refuses to change a non-zero count to another
 // non-zero one (EBUSY), so that takes two writes: 0, then `count`. Nothing is written when the
 // count is already right.
-std::optional<VfChangeError> write_sriov_numvfs(const std::filesystem::path& function_dir,
-                                                const std::string& subject, unsigned count);
+std::optional<DriverChangeError> write_sriov_numvfs(const std::filesystem::path& function_dir,
+                                                    const std::string& subject, unsigned count);
 
 // The current count, when the function has a readable sriov_numvfs.
 std::optional<unsigned> read_sriov_numvfs(const std::filesystem::path& function_dir);

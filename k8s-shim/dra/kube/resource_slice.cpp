@@ -50,6 +50,69 @@ AttributeValue attribute_from_json(const json& value, const std::string& path) {
   return result;
 }
 
+// A Quantity: a string on the wire; a bare number is tolerated as the API does.
+std::int64_t quantity_from_json(const json& raw, const std::string& path) {
+  xpu::Result<std::int64_t> parsed = std::int64_t{0};
+  if (raw.is_string())
+    parsed = parse_quantity(raw.get<std::string>());
+  else if (raw.is_number_unsigned() &&
+           raw.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+    throw jf::FieldError(path + ": integer out of range");
+  else if (raw.is_number_integer())
+    parsed = raw.get<std::int64_t>();
+  else
+    throw jf::FieldError(path + ": expected a quantity string, got " + raw.type_name());
+  if (!parsed) throw jf::FieldError(path + ": " + parsed.error());
+  return *parsed;
+}
+
+// {"<name>": {"value": <quantity>}, ...}: capacities and counters alike.
+std::map<std::string, std::int64_t> values_from_json(const json& value, const std::string& path) {
+  jf::expect_object(value, path);
+  std::map<std::string, std::int64_t> values;
+  for (const auto& [key, entry] : value.items()) {
+    std::string entry_path = jf::child(path, key);
+    jf::expect_object(entry, entry_path);
+    const json* raw = jf::find(entry, entry_path, "value");
+    if (!raw) throw jf::FieldError(jf::child(entry_path, "value") + ": missing");
+    values[key] = quantity_from_json(*raw, jf::child(entry_path, "value"));
+  }
+  return values;
+}
+
+json values_to_json(const std::map<std::string, std::int64_t>& values) {
+  json out = json::object();
+  for (const auto& [key, value] : values) out[key] = {{"value", format_quantity(value)}};
+  return out;
+}
+
+CapacityRequestPolicy request_policy_from_json(const json& value, const std::string& path) {
+  jf::expect_object(value, path);
+  CapacityRequestPolicy policy;
+  if (const json* fallback = jf::find(value, path, "default"))
+    policy.default_value = quantity_from_json(*fallback, jf::child(path, "default"));
+  if (jf::find(value, path, "validValues"))
+    throw jf::FieldError(jf::child(path, "validValues") + ": this driver writes validRange only");
+  if (const json* range = jf::find(value, path, "validRange")) {
+    std::string range_path = jf::child(path, "validRange");
+    jf::expect_object(*range, range_path);
+    if (const json* min = jf::find(*range, range_path, "min"))
+      policy.min = quantity_from_json(*min, jf::child(range_path, "min"));
+    if (const json* max = jf::find(*range, range_path, "max"))
+      policy.max = quantity_from_json(*max, jf::child(range_path, "max"));
+    if (const json* step = jf::find(*range, range_path, "step"))
+      policy.step = quantity_from_json(*step, jf::child(range_path, "step"));
+  }
+  return policy;
+}
+
+json request_policy_to_json(const CapacityRequestPolicy& policy) {
+  json range = {{"min", format_quantity(policy.min)}};
+  if (policy.max) range["max"] = format_quantity(*policy.max);
+  if (policy.step) range["step"] = format_quantity(*policy.step);
+  return {{"default", format_quantity(policy.default_value)}, {"validRange", std::move(range)}};
+}
+
 SliceDevice device_from_json(const json& value, const std::string& path) {
   jf::expect_object(value, path);
   SliceDevice device;
@@ -62,23 +125,26 @@ SliceDevice device_from_json(const json& value, const std::string& path) {
   }
   if (const auto* capacity = jf::find(value, path, "capacity")) {
     std::string capacity_path = jf::child(path, "capacity");
-    jf::expect_object(*capacity, capacity_path);
+    device.capacity = values_from_json(*capacity, capacity_path);
     for (const auto& [key, entry] : capacity->items()) {
       std::string entry_path = jf::child(capacity_path, key);
-      jf::expect_object(entry, entry_path);
-      // A Quantity is a string on the wire; a bare number is tolerated as the API does.
-      const json* raw = jf::find(entry, entry_path, "value");
-      if (!raw) throw jf::FieldError(jf::child(entry_path, "value") + ": missing");
-      xpu::Result<std::int64_t> parsed = std::int64_t{0};
-      if (raw->is_string())
-        parsed = parse_quantity(raw->get<std::string>());
-      else if (raw->is_number_integer())
-        parsed = jf::int_or(entry, entry_path, "value", 0);
-      else
-        throw jf::FieldError(jf::child(entry_path, "value") + ": expected a quantity string, got " +
-                             raw->type_name());
-      if (!parsed) throw jf::FieldError(jf::child(entry_path, "value") + ": " + parsed.error());
-      device.capacity[key] = *parsed;
+      if (const json* policy = jf::find(entry, entry_path, "requestPolicy"))
+        device.request_policies[key] =
+            request_policy_from_json(*policy, jf::child(entry_path, "requestPolicy"));
+    }
+  }
+  device.allow_multiple_allocations = jf::bool_or(value, path, "allowMultipleAllocations", false);
+  if (const auto* consumes = jf::find(value, path, "consumesCounters")) {
+    std::string consumes_path = jf::child(path, "consumesCounters");
+    jf::expect_array(*consumes, consumes_path);
+    for (std::size_t i = 0; i < consumes->size(); ++i) {
+      std::string entry_path = jf::element(consumes_path, i);
+      const json& entry = jf::expect_object((*consumes)[i], entry_path);
+      CounterConsumption consumption{.counter_set = jf::string_or(entry, entry_path, "counterSet"),
+                                     .counters = {}};
+      if (const json* counters = jf::find(entry, entry_path, "counters"))
+        consumption.counters = values_from_json(*counters, jf::child(entry_path, "counters"));
+      device.consumes_counters.push_back(std::move(consumption));
     }
   }
   if (const auto* taints = jf::find(value, path, "taints")) {
@@ -129,6 +195,18 @@ ResourceSlice slice_from_json(const json& root, const std::string& path) {
     for (std::size_t i = 0; i < devices->size(); ++i)
       slice.spec.devices.push_back(device_from_json((*devices)[i], jf::element(devices_path, i)));
   }
+  if (const auto* sets = jf::find(*spec, spec_path, "sharedCounters")) {
+    std::string sets_path = jf::child(spec_path, "sharedCounters");
+    jf::expect_array(*sets, sets_path);
+    for (std::size_t i = 0; i < sets->size(); ++i) {
+      std::string set_path = jf::element(sets_path, i);
+      const json& entry = jf::expect_object((*sets)[i], set_path);
+      CounterSet set{.name = jf::string_or(entry, set_path, "name"), .counters = {}};
+      if (const json* counters = jf::find(entry, set_path, "counters"))
+        set.counters = values_from_json(*counters, jf::child(set_path, "counters"));
+      slice.spec.shared_counters.push_back(std::move(set));
+    }
+  }
   return slice;
 }
 
@@ -165,10 +243,18 @@ std::string resource_slice_to_json(const ResourceSlice& slice) {
       entry["attributes"] = std::move(attributes);
     }
     if (!device.capacity.empty()) {
-      json capacity = json::object();
-      for (const auto& [key, value] : device.capacity)
-        capacity[key] = {{"value", format_quantity(value)}};
+      json capacity = values_to_json(device.capacity);
+      for (const auto& [key, policy] : device.request_policies)
+        if (capacity.contains(key)) capacity[key]["requestPolicy"] = request_policy_to_json(policy);
       entry["capacity"] = std::move(capacity);
+    }
+    if (device.allow_multiple_allocations) entry["allowMultipleAllocations"] = true;
+    if (!device.consumes_counters.empty()) {
+      json consumes = json::array();
+      for (const CounterConsumption& consumption : device.consumes_counters)
+        consumes.push_back({{"counterSet", consumption.counter_set},
+                            {"counters", values_to_json(consumption.counters)}});
+      entry["consumesCounters"] = std::move(consumes);
     }
     if (!device.taints.empty()) {
       json taints = json::array();
@@ -190,8 +276,16 @@ std::string resource_slice_to_json(const ResourceSlice& slice) {
        {{"name", slice.spec.pool.name},
         {"generation", slice.spec.pool.generation},
         {"resourceSliceCount", slice.spec.pool.resource_slice_count}}},
-      {"devices", std::move(devices)},
   };
+  // The API takes devices or sharedCounters in a slice, not both.
+  if (slice.spec.shared_counters.empty()) {
+    spec["devices"] = std::move(devices);
+  } else {
+    json sets = json::array();
+    for (const CounterSet& set : slice.spec.shared_counters)
+      sets.push_back({{"name", set.name}, {"counters", values_to_json(set.counters)}});
+    spec["sharedCounters"] = std::move(sets);
+  }
   json root = {{"apiVersion", kApiVersion},
                {"kind", "ResourceSlice"},
                {"metadata", std::move(metadata)},

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -25,13 +26,46 @@ struct Version {
 // v1 DeviceAttribute: exactly one of {"bool"}, {"int"}, {"string"}, {"version"}.
 using AttributeValue = std::variant<bool, std::int64_t, std::string, Version>;
 
+// v1 CapacityRequestPolicy in its validRange form, the one this driver writes: how much of a
+// shared device's capacity one allocation takes (KEP-5075, consumable capacity). A request below
+// `min` is raised to it, one between steps rounded up to min + n * step, one above `max` refused.
+struct CapacityRequestPolicy {
+  std::int64_t default_value = 0;  // what a request that names no amount takes
+  std::int64_t min = 0;
+  std::optional<std::int64_t> max;
+  std::optional<std::int64_t> step;
+
+  bool operator==(const CapacityRequestPolicy&) const = default;
+};
+
+// v1 DeviceCounterConsumption: what allocating the device takes from a counter set of the pool
+// (KEP-4815, partitionable devices).
+struct CounterConsumption {
+  std::string counter_set;
+  std::map<std::string, std::int64_t> counters;  // {"memory": {"value": "34359738368"}}
+
+  bool operator==(const CounterConsumption&) const = default;
+};
+
+// v1 CounterSet, in a slice of the pool that holds no devices.
+struct CounterSet {
+  std::string name;
+  std::map<std::string, std::int64_t> counters;
+
+  bool operator==(const CounterSet&) const = default;
+};
+
 struct SliceDevice {
   std::string name;  // a DNS label: device_name(index)
   // Unqualified names are in the driver's domain; Kubernetes' standard ones are fully qualified
   // ("resource.kubernetes.io/pcieRoot"). Written and read as given.
   std::map<std::string, AttributeValue> attributes;
   std::map<std::string, std::int64_t> capacity;  // {"memory": {"value": "34359738368"}}
-  std::vector<DeviceTaint> taints;               // an unhealthy card's (device_taints.h)
+  // capacity[name].requestPolicy, for the capacities that have one.
+  std::map<std::string, CapacityRequestPolicy> request_policies{};
+  std::vector<DeviceTaint> taints;  // an unhealthy card's (device_taints.h)
+  bool allow_multiple_allocations = false;
+  std::vector<CounterConsumption> consumes_counters{};
 
   bool operator==(const SliceDevice&) const = default;
 };
@@ -49,6 +83,8 @@ struct ResourceSliceSpec {
   std::string node_name;
   SlicePool pool;
   std::vector<SliceDevice> devices;  // order matters: the API keeps it, we write by index
+  // Only in a slice without devices: the API takes one or the other.
+  std::vector<CounterSet> shared_counters{};
 
   bool operator==(const ResourceSliceSpec&) const = default;
 };

@@ -11,7 +11,7 @@
 namespace xpuml_fake {
 namespace {
 
-constexpr std::array<std::string_view, 25> kFunctions = {
+constexpr std::array<std::string_view, 28> kFunctions = {
     "xpumlInit",
     "xpumlShutdown",
     "xpumlSystemGetDriverVersion",
@@ -36,6 +36,9 @@ constexpr std::array<std::string_view, 25> kFunctions = {
     "xpumlDeviceGetMinorNumber",
     "xpumlDeviceGetId",
     "xpumlDeviceGetUUID",
+    "xpumlDeviceCreateCxpuInstance",
+    "xpumlDeviceSetCxpuInstanceMemoryLimit",
+    "xpumlDeviceDestroyCxpuInstance",
     "xpumlErrorString",
 };
 

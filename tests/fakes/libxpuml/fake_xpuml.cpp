@@ -126,6 +126,44 @@ class FakeLibrary {
     return XPUML_SUCCESS;
   }
 
+  // The three cXPU instance calls. The header fixes the id's length (XPUML_CXPU_INST_ID_LEN),
+  // the memory types (xpumlMemoryLocation_t) and "no limit" (XPUML_CXPU_MEM_UNLIMIT), and says
+  // nothing of the codes for an id that exists already or not at all: the fake answers IN_USE
+  // and NOT_FOUND. Instances are kept by the card's bus id, so they survive a re-read of the
+  // scenario, and are written to $XPUML_FAKE_CXPU_STATE (when set) after every change.
+  enum class CxpuCall { Create, SetLimit, Destroy };
+  xpumlReturn_t cxpu_call(const char* function, xpumlDevice_t device, const char* id, CxpuCall call,
+                          unsigned memory_type = 0,
+                          unsigned long long limit = XPUML_CXPU_MEM_UNLIMIT) {
+    auto plan = enter(function, &device);
+    wait(plan);
+    if (plan.code != XPUML_SUCCESS) return plan.code;
+    std::lock_guard lock(mutex_);
+    if (plan.index >= scenario_.devices.size()) return XPUML_ERROR_XPU_IS_LOST;
+    if (id == nullptr) return XPUML_ERROR_INVALID_ARGUMENT;
+    const std::size_t length = ::strnlen(id, XPUML_CXPU_INST_ID_LEN + 1);
+    if (length == 0 || length > XPUML_CXPU_INST_ID_LEN) return XPUML_ERROR_INVALID_ARGUMENT;
+    const CxpuKey key{scenario_.devices[plan.index].bus_id, std::string(id, length)};
+    auto instance = cxpu_instances_.find(key);
+    switch (call) {
+      case CxpuCall::Create:
+        if (instance != cxpu_instances_.end()) return XPUML_ERROR_IN_USE;
+        cxpu_instances_[key] = CxpuLimits{};
+        break;
+      case CxpuCall::SetLimit:
+        if (memory_type >= XPUML_MEMORY_LOCATION_COUNT) return XPUML_ERROR_INVALID_ARGUMENT;
+        if (instance == cxpu_instances_.end()) return XPUML_ERROR_NOT_FOUND;
+        instance->second.bytes[memory_type] = limit;
+        break;
+      case CxpuCall::Destroy:
+        if (instance == cxpu_instances_.end()) return XPUML_ERROR_NOT_FOUND;
+        cxpu_instances_.erase(instance);
+        break;
+    }
+    write_cxpu_state();
+    return XPUML_SUCCESS;
+  }
+
   xpumlReturn_t handle_by_index(unsigned index, xpumlDevice_t* device) {
     auto plan = enter("xpumlDeviceGetHandleByIndex", nullptr, index);
     wait(plan);
@@ -320,6 +358,27 @@ class FakeLibrary {
     }
   }
 
+  // One line per instance, "<bus id> <instance id> <global limit> <L3 limit>" (limits in bytes,
+  // 18446744073709551615 for none), replaced atomically. Called with the lock held.
+  void write_cxpu_state() const {
+    const char* path = std::getenv("XPUML_FAKE_CXPU_STATE");
+    if (path == nullptr || *path == '\0') return;
+    const std::string temporary = std::string(path) + ".tmp";
+    {
+      std::ofstream out(temporary, std::ios::trunc);
+      for (const auto& [key, limits] : cxpu_instances_)
+        out << key.first << ' ' << key.second << ' ' << limits.bytes[0] << ' ' << limits.bytes[1]
+            << '\n';
+      if (!out) {
+        std::fprintf(stderr, "fake libxpuml: cannot write %s\n", temporary.c_str());
+        return;
+      }
+    }
+    if (std::rename(temporary.c_str(), path) != 0)
+      std::fprintf(stderr, "fake libxpuml: cannot rename %s: %s\n", temporary.c_str(),
+                   std::strerror(errno));
+  }
+
   void fail_load(xpumlReturn_t code, std::string message) {
     if (load_error_ != message) std::fprintf(stderr, "fake libxpuml: %s\n", message.c_str());
     load_error_ = std::move(message);
@@ -336,6 +395,12 @@ class FakeLibrary {
   std::optional<ScriptStamp> stamp_;
   int init_count_ = 0;
   std::map<std::string, unsigned, std::less<>> calls_;
+  using CxpuKey = std::pair<std::string, std::string>;  // card bus id, instance id
+  struct CxpuLimits {
+    unsigned long long bytes[XPUML_MEMORY_LOCATION_COUNT] = {XPUML_CXPU_MEM_UNLIMIT,
+                                                             XPUML_CXPU_MEM_UNLIMIT};
+  };
+  std::map<CxpuKey, CxpuLimits> cxpu_instances_;
   // Handles point into this array: the offset is the device index.
   std::array<char, kMaxDevices> handle_slots_{};
 };
@@ -363,6 +428,7 @@ xpumlReturn_t store(T* out, T value) {
 
 using xpuml_fake::fake;
 using xpuml_fake::FakeDevice;
+using xpuml_fake::FakeLibrary;
 using xpuml_fake::Scenario;
 
 #pragma GCC visibility push(default)
@@ -572,6 +638,21 @@ xpumlReturn_t xpumlDeviceGetUUID(xpumlDevice_t device, char* uuid, unsigned leng
   });
 }
 #endif
+
+xpumlReturn_t xpumlDeviceCreateCxpuInstance(xpumlDevice_t device, char* instance_id) {
+  return fake().cxpu_call(__func__, device, instance_id, FakeLibrary::CxpuCall::Create);
+}
+
+xpumlReturn_t xpumlDeviceSetCxpuInstanceMemoryLimit(xpumlDevice_t device, char* instance_id,
+                                                    unsigned memory_type,
+                                                    unsigned long long limit_bytes) {
+  return fake().cxpu_call(__func__, device, instance_id, FakeLibrary::CxpuCall::SetLimit,
+                          memory_type, limit_bytes);
+}
+
+xpumlReturn_t xpumlDeviceDestroyCxpuInstance(xpumlDevice_t device, char* instance_id) {
+  return fake().cxpu_call(__func__, device, instance_id, FakeLibrary::CxpuCall::Destroy);
+}
 
 // Worded differently from xpud's own descriptions, so tests can tell which one they got.
 const char* xpumlErrorString(xpumlReturn_t result) {

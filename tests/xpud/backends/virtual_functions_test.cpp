@@ -17,7 +17,7 @@ namespace xpud {
 namespace {
 
 using ::testing::HasSubstr;
-using Kind = VfChangeError::Kind;
+using Kind = DriverChangeError::Kind;
 namespace fs = std::filesystem;
 
 // The change was made; otherwise the failure shows the backend's message.
@@ -87,7 +87,7 @@ class SysfsVirtualFunctionsTest : public ::testing::Test {
     ASSERT_EQ(devices.size(), 3u);
   }
 
-  std::optional<VfChangeError> set(std::string_view bus_id, unsigned count) {
+  std::optional<DriverChangeError> set(std::string_view bus_id, unsigned count) {
     return backend->virtual_functions()->set_virtual_function_count(at_bus(devices, bus_id), count);
   }
 

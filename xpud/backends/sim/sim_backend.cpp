@@ -8,10 +8,12 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/fnv1a.h"
 #include "common/names.h"
+#include "xpud/backends/cxpu_instances.h"
 #include "xpud/backends/simulator.h"
 
 namespace xpud {
@@ -70,7 +72,7 @@ DeviceIdentity make_identity(const SimOptions& options, unsigned index) {
   return id;
 }
 
-class SimulatedCards final : public Backend, public Simulator {
+class SimulatedCards final : public Backend, public Simulator, public CxpuInstanceControl {
  public:
   explicit SimulatedCards(const SimOptions& options) : options_(options) {
     for (unsigned i = 0; i < options.devices; ++i) {
@@ -80,7 +82,8 @@ class SimulatedCards final : public Backend, public Simulator {
                             std::mt19937_64(0x5eed0000u + i),
                             0.2,
                             0.0,
-                            35.0});
+                            35.0,
+                            {}});
     }
     started_ = std::chrono::steady_clock::now();
   }
@@ -124,6 +127,43 @@ class SimulatedCards final : public Backend, public Simulator {
     return reading;
   }
 
+  // cXPU instances are kept per card, as a driver would keep them; nothing bounds the simulated
+  // memory, which is what the fake library is for.
+  CxpuInstanceControl* cxpu_instances() override { return this; }
+
+  std::optional<DriverChangeError> create_instance(const DeviceIdentity& device,
+                                                   const std::string& id,
+                                                   std::uint64_t memory_limit_bytes) override {
+    std::lock_guard lock(mutex_);
+    Card* card = card_of(device);
+    if (card == nullptr) return card_gone(device);
+    if (!card->instances.emplace(id, memory_limit_bytes).second)
+      return DriverChangeError{DriverChangeError::Kind::Failed,
+                               device_name(device) + ": cXPU instance " + id + " exists already"};
+    return std::nullopt;
+  }
+
+  std::optional<DriverChangeError> set_instance_memory_limit(
+      const DeviceIdentity& device, const std::string& id,
+      std::uint64_t memory_limit_bytes) override {
+    std::lock_guard lock(mutex_);
+    Card* card = card_of(device);
+    if (card == nullptr) return card_gone(device);
+    auto instance = card->instances.find(id);
+    if (instance == card->instances.end()) return no_such_instance(device, id);
+    instance->second = memory_limit_bytes;
+    return std::nullopt;
+  }
+
+  std::optional<DriverChangeError> destroy_instance(const DeviceIdentity& device,
+                                                    const std::string& id) override {
+    std::lock_guard lock(mutex_);
+    Card* card = card_of(device);
+    if (card == nullptr) return card_gone(device);
+    if (card->instances.erase(id) == 0) return no_such_instance(device, id);
+    return std::nullopt;
+  }
+
   std::optional<InjectionError> set_health(unsigned index, bool healthy,
                                            std::string reason) override {
     std::lock_guard lock(mutex_);
@@ -163,7 +203,24 @@ class SimulatedCards final : public Backend, public Simulator {
     double utilization;
     double memory_fraction;
     double temperature;
+    std::map<std::string, std::uint64_t> instances;  // cXPU instance id -> memory limit
   };
+
+  Card* card_of(const DeviceIdentity& device) {
+    if (device.index >= cards_.size() || cards_[device.index].identity.uuid != device.uuid)
+      return nullptr;
+    return &cards_[device.index];
+  }
+  static std::string device_name(const DeviceIdentity& device) {
+    return xpu::names::device_name(device.index);
+  }
+  static DriverChangeError card_gone(const DeviceIdentity& device) {
+    return {DriverChangeError::Kind::NoSuchDevice, device_name(device) + " is not simulated"};
+  }
+  static DriverChangeError no_such_instance(const DeviceIdentity& device, const std::string& id) {
+    return {DriverChangeError::Kind::NoSuchInstance,
+            device_name(device) + " has no cXPU instance " + id};
+  }
 
   static InjectionError no_such_device(unsigned index) {
     return InjectionError{InjectionError::Kind::NoSuchDevice,

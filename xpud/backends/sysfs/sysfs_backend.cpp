@@ -118,16 +118,17 @@ class SysfsBackend final : public Backend, public VirtualFunctionControl {
 
   VirtualFunctionControl* virtual_functions() override { return this; }
 
-  std::optional<VfChangeError> set_virtual_function_count(const DeviceIdentity& device,
-                                                          unsigned count) override {
+  std::optional<DriverChangeError> set_virtual_function_count(const DeviceIdentity& device,
+                                                              unsigned count) override {
     const std::string subject =
         xpu::names::device_name(device.index) + " (" + device.pci_bus_id + ")";
     auto known = function_dirs_.find(device.pci_bus_id);
     if (known == function_dirs_.end())
-      return VfChangeError{VfChangeError::Kind::NoSuchDevice, subject + " is gone from sysfs"};
+      return DriverChangeError{DriverChangeError::Kind::NoSuchDevice,
+                               subject + " is gone from sysfs"};
     if (device.is_virtual_function)
-      return VfChangeError{VfChangeError::Kind::NotSupported,
-                           subject + " is a virtual function; configure its physical function"};
+      return DriverChangeError{DriverChangeError::Kind::NotSupported,
+                               subject + " is a virtual function; configure its physical function"};
     return sysfs::write_sriov_numvfs(known->second, subject, count);
   }
 

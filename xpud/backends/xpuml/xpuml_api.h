@@ -259,4 +259,28 @@ xpumlReturn_t xpumlDeviceGetId(xpumlDevice_t device, int* id);
 xpumlReturn_t xpumlDeviceGetUUID(xpumlDevice_t device, char* uuid, unsigned length);
 const char* xpumlErrorString(xpumlReturn_t result);
 
+// cXPU instances (the header's "Multi Instance XPU Management" group): a named instance on a
+// card whose memory the driver bounds. The vendor's container CLI creates one per container,
+// named by the first 12 characters of the container id, and sets its global-memory limit
+// (src/cli/cxpu.c, src/nvc_info.c of zxw3221/libxpu-container). Only in libraries that export
+// them; resolved as optional symbols.
+//
+// Where the limit applies (the header's xpumlMemoryLocation_t).
+enum xpumlMemoryLocation : unsigned {
+  XPUML_MEMORY_LOCATION_GLOBAL_MEMORY = 0,
+  XPUML_MEMORY_LOCATION_L3_MEMORY = 1,
+  XPUML_MEMORY_LOCATION_COUNT = 2,
+};
+// A limit of all ones means none: the vendor's CLI then creates no instance at all.
+inline constexpr unsigned long long XPUML_CXPU_MEM_UNLIMIT = ~0ULL;
+// The longest instance id, without its terminating NUL.
+inline constexpr unsigned XPUML_CXPU_INST_ID_LEN = 12;
+// The header passes the id as a non-const char*; the library is not known to write to it, but
+// callers hand it a buffer of their own all the same.
+xpumlReturn_t xpumlDeviceCreateCxpuInstance(xpumlDevice_t device, char* instance_id);
+xpumlReturn_t xpumlDeviceSetCxpuInstanceMemoryLimit(xpumlDevice_t device, char* instance_id,
+                                                    unsigned memory_type,
+                                                    unsigned long long limit_bytes);
+xpumlReturn_t xpumlDeviceDestroyCxpuInstance(xpumlDevice_t device, char* instance_id);
+
 }  // extern "C"

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/names.h"
+#include "xpud/backends/cxpu_instances.h"
 #include "xpud/backends/device_uuid.h"
 #include "xpud/backends/pci_ids.h"
 #include "xpud/backends/pcie_root.h"
@@ -19,6 +20,7 @@
 #include "xpud/backends/sysfs_attribute.h"
 #include "xpud/backends/topology_links.h"
 #include "xpud/backends/virtual_functions.h"
+#include "xpud/backends/xpuml/cxpu_calls.h"
 #include "xpud/backends/xpuml/discovery_warnings.h"
 #include "xpud/backends/xpuml/identity_rules.h"
 #include "xpud/backends/xpuml/process_query.h"
@@ -45,7 +47,19 @@ struct Card {
   unsigned last_process_count = 0;  // where the next process query starts
 };
 
-class XpumlBackend final : public Backend, public VirtualFunctionControl {
+// How a change's messages name the card: "xpu0 (0000:3b:00.0)".
+std::string subject_of(const DeviceIdentity& device) {
+  return xpu::names::device_name(device.index) + " (" + device.pci_bus_id + ")";
+}
+
+DriverChangeError card_gone(const DeviceIdentity& device) {
+  return {DriverChangeError::Kind::NoSuchDevice,
+          subject_of(device) + " was not found by the last discovery"};
+}
+
+class XpumlBackend final : public Backend,
+                           public VirtualFunctionControl,
+                           public CxpuInstanceControl {
  public:
   XpumlBackend(std::unique_ptr<Library> library, std::filesystem::path sysfs_root,
                std::shared_ptr<const topology::LinkTable> links)
@@ -61,8 +75,21 @@ class XpumlBackend final : public Backend, public VirtualFunctionControl {
   xpu::Result<std::vector<DeviceIdentity>> discover() override;
   DeviceReading read(const DeviceIdentity& device) override;
   VirtualFunctionControl* virtual_functions() override { return this; }
-  std::optional<VfChangeError> set_virtual_function_count(const DeviceIdentity& device,
-                                                          unsigned count) override;
+  std::optional<DriverChangeError> set_virtual_function_count(const DeviceIdentity& device,
+                                                              unsigned count) override;
+  // Only with a library that has all three cXPU calls; the symbols never change, so any thread
+  // may ask.
+  CxpuInstanceControl* cxpu_instances() override {
+    return library_->symbols().has_cxpu_instances() ? this : nullptr;
+  }
+  std::optional<DriverChangeError> create_instance(const DeviceIdentity& device,
+                                                   const std::string& id,
+                                                   std::uint64_t memory_limit_bytes) override;
+  std::optional<DriverChangeError> set_instance_memory_limit(
+      const DeviceIdentity& device, const std::string& id,
+      std::uint64_t memory_limit_bytes) override;
+  std::optional<DriverChangeError> destroy_instance(const DeviceIdentity& device,
+                                                    const std::string& id) override;
 
  private:
   struct Discovered {
@@ -72,6 +99,10 @@ class XpumlBackend final : public Backend, public VirtualFunctionControl {
     std::string pci_model;    // the board name the PCI ids give, which derived ids use
     topology::CardKey topology_key;  // what finds the card's board in the link table
   };
+
+  // The handle of `device` as the last discover() found it; nullopt when it is gone (or another
+  // card has its index now).
+  std::optional<xpumlDevice_t> handle_of(const DeviceIdentity& device) const;
 
   // The card at `library_index`: its handle and identity.
   // `chips_at_address` counts the library's devices per PCI address so far (a K200's two chips
@@ -484,17 +515,15 @@ DeviceReading XpumlBackend::read(const DeviceIdentity& device) {
   return reading;
 }
 
-std::optional<VfChangeError> XpumlBackend::set_virtual_function_count(const DeviceIdentity& device,
-                                                                      unsigned count) {
-  using Kind = VfChangeError::Kind;
-  const std::string subject =
-      xpu::names::device_name(device.index) + " (" + device.pci_bus_id + ")";
-  auto card = cards_.find(device.index);
-  if (card == cards_.end() || card->second.uuid != device.uuid)
-    return VfChangeError{Kind::NoSuchDevice, subject + " was not found by the last discovery"};
+std::optional<DriverChangeError> XpumlBackend::set_virtual_function_count(
+    const DeviceIdentity& device, unsigned count) {
+  using Kind = DriverChangeError::Kind;
+  const std::string subject = subject_of(device);
+  const auto handle = handle_of(device);
+  if (!handle) return card_gone(device);
   if (device.is_virtual_function)
-    return VfChangeError{Kind::NotSupported,
-                         subject + " is a virtual function; configure its physical function"};
+    return DriverChangeError{Kind::NotSupported,
+                             subject + " is a virtual function; configure its physical function"};
   const auto& sym = library_->symbols();
   if (!sym.device_set_sriov_vf_num.available()) {
     // An older library: the kernel's interface does the same. bus_id is normalised, so it
@@ -502,25 +531,24 @@ std::optional<VfChangeError> XpumlBackend::set_virtual_function_count(const Devi
     return sysfs::write_sriov_numvfs(sysfs_root_ / "sys/bus/pci/devices" / device.pci_bus_id,
                                      subject, count);
   }
-  const xpumlDevice_t handle = card->second.handle;
   xpumlDeviceAttributes_t attributes{};
-  xpumlReturn_t rc = library_->call(sym.device_get_attributes, handle, &attributes);
+  xpumlReturn_t rc = library_->call(sym.device_get_attributes, *handle, &attributes);
   if (rc != XPUML_SUCCESS)
-    return VfChangeError{Kind::Failed,
-                         "cannot read the SR-IOV limit: " +
-                             library_->error_message(sym.device_get_attributes.name, subject, rc)};
+    return DriverChangeError{
+        Kind::Failed, "cannot read the SR-IOV limit: " +
+                          library_->error_message(sym.device_get_attributes.name, subject, rc)};
   // maxVFCount 0 or "not available" (all ones): no SR-IOV, never a limit of four billion.
   const auto limit = xpuml::virtual_function_limit(attributes.maxVFCount);
   if (!limit)
-    return VfChangeError{
+    return DriverChangeError{
         Kind::NotSupported,
         subject + " has no SR-IOV capability (maxVFCount " +
             (attributes.maxVFCount == 0 ? std::string("0") : std::string("not available")) + ")"};
   if (count > *limit)
-    return VfChangeError{Kind::InvalidArgument,
-                         subject + " supports at most " + std::to_string(*limit) +
-                             " virtual functions (maxVFCount), not " + std::to_string(count)};
-  rc = library_->call(sym.device_set_sriov_vf_num, handle, static_cast<int>(count));
+    return DriverChangeError{Kind::InvalidArgument,
+                             subject + " supports at most " + std::to_string(*limit) +
+                                 " virtual functions (maxVFCount), not " + std::to_string(count)};
+  rc = library_->call(sym.device_set_sriov_vf_num, *handle, static_cast<int>(count));
   if (rc == XPUML_SUCCESS) {
     spdlog::info("{}: virtual functions set to {} (libxpuml)", subject, count);
     return std::nullopt;
@@ -529,12 +557,46 @@ std::optional<VfChangeError> XpumlBackend::set_virtual_function_count(const Devi
       library_->error_message(sym.device_set_sriov_vf_num.name, subject, rc);
   switch (rc) {
     case XPUML_ERROR_NOT_SUPPORTED:
-      return VfChangeError{Kind::NotSupported, message};
+      return DriverChangeError{Kind::NotSupported, message};
     case XPUML_ERROR_INVALID_ARGUMENT:
-      return VfChangeError{Kind::InvalidArgument, message};
+      return DriverChangeError{Kind::InvalidArgument, message};
     default:
-      return VfChangeError{Kind::Failed, message};
+      return DriverChangeError{Kind::Failed, message};
   }
+}
+
+std::optional<xpumlDevice_t> XpumlBackend::handle_of(const DeviceIdentity& device) const {
+  auto card = cards_.find(device.index);
+  if (card == cards_.end() || card->second.uuid != device.uuid) return std::nullopt;
+  return card->second.handle;
+}
+
+std::optional<DriverChangeError> XpumlBackend::create_instance(const DeviceIdentity& device,
+                                                               const std::string& id,
+                                                               std::uint64_t memory_limit_bytes) {
+  const auto handle = handle_of(device);
+  if (!handle) return card_gone(device);
+  auto error =
+      xpuml::create_cxpu_instance(*library_, *handle, subject_of(device), id, memory_limit_bytes);
+  if (!error)
+    spdlog::info("{}: cXPU instance {} created, global memory bounded to {} bytes",
+                 subject_of(device), id, memory_limit_bytes);
+  return error;
+}
+
+std::optional<DriverChangeError> XpumlBackend::set_instance_memory_limit(
+    const DeviceIdentity& device, const std::string& id, std::uint64_t memory_limit_bytes) {
+  const auto handle = handle_of(device);
+  if (!handle) return card_gone(device);
+  return xpuml::set_cxpu_memory_limit(*library_, *handle, subject_of(device), id,
+                                      memory_limit_bytes);
+}
+
+std::optional<DriverChangeError> XpumlBackend::destroy_instance(const DeviceIdentity& device,
+                                                                const std::string& id) {
+  const auto handle = handle_of(device);
+  if (!handle) return card_gone(device);
+  return xpuml::destroy_cxpu_instance(*library_, *handle, subject_of(device), id);
 }
 
 }  // namespace

@@ -118,6 +118,9 @@ xpu::Result<std::unique_ptr<Library>> Library::load(const std::filesystem::path&
   resolve(h, symbols.device_get_uuid);
   resolve(h, symbols.error_string);
   resolve(h, symbols.device_set_sriov_vf_num);
+  resolve(h, symbols.device_create_cxpu_instance);
+  resolve(h, symbols.device_set_cxpu_instance_memory_limit);
+  resolve(h, symbols.device_destroy_cxpu_instance);
   if (!missing.empty()) {
     std::string list;
     for (auto name : missing) list += (list.empty() ? "" : ", ") + std::string(name);
@@ -132,7 +135,13 @@ xpu::Result<std::unique_ptr<Library>> Library::load(const std::filesystem::path&
         std::pair{symbols.device_get_id.name, symbols.device_get_id.available()},
         std::pair{symbols.error_string.name, symbols.error_string.available()},
         std::pair{symbols.device_set_sriov_vf_num.name,
-                  symbols.device_set_sriov_vf_num.available()}})
+                  symbols.device_set_sriov_vf_num.available()},
+        std::pair{symbols.device_create_cxpu_instance.name,
+                  symbols.device_create_cxpu_instance.available()},
+        std::pair{symbols.device_set_cxpu_instance_memory_limit.name,
+                  symbols.device_set_cxpu_instance_memory_limit.available()},
+        std::pair{symbols.device_destroy_cxpu_instance.name,
+                  symbols.device_destroy_cxpu_instance.available()}})
     if (!available) absent += (absent.empty() ? "" : ", ") + std::string(name);
   // xpumlDeviceGetUUID is not in the list: no public header declares it, so every real library
   // would be reported as lacking it.

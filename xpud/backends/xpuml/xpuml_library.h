@@ -85,6 +85,19 @@ struct Symbols {
   // Optional: without it, virtual functions are set through sysfs sriov_numvfs.
   Function<decltype(&::xpumlDeviceSetSriovVfNum)> device_set_sriov_vf_num{
       nullptr, "xpumlDeviceSetSriovVfNum"};
+  // Optional, all three or none used: cXPU instances (CreateInstance on the bus).
+  Function<decltype(&::xpumlDeviceCreateCxpuInstance)> device_create_cxpu_instance{
+      nullptr, "xpumlDeviceCreateCxpuInstance"};
+  Function<decltype(&::xpumlDeviceSetCxpuInstanceMemoryLimit)>
+      device_set_cxpu_instance_memory_limit{nullptr, "xpumlDeviceSetCxpuInstanceMemoryLimit"};
+  Function<decltype(&::xpumlDeviceDestroyCxpuInstance)> device_destroy_cxpu_instance{
+      nullptr, "xpumlDeviceDestroyCxpuInstance"};
+
+  bool has_cxpu_instances() const {
+    return device_create_cxpu_instance.available() &&
+           device_set_cxpu_instance_memory_limit.available() &&
+           device_destroy_cxpu_instance.available();
+  }
 };
 
 class Library {

@@ -138,6 +138,54 @@ TEST(ResourceSlice, ReadsTheTaintTheServerStampedAndSeesAnOlderServerDropIt) {
   EXPECT_TRUE(dropped->spec.devices[1].taints.empty());
 }
 
+// Sharing (consumable capacity and partitionable devices): a card whole and its shareable form
+// take the same counter, and the counters sit in a slice of their own, which has no devices.
+TEST(ResourceSlice, SharedCountersAndConsumableCapacityRoundTrip) {
+  constexpr std::int64_t kCard = 34359738368;
+  constexpr std::int64_t kGiB = 1073741824;
+  ResourceSlice devices;
+  devices.spec = recorded_spec(4);
+  devices.spec.pool.resource_slice_count = 2;
+  devices.spec.devices.resize(1);
+  devices.spec.devices[0].consumes_counters = {
+      CounterConsumption{.counter_set = "xpu-0", .counters = {{"memory", kCard}}}};
+  SliceDevice shared = devices.spec.devices[0];
+  shared.name = "xpu-0-shared";
+  shared.allow_multiple_allocations = true;
+  shared.request_policies = {
+      {"memory", CapacityRequestPolicy{
+                     .default_value = kGiB, .min = kGiB, .max = std::nullopt, .step = kGiB}}};
+  devices.spec.devices.push_back(shared);
+
+  auto json = nlohmann::json::parse(resource_slice_to_json(devices));
+  const auto& written = json["spec"]["devices"][1];
+  EXPECT_EQ(written["allowMultipleAllocations"], true);
+  EXPECT_EQ(written["capacity"]["memory"], nlohmann::json::parse(R"({"value":"34359738368",
+      "requestPolicy":{"default":"1073741824",
+                       "validRange":{"min":"1073741824","step":"1073741824"}}})"));
+  EXPECT_EQ(written["consumesCounters"], nlohmann::json::parse(R"([{"counterSet":"xpu-0",
+                                       "counters":{"memory":{"value":"34359738368"}}}])"));
+  EXPECT_FALSE(json["spec"]["devices"][0].contains("allowMultipleAllocations"));
+  EXPECT_FALSE(json["spec"].contains("sharedCounters"));
+  auto back = parse_resource_slice(json.dump());
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->spec, devices.spec);
+
+  ResourceSlice counters;
+  counters.spec = recorded_spec(4);
+  counters.spec.pool.resource_slice_count = 2;
+  counters.spec.devices.clear();
+  counters.spec.shared_counters = {CounterSet{.name = "xpu-0", .counters = {{"memory", kCard}}}};
+  json = nlohmann::json::parse(resource_slice_to_json(counters));
+  EXPECT_FALSE(json["spec"].contains("devices"));
+  EXPECT_EQ(
+      json["spec"]["sharedCounters"],
+      nlohmann::json::parse(R"([{"name":"xpu-0","counters":{"memory":{"value":"34359738368"}}}])"));
+  back = parse_resource_slice(json.dump());
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->spec, counters.spec);
+}
+
 TEST(ResourceSlice, NamesFieldsOfTheWrongType) {
   auto check = [](std::string_view json, std::string_view path) {
     auto slice = parse_resource_slice(json);
@@ -154,6 +202,16 @@ TEST(ResourceSlice, NamesFieldsOfTheWrongType) {
   check(R"({"spec":{"devices":[{"name":"a","capacity":{"memory":{"value":true}}}]}})",
         "spec.devices[0].capacity.memory.value");
   check(R"({"spec":{"devices":{}}})", "spec.devices");
+  check(R"({"spec":{"sharedCounters":[{"name":"a","counters":{"m":{"value":"x"}}}]}})",
+        "spec.sharedCounters[0].counters.m.value");
+  check(R"({"spec":{"devices":[{"name":"a","consumesCounters":[{"counters":[]}]}]}})",
+        "spec.devices[0].consumesCounters[0].counters");
+  check(R"({"spec":{"devices":[{"name":"a","capacity":{"m":{"value":"1",)"
+        R"("requestPolicy":{"validRange":{"min":false}}}}}]}})",
+        "spec.devices[0].capacity.m.requestPolicy.validRange.min");
+  check(R"({"spec":{"devices":[{"name":"a","capacity":{"m":{"value":"1",)"
+        R"("requestPolicy":{"validValues":["1"]}}}}]}})",
+        "spec.devices[0].capacity.m.requestPolicy.validValues");
   check(R"({"spec":{"devices":[{"name":"a","taints":{}}]}})", "spec.devices[0].taints");
   check(R"({"spec":{"devices":[{"name":"a","taints":[{"effect":"NoSchedule"}]}]}})",
         "spec.devices[0].taints[0].key");

@@ -192,7 +192,7 @@ TEST_F(XpumlDiscoverTest, MaxVfCountNotAvailableMeansNoSriov) {
   ASSERT_EQ(devices.size(), 1u);
   auto error = backend->virtual_functions()->set_virtual_function_count(devices[0], 2);
   ASSERT_TRUE(error);
-  EXPECT_EQ(error->kind, VfChangeError::Kind::NotSupported);
+  EXPECT_EQ(error->kind, DriverChangeError::Kind::NotSupported);
   EXPECT_THAT(error->message, HasSubstr("no SR-IOV capability (maxVFCount not available)"));
 }
 

@@ -1,6 +1,7 @@
-// ConfigureVirtualFunctions between the bus (main thread) and the driver (sampler thread).
+// Changes asked of the driver over the bus (ConfigureVirtualFunctions, CreateInstance,
+// DestroyInstance), between the bus (main thread) and the driver (sampler thread).
 //
-// The bus method is asynchronous: the main thread hands the change to the sampler, which runs
+// The bus methods are asynchronous: the main thread hands the change to the sampler, which runs
 // it on the driver thread before its next cycle and then discovers at once, and the reply goes
 // out from the main thread when that cycle's snapshot has been published. So the main loop never
 // waits on the driver (the kernel probes every new function while sriov_numvfs is written), and
@@ -17,32 +18,36 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "xpud/backends/backend.h"
-#include "xpud/backends/virtual_functions.h"
+#include "xpud/backends/driver_change.h"
 #include "xpud/sampler.h"
 
 namespace xpud {
 
-class VfRequests {
+class DriverRequests {
  public:
-  using Reply = std::function<void(const std::optional<VfChangeError>&)>;
+  // Runs on the driver thread, with the backend; nullopt when the change is made.
+  using Job = std::function<std::optional<DriverChangeError>(Backend&)>;
+  using Reply = std::function<void(const std::optional<DriverChangeError>&)>;
 
-  VfRequests(std::shared_ptr<Backend> backend, Sampler& sampler);
+  DriverRequests(std::shared_ptr<Backend> backend, Sampler& sampler);
 
-  // Whether the backend can change virtual-function counts at all.
-  bool supported() const;
-  // Asks the driver thread to give `device` `count` virtual functions; `reply` runs later in
-  // deliver().
-  void start(const DeviceIdentity& device, unsigned count, Reply reply);
+  // What the backend can change: virtual_functions() and cxpu_instances() may be asked from any
+  // thread; their calls belong in a Job.
+  Backend& backend() const { return *backend_; }
+  // Runs `job` on the driver thread; `reply` runs later in deliver(). `what` ("set virtual
+  // functions of xpu0") names the change when the driver does not answer in time.
+  void start(std::string what, Job job, Reply reply);
   // Runs the replies of the requests that finished.
   void deliver();
 
  private:
   struct Finished {
     std::mutex mutex;
-    std::vector<std::pair<std::uint64_t, std::optional<VfChangeError>>> outcomes;
+    std::vector<std::pair<std::uint64_t, std::optional<DriverChangeError>>> outcomes;
   };
 
   std::shared_ptr<Backend> backend_;
