@@ -90,8 +90,8 @@ class CxpuInstanceTest : public ::testing::Test {
   }
 
   std::pair<int, std::string> xpuctl(std::vector<std::string> args) {
-    args.insert(args.begin(), {binary_path("xpuctl/xpuctl").string(), "--bus-address",
-                               bus_.address()});
+    args.insert(args.begin(),
+                {binary_path("xpuctl/xpuctl").string(), "--bus-address", bus_.address()});
     ChildProcess run(args, dir_.path() / ("xpuctl." + std::to_string(++calls_)));
     auto status = run.wait(15s);
     return {status.value_or(-1), run.output()};
@@ -223,7 +223,8 @@ TEST_F(CxpuInstanceTest, BadArgumentsReachNeitherTheLibraryNorTheRecord) {
 }
 
 TEST_F(CxpuInstanceTest, AnInstanceWhoseBoundFailsIsDestroyedAgain) {
-  ASSERT_NO_FATAL_FAILURE(start_xpuml("devices 1\nfail xpumlDeviceSetCxpuInstanceMemoryLimit INSUFFICIENT_RESOURCES\n"));
+  ASSERT_NO_FATAL_FAILURE(start_xpuml(
+      "devices 1\nfail xpumlDeviceSetCxpuInstanceMemoryLimit INSUFFICIENT_RESOURCES\n"));
   auto made = client_.create_instance(0, "abc", kGiB, kCallTimeout);
   ASSERT_FALSE(made);
   EXPECT_THAT(made.error(), HasSubstr(std::string(xpu::names::kErrorBackend)));
@@ -291,7 +292,8 @@ TEST_F(CxpuInstanceTest, TheSimBackendKeepsInstancesToo) {
   EXPECT_TRUE(instances_supported());
   auto [made_status, made_output] = xpuctl({"create-instance", "1", "abc", "1073741824"});
   EXPECT_EQ(made_status, 0) << made_output;
-  EXPECT_THAT(made_output, HasSubstr("xpu1: cXPU instance abc, memory bounded to 1073741824 bytes"));
+  EXPECT_THAT(made_output,
+              HasSubstr("xpu1: cXPU instance abc, memory bounded to 1073741824 bytes"));
   auto [json_status, json] = xpuctl({"instances", "--json"});
   EXPECT_EQ(json_status, 0) << json;
   EXPECT_THAT(json, HasSubstr(R"({"index":1,"id":"abc","memory_limit_bytes":1073741824})"));

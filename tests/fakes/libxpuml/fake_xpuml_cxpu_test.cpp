@@ -30,12 +30,12 @@ class FakeXpumlCxpu : public ::testing::Test {
     ASSERT_EQ(setenv("XPUML_FAKE_CXPU_STATE", (dir_ / "state").c_str(), 1), 0);
     library_ = dlopen(XPUML_FAKE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(library_, nullptr) << dlerror();
-    create_ = symbol<decltype(&xpumlDeviceCreateCxpuInstance)>(library_,
-                                                               "xpumlDeviceCreateCxpuInstance");
+    create_ =
+        symbol<decltype(&xpumlDeviceCreateCxpuInstance)>(library_, "xpumlDeviceCreateCxpuInstance");
     limit_ = symbol<decltype(&xpumlDeviceSetCxpuInstanceMemoryLimit)>(
         library_, "xpumlDeviceSetCxpuInstanceMemoryLimit");
-    destroy_ = symbol<decltype(&xpumlDeviceDestroyCxpuInstance)>(
-        library_, "xpumlDeviceDestroyCxpuInstance");
+    destroy_ = symbol<decltype(&xpumlDeviceDestroyCxpuInstance)>(library_,
+                                                                 "xpumlDeviceDestroyCxpuInstance");
     ASSERT_NE(create_, nullptr);
     ASSERT_NE(limit_, nullptr);
     ASSERT_NE(destroy_, nullptr);
