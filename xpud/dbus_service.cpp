@@ -402,12 +402,7 @@ void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
   snapshot_ = std::move(snapshot);
 
   std::map<unsigned, const DeviceState*> present;
-  std::vector<DeviceIdentity> identities;
-  for (const auto& device : snapshot_->devices) {
-    present[device.identity.index] = &device;
-    identities.push_back(device.identity);
-  }
-  instances_.keep_only(identities);
+  for (const auto& device : snapshot_->devices) present[device.identity.index] = &device;
 
   // Vanished, or a different card at the same index (hot swap): remove the old object first.
   for (auto it = devices_.begin(); it != devices_.end();) {
@@ -416,6 +411,7 @@ void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
       const auto& identity = it->second->identity();
       xpu::log_device_event(spdlog::level::warn, names::device_name(identity.index), identity.uuid,
                             "device removed");
+      instances_.forget_card(identity.index);
       it = devices_.erase(it);
     } else {
       ++it;

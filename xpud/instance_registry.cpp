@@ -110,17 +110,11 @@ std::vector<CxpuInstance> InstanceRegistry::list() const {
   return instances;
 }
 
-void InstanceRegistry::keep_only(const std::vector<DeviceIdentity>& devices) {
-  std::map<unsigned, std::string> present;
-  for (const auto& device : devices) present[device.index] = device.uuid;
-  for (auto it = made_.begin(); it != made_.end();) {
-    auto card = present.find(it->first.first);
-    if (card != present.end() && card->second == it->second.uuid) {
-      ++it;
-      continue;
-    }
+void InstanceRegistry::forget_card(unsigned index) {
+  for (auto it = made_.lower_bound(Key{index, ""});
+       it != made_.end() && it->first.first == index;) {
     spdlog::info("cXPU instance {} on {} forgotten: the card is gone", it->first.second,
-                 xpu::names::device_name(it->first.first));
+                 xpu::names::device_name(index));
     it = made_.erase(it);
   }
 }

@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -47,9 +46,9 @@ class InstanceRegistry {
   // What xpud made and has not destroyed, by card index and id.
   std::vector<CxpuInstance> list() const;
 
-  // Drops the records of cards that are no longer in `devices` (or are another card now): the
-  // driver's instances went with the card.
-  void keep_only(const std::vector<DeviceIdentity>& devices);
+  // Drops the records of the card at `index`, which is gone (or is another card now): the
+  // driver's instances went with it.
+  void forget_card(unsigned index);
 
  private:
   using Key = std::pair<unsigned, std::string>;  // card index, instance id
