@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "k8s-shim/dra/kube/quantity.h"
+
 namespace shim::dra {
 namespace {
 
@@ -13,7 +15,29 @@ auto path_option(std::string& target) {
   };
 }
 
+// A positive amount of memory: a Kubernetes quantity ("1Gi", "512Mi", "1073741824").
+auto memory_option(std::int64_t& target) {
+  return [&target](std::string_view value) -> xpu::Status {
+    auto bytes = parse_quantity(value);
+    if (!bytes) return xpu::Error{bytes.error()};
+    if (*bytes <= 0) return xpu::Error{"must be more than 0 bytes"};
+    target = *bytes;
+    return xpu::ok_status();
+  };
+}
+
 }  // namespace
+
+xpu::Status validate_share_policy(const SharePolicy& shares) {
+  if (shares.minimum <= 0 || shares.step <= 0)
+    return xpu::Error{"--share-memory-minimum and --share-memory-step must be more than 0 bytes"};
+  if (shares.default_memory < shares.minimum ||
+      (shares.default_memory - shares.minimum) % shares.step != 0)
+    return xpu::Error{"--share-memory-default (" + std::to_string(shares.default_memory) +
+                      " bytes) must be the minimum (" + std::to_string(shares.minimum) +
+                      ") plus a whole number of steps (" + std::to_string(shares.step) + ")"};
+  return xpu::ok_status();
+}
 
 xpu::Status validate_node_name(std::string_view name) {
   if (name.empty()) return xpu::Error{"a node name must not be empty"};
@@ -69,6 +93,18 @@ void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options) {
       "the card are evicted (driver_fault, read_failures, driver_stalled, "
       "xpud_unreachable, unhealthy; default: none)",
       [&options](std::string_view value) { return parse_no_execute_kinds(value, options.taints); });
+  cli.add_flag("memory-shares", &options.shares.enabled,
+               "also publish each card as shareable by memory (DRA consumable capacity, "
+               "Kubernetes 1.36 or later); see --share-memory-*");
+  cli.add_option("share-memory-minimum", "QUANTITY",
+                 "the least memory a share gets; smaller requests are raised to it (default 1Gi)",
+                 memory_option(options.shares.minimum));
+  cli.add_option("share-memory-step", "QUANTITY",
+                 "shares are the minimum plus whole steps; requests are rounded up (default 1Gi)",
+                 memory_option(options.shares.step));
+  cli.add_option("share-memory-default", "QUANTITY",
+                 "what a share request naming no amount gets (default 1Gi)",
+                 memory_option(options.shares.default_memory));
   cli.add_option("api-server", "URL",
                  "the Kubernetes API server (default: in-cluster, from KUBERNETES_SERVICE_HOST "
                  "and KUBERNETES_SERVICE_PORT)",
@@ -98,6 +134,7 @@ xpu::Status complete_dra_driver_options(
       return xpu::Error{"NODE_NAME: " + status.error()};
     options.node_name = *env;
   }
+  if (auto status = validate_share_policy(options.shares); !status) return status;
   if (options.plugin_dir == options.registry_dir)
     return xpu::Error{
         "--plugin-dir and --registry-dir must differ: the kubelet would take the "

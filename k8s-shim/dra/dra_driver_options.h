@@ -12,6 +12,7 @@
 #include "common/command_line.h"
 #include "k8s-shim/dra/kube/device_taints.h"
 #include "k8s-shim/dra/kubelet/plugin_directory.h"
+#include "k8s-shim/dra/share_policy.h"
 #include "k8s-shim/shim_options.h"
 
 namespace shim::dra {
@@ -29,11 +30,17 @@ struct DraDriverOptions {
   std::chrono::seconds xpud_grace_period{kDefaultXpudGracePeriod};
   // --device-taint-effect, --device-taint-no-execute: what an unhealthy card's taint does.
   TaintPolicy taints;
+  // --memory-shares and --share-memory-{minimum,step,default}.
+  SharePolicy shares;
 };
 
 // Whether `name` is a Kubernetes node name (a DNS subdomain: lower-case letters, digits, '-' and
 // '.', at most 253 characters, each label starting and ending with a letter or digit).
 xpu::Status validate_node_name(std::string_view name);
+
+// The minimum and step are positive and the default is the minimum plus whole steps, as the API
+// server requires of a requestPolicy's default.
+xpu::Status validate_share_policy(const SharePolicy& shares);
 
 void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options);
 

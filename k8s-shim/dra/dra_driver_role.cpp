@@ -103,7 +103,7 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
   }
   dra::KubeApi slice_api(**slice_transport);
   dra::KubeApi claim_api(**claim_transport);
-  dra::SlicePublisher publisher(slice_api, driver.node_name, driver.taints);
+  dra::SlicePublisher publisher(slice_api, driver.node_name, driver.taints, driver.shares);
   dra::DeviceStatusWriter claim_status(slice_api);
   CardState cards(driver.xpud_grace_period, Clock::now());
   WakeEvent wake;

@@ -35,4 +35,33 @@ inline std::optional<unsigned> device_index(std::string_view name) {
   return index;
 }
 
+// With memory shares on (share_policy.h), a card is published a second time as
+// "xpu-<index>-shared": the device whose capacity claims consume by amount.
+inline constexpr std::string_view kSharedSuffix = "-shared";
+
+inline std::string shared_device_name(unsigned index) {
+  return device_name(index) + std::string(kSharedSuffix);
+}
+
+// A device name of this driver read as the card it stands for and whether it is the card's
+// shareable device; nullopt for any other name.
+struct NamedDevice {
+  unsigned index = 0;
+  bool shared = false;
+};
+
+inline std::optional<NamedDevice> named_device(std::string_view name) {
+  const bool shared = name.ends_with(kSharedSuffix);
+  if (shared) name.remove_suffix(kSharedSuffix.size());
+  std::optional<unsigned> index = device_index(name);
+  if (!index) return std::nullopt;
+  return NamedDevice{*index, shared};
+}
+
+// The counter set of a card's memory, which its whole device and its shareable device both
+// consume in full: "xpu-<index>".
+inline std::string counter_set_name(unsigned index) {
+  return device_name(index);
+}
+
 }  // namespace shim::dra

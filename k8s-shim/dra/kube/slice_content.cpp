@@ -164,6 +164,15 @@ std::map<unsigned, unsigned> link_groups(const std::vector<xpu::DeviceInfo>& dev
 ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view node_name,
                                 std::int64_t generation, std::vector<std::string>* omitted,
                                 const TaintPolicy& taints) {
+  return std::move(
+      desired_slices(view, node_name, generation, omitted, taints, SharePolicy{}).front());
+}
+
+std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
+                                              std::string_view node_name, std::int64_t generation,
+                                              std::vector<std::string>* omitted,
+                                              const TaintPolicy& taints,
+                                              const SharePolicy& shares) {
   namespace a = slice_attribute;
   auto note = [&](std::string why) {
     if (omitted) omitted->push_back(std::move(why));
@@ -222,7 +231,54 @@ ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view no
     device.taints = taints_for(card, taints);
     spec.devices.push_back(std::move(device));
   }
-  return spec;
+  if (!shares.enabled) return {std::move(spec)};
+
+  std::vector<CounterSet> counter_sets;
+  std::vector<SliceDevice> shared_devices;
+  for (SliceDevice& device : spec.devices) {
+    auto memory = device.capacity.find(std::string(a::kMemory));
+    const unsigned index =
+        static_cast<unsigned>(std::get<std::int64_t>(device.attributes.at(std::string(a::kIndex))));
+    const bool known = memory != device.capacity.end() && memory->second > 0;
+    if (!known || memory->second < shares.minimum) {
+      note(device.name + ": memory " +
+           (known ? std::to_string(memory->second) + " bytes" : std::string("unknown")) +
+           ", below the share minimum of " + std::to_string(shares.minimum) +
+           " bytes: not offered as shares");
+      continue;
+    }
+    const std::string set = counter_set_name(index);
+    counter_sets.push_back(
+        CounterSet{.name = set, .counters = {{std::string(a::kMemory), memory->second}}});
+    device.consumes_counters = {CounterConsumption{
+        .counter_set = set, .counters = {{std::string(a::kMemory), memory->second}}}};
+    SliceDevice shared = device;
+    shared.name = shared_device_name(index);
+    shared.allow_multiple_allocations = true;
+    shared.request_policies[std::string(a::kMemory)] =
+        CapacityRequestPolicy{.default_value = shares.default_memory,
+                              .min = shares.minimum,
+                              .max = std::nullopt,
+                              .step = shares.step};
+    shared_devices.push_back(std::move(shared));
+  }
+  for (SliceDevice& shared : shared_devices) spec.devices.push_back(std::move(shared));
+
+  std::vector<ResourceSliceSpec> slices;
+  slices.push_back(std::move(spec));
+  for (std::size_t first = 0; first < counter_sets.size(); first += kMaxCounterSetsPerSlice) {
+    ResourceSliceSpec counters{.driver = slices.front().driver,
+                               .node_name = slices.front().node_name,
+                               .pool = slices.front().pool,
+                               .devices = {},
+                               .shared_counters = {}};
+    const std::size_t last = std::min(counter_sets.size(), first + kMaxCounterSetsPerSlice);
+    counters.shared_counters.assign(counter_sets.begin() + first, counter_sets.begin() + last);
+    slices.push_back(std::move(counters));
+  }
+  for (ResourceSliceSpec& slice : slices)
+    slice.pool.resource_slice_count = static_cast<std::int64_t>(slices.size());
+  return slices;
 }
 
 }  // namespace shim::dra

@@ -12,6 +12,7 @@
 
 #include "common/xpud_client.h"
 #include "k8s-shim/dra/kube/resource_slice.h"
+#include "k8s-shim/dra/share_policy.h"
 
 namespace shim::dra {
 
@@ -58,6 +59,9 @@ std::optional<std::string> semantic_driver_version(std::string_view raw);
 // symmetric), else it starts its own group.
 std::map<unsigned, unsigned> link_groups(const std::vector<xpu::DeviceInfo>& devices);
 
+// The API's limit on counter sets per slice (resource.k8s.io ResourceSliceMaxCounterSets).
+inline constexpr std::size_t kMaxCounterSetsPerSlice = 8;
+
 // The spec for `view`'s physical cards (virtual functions and PFs with SR-IOV on are left out:
 // offered_cards.h), sorted by index, with pool = node name and one slice in the pool. An attribute
 // that cannot be written validly is left out, and why is appended to `omitted` (when given) for
@@ -69,5 +73,21 @@ ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view no
                                 std::int64_t generation,
                                 std::vector<std::string>* omitted = nullptr,
                                 const TaintPolicy& taints = {});
+
+// The whole pool: the devices slice first (as desired_slice() makes it), and with `shares`
+// enabled, for each card whose memory is known and at least shares.minimum,
+//   - the card's device consumes all of counter set "xpu-<i>" {memory: the card's bytes};
+//   - a second device "xpu-<i>-shared" with the same attributes and taint,
+//   allowMultipleAllocations,
+//     capacity memory under the requestPolicy {default, validRange {min, step}}, consumes the
+//     same (the allocator charges a shareable device's counters once, however many claims
+//     hold it: so a card goes to shares or to one whole-card claim, never both);
+// then slices holding only those counter sets, at most kMaxCounterSetsPerSlice each (the API
+// takes devices or counters in a slice, not both). Every slice carries pool.resourceSliceCount =
+// the number returned. A card left unshared is noted in `omitted`.
+std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
+                                              std::string_view node_name, std::int64_t generation,
+                                              std::vector<std::string>* omitted,
+                                              const TaintPolicy& taints, const SharePolicy& shares);
 
 }  // namespace shim::dra

@@ -9,44 +9,81 @@
 
 namespace shim::dra {
 
-SlicePublisher::SlicePublisher(KubeApi& api, std::string node_name, TaintPolicy taints)
-    : api_(api), node_name_(std::move(node_name)), taint_policy_(std::move(taints)) {}
+namespace {
+
+std::size_t device_count(const std::vector<ResourceSliceSpec>& slices) {
+  std::size_t count = 0;
+  for (const ResourceSliceSpec& slice : slices) count += slice.devices.size();
+  return count;
+}
+
+const SliceDevice* find_device(const std::vector<ResourceSlice>& slices, std::string_view name) {
+  for (const ResourceSlice& slice : slices)
+    for (const SliceDevice& device : slice.spec.devices)
+      if (device.name == name) return &device;
+  return nullptr;
+}
+
+}  // namespace
+
+SlicePublisher::SlicePublisher(KubeApi& api, std::string node_name, TaintPolicy taints,
+                               SharePolicy shares)
+    : api_(api),
+      node_name_(std::move(node_name)),
+      taint_policy_(std::move(taints)),
+      share_policy_(shares) {}
 
 bool SlicePublisher::set_devices(const xpu::DeviceView& view) {
   if (!view.xpud_present && view.devices.empty()) return false;
   std::vector<std::string> omitted;
-  ResourceSliceSpec spec = desired_slice(view, node_name_, 0, &omitted, taint_policy_);
+  std::vector<ResourceSliceSpec> slices =
+      desired_slices(view, node_name_, 0, &omitted, taint_policy_, share_policy_);
   std::lock_guard lock(desired_mutex_);
-  if (desired_ && desired_->devices == spec.devices) return false;
+  if (desired_ && desired_->slices == slices) return false;
   // Logged only on a change, so a steady problem is said once, not per watcher event.
   for (const std::string& why : omitted) spdlog::warn("dra: ResourceSlice: {}", why);
   std::uint64_t version = desired_ ? desired_->version + 1 : 1;
-  desired_ = Desired{.devices = std::move(spec.devices), .version = version};
+  desired_ = Desired{.slices = std::move(slices), .version = version};
   return true;
 }
 
-ResourceSliceSpec SlicePublisher::spec_for(const Desired& desired, std::int64_t generation) const {
-  std::vector<SliceDevice> devices = desired.devices;
-  for (SliceDevice& device : devices) {
-    if (!server_keeps_taints_) {
-      device.taints.clear();
-      continue;
-    }
-    if (device.taints.empty() || !published_) continue;
-    auto was = std::find_if(published_->spec.devices.begin(), published_->spec.devices.end(),
-                            [&](const SliceDevice& d) { return d.name == device.name; });
-    if (was == published_->spec.devices.end()) continue;
-    for (DeviceTaint& taint : device.taints) {
-      auto same = std::find(was->taints.begin(), was->taints.end(), taint);
-      if (same != was->taints.end()) taint.time_added = same->time_added;
+std::vector<ResourceSliceSpec> SlicePublisher::specs_for(const Desired& desired,
+                                                         std::int64_t generation) const {
+  std::vector<ResourceSliceSpec> specs = desired.slices;
+  for (ResourceSliceSpec& spec : specs) {
+    spec.pool.generation = generation;
+    for (SliceDevice& device : spec.devices) {
+      if (!server_keeps_taints_) {
+        device.taints.clear();
+        continue;
+      }
+      if (device.taints.empty()) continue;
+      const SliceDevice* was = find_device(published_, device.name);
+      if (!was) continue;
+      for (DeviceTaint& taint : device.taints) {
+        auto same = std::find(was->taints.begin(), was->taints.end(), taint);
+        if (same != was->taints.end()) taint.time_added = same->time_added;
+      }
     }
   }
-  return ResourceSliceSpec{
-      .driver = std::string(kDriverName),
-      .node_name = node_name_,
-      .pool = SlicePool{.name = node_name_, .generation = generation, .resource_slice_count = 1},
-      .devices = std::move(devices),
-  };
+  return specs;
+}
+
+bool SlicePublisher::holds(std::vector<ResourceSlice>& slices, const Desired& desired) const {
+  if (slices.size() != desired.slices.size() || slices.empty()) return false;
+  const std::int64_t generation = slices.front().spec.pool.generation;
+  std::vector<ResourceSliceSpec> wanted = specs_for(desired, generation);
+  std::vector<ResourceSlice> ordered;
+  ordered.reserve(wanted.size());
+  for (const ResourceSliceSpec& spec : wanted) {
+    auto match = std::find_if(slices.begin(), slices.end(),
+                              [&](const ResourceSlice& slice) { return slice.spec == spec; });
+    if (match == slices.end()) return false;
+    ordered.push_back(std::move(*match));
+    slices.erase(match);
+  }
+  slices = std::move(ordered);
+  return true;
 }
 
 SlicePublisher::Clock::time_point SlicePublisher::reconcile(Clock::time_point now) {
@@ -57,7 +94,7 @@ SlicePublisher::Clock::time_point SlicePublisher::reconcile(Clock::time_point no
     desired = desired_;
   }
   if (!desired) return now + kResync;  // xpud never answered: nothing to say yet
-  if (published_ && now >= next_resync_) need_list_ = true;
+  if (!published_.empty() && now >= next_resync_) need_list_ = true;
 
   Outcome outcome = sync(*desired);
   if (outcome == Outcome::retry_now) {
@@ -93,8 +130,14 @@ void SlicePublisher::note_failure(const ApiError& error) {
 
 SlicePublisher::Outcome SlicePublisher::sync(const Desired& desired) {
   if (need_list_) return relist_and_converge(desired);
-  if (published_ && published_version_ == desired.version) return Outcome::done;
-  return write_change(desired);
+  if (published_version_ == desired.version) return Outcome::done;
+  // The pool changed and changed back: what the API holds is already right.
+  std::vector<ResourceSlice> published = published_;
+  if (holds(published, desired)) {
+    published_version_ = desired.version;
+    return Outcome::done;
+  }
+  return write_pool(desired, published_);
 }
 
 SlicePublisher::Outcome SlicePublisher::relist_and_converge(const Desired& desired) {
@@ -106,115 +149,98 @@ SlicePublisher::Outcome SlicePublisher::relist_and_converge(const Desired& desir
   std::vector<ResourceSlice>& slices = listed.value();
   for (const ResourceSlice& slice : slices)
     highest_generation_ = std::max(highest_generation_, slice.spec.pool.generation);
-  if (published_)
-    highest_generation_ = std::max(highest_generation_, published_->spec.pool.generation);
+  for (const ResourceSlice& slice : published_)
+    highest_generation_ = std::max(highest_generation_, slice.spec.pool.generation);
+  // Newest first: these are the ones kept when the pool is rewritten.
+  std::stable_sort(slices.begin(), slices.end(), [](const auto& a, const auto& b) {
+    return a.spec.pool.generation > b.spec.pool.generation;
+  });
 
-  if (slices.size() == 1 &&
-      slices.front().spec == spec_for(desired, slices.front().spec.pool.generation)) {
-    published_ = std::move(slices.front());
-    published_version_ = desired.version;
-    need_list_ = false;
-    return Outcome::done;
-  }
-
-  // Several slices, the newest already right and alone at its generation (a previous delete of
-  // the others failed): the scheduler reads only the newest generation, so deleting suffices.
-  if (slices.size() > 1) {
-    auto newest = std::max_element(slices.begin(), slices.end(), [](const auto& a, const auto& b) {
-      return a.spec.pool.generation < b.spec.pool.generation;
+  // The newest generation already right (perhaps beside older slices whose delete failed: the
+  // scheduler reads only the newest generation, so deleting them suffices).
+  if (!slices.empty()) {
+    const std::int64_t newest = slices.front().spec.pool.generation;
+    auto older = std::find_if(slices.begin(), slices.end(), [&](const ResourceSlice& slice) {
+      return slice.spec.pool.generation != newest;
     });
-    std::int64_t newest_generation = newest->spec.pool.generation;
-    bool alone = std::count_if(slices.begin(), slices.end(), [&](const auto& s) {
-                   return s.spec.pool.generation == newest_generation;
-                 }) == 1;
-    if (alone && newest->spec == spec_for(desired, newest_generation)) {
-      std::vector<ResourceSlice> extras;
-      for (auto it = slices.begin(); it != slices.end(); ++it)
-        if (it != newest) extras.push_back(std::move(*it));
-      published_ = std::move(*newest);
+    std::vector<ResourceSlice> current(std::make_move_iterator(slices.begin()),
+                                       std::make_move_iterator(older));
+    if (holds(current, desired)) {
+      std::vector<ResourceSlice> extras(std::make_move_iterator(older),
+                                        std::make_move_iterator(slices.end()));
+      published_ = std::move(current);
       published_version_ = desired.version;
       need_list_ = false;
       return delete_extras(extras) ? Outcome::done : Outcome::failed;
     }
+    std::move(current.begin(), current.end(), slices.begin());  // back in place for reuse
   }
+  return write_pool(desired, std::move(slices));
+}
 
-  std::int64_t generation = highest_generation_ + 1;
-  ResourceSlice slice;
-  slice.spec = spec_for(desired, generation);
-  std::vector<ResourceSlice> extras;
-  if (slices.empty()) {
-    auto created = api_.create_resource_slice(slice);
-    if (!created) {
-      note_failure(created.error());
+SlicePublisher::Outcome SlicePublisher::write_pool(const Desired& desired,
+                                                   std::vector<ResourceSlice> existing) {
+  const std::int64_t generation = highest_generation_ + 1;
+  std::vector<ResourceSliceSpec> specs = specs_for(desired, generation);
+  std::vector<ResourceSlice> written;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    ResourceSlice slice;
+    if (i < existing.size()) {
+      slice.name = existing[i].name;
+      slice.resource_version = existing[i].resource_version;
+      slice.uid = existing[i].uid;
+    }
+    slice.spec = specs[i];
+    auto result =
+        i < existing.size() ? api_.update_resource_slice(slice) : api_.create_resource_slice(slice);
+    if (!result) {
+      // A part of the pool may be written: the relist that follows finds a newest generation
+      // short of slices, and writes the whole pool again one generation higher.
+      need_list_ = true;
+      highest_generation_ = std::max(highest_generation_, i > 0 ? generation : 0);
+      // Someone else changed or deleted a slice since we read it: relist and try again.
+      if (i < existing.size() && (result.error().conflict() || result.error().not_found())) {
+        conflict_ = result.error();
+        return Outcome::retry_now;
+      }
+      note_failure(result.error());
       return Outcome::failed;
     }
-    record_write(std::move(created).value(), desired, generation);
-  } else {
-    // Keep the newest (highest generation) and delete the others once it is written, so the pool
-    // is never without a slice in between.
-    auto keep = std::max_element(slices.begin(), slices.end(), [](const auto& a, const auto& b) {
-      return a.spec.pool.generation < b.spec.pool.generation;
-    });
-    slice.name = keep->name;
-    slice.resource_version = keep->resource_version;
-    slice.uid = keep->uid;
-    for (auto it = slices.begin(); it != slices.end(); ++it)
-      if (it != keep) extras.push_back(std::move(*it));
-    if (Outcome sent = send_update(slice, desired, generation); sent != Outcome::done) return sent;
+    ++writes_;
+    note_server_dropped_taints(specs[i], result.value());
+    written.push_back(std::move(result).value());
   }
+  std::vector<ResourceSlice> extras;
+  for (std::size_t i = specs.size(); i < existing.size(); ++i)
+    extras.push_back(std::move(existing[i]));
+
+  published_ = std::move(written);
+  highest_generation_ = generation;
+  published_version_ = desired.version;
   need_list_ = false;
+  std::size_t counter_sets = 0;
+  for (const ResourceSliceSpec& spec : desired.slices) counter_sets += spec.shared_counters.size();
+  spdlog::info(
+      "dra: published the pool of node {} at generation {}: {} ResourceSlice(s), {} devices, {} "
+      "counter sets",
+      node_name_, generation, published_.size(), device_count(desired.slices), counter_sets);
   return delete_extras(extras) ? Outcome::done : Outcome::failed;
 }
 
-SlicePublisher::Outcome SlicePublisher::write_change(const Desired& desired) {
-  // The list changed and changed back: what the API holds is already right.
-  if (published_->spec.devices == spec_for(desired, 0).devices) {
-    published_version_ = desired.version;
-    return Outcome::done;
-  }
-  std::int64_t generation = highest_generation_ + 1;
-  ResourceSlice slice = *published_;
-  slice.spec = spec_for(desired, generation);
-  return send_update(slice, desired, generation);
-}
-
-SlicePublisher::Outcome SlicePublisher::send_update(const ResourceSlice& slice,
-                                                    const Desired& desired,
-                                                    std::int64_t generation) {
-  auto updated = api_.update_resource_slice(slice);
-  if (!updated) {
-    // Someone else changed or deleted the slice since we read it: relist and try again.
-    if (updated.error().conflict() || updated.error().not_found()) {
-      conflict_ = updated.error();
-      return Outcome::retry_now;
-    }
-    note_failure(updated.error());
-    return Outcome::failed;
-  }
-  record_write(std::move(updated).value(), desired, generation);
-  return Outcome::done;
-}
-
-void SlicePublisher::record_write(ResourceSlice written, const Desired& desired,
-                                  std::int64_t generation) {
-  ++writes_;
+void SlicePublisher::note_server_dropped_taints(const ResourceSliceSpec& sent,
+                                                const ResourceSlice& written) {
   auto has_taints = [](const std::vector<SliceDevice>& devices) {
     return std::any_of(devices.begin(), devices.end(),
                        [](const SliceDevice& device) { return !device.taints.empty(); });
   };
-  if (server_keeps_taints_ && has_taints(desired.devices) && !has_taints(written.spec.devices)) {
-    server_keeps_taints_ = false;
-    spdlog::warn(
-        "dra: the API server dropped the devices' taints from ResourceSlice {} (Kubernetes "
-        "before 1.36, or DRADeviceTaints off): unhealthy cards are marked by their healthy "
-        "attribute only",
-        written.name);
-  }
-  published_ = std::move(written);
-  highest_generation_ = generation;
-  published_version_ = desired.version;
-  spdlog::info("dra: published ResourceSlice {} of node {}: {} devices, generation {}",
-               published_->name, node_name_, desired.devices.size(), generation);
+  if (!server_keeps_taints_ || !has_taints(sent.devices) || has_taints(written.spec.devices))
+    return;
+  server_keeps_taints_ = false;
+  spdlog::warn(
+      "dra: the API server dropped the devices' taints from ResourceSlice {} (Kubernetes "
+      "before 1.36, or DRADeviceTaints off): unhealthy cards are marked by their healthy "
+      "attribute only",
+      written.name);
 }
 
 bool SlicePublisher::delete_extras(const std::vector<ResourceSlice>& extras) {

@@ -1,9 +1,13 @@
-// Keeps this node's one ResourceSlice of xpu.kunlunxin.com equal to the cards xpud reports, with
-// the fewest writes: an equal slice found at start is adopted as is, and afterwards a write
-// happens only when the device list changes.
+// Keeps this node's pool of xpu.kunlunxin.com (one ResourceSlice of devices, and with memory
+// shares on the slices of the cards' counter sets: slice_content.h) equal to the cards xpud
+// reports, with the fewest writes: equal slices found at start are adopted as they are, and
+// afterwards writes happen only when the pool changes. A change rewrites every slice of the pool
+// at the next generation (the scheduler reads a pool only when all its slices of the newest
+// generation are there, so it never pairs new devices with old counters), reusing the slices
+// that exist, then deletes the surplus.
 //
-// Stopping leaves the slice in place on purpose: the kubelet removes the slices of a driver that
-// is gone, and a restarting shim adopts its own slice without a write.
+// Stopping leaves the slices in place on purpose: the kubelet removes the slices of a driver
+// that is gone, and a restarting shim adopts its own slices without a write.
 //
 // Threads: set_devices() may be called from any thread (the xpud watcher's); reconcile() and
 // writes() from one thread at a time (the role's main loop). The desired state is the only thing
@@ -21,6 +25,7 @@
 #include "common/xpud_client.h"
 #include "k8s-shim/dra/kube/kube_api.h"
 #include "k8s-shim/dra/kube/resource_slice.h"
+#include "k8s-shim/dra/share_policy.h"
 
 namespace shim::dra {
 
@@ -35,7 +40,8 @@ class SlicePublisher {
   // it); a check that finds it as written costs one list and no write.
   static constexpr std::chrono::minutes kResync{10};
 
-  SlicePublisher(KubeApi& api, std::string node_name, TaintPolicy taints = {});
+  SlicePublisher(KubeApi& api, std::string node_name, TaintPolicy taints = {},
+                 SharePolicy shares = {});
 
   // Stores the desired state for the next reconcile(); true when it changed (the caller then
   // wakes its reconcile loop). A view from an xpud that was never reached (not present, no
@@ -52,21 +58,23 @@ class SlicePublisher {
 
  private:
   struct Desired {
-    std::vector<SliceDevice> devices;
-    std::uint64_t version = 0;  // +1 per change of `devices`
+    std::vector<ResourceSliceSpec> slices;  // at generation 0, in desired_slices()' order
+    std::uint64_t version = 0;              // +1 per change of `slices`
   };
   enum class Outcome { done, retry_now, failed };
 
   Outcome sync(const Desired& desired);
   Outcome relist_and_converge(const Desired& desired);
-  Outcome write_change(const Desired& desired);
-  // PUT of `slice` (written as `desired` at `generation`); a 409/404 asks for a relist.
-  Outcome send_update(const ResourceSlice& slice, const Desired& desired, std::int64_t generation);
-  // What the API returned for a create or update becomes what is published.
-  void record_write(ResourceSlice written, const Desired& desired, std::int64_t generation);
-  // The slice to write for `desired`: a taint already published keeps the time the API server
+  // Writes the pool at the next generation over `existing` (updated newest first, created when
+  // fewer, the surplus deleted after).
+  Outcome write_pool(const Desired& desired, std::vector<ResourceSlice> existing);
+  // The slices to write for `desired`: a taint already published keeps the time the API server
   // gave it, and no taints at all once the server showed it drops them.
-  ResourceSliceSpec spec_for(const Desired& desired, std::int64_t generation) const;
+  std::vector<ResourceSliceSpec> specs_for(const Desired& desired, std::int64_t generation) const;
+  // Whether `slices` are exactly the pool `desired` asks for at their (common) generation; if so
+  // they are reordered as desired.
+  bool holds(std::vector<ResourceSlice>& slices, const Desired& desired) const;
+  void note_server_dropped_taints(const ResourceSliceSpec& sent, const ResourceSlice& written);
   // False when one could not be deleted (then a relist is due).
   bool delete_extras(const std::vector<ResourceSlice>& extras);
   void note_failure(const ApiError& error);
@@ -74,13 +82,14 @@ class SlicePublisher {
   KubeApi& api_;
   const std::string node_name_;
   const TaintPolicy taint_policy_;
+  const SharePolicy share_policy_;
 
   mutable std::mutex desired_mutex_;
   std::optional<Desired> desired_;  // guarded by desired_mutex_; nullopt: publish nothing
 
   // Reconcile thread only.
-  std::optional<ResourceSlice> published_;  // as the API last returned it
-  std::uint64_t published_version_ = 0;
+  std::vector<ResourceSlice> published_;  // as the API last returned them, in desired order
+  std::uint64_t published_version_ = 0;   // 0: nothing published (versions start at 1)
   bool need_list_ = true;
   std::int64_t highest_generation_ = 0;
   Clock::time_point next_attempt_{};

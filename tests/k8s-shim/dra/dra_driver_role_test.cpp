@@ -72,5 +72,55 @@ TEST(DraDriverOptionsDeathTest, AGracePeriodThatIsNoWholeNumberOfSecondsExitsWit
   }
 }
 
+TEST(DraDriverOptions, MemorySharesAreOffAndTakeQuantities) {
+  ShimOptions shim;
+  std::vector<std::string> defaults = {"--node-name", "node-1"};
+  EXPECT_EQ(parse_dra_driver_command_line(shim, defaults).shares, SharePolicy{});
+  EXPECT_FALSE(SharePolicy{}.enabled);
+
+  std::vector<std::string> args = {"--node-name",
+                                   "node-1",
+                                   "--memory-shares",
+                                   "--share-memory-minimum",
+                                   "2Gi",
+                                   "--share-memory-step",
+                                   "512Mi",
+                                   "--share-memory-default",
+                                   "3Gi"};
+  const SharePolicy shares = parse_dra_driver_command_line(shim, args).shares;
+  EXPECT_TRUE(shares.enabled);
+  EXPECT_EQ(shares.minimum, 2 * kGiB);
+  EXPECT_EQ(shares.step, kGiB / 2);
+  EXPECT_EQ(shares.default_memory, 3 * kGiB);
+}
+
+TEST(DraDriverOptions, TheShareDefaultIsTheMinimumPlusWholeSteps) {
+  EXPECT_TRUE(validate_share_policy(
+                  {.enabled = true, .minimum = kGiB, .step = kGiB, .default_memory = 4 * kGiB})
+                  .ok());
+  auto off_step = validate_share_policy(
+      {.enabled = true, .minimum = kGiB, .step = 2 * kGiB, .default_memory = 2 * kGiB});
+  ASSERT_FALSE(off_step.ok());
+  EXPECT_NE(off_step.error().find("--share-memory-default"), std::string::npos) << off_step.error();
+  EXPECT_FALSE(validate_share_policy(
+                   {.enabled = true, .minimum = 2 * kGiB, .step = kGiB, .default_memory = kGiB})
+                   .ok());
+}
+
+TEST(DraDriverOptionsDeathTest, AShareAmountThatIsNoPositiveQuantityExitsWithUsage) {
+  for (const char* bad : {"0", "-1Gi", "lots", "0.5"}) {
+    ShimOptions shim;
+    std::vector<std::string> args = {"--node-name", "node-1", "--share-memory-minimum", bad};
+    EXPECT_EXIT(parse_dra_driver_command_line(shim, args), ::testing::ExitedWithCode(2),
+                "--share-memory-minimum")
+        << bad;
+  }
+  ShimOptions shim;
+  std::vector<std::string> off_step = {
+      "--node-name", "node-1", "--share-memory-step", "2Gi", "--share-memory-default", "2Gi"};
+  EXPECT_EXIT(parse_dra_driver_command_line(shim, off_step), ::testing::ExitedWithCode(2),
+              "--share-memory-default");
+}
+
 }  // namespace
 }  // namespace shim::dra

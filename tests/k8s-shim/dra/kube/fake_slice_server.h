@@ -43,6 +43,10 @@ class FakeSliceServer : public HttpTransport {
   void fail_next_of(std::string method, long status, std::string reason = "InternalError") {
     failures_.push_back({std::move(method), status, std::move(reason)});
   }
+  // The request of `method` after the next `passing` ones fails.
+  void fail_later_of(std::string method, unsigned passing, long status) {
+    failures_.push_back({std::move(method), status, "InternalError", passing});
+  }
   void remove(const std::string& name) { store_.erase(name); }
   // Whether writes keep the devices' taints (Kubernetes 1.36+, where DRADeviceTaints is on).
   void keep_taints(bool keep) { keep_taints_ = keep; }
@@ -55,6 +59,10 @@ class FakeSliceServer : public HttpTransport {
     requests.push_back(request);
     for (auto it = failures_.begin(); it != failures_.end(); ++it) {
       if (!it->method.empty() && it->method != request.method) continue;
+      if (it->passing > 0) {
+        --it->passing;
+        break;
+      }
       Failure failure = *it;
       failures_.erase(it);
       if (failure.status == 0) return xpu::Error{"connection refused (injected)"};
@@ -133,6 +141,7 @@ class FakeSliceServer : public HttpTransport {
     std::string method;  // empty: any
     long status = 0;
     std::string reason;
+    unsigned passing = 0;  // requests of `method` let through first
   };
   std::deque<Failure> failures_;
   int names_ = 0;

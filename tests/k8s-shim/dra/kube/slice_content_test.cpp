@@ -170,6 +170,97 @@ TEST(DesiredSlice, NoCardsGiveNoDevices) {
   EXPECT_EQ(spec.pool.name, "node-a");
 }
 
+TEST(DesiredSlices, WithoutSharesThePoolIsTheOneDevicesSlice) {
+  std::vector<ResourceSliceSpec> slices =
+      desired_slices(eight_cards(), "node-a", 3, nullptr, {}, SharePolicy{});
+  ASSERT_EQ(slices.size(), 1u);
+  EXPECT_EQ(slices.front(), desired_slice(eight_cards(), "node-a", 3));
+  for (const SliceDevice& device : slices.front().devices) {
+    EXPECT_FALSE(device.allow_multiple_allocations);
+    EXPECT_TRUE(device.consumes_counters.empty());
+  }
+}
+
+TEST(DesiredSlices, SharesAreASecondDeviceConsumingTheSameCountersAsTheWholeCard) {
+  const SharePolicy shares{
+      .enabled = true, .minimum = 2 * kGiB, .step = kGiB, .default_memory = 4 * kGiB};
+  std::vector<std::string> omitted;
+  std::vector<ResourceSliceSpec> slices =
+      desired_slices(eight_cards(), "node-a", 3, &omitted, {}, shares);
+  EXPECT_TRUE(omitted.empty());
+  ASSERT_EQ(slices.size(), 2u);
+  for (const ResourceSliceSpec& slice : slices)
+    EXPECT_EQ(slice.pool,
+              (SlicePool{.name = "node-a", .generation = 3, .resource_slice_count = 2}));
+
+  const ResourceSliceSpec& devices = slices[0];
+  EXPECT_TRUE(devices.shared_counters.empty());
+  ASSERT_EQ(devices.devices.size(), 16u);
+  const std::int64_t card_memory = std::int64_t{96} << 30;
+  for (unsigned i = 0; i < 8; ++i) {
+    const SliceDevice& whole = devices.devices[i];
+    const SliceDevice& shared = devices.devices[8 + i];
+    const std::vector<CounterConsumption> all_of_the_card = {
+        {.counter_set = "xpu-" + std::to_string(i), .counters = {{"memory", card_memory}}}};
+    EXPECT_EQ(whole.name, "xpu-" + std::to_string(i));
+    EXPECT_FALSE(whole.allow_multiple_allocations);
+    EXPECT_TRUE(whole.request_policies.empty());
+    EXPECT_EQ(whole.consumes_counters, all_of_the_card);
+
+    EXPECT_EQ(shared.name, "xpu-" + std::to_string(i) + "-shared");
+    EXPECT_TRUE(shared.allow_multiple_allocations);
+    EXPECT_EQ(shared.attributes, whole.attributes);  // the same card, selected the same way
+    EXPECT_EQ(shared.taints, whole.taints);          // card 5's taint keeps shares off it too
+    EXPECT_EQ(shared.capacity.at("memory"), card_memory);
+    EXPECT_EQ(shared.request_policies.at("memory"),
+              (CapacityRequestPolicy{
+                  .default_value = 4 * kGiB, .min = 2 * kGiB, .max = std::nullopt, .step = kGiB}));
+    EXPECT_EQ(shared.consumes_counters, all_of_the_card);
+  }
+  EXPECT_FALSE(devices.devices[5].taints.empty());
+
+  const ResourceSliceSpec& counters = slices[1];
+  EXPECT_TRUE(counters.devices.empty());
+  EXPECT_EQ(counters.node_name, "node-a");
+  ASSERT_EQ(counters.shared_counters.size(), 8u);
+  for (unsigned i = 0; i < 8; ++i)
+    EXPECT_EQ(counters.shared_counters[i], (CounterSet{.name = "xpu-" + std::to_string(i),
+                                                       .counters = {{"memory", card_memory}}}));
+}
+
+TEST(DesiredSlices, ACardBelowTheShareMinimumIsOfferedWholeOnlyAndSaysWhy) {
+  xpu::DeviceView view = xpu::test::present(
+      {card(0).memory_total_bytes(std::uint64_t{32} << 30), card(1).memory_total_bytes(0)});
+  const SharePolicy shares{
+      .enabled = true, .minimum = 64 * kGiB, .step = kGiB, .default_memory = 64 * kGiB};
+  std::vector<std::string> omitted;
+  std::vector<ResourceSliceSpec> slices = desired_slices(view, "node-a", 1, &omitted, {}, shares);
+  ASSERT_EQ(slices.size(), 1u);  // no counter set: nothing to keep apart
+  ASSERT_EQ(slices[0].devices.size(), 2u);
+  EXPECT_TRUE(slices[0].devices[0].consumes_counters.empty());
+  ASSERT_EQ(omitted.size(), 2u);
+  EXPECT_NE(omitted[0].find("xpu-0: memory 34359738368 bytes, below the share minimum"),
+            std::string::npos)
+      << omitted[0];
+  EXPECT_NE(omitted[1].find("xpu-1: memory unknown"), std::string::npos) << omitted[1];
+}
+
+TEST(DesiredSlices, CounterSetsGoEightToASlice) {
+  std::vector<xpu::DeviceInfo> devices;
+  for (unsigned i = 0; i < 17; ++i)
+    devices.push_back(card(i).memory_total_bytes(std::uint64_t{32} << 30));
+  const SharePolicy shares{.enabled = true};
+  std::vector<ResourceSliceSpec> slices =
+      desired_slices(xpu::test::present(devices), "node-a", 1, nullptr, {}, shares);
+  ASSERT_EQ(slices.size(), 4u);
+  EXPECT_EQ(slices[0].devices.size(), 34u);
+  EXPECT_EQ(slices[1].shared_counters.size(), 8u);
+  EXPECT_EQ(slices[2].shared_counters.size(), 8u);
+  ASSERT_EQ(slices[3].shared_counters.size(), 1u);
+  EXPECT_EQ(slices[3].shared_counters[0].name, "xpu-16");
+  for (const ResourceSliceSpec& slice : slices) EXPECT_EQ(slice.pool.resource_slice_count, 4);
+}
+
 TEST(SemanticDriverVersion, Normalises) {
   EXPECT_EQ(semantic_driver_version("5.0.21"), "5.0.21");
   EXPECT_EQ(semantic_driver_version("5.0"), "5.0.0");

@@ -300,5 +300,93 @@ TEST_F(Publisher, KeepsTheLastListWhenXpudGoesAway) {
   EXPECT_EQ(only_slice()["spec"]["devices"].size(), 2u);
 }
 
+// With memory shares on, the pool is a devices slice and a counters slice (slice_content.h).
+struct SharedPool : Publisher {
+  static constexpr SharePolicy kShares{.enabled = true};
+  SlicePublisher sharing{api, "node-a", {}, kShares};
+
+  // The stored slices: the devices slice, then the counters slice; fails the test otherwise.
+  std::pair<nlohmann::json, nlohmann::json> pool() {
+    nlohmann::json devices, counters;
+    for (const auto& [name, slice] : server.store())
+      (slice["spec"].contains("sharedCounters") ? counters : devices) = slice;
+    EXPECT_EQ(server.store().size(), 2u);
+    return {devices, counters};
+  }
+};
+
+TEST_F(SharedPool, WritesTheDevicesAndTheirCountersAtOneGeneration) {
+  sharing.set_devices(cards(2));
+  sharing.reconcile(now);
+  EXPECT_EQ(server.count("POST"), 2u);
+  EXPECT_EQ(sharing.writes(), 2u);
+  auto [devices, counters] = pool();
+  for (const auto& slice : {devices, counters}) {
+    EXPECT_EQ(slice["spec"]["pool"]["generation"], 1);
+    EXPECT_EQ(slice["spec"]["pool"]["resourceSliceCount"], 2);
+    EXPECT_EQ(slice["spec"]["nodeName"], "node-a");
+  }
+  ASSERT_EQ(devices["spec"]["devices"].size(), 4u);
+  EXPECT_EQ(devices["spec"]["devices"][2]["name"], "xpu-0-shared");
+  EXPECT_EQ(devices["spec"]["devices"][2]["allowMultipleAllocations"], true);
+  EXPECT_FALSE(devices["spec"].contains("sharedCounters"));
+  ASSERT_EQ(counters["spec"]["sharedCounters"].size(), 2u);
+  EXPECT_EQ(counters["spec"]["sharedCounters"][1]["name"], "xpu-1");
+  EXPECT_FALSE(counters["spec"].contains("devices"));
+}
+
+TEST_F(SharedPool, ARestartAdoptsThePoolWithoutWriting) {
+  sharing.set_devices(cards(2));
+  sharing.reconcile(now);
+  SlicePublisher restarted{api, "node-a", {}, kShares};
+  restarted.set_devices(cards(2));
+  restarted.reconcile(now);
+  EXPECT_EQ(restarted.writes(), 0u);
+  EXPECT_EQ(server.count("GET"), 2u);
+}
+
+TEST_F(SharedPool, AChangeRewritesEverySliceAtTheNextGeneration) {
+  sharing.set_devices(cards(2));
+  sharing.reconcile(now);
+  sharing.set_devices(cards(3));
+  sharing.reconcile(now + seconds(1));
+  EXPECT_EQ(server.count("PUT"), 2u);
+  EXPECT_EQ(server.count("POST"), 2u);  // the first two only: the slices are reused
+  auto [devices, counters] = pool();
+  EXPECT_EQ(devices["spec"]["pool"]["generation"], 2);
+  EXPECT_EQ(counters["spec"]["pool"]["generation"], 2);
+  EXPECT_EQ(devices["spec"]["devices"].size(), 6u);
+  EXPECT_EQ(counters["spec"]["sharedCounters"].size(), 3u);
+}
+
+TEST_F(SharedPool, TurningSharesOffLeavesTheOneDevicesSlice) {
+  sharing.set_devices(cards(2));
+  sharing.reconcile(now);
+  publisher.set_devices(cards(2));  // the same node, shares off
+  publisher.reconcile(now);
+  EXPECT_EQ(server.count("PUT"), 1u);
+  EXPECT_EQ(server.count("DELETE"), 1u);
+  const auto& slice = only_slice();
+  EXPECT_EQ(slice["spec"]["pool"]["generation"], 2);
+  EXPECT_EQ(slice["spec"]["pool"]["resourceSliceCount"], 1);
+  EXPECT_EQ(slice["spec"]["devices"].size(), 2u);
+}
+
+TEST_F(SharedPool, AHalfWrittenPoolIsWrittenWholeOneGenerationHigher) {
+  sharing.set_devices(cards(2));
+  server.fail_later_of("POST", 1, 500);  // the devices slice is created, its counters refused
+  auto next = sharing.reconcile(now);
+  EXPECT_EQ(next, now + seconds(1));
+  ASSERT_EQ(server.store().size(), 1u);
+  EXPECT_EQ(only_slice()["spec"]["pool"]["generation"], 1);
+
+  sharing.reconcile(next);  // the newest generation is short of a slice: all of it again
+  auto [devices, counters] = pool();
+  EXPECT_EQ(devices["spec"]["pool"]["generation"], 2);
+  EXPECT_EQ(counters["spec"]["pool"]["generation"], 2);
+  EXPECT_EQ(server.count("PUT"), 1u);
+  EXPECT_EQ(sharing.writes(), 3u);
+}
+
 }  // namespace
 }  // namespace shim::dra
