@@ -178,6 +178,10 @@ inline constexpr std::string_view kVisibleDevicesEnv = "XPU_VISIBLE_DEVICES";
 // forms (indices, all, none, void/empty/unset) and why indices: docs/hardware.md.
 inline constexpr std::string_view kVendorRuntimeVisibleDevicesEnv = "CXPU_VISIBLE_DEVICES";
 inline constexpr std::string_view kUuidsEnv = "KUNLUNXIN_XPU_UUIDS";
+// A memory-bounded share: the bytes the container may use, in all, of the cards it sees. The
+// vendor's runtime hook reads it (src/cli/cxpu.c of zxw3221/libxpu-container, with atoll) and
+// bounds each card's cXPU instance to it divided by the number of cards: docs/hardware.md.
+inline constexpr std::string_view kVendorRuntimeMemoryLimitEnv = "CXPU_CONTAINER_MEMORY_LIMIT";
 
 // Keys of Manager.GetMetrics, in base units.
 namespace metric {

@@ -78,13 +78,15 @@ std::string device_status_apply_body(const PreparedClaim& claim,
         {"message", entry.message},
         {"lastTransitionTime", entry.last_transition_time},
     };
-    devices.push_back({
+    nlohmann::json device = {
         {"driver", kDriverName},
         {"pool", entry.pool},
         {"device", entry.device},
         {"conditions", nlohmann::json::array({std::move(condition)})},
         {"data", {{"uuid", entry.uuid}, {"index", entry.index}}},
-    });
+    };
+    if (!entry.share_id.empty()) device["shareID"] = entry.share_id;
+    devices.push_back(std::move(device));
   }
   nlohmann::json body = {
       {"apiVersion", "resource.k8s.io/v1"},
@@ -111,6 +113,7 @@ void DeviceStatusWriter::set(const std::vector<PreparedClaim>& claims, const xpu
       const bool found = card != by_index.end() && card->second->uuid == device.uuid;
       DeviceStatusEntry entry{.pool = device.pool,
                               .device = device.device,
+                              .share_id = device.share_id,
                               .healthy = found && card->second->healthy,
                               .reason = {},
                               .message = {},
@@ -129,7 +132,7 @@ void DeviceStatusWriter::set(const std::vector<PreparedClaim>& claims, const xpu
         entry.reason = kCardGoneReason;
         entry.message = "xpud no longer reports this card";
       }
-      auto key = std::make_tuple(claim.uid, device.device);
+      auto key = std::make_tuple(claim.uid, device.device, device.share_id);
       auto known = known_.find(key);
       Known now{.healthy = entry.healthy, .since = rfc3339(wall_now)};
       if (known != known_.end() && known->second.healthy == entry.healthy) now = known->second;

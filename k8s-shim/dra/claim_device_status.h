@@ -40,6 +40,7 @@ inline constexpr std::string_view kHealthyConditionType = "Healthy";
 // One card's entry, as written.
 struct DeviceStatusEntry {
   std::string pool, device;
+  std::string share_id{};  // a share's shareID, which the API requires with its device
   bool healthy = false;
   std::string reason;   // the condition's reason: "Healthy", or the reason kind in CamelCase
   std::string message;  // xpud's reason text; empty while healthy
@@ -106,8 +107,9 @@ class DeviceStatusWriter {
   bool write(Claim& entry, Clock::time_point now);
 
   KubeApi& api_;
-  std::map<std::string, Claim, std::less<>> claims_;             // by UID
-  std::map<std::tuple<std::string, std::string>, Known> known_;  // (claim UID, device)
+  std::map<std::string, Claim, std::less<>> claims_;  // by UID
+  std::map<std::tuple<std::string, std::string, std::string>, Known>
+      known_;  // (claim UID, device, shareID)
   std::uint64_t writes_ = 0;
   bool forbidden_logged_ = false;
 };

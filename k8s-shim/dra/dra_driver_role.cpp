@@ -75,8 +75,8 @@ dra::AllocatedClaim allocated_claim(const dra::ResourceClaim& claim) {
                                 .allocated = claim.allocated,
                                 .results = {}};
   for (const auto& result : claim.results)
-    allocated.results.push_back(
-        {result.request, result.driver, result.pool, result.device, result.admin_access});
+    allocated.results.push_back({result.request, result.driver, result.pool, result.device,
+                                 result.admin_access, result.share_id, result.consumed_memory});
   return allocated;
 }
 

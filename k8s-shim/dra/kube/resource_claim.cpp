@@ -1,6 +1,7 @@
 #include "k8s-shim/dra/kube/resource_claim.h"
 
 #include "k8s-shim/dra/kube/json_fields.h"
+#include "k8s-shim/dra/kube/quantity.h"
 
 namespace shim::dra {
 
@@ -38,13 +39,28 @@ xpu::Result<ResourceClaim> parse_resource_claim(std::string_view json) {
     for (std::size_t i = 0; i < results->size(); ++i) {
       const std::string path = jf::element(results_path, i);
       const auto& entry = jf::expect_object((*results)[i], path);
-      claim.results.push_back(DeviceAllocation{
+      DeviceAllocation allocation{
           .request = jf::string_or(entry, path, "request"),
           .driver = jf::string_or(entry, path, "driver"),
           .pool = jf::string_or(entry, path, "pool"),
           .device = jf::string_or(entry, path, "device"),
           .admin_access = jf::bool_or(entry, path, "adminAccess", false),
-      });
+          .share_id = jf::string_or(entry, path, "shareID"),
+          .consumed_memory = std::nullopt,
+      };
+      if (const auto* consumed = jf::find(entry, path, "consumedCapacity")) {
+        const std::string consumed_path = jf::child(path, "consumedCapacity");
+        jf::expect_object(*consumed, consumed_path);
+        if (jf::find(*consumed, consumed_path, "memory")) {
+          const std::string memory = jf::string_or(*consumed, consumed_path, "memory");
+          auto bytes = parse_quantity(memory);
+          if (!bytes)
+            return xpu::Error{"ResourceClaim: " + jf::child(consumed_path, "memory") + ": " +
+                              bytes.error()};
+          allocation.consumed_memory = *bytes;
+        }
+      }
+      claim.results.push_back(std::move(allocation));
     }
     return claim;
   } catch (const jf::FieldError& error) {

@@ -2,6 +2,8 @@
 // the scheduler allocated to it.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +19,10 @@ struct DeviceAllocation {
   std::string pool;
   std::string device;
   bool admin_access = false;  // adminAccess: true
+  // A device allocated several times (allowMultipleAllocations) names each allocation: shareID
+  // (a UID), and what it took of the device's capacity: consumedCapacity.memory, in bytes.
+  std::string share_id{};
+  std::optional<std::int64_t> consumed_memory{};
 
   bool operator==(const DeviceAllocation&) const = default;
 };

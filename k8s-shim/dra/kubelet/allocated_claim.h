@@ -3,6 +3,8 @@
 // stay free of JSON and HTTP.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,10 @@ struct AllocatedDevice {
   // adminAccess (KEP-5018): a monitoring or diagnostics claim on a card others may hold. It is
   // prepared like any other and frees nothing; an unhealthy card is not refused to it.
   bool admin_access = false;
+  // A share of a card (memory shares: share_policy.h): the allocation's shareID and the bytes
+  // it consumed of the card's memory.
+  std::string share_id{};
+  std::optional<std::int64_t> consumed_memory{};
 
   bool operator==(const AllocatedDevice&) const = default;
 };

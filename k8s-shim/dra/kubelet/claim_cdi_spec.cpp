@@ -20,9 +20,15 @@ std::string claim_cdi_spec_file_name(std::string_view uid) {
 std::string claim_cdi_spec_json(const PreparedClaim& claim) {
   // Request -> its cards (index, uuid); std::map keeps the devices in a stable order.
   std::map<std::string, std::vector<std::pair<unsigned, std::string>>> cards_of;
+  // Request -> the least memory granted to one of its shares (none: whole cards).
+  std::map<std::string, std::int64_t> least_share_of;
   for (const PreparedDevice& device : claim.devices)
-    for (const std::string& request : device.requests)
+    for (const std::string& request : device.requests) {
       cards_of[request].emplace_back(device.index, device.uuid);
+      if (device.share_id.empty()) continue;
+      auto [least, added] = least_share_of.try_emplace(request, device.memory_limit);
+      if (!added) least->second = std::min(least->second, device.memory_limit);
+    }
 
   nlohmann::json devices = nlohmann::json::array();
   for (auto& [request, cards] : cards_of) {
@@ -33,13 +39,17 @@ std::string claim_cdi_spec_json(const PreparedClaim& claim) {
       indices += std::to_string(index);
       uuids += uuid;
     }
+    nlohmann::json env = {std::string(xpu::names::kVisibleDevicesEnv) + "=" + indices,
+                          std::string(xpu::names::kVendorRuntimeVisibleDevicesEnv) + "=" + indices,
+                          std::string(xpu::names::kUuidsEnv) + "=" + uuids};
+    // The vendor's runtime divides the limit evenly among the container's cards: the request's
+    // cards times its least grant keeps every card within what was granted on it.
+    if (auto least = least_share_of.find(request); least != least_share_of.end())
+      env.push_back(std::string(xpu::names::kVendorRuntimeMemoryLimitEnv) + "=" +
+                    std::to_string(least->second * static_cast<std::int64_t>(cards.size())));
     devices.push_back({
         {"name", claim_cdi_device_name(claim.uid, request)},
-        {"containerEdits",
-         {{"env",
-           {std::string(xpu::names::kVisibleDevicesEnv) + "=" + indices,
-            std::string(xpu::names::kVendorRuntimeVisibleDevicesEnv) + "=" + indices,
-            std::string(xpu::names::kUuidsEnv) + "=" + uuids}}}},
+        {"containerEdits", {{"env", std::move(env)}}},
     });
   }
   nlohmann::json spec = {

@@ -69,8 +69,13 @@ xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference,
     const std::string cdi_name = claim_cdi_device_name(reference.uid, result.request);
     if (!xpu::names::cdi::is_device_name(cdi_name))
       return claim_error(reference, "request " + result.request + " gives no valid CDI name");
-    std::optional<unsigned> index = device_index(result.device);
-    if (!index) return claim_error(reference, what + " is not a device name of this driver");
+    std::optional<NamedDevice> named = named_device(result.device);
+    if (!named) return claim_error(reference, what + " is not a device name of this driver");
+    const std::optional<unsigned> index = named->index;
+    if (named->shared && !is_claim_uid(result.share_id))
+      return claim_error(reference, what + " is a share without a valid shareID");
+    if (named->shared && (!result.consumed_memory || *result.consumed_memory <= 0))
+      return claim_error(reference, what + " is a share without consumedCapacity.memory");
     const xpu::DeviceInfo* card = find_card(cards, *index);
     if (!card) return claim_error(reference, what + why_not_a_card(cards, *index));
     // The kubelet retries a failed prepare; the scheduler should not have picked this card. An
@@ -82,11 +87,20 @@ xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference,
 
     if (std::find(requests.begin(), requests.end(), result.request) == requests.end())
       requests.push_back(result.request);
+    const std::string share_id = named->shared ? result.share_id : std::string();
     auto same = std::find_if(prepared.devices.begin(), prepared.devices.end(),
-                             [&](const PreparedDevice& d) { return d.index == *index; });
+                             [&](const PreparedDevice& d) {
+                               return d.device == result.device && d.share_id == share_id;
+                             });
     if (same == prepared.devices.end()) {
-      prepared.devices.push_back(PreparedDevice{
-          {result.request}, result.pool, result.device, *index, card->uuid, {card_cdi_id(*card)}});
+      prepared.devices.push_back(PreparedDevice{{result.request},
+                                                result.pool,
+                                                result.device,
+                                                *index,
+                                                card->uuid,
+                                                {card_cdi_id(*card)},
+                                                share_id,
+                                                named->shared ? *result.consumed_memory : 0});
     } else if (std::find(same->requests.begin(), same->requests.end(), result.request) ==
                same->requests.end()) {
       same->requests.push_back(result.request);
@@ -96,6 +110,14 @@ xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference,
   // A runtime applies CDI edits in order and the last value of a variable wins: the request's
   // entry, which lists all its cards, goes after every card of the request.
   for (const std::string& request : requests) {
+    bool shares = false, whole = false;
+    for (const PreparedDevice& d : prepared.devices)
+      if (std::find(d.requests.begin(), d.requests.end(), request) != d.requests.end())
+        (d.share_id.empty() ? whole : shares) = true;
+    if (shares && whole)
+      return claim_error(reference, "request " + request +
+                                        " has both shares and whole cards, which one container "
+                                        "cannot hold: the runtime bounds all its cards alike");
     auto last = std::find_if(
         prepared.devices.rbegin(), prepared.devices.rend(), [&](const PreparedDevice& d) {
           return std::find(d.requests.begin(), d.requests.end(), request) != d.requests.end();

@@ -2,6 +2,7 @@
 // holds and the cards on this node. Pure: no gRPC, no files, no clock.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,10 @@ struct PreparedDevice {
   // In the order the runtime must apply them: the card's own name in xpud's spec, then (on the
   // last card of each request) the claim's entry for that request.
   std::vector<std::string> cdi_ids;
+  // A share of the card ("xpu-<index>-shared"): its allocation's shareID and the bytes granted.
+  // Empty and 0 for a whole card.
+  std::string share_id{};
+  std::int64_t memory_limit{};
 
   bool operator==(const PreparedDevice&) const = default;
 };
@@ -43,7 +48,9 @@ std::string claim_label(std::string_view namespace_name, std::string_view name);
 // The claim's devices on this node. Errors (which name the claim and the reason): the API
 // server's claim has another UID (it was deleted and recreated), it is not allocated, one of our
 // results is for another node's pool, names no card of ours (or a VF, or a PF with SR-IOV on),
-// or an unhealthy card (unless the result has admin access). Nothing here is exclusive: a card
+// or an unhealthy card (unless the result has admin access), a share without its shareID or
+// consumed memory, or a request with both shares and whole cards (the vendor's runtime bounds
+// every card of a container alike). Nothing here is exclusive: a card
 // in several claims (admin access) is prepared for each.
 // Results for other drivers are ignored.
 xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference,

@@ -32,13 +32,16 @@ json to_json(const Claims& claims) {
   json out = json::object();
   for (const auto& [uid, claim] : claims) {
     json devices = json::array();
-    for (const PreparedDevice& d : claim.devices)
-      devices.push_back({{"requests", d.requests},
-                         {"pool", d.pool},
-                         {"device", d.device},
-                         {"index", d.index},
-                         {"uuid", d.uuid},
-                         {"cdiIds", d.cdi_ids}});
+    for (const PreparedDevice& d : claim.devices) {
+      json device = {{"requests", d.requests}, {"pool", d.pool}, {"device", d.device},
+                     {"index", d.index},       {"uuid", d.uuid}, {"cdiIds", d.cdi_ids}};
+      // Only a share has them, so a checkpoint of whole cards reads as before they existed.
+      if (!d.share_id.empty()) {
+        device["shareId"] = d.share_id;
+        device["memoryLimit"] = d.memory_limit;
+      }
+      devices.push_back(std::move(device));
+    }
     out[uid] = {{"namespace", claim.namespace_name}, {"name", claim.name}, {"devices", devices}};
   }
   return out;
@@ -73,11 +76,16 @@ Claims from_json(const json& in) {
   for (const auto& [uid, entry] : in.items()) {
     PreparedClaim claim{
         uid, entry.at("namespace").get<std::string>(), entry.at("name").get<std::string>(), {}};
-    for (const json& d : entry.at("devices"))
+    for (const json& d : entry.at("devices")) {
       claim.devices.push_back(PreparedDevice{
           d.at("requests").get<std::vector<std::string>>(), d.at("pool").get<std::string>(),
           d.at("device").get<std::string>(), integer_at<unsigned>(d, "index"),
           d.at("uuid").get<std::string>(), d.at("cdiIds").get<std::vector<std::string>>()});
+      if (d.contains("shareId")) {
+        claim.devices.back().share_id = d.at("shareId").get<std::string>();
+        claim.devices.back().memory_limit = integer_at<std::int64_t>(d, "memoryLimit");
+      }
+    }
     claims.emplace(uid, std::move(claim));
   }
   return claims;

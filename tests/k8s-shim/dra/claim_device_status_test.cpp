@@ -99,6 +99,24 @@ TEST(DeviceStatusApplyBody, NamesTheClaimWithItsUidAndOnlyOurEntries) {
                                                      {"lastTransitionTime", kMorningText}}));
 }
 
+TEST(DeviceStatusApplyBody, AShareIsNamedWithItsShareIdAsTheApiRequires) {
+  DeviceStatusEntry share{.pool = "node-a",
+                          .device = "xpu-3-shared",
+                          .share_id = "0b5c2a4e-7d1f-4c55-9a1e-2f3b4c5d6e7f",
+                          .healthy = true,
+                          .reason = "Healthy",
+                          .message = "",
+                          .last_transition_time = kMorningText,
+                          .uuid = "uuid-3",
+                          .index = 3};
+  DeviceStatusEntry whole = share;
+  whole.device = "xpu-3";
+  whole.share_id.clear();
+  auto body = nlohmann::json::parse(device_status_apply_body(claim_of({3}), {share, whole}));
+  EXPECT_EQ(body["status"]["devices"].at(0)["shareID"], "0b5c2a4e-7d1f-4c55-9a1e-2f3b4c5d6e7f");
+  EXPECT_FALSE(body["status"]["devices"].at(1).contains("shareID"));
+}
+
 TEST(DeviceStatusApplyBody, InvalidUtf8FromXpudIsReplacedNotThrownOn) {
   DeviceStatusEntry entry;
   entry.pool = "p";

@@ -76,5 +76,31 @@ TEST(ResourceClaim, IgnoresUnknownFieldsAndRefusesGarbage) {
   EXPECT_FALSE(parse_resource_claim(std::string(100000, '[')));
 }
 
+// A share of a card (allowMultipleAllocations): the fields as k8s.io/api v0.37.2 resource/v1
+// spells them (DeviceRequestAllocationResult.ShareID, .ConsumedCapacity).
+std::string share_claim(std::string_view memory) {
+  return R"({"kind":"ResourceClaim","metadata":{"name":"c","namespace":"ns","uid":"u"},
+    "status":{"allocation":{"devices":{"results":[
+      {"request":"xpu","driver":"xpu.kunlunxin.com","pool":"node-a","device":"xpu-0-shared",
+       "shareID":"0b5c2a4e-7d1f-4c55-9a1e-2f3b4c5d6e7f",
+       "consumedCapacity":{"memory":)" +
+         std::string(memory) + R"(}}]}}}})";
+}
+
+TEST(ResourceClaim, ReadsAShareAndTheMemoryItConsumed) {
+  auto claim = parse_resource_claim(share_claim(R"("8Gi")"));
+  ASSERT_TRUE(claim) << claim.error();
+  ASSERT_EQ(claim->results.size(), 1u);
+  EXPECT_EQ(claim->results[0].share_id, "0b5c2a4e-7d1f-4c55-9a1e-2f3b4c5d6e7f");
+  EXPECT_EQ(claim->results[0].consumed_memory, std::int64_t{8} << 30);
+
+  auto bad = parse_resource_claim(share_claim(R"("8 gigs")"));
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("status.allocation.devices.results[0].consumedCapacity.memory"),
+            std::string::npos)
+      << bad.error();
+  EXPECT_FALSE(parse_resource_claim(share_claim("8589934592")));  // a Quantity is a string
+}
+
 }  // namespace
 }  // namespace shim::dra

@@ -89,5 +89,23 @@ TEST(dra_ClaimCdiSpec, AUidThatIsNoFileNameIsRefused) {
   EXPECT_FALSE(specs.remove("../escape"));
 }
 
+TEST(dra_ClaimCdiSpec, AShareBoundsTheContainersMemoryForTheVendorsRuntime) {
+  constexpr std::int64_t kGiBytes = std::int64_t{1} << 30;
+  PreparedClaim c{kUid, "team", "shares", {}};
+  c.devices.push_back({{"one"}, "node-a", "xpu-3-shared", 3, "UUID-3", {}, "s1", 8 * kGiBytes});
+  // Two cards, granted 6 and 4 GiB: the runtime divides evenly, so 2 x 4 GiB keeps both within.
+  c.devices.push_back({{"two"}, "node-a", "xpu-0-shared", 0, "UUID-0", {}, "s2", 6 * kGiBytes});
+  c.devices.push_back({{"two"}, "node-a", "xpu-1-shared", 1, "UUID-1", {}, "s3", 4 * kGiBytes});
+  auto spec = nlohmann::json::parse(claim_cdi_spec_json(c));
+  ASSERT_EQ(spec["devices"].size(), 2u);
+  EXPECT_THAT(spec["devices"][0]["containerEdits"]["env"].get<std::vector<std::string>>(),
+              ElementsAre("XPU_VISIBLE_DEVICES=3", "CXPU_VISIBLE_DEVICES=3",
+                          "KUNLUNXIN_XPU_UUIDS=UUID-3", "CXPU_CONTAINER_MEMORY_LIMIT=8589934592"));
+  EXPECT_THAT(
+      spec["devices"][1]["containerEdits"]["env"].get<std::vector<std::string>>(),
+      ElementsAre("XPU_VISIBLE_DEVICES=0,1", "CXPU_VISIBLE_DEVICES=0,1",
+                  "KUNLUNXIN_XPU_UUIDS=UUID-0,UUID-1", "CXPU_CONTAINER_MEMORY_LIMIT=8589934592"));
+}
+
 }  // namespace
 }  // namespace shim::dra

@@ -208,5 +208,66 @@ TEST(dra_ClaimPreparation, NoResultOfOursGivesNoDevices) {
   EXPECT_TRUE(prepared->devices.empty());
 }
 
+constexpr const char* kShare = "0b5c2a4e-7d1f-4c55-9a1e-2f3b4c5d6e7f";
+constexpr std::int64_t kGiBytes = std::int64_t{1} << 30;
+
+AllocatedDevice share(std::string request, std::string device, std::string share_id,
+                      std::optional<std::int64_t> memory) {
+  return {std::move(request),  kDriver, kNode, std::move(device), false,
+          std::move(share_id), memory};
+}
+
+TEST(dra_ClaimPreparation, AShareIsTheCardWithItsShareIdAndGrant) {
+  auto prepared =
+      prepare_claim(reference(), allocated({share("infer", "xpu-1-shared", kShare, 8 * kGiBytes)}),
+                    kNode, cards());
+  ASSERT_TRUE(prepared) << prepared.error();
+  ASSERT_EQ(prepared->devices.size(), 1u);
+  const PreparedDevice& device = prepared->devices[0];
+  EXPECT_EQ(device.device, "xpu-1-shared");
+  EXPECT_EQ(device.index, 1u);
+  EXPECT_EQ(device.share_id, kShare);
+  EXPECT_EQ(device.memory_limit, 8 * kGiBytes);
+  EXPECT_THAT(device.cdi_ids, ElementsAre("kunlunxin.com/xpu=KL-UUID-1",
+                                          std::string("kunlunxin.com/claim=") + kUid + "-infer"));
+}
+
+TEST(dra_ClaimPreparation, TwoSharesOfOneCardAreTwoDevices) {
+  auto prepared = prepare_claim(
+      reference(),
+      allocated({share("a", "xpu-0-shared", kShare, 2 * kGiBytes),
+                 share("b", "xpu-0-shared", "1b5c2a4e-7d1f-4c55-9a1e-2f3b4c5d6e7f", 4 * kGiBytes)}),
+      kNode, cards());
+  ASSERT_TRUE(prepared) << prepared.error();
+  ASSERT_EQ(prepared->devices.size(), 2u);
+  EXPECT_EQ(prepared->devices[0].memory_limit, 2 * kGiBytes);
+  EXPECT_EQ(prepared->devices[1].memory_limit, 4 * kGiBytes);
+}
+
+TEST(dra_ClaimPreparation, AShareWithoutShareIdOrMemoryIsRefused) {
+  auto no_id = prepare_claim(reference(), allocated({share("r", "xpu-0-shared", "", kGiBytes)}),
+                             kNode, cards());
+  ASSERT_FALSE(no_id);
+  EXPECT_THAT(no_id.error(), HasSubstr("device xpu-0-shared of request r is a share without a "
+                                       "valid shareID"));
+  auto no_memory = prepare_claim(
+      reference(), allocated({share("r", "xpu-0-shared", kShare, std::nullopt)}), kNode, cards());
+  ASSERT_FALSE(no_memory);
+  EXPECT_THAT(no_memory.error(), HasSubstr("without consumedCapacity.memory"));
+  auto bad_name =
+      prepare_claim(reference(), allocated({share("r", "xpu-0-shared-shared", kShare, kGiBytes)}),
+                    kNode, cards());
+  EXPECT_FALSE(bad_name);
+}
+
+TEST(dra_ClaimPreparation, ARequestWithSharesAndWholeCardsIsRefused) {
+  auto mixed = prepare_claim(
+      reference(),
+      allocated({share("r", "xpu-0-shared", kShare, kGiBytes), {"r", kDriver, kNode, "xpu-1"}}),
+      kNode, cards());
+  ASSERT_FALSE(mixed);
+  EXPECT_THAT(mixed.error(), HasSubstr("request r has both shares and whole cards"));
+}
+
 }  // namespace
 }  // namespace shim::dra

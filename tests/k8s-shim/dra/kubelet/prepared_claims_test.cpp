@@ -142,5 +142,24 @@ TEST(dra_PreparedClaims, AVersionOrIndexThatIsNoWholeNumberInRangeIsRefused) {
   }
 }
 
+TEST(dra_PreparedClaims, AShareKeepsItsShareIdAndGrantAcrossARestart) {
+  xpu::test::TempDir dir;
+  const auto file = dir.path() / "checkpoint.json";
+  PreparedClaim shared = claim("uid-s", 2);
+  shared.devices[0].device = "xpu-2-shared";
+  shared.devices[0].share_id = "0b5c2a4e-7d1f-4c55-9a1e-2f3b4c5d6e7f";
+  shared.devices[0].memory_limit = std::int64_t{8} << 30;
+  {
+    PreparedClaims store = PreparedClaims::load(file);
+    ASSERT_TRUE(store.add(shared));
+    ASSERT_TRUE(store.add(claim("uid-w", 1)));
+  }
+  EXPECT_THAT(read(file), HasSubstr("\"memoryLimit\": 8589934592"));
+  PreparedClaims reloaded = PreparedClaims::load(file);
+  ASSERT_NE(reloaded.find("uid-s"), nullptr);
+  EXPECT_EQ(*reloaded.find("uid-s"), shared);
+  EXPECT_EQ(*reloaded.find("uid-w"), claim("uid-w", 1));
+}
+
 }  // namespace
 }  // namespace shim::dra
