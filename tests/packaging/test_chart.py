@@ -962,6 +962,58 @@ class Allocation(unittest.TestCase):
             self.assertNotEqual(result.returncode, 0, bad)
             self.assertIn("deviceTaints", result.stderr, bad)
 
+    def test_memory_shares_add_a_class_and_keep_the_whole_card_class_off_shares(self):
+        def classes(*set_args):
+            objects = render("allocation=dra", *set_args, kube_version="1.37.2")
+            return {name: obj["spec"]["selectors"][0]["cel"]["expression"]
+                    for (kind, name), obj in objects.items() if kind == "DeviceClass"}, objects
+        off, objects = classes()
+        self.assertEqual(sorted(off), ["xpu.kunlunxin.com"])
+        self.assertNotIn("allowMultipleAllocations", off["xpu.kunlunxin.com"])
+        self.assertIsNone(option_value(args_of(objects, DRA_DRIVER), "--share-memory-minimum"))
+        self.assertNotIn("--memory-shares", args_of(objects, DRA_DRIVER))
+
+        on, objects = classes("dra.sharing.enabled=true", "dra.sharing.memory.minimum=2Gi",
+                              "dra.sharing.memory.step=512Mi", "dra.sharing.memory.default=4Gi")
+        self.assertEqual(sorted(on), ["xpu-share.kunlunxin.com", "xpu.kunlunxin.com"])
+        self.assertIn("!device.allowMultipleAllocations", on["xpu.kunlunxin.com"])
+        self.assertEqual(on["xpu-share.kunlunxin.com"],
+                         'device.driver == "xpu.kunlunxin.com" && device.allowMultipleAllocations')
+        args = args_of(objects, DRA_DRIVER)
+        self.assertIn("--memory-shares", args)
+        self.assertEqual(option_value(args, "--share-memory-minimum"), "2Gi")
+        self.assertEqual(option_value(args, "--share-memory-step"), "512Mi")
+        self.assertEqual(option_value(args, "--share-memory-default"), "4Gi")
+        # The extended resource stays the whole card's.
+        self.assertNotIn("extendedResourceName",
+                         objects[("DeviceClass", "xpu-share.kunlunxin.com")]["spec"])
+
+    def test_memory_shares_are_refused_before_kubernetes_1_36_and_with_bad_amounts(self):
+        result = subprocess.run([HELM, "template", "rel", CHART, "--kube-version", "1.35.4",
+                                 "--set", "allocation=dra", "--set", "dra.sharing.enabled=true"],
+                                capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("dra.sharing.enabled needs Kubernetes 1.36 or later", result.stderr)
+        for bad in ("dra.sharing.memory.step=0.5Gi", "dra.sharing.memory.minimum=0",
+                    "dra.sharing.memory.default=lots", "dra.sharing.memory.maximum=8Gi"):
+            result = render_failure("allocation=dra", bad)
+            self.assertNotEqual(result.returncode, 0, bad)
+            self.assertIn("/dra/sharing/memory", result.stderr, bad)
+
+    @unittest.skipUnless(SHIM, "xpu-k8s-shim is not built (XPU_BUILD_SHIM=OFF)")
+    def test_the_shim_accepts_the_share_arguments_and_refuses_an_off_step_default(self):
+        def run(*set_args, extra=()):
+            objects = render("allocation=dra", "dra.sharing.enabled=true", *set_args,
+                             kube_version="1.37.2")
+            args = [a.replace("$(NODE_NAME)", "node-1") for a in args_of(objects, DRA_DRIVER)]
+            return subprocess.run([SHIM, *args, *extra], capture_output=True, text=True, timeout=30)
+        accepted = run(extra=["--help"])
+        self.assertEqual(accepted.returncode, 0, accepted.stderr)
+        # --help skips the checks across flags; without it they run before anything is reached.
+        off_step = run("dra.sharing.memory.step=2Gi", "dra.sharing.memory.default=2Gi")
+        self.assertEqual(off_step.returncode, 2)
+        self.assertIn("--share-memory-default", off_step.stderr)
+
     def test_both_without_disjoint_nodes_is_refused(self):
         result = render_failure("allocation=both")
         self.assertNotEqual(result.returncode, 0)
