@@ -43,6 +43,7 @@ inline constexpr std::string_view kHealthyDeviceCount = "HealthyDeviceCount";
 inline constexpr std::string_view kDriverStalled = "DriverStalled";
 inline constexpr std::string_view kClusterReconfigureAllowed = "ClusterReconfigureAllowed";
 inline constexpr std::string_view kInstancesSupported = "InstancesSupported";
+inline constexpr std::string_view kInstanceHook = "InstanceHook";
 // com.kunlunxin.xpud1.Device
 inline constexpr std::string_view kIndex = "Index";
 inline constexpr std::string_view kName = "Name";
@@ -62,12 +63,16 @@ inline constexpr std::string_view kHealthTransitions = "HealthTransitions";
 inline constexpr std::string_view kIsVirtualFunction = "IsVirtualFunction";
 inline constexpr std::string_view kSriovEnabled = "SriovEnabled";
 
-inline constexpr std::array<std::string_view, 9> kManager = {
-    kVersion,           kBackend,
-    kLibraryPath,       kDriverVersion,
-    kDeviceCount,       kHealthyDeviceCount,
-    kDriverStalled,     kClusterReconfigureAllowed,
-    kInstancesSupported};
+inline constexpr std::array<std::string_view, 10> kManager = {kVersion,
+                                                              kBackend,
+                                                              kLibraryPath,
+                                                              kDriverVersion,
+                                                              kDeviceCount,
+                                                              kHealthyDeviceCount,
+                                                              kDriverStalled,
+                                                              kClusterReconfigureAllowed,
+                                                              kInstancesSupported,
+                                                              kInstanceHook};
 inline constexpr std::array<std::string_view, 17> kDevice = {kIndex,
                                                              kName,
                                                              kUuid,

@@ -56,6 +56,9 @@ struct ManagerInfo {
   std::string driver_version;
   unsigned device_count = 0;
   unsigned healthy_device_count = 0;
+  // InstanceHook: the command an OCI hook runs to reach xpud about cXPU instances; empty when
+  // xpud makes none (or predates the property).
+  std::vector<std::string> instance_hook;
 
   bool operator==(const ManagerInfo&) const = default;
 };

@@ -75,6 +75,8 @@ Result<ManagerInfo> parse_manager(const PropertyMap& properties) {
   if (properties.count(std::string(property::kLibraryPath)) != 0 &&
       !get_property(properties, property::kLibraryPath, info.library_path))
     info.library_path.clear();
+  if (!get_property(properties, property::kInstanceHook, info.instance_hook))
+    info.instance_hook.clear();
   return info;
 }
 

@@ -128,6 +128,11 @@ const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& sch
       {"sysfs",
        {{"root",
          [](Config& c, std::string_view v) { return set_absolute_path(c.sysfs_root, v); }}}},
+      {"cxpu",
+       {{"hook_program",
+         [](Config& c, std::string_view v) {
+           return set_absolute_path(c.instance_hook_program, v);
+         }}}},
       {"topology",
        {{"quirks",
          [](Config& c, std::string_view v) { return set_absolute_path(c.topology_quirks, v); }}}},

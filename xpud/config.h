@@ -68,6 +68,9 @@ struct Config {
   // Whether the cluster (the device plugin, through xpud-api-proxy) may change the number of
   // SR-IOV virtual functions with ConfigureVirtualFunctions. Root on the host always may.
   bool allow_cluster_reconfigure = false;
+  // [cxpu] The xpuctl that OCI hooks run on the host to make a memory share's cXPU instance
+  // (Manager.InstanceHook). Read at start.
+  std::filesystem::path instance_hook_program = "/usr/bin/xpuctl";
   // [cdi] The Container Device Interface spec of the cards (cdi_spec.h). `auto` writes it when
   // xpud serves the system bus, i.e. when it is the host's daemon; an xpud on a private bus
   // (--bus-address, --session: tests, demos) is not, and would replace the host daemon's spec.

@@ -52,7 +52,7 @@ bool backend_settings_differ(const Config& a, const Config& b) {
   return a.backend != b.backend || a.xpuml_libraries != b.xpuml_libraries ||
          a.sysfs_root != b.sysfs_root || a.topology_quirks != b.topology_quirks ||
          a.sim_devices != b.sim_devices || a.sim_model != b.sim_model ||
-         a.sim_memory_mib != b.sim_memory_mib;
+         a.sim_memory_mib != b.sim_memory_mib || a.instance_hook_program != b.instance_hook_program;
 }
 
 std::vector<DeviceIdentity> cards_of(const Snapshot& snapshot) {
@@ -155,7 +155,7 @@ class Daemon {
           *connection_,
           ManagerFacts{std::string(shared_backend->name()), shared_backend->library_path(),
                        sampler_->driver_version(), config_.sysfs_root / "proc",
-                       config_.allow_cluster_reconfigure},
+                       config_.allow_cluster_reconfigure, instance_hook()},
           simulator_.get(), [this] { sampler_->request_sample(); }, *driver_requests_, *instances_);
       service_->publish(first);
       published_sequence_ = first->sequence;
@@ -186,6 +186,15 @@ class Daemon {
   }
 
  private:
+  // Manager.InstanceHook: xpuctl, told the private bus when this xpud serves one. On the session
+  // bus there is no address to tell, and a hook run by the runtime would not find that bus: none.
+  std::vector<std::string> instance_hook() const {
+    if (options_.session_bus) return {};
+    std::vector<std::string> hook{config_.instance_hook_program.string()};
+    if (options_.bus_address) hook.insert(hook.end(), {"--bus-address", *options_.bus_address});
+    return hook;
+  }
+
   // Every way out once the sampler runs. A driver call may still be running on an abandoned
   // thread, and may return at any moment into code whose globals (the logger, the library's own
   // state) exit() would be tearing down: then, with everything this process owns released,

@@ -118,6 +118,10 @@ class ManagerObject final
   bool DriverStalled() override { return service_.driver_stalled(); }
   bool ClusterReconfigureAllowed() override { return service_.facts_.cluster_reconfigure_allowed; }
   bool InstancesSupported() override { return service_.instances_.supported(); }
+  std::vector<std::string> InstanceHook() override {
+    if (!service_.instances_.supported()) return {};
+    return service_.facts_.instance_hook;
+  }
 
   // Root on the host may always. Anyone else reaches this only as far as the bus policy lets
   // them (on the system bus: the user xpud-api, i.e. xpud-api-proxy, which forwards it for the
@@ -459,6 +463,7 @@ void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
     facts_.backend = snapshot_->backend;
     changed.emplace_back(names::property::kBackend);
     changed.emplace_back(names::property::kInstancesSupported);
+    changed.emplace_back(names::property::kInstanceHook);
   }
   if (!snapshot_->backend.empty() && snapshot_->library_path != facts_.library_path) {
     spdlog::info("libxpuml in use: {}",

@@ -29,6 +29,9 @@ struct ManagerFacts {
   // Where GetProcesses reads /proc/<pid>/cgroup (the host's /proc; a fake tree in tests).
   std::filesystem::path proc_root = "/proc";
   bool cluster_reconfigure_allowed = false;  // [sriov] allow_cluster_reconfigure
+  // Manager.InstanceHook while instances are supported: [cxpu] hook_program and the options
+  // that reach this bus.
+  std::vector<std::string> instance_hook;
 };
 
 class DbusService {

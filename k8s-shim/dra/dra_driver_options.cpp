@@ -105,6 +105,19 @@ void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options) {
   cli.add_option("share-memory-default", "QUANTITY",
                  "what a share request naming no amount gets (default 1Gi)",
                  memory_option(options.shares.default_memory));
+  cli.add_option("share-enforcement", "WHO",
+                 "who makes a share's memory-bounded cXPU instance: xpud (OCI hooks in the "
+                 "share's CDI spec call it; the default) or runtime (the vendor's container "
+                 "runtime, from CXPU_CONTAINER_MEMORY_LIMIT)",
+                 [&options](std::string_view value) -> xpu::Status {
+                   if (value == "xpud")
+                     options.shares.enforcement = ShareEnforcement::xpud;
+                   else if (value == "runtime")
+                     options.shares.enforcement = ShareEnforcement::runtime;
+                   else
+                     return xpu::Error{"must be xpud or runtime"};
+                   return xpu::ok_status();
+                 });
   cli.add_option("api-server", "URL",
                  "the Kubernetes API server (default: in-cluster, from KUBERNETES_SERVICE_HOST "
                  "and KUBERNETES_SERVICE_PORT)",

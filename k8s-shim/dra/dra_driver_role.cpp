@@ -122,9 +122,14 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
     auto service = std::make_unique<dra::DraService>(
         lookup, card_source, driver.node_name,
         dra::PreparedClaims::load(std::filesystem::path(driver.plugin_dir) / "checkpoint.json"),
-        dra::ClaimCdiSpecs(driver.cdi_dir), [&wake, &claims_changed] {
+        dra::ClaimCdiSpecs(driver.cdi_dir),
+        [&wake, &claims_changed] {
           claims_changed.fetch_add(1);
           wake.signal();
+        },
+        [&cards, enforcement = driver.shares.enforcement]() -> std::vector<std::string> {
+          if (enforcement != dra::ShareEnforcement::xpud) return {};
+          return cards.at(Clock::now()).view->manager.instance_hook;
         });
     auto plugin = dra::KubeletPlugin::start(
         dra::KubeletPluginPaths{.plugin_directory = driver.plugin_dir,

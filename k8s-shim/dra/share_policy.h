@@ -11,8 +11,20 @@ namespace shim::dra {
 
 inline constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 
+// Who makes a share's memory-bounded cXPU instance. Either way the container gets
+// CXPU_CONTAINER_MEMORY_LIMIT and CXPU_VISIBLE_DEVICES.
+enum class ShareEnforcement {
+  // OCI hooks in the share's CDI spec run xpud's Manager.InstanceHook (xpuctl), which has xpud
+  // make the container's instance on exactly the share's card with exactly its grant; where
+  // xpud cannot (InstancesSupported false), no hooks, as with `runtime`.
+  xpud,
+  // The vendor's container runtime alone, from the variables (its cxpu hook).
+  runtime,
+};
+
 struct SharePolicy {
   bool enabled = false;
+  ShareEnforcement enforcement = ShareEnforcement::xpud;
   // requestPolicy.validRange of the shared device's memory: a request below `minimum` is raised
   // to it, one between steps rounded up to minimum + n * step; a request naming no amount takes
   // `default_memory` (minimum + n * step too, which the options check).

@@ -146,7 +146,9 @@ class Node:
         os.chmod("/run/dbus/system_bus_socket", 0o666)
         xpud_conf = os.path.join(self.run_dir, "xpud.conf")
         with open(xpud_conf, "w", encoding="utf-8") as f:
-            f.write(f"[daemon]\nbackend = sim\n\n[sim]\ndevices = {cards}\n")
+            # The hook program is the built xpuctl, which the runtime runs for memory shares.
+            f.write(f"[daemon]\nbackend = sim\n\n[sim]\ndevices = {cards}\n\n"
+                    f"[cxpu]\nhook_program = {self.binary('xpuctl/xpuctl')}\n")
         self.add("xpud", [self.binary("xpud/xpud"), "--config", xpud_conf]).start()
         wait_for("xpud on the system bus", self.xpud_answers, 20)
         # As xpud-api-proxy.service runs it, socket-activated: its sockets bound as root, the

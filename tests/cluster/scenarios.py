@@ -615,6 +615,168 @@ class Suite:
             self.wait_plugin_serving()
             self.wait_allocatable(8, 90)
 
+    def s16_memory_shares(self):
+        """dra.sharing: each card is also published as a share device with its memory under a
+        request policy, both consuming the card's counter set; on one 32 GiB card, pods asking 8,
+        8 and 16 GiB all run, each seeing CXPU_CONTAINER_MEMORY_LIMIT equal to its grant; a fourth
+        asking 8 GiB waits, and so does a whole-card claim for that card; deleting an 8 GiB pod
+        lets the fourth run and frees no more than its share."""
+        if self.server_minor() < 36:
+            print(f"  skipped: Kubernetes 1.{self.server_minor()} has no consumable capacity on by default")
+            return
+        devices = {d["index"]: d for d in self.devices()}
+        card = 3
+        expect(devices[card]["memory_total_bytes"] == 32 * GIB,
+               f"card {card} has {devices[card]['memory_total_bytes']} bytes, the scenario wants 32 GiB")
+        self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
+        self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable", "--overwrite")
+        started = time.monotonic()
+        self.helm_install("--reuse-values", "--set", "allocation=dra", "--set", "dra.sharing.enabled=true")
+        wait_for("the DRA driver ready", self.dra_driver_ready, 120)
+        wait_for("the pool with 8 cards, 8 shares and 8 counter sets",
+                 lambda: self.dra_pool_sizes() == (16, 8), 90)
+        figure("helm upgrade to dra.sharing, to the pool with shares", time.monotonic() - started)
+        names = []
+        try:
+            self.dra_check_share_devices(devices)
+            for name, memory in (("share-a", "8Gi"), ("share-b", "8Gi"), ("share-c", "16Gi"),
+                                 ("share-d", "8Gi"), ("share-e", "1Gi")):
+                self.node.kubectl("apply", "-f", "-", input_text=json.dumps(share_template(name, memory, card)))
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(
+                share_template("whole-card", None, card, device_class=DRA_DRIVER)))
+
+            grants = {"share-a": 8 * GIB, "share-b": 8 * GIB, "share-c": 16 * GIB}
+            for name in grants:
+                started = time.monotonic()
+                self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload(name, name)))
+                names.append(name)
+                self.wait_pod_running(name)
+                figure(f"share pod {name} created to running", time.monotonic() - started)
+            for name, grant in grants.items():
+                self.expect_share(name, card, grant)
+            print(f"  share-a (8Gi), share-b (8Gi), share-c (16Gi) run on xpu-{card}-shared, "
+                  f"each with CXPU_CONTAINER_MEMORY_LIMIT its grant")
+            # xpud made each container's cXPU instance through the CDI hooks, with its grant.
+            expected = {(card, self.instance_id(name), grant) for name, grant in grants.items()}
+            expect(self.xpud_instances() == expected, f"xpud's instances {self.xpud_instances()}, expected {expected}")
+            print(f"  xpud's cXPU instances (xpuctl instances): {sorted(expected)}")
+            prepared = self.dra_prepare_latencies()
+            print(f"  NodePrepareResources of a share as the driver logged it: {prepared[-1][-60:]}")
+
+            for name, template in (("share-d", "share-d"), ("whole-card", "whole-card")):
+                self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload(name, template)))
+                names.append(name)
+                message = wait_for(f"{name} unschedulable", lambda name=name: self.unschedulable(name), 60)
+                print(f"  {name}: Pending, scheduler: {message[:140]}")
+            # The whole-card class is kept off the share device, and the share device off the card.
+            whole = self.node.get_json("deviceclass", DRA_DRIVER)["spec"]["selectors"][0]["cel"]["expression"]
+            expect("!device.allowMultipleAllocations" in whole, f"the whole-card class: {whole}")
+
+            started = time.monotonic()
+            self.node.kubectl("delete", "pod", "-n", "default", "share-a", "--wait=true", "--timeout=60s")
+            names.remove("share-a")
+            self.wait_pod_running("share-d", timeout=120)
+            figure("8 GiB share deleted to the waiting 8 GiB share running", time.monotonic() - started)
+            self.expect_share("share-d", card, 8 * GIB)
+            expected = {(card, self.instance_id(name), grant)
+                        for name, grant in (("share-b", 8 * GIB), ("share-c", 16 * GIB), ("share-d", 8 * GIB))}
+            expect(self.xpud_instances() == expected,
+                   f"after share-a went, xpud's instances {self.xpud_instances()}, expected {expected}")
+            # Exactly 8 GiB came back: the card is full again, so 1 GiB more waits.
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("share-e", "share-e")))
+            names.append("share-e")
+            wait_for("share-e (1Gi) unschedulable", lambda: self.unschedulable("share-e"), 60)
+            expect(self.pod("whole-card")["status"]["phase"] == "Pending", "the whole-card pod left Pending")
+            print("  share-a deleted: share-d (8Gi) runs, then 1Gi more waits; the whole-card claim still waits")
+
+            # The reverse: a card held whole takes no share.
+            other = 5
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(
+                share_template("whole-other", None, other, device_class=DRA_DRIVER)))
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(share_template("share-other", "1Gi", other)))
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("whole-other", "whole-other")))
+            names.append("whole-other")
+            self.wait_pod_running("whole-other")
+            results = self.claim_of("whole-other")["status"]["allocation"]["devices"]["results"]
+            expect([r["device"] for r in results] == [f"xpu-{other}"] and "shareID" not in results[0],
+                   f"whole-other's claim: {results}")
+            view = self.workload_view("whole-other")
+            expect(view["CXPU_CONTAINER_MEMORY_LIMIT"] == "", f"whole-other is bounded: {view}")
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("share-other", "share-other")))
+            names.append("share-other")
+            wait_for("share-other (1Gi of a card held whole) unschedulable",
+                     lambda: self.unschedulable("share-other"), 60)
+            print(f"  xpu-{other} held whole (no memory limit): a 1Gi share of it waits")
+        finally:
+            self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
+            self.node.kubectl("delete", "resourceclaimtemplate", "-n", "default", "--all", check=False)
+            self.helm_install("--reuse-values", "--set", "allocation=devicePlugin", "--set", "dra.sharing.enabled=false")
+            wait_for("three DaemonSets ready", self.daemonsets_ready, 120)
+            self.wait_plugin_serving()
+            self.wait_allocatable(8, 90)
+
+    def instance_id(self, pod_name):
+        """The cXPU instance id of the pod's container: its id's first 12 characters, as the
+        vendor's runtime and xpuctl's hooks name it."""
+        container_id = self.pod(pod_name)["status"]["containerStatuses"][0]["containerID"]
+        return container_id.split("://", 1)[1][:12]
+
+    def xpud_instances(self):
+        return {(i["index"], i["id"], i["memory_limit_bytes"])
+                for i in json.loads(self.node.xpuctl("--json", "instances"))}
+
+    def dra_pool_sizes(self):
+        """(devices, counter sets) of the node's pool at its newest generation, once complete."""
+        slices = self.dra_slices()
+        if not slices:
+            return None
+        newest = max(s["spec"]["pool"]["generation"] for s in slices)
+        current = [s for s in slices if s["spec"]["pool"]["generation"] == newest]
+        if len(current) != current[0]["spec"]["pool"]["resourceSliceCount"]:
+            return None
+        return (sum(len(s["spec"].get("devices", [])) for s in current),
+                sum(len(s["spec"].get("sharedCounters", [])) for s in current))
+
+    def dra_check_share_devices(self, devices):
+        slices = self.dra_slices()
+        published = {d["name"]: d for s in slices for d in s["spec"].get("devices", [])}
+        counters = {c["name"]: c for s in slices for c in s["spec"].get("sharedCounters", [])}
+        for index, card in devices.items():
+            whole, share = published[f"xpu-{index}"], published[f"xpu-{index}-shared"]
+            memory = card["memory_total_bytes"]
+            expect(share.get("allowMultipleAllocations") is True, f"xpu-{index}-shared: {share}")
+            expect(not whole.get("allowMultipleAllocations"), f"xpu-{index}: {whole}")
+            capacity = share["capacity"]["memory"]
+            expect(parse_quantity(capacity["value"]) == memory, f"xpu-{index}-shared capacity {capacity}")
+            policy = capacity["requestPolicy"]
+            expect(parse_quantity(policy["default"]) == GIB and parse_quantity(policy["validRange"]["min"]) == GIB
+                   and parse_quantity(policy["validRange"]["step"]) == GIB, f"xpu-{index}-shared policy {policy}")
+            for device in (whole, share):
+                consumed = device["consumesCounters"]
+                expect(len(consumed) == 1 and consumed[0]["counterSet"] == f"xpu-{index}"
+                       and parse_quantity(consumed[0]["counters"]["memory"]["value"]) == memory,
+                       f"{device['name']} consumes {consumed}")
+            expect(parse_quantity(counters[f"xpu-{index}"]["counters"]["memory"]["value"]) == memory,
+                   f"counter set xpu-{index}: {counters.get(f'xpu-{index}')}")
+        print(f"  pool: {len(slices)} slices, {len(published)} devices, {len(counters)} counter sets; "
+              f"shares of 1Gi steps from 1Gi")
+
+    def expect_share(self, name, card, grant):
+        claim = self.claim_of(name)
+        results = claim["status"]["allocation"]["devices"]["results"]
+        expect(len(results) == 1 and results[0]["device"] == f"xpu-{card}-shared" and results[0].get("shareID"),
+               f"{name}'s claim: {results}")
+        consumed = parse_quantity(results[0]["consumedCapacity"]["memory"])
+        expect(consumed == grant, f"{name} consumed {consumed} bytes, asked {grant}")
+        view = self.workload_view(name)
+        expect(view["CXPU_CONTAINER_MEMORY_LIMIT"] == str(grant),
+               f"{name}: CXPU_CONTAINER_MEMORY_LIMIT={view['CXPU_CONTAINER_MEMORY_LIMIT']}, granted {grant}")
+        expect(view["CXPU_VISIBLE_DEVICES"] == str(card), f"{name}: CXPU_VISIBLE_DEVICES={view['CXPU_VISIBLE_DEVICES']}")
+        expect(view["NODES"].split() == sorted([f"xpu{card}", "xpuctrl"]), f"{name}: device nodes {view['NODES']}")
+        status = wait_for(f"{name}'s claim status.devices", lambda: claim_status_devices(self.claim_of(name)), 60)
+        expect(status[0].get("shareID") == results[0]["shareID"] and status[0]["device"] == f"xpu-{card}-shared",
+               f"{name}'s status.devices {status} for allocation {results}")
+
     def dra_check_slice(self, devices):
         slice_ = self.dra_slice()
         spec = slice_["spec"]
@@ -1441,6 +1603,7 @@ def workload_container(resources):
                     "echo XPU_VISIBLE_DEVICES=$XPU_VISIBLE_DEVICES; "
                     "echo CXPU_VISIBLE_DEVICES=$CXPU_VISIBLE_DEVICES; "
                     "echo KUNLUNXIN_XPU_UUIDS=$KUNLUNXIN_XPU_UUIDS; "
+                    "echo CXPU_CONTAINER_MEMORY_LIMIT=$CXPU_CONTAINER_MEMORY_LIMIT; "
                     "echo NODES=$(ls /dev | grep xpu | sort | tr '\\n' ' '); "
                     "exec sleep 100000"],
         "resources": resources,
@@ -1478,6 +1641,23 @@ def claim_template(name, count, selector=None, same=None, device_class=DRA_DRIVE
             "metadata": {"name": name, "namespace": "default"}, "spec": {"spec": spec}}
 
 
+SHARE_CLASS = "xpu-share.kunlunxin.com"
+GIB = 1 << 30
+
+
+def share_template(name, memory, index=None, device_class=SHARE_CLASS):
+    """A claim for `memory` of one card's memory (or, with the whole-card class, for the card),
+    on card `index` when given."""
+    exactly = {"deviceClassName": device_class}
+    if memory is not None:
+        exactly["capacity"] = {"requests": {"memory": memory}}
+    if index is not None:
+        exactly["selectors"] = [{"cel": {"expression": f'device.attributes["{DRA_DRIVER}"].index == {index}'}}]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "xpus", "exactly": exactly}]}}}}
+
+
 def dra_workload(name, template):
     """The workload pod of the device-plugin scenarios, with a claim from `template` instead of
     a resource limit (callers with a claim of their own replace resourceClaims)."""
@@ -1491,6 +1671,10 @@ def dra_workload(name, template):
             "containers": [workload_container({"claims": [{"name": "xpus"}]})],
         },
     }
+
+
+def claim_status_devices(claim):
+    return claim.get("status", {}).get("devices") or None
 
 
 def container_identity(pod):
@@ -1573,7 +1757,7 @@ SCENARIOS = [
     (1, "s1_install"), (2, "s2_capacity"), (3, "s3_allocation"), (4, "s4_fault"),
     (5, "s5_kubelet_restart"), (6, "s6_xpud_killed"), (7, "s7_prometheus_labels"), (8, "s8_token"),
     (10, "s10_bus_boundary"), (11, "s11_pod_security"), (13, "s13_cdi"), (9, "s9_upgrades"),
-    (12, "s12_readme"), (14, "s14_dra"), (15, "s15_takeover"),
+    (12, "s12_readme"), (14, "s14_dra"), (15, "s15_takeover"), (16, "s16_memory_shares"),
 ]
 
 

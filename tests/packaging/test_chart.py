@@ -984,6 +984,9 @@ class Allocation(unittest.TestCase):
         self.assertEqual(option_value(args, "--share-memory-minimum"), "2Gi")
         self.assertEqual(option_value(args, "--share-memory-step"), "512Mi")
         self.assertEqual(option_value(args, "--share-memory-default"), "4Gi")
+        self.assertEqual(option_value(args, "--share-enforcement"), "xpud")
+        _, objects = classes("dra.sharing.enabled=true", "dra.sharing.enforcement=runtime")
+        self.assertEqual(option_value(args_of(objects, DRA_DRIVER), "--share-enforcement"), "runtime")
         # The extended resource stays the whole card's.
         self.assertNotIn("extendedResourceName",
                          objects[("DeviceClass", "xpu-share.kunlunxin.com")]["spec"])
@@ -995,10 +998,11 @@ class Allocation(unittest.TestCase):
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("dra.sharing.enabled needs Kubernetes 1.36 or later", result.stderr)
         for bad in ("dra.sharing.memory.step=0.5Gi", "dra.sharing.memory.minimum=0",
-                    "dra.sharing.memory.default=lots", "dra.sharing.memory.maximum=8Gi"):
+                    "dra.sharing.memory.default=lots", "dra.sharing.memory.maximum=8Gi",
+                    "dra.sharing.enforcement=nobody"):
             result = render_failure("allocation=dra", bad)
             self.assertNotEqual(result.returncode, 0, bad)
-            self.assertIn("/dra/sharing/memory", result.stderr, bad)
+            self.assertIn("/dra/sharing", result.stderr, bad)
 
     @unittest.skipUnless(SHIM, "xpu-k8s-shim is not built (XPU_BUILD_SHIM=OFF)")
     def test_the_shim_accepts_the_share_arguments_and_refuses_an_off_step_default(self):

@@ -50,6 +50,7 @@ TEST(Config, ReadsEveryKey) {
              "[xpuml]\nlibrary = /opt/xpu/libxpuml.so.1\n[sysfs]\nroot = /srv/fake\n"
              "[sim]\ndevices = 4\nmodel = RG800\nmemory_mib = 98304\n"
              "[sriov]\nallow_cluster_reconfigure = true\n"
+             "[cxpu]\nhook_program = /opt/xpu/bin/xpuctl\n"
              "[topology]\nquirks = /etc/xpud/local.quirk\n"
              "[cdi]\nenabled = false\ndirectory = /etc/cdi\nfile = kunlunxin-host.json\n");
   auto config = load_config(dir.path() / "xpud.conf", true);
@@ -71,6 +72,7 @@ TEST(Config, ReadsEveryKey) {
   EXPECT_EQ(config->sim_model, "RG800");
   EXPECT_EQ(config->sim_memory_mib, 98304u);
   EXPECT_TRUE(config->allow_cluster_reconfigure);
+  EXPECT_EQ(config->instance_hook_program, "/opt/xpu/bin/xpuctl");
 }
 
 TEST(Config, ALibraryListKeepsItsOrderAndBareNames) {

@@ -37,10 +37,11 @@ constexpr const char* kNoLimit = "18446744073709551615";
 class CxpuInstanceTest : public ::testing::Test {
  protected:
   // xpud over `library` (the fake's current variant unless told), with `scenario`.
-  void start_xpuml(const std::string& scenario, const std::string& library = FAKE_XPUML) {
+  void start_xpuml(const std::string& scenario, const std::string& library = FAKE_XPUML,
+                   const std::string& more_config = "") {
     write_file(dir_.path() / "scenario", scenario);
     start("[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 200\n[xpuml]\nlibrary = " +
-          library + "\n[sysfs]\nroot = " + dir_.path().string() + "\n");
+          library + "\n[sysfs]\nroot = " + dir_.path().string() + "\n" + more_config);
   }
 
   void start(const std::string& config) {
@@ -195,6 +196,35 @@ TEST_F(CxpuInstanceTest, TheOciHooksMakeAndDestroyTheContainersInstance) {
   EXPECT_THAT(library_instances(), IsEmpty());
   auto [refused_status, refused_output] = hook({"hook-create-instance", "1", "1024"}, "[1]");
   EXPECT_THAT(refused_output, HasSubstr("not an OCI container state"));
+}
+
+TEST_F(CxpuInstanceTest, TheInstanceHookIsACommandThatReachesThisXpud) {
+  const std::string xpuctl_path = binary_path("xpuctl/xpuctl").string();
+  ASSERT_NO_FATAL_FAILURE(
+      start_xpuml("devices 2\n", FAKE_XPUML, "[cxpu]\nhook_program = " + xpuctl_path + "\n"));
+  auto manager = client_.manager_info();
+  ASSERT_TRUE(manager) << manager.error();
+  ASSERT_THAT(manager->instance_hook, ElementsAre(xpuctl_path, "--bus-address", bus_.address()));
+
+  // As a runtime runs the hook the DRA driver writes: the command, the xpuctl command, the
+  // container's state on standard input.
+  std::string command = "exec";
+  for (const auto& arg : manager->instance_hook) command += " '" + arg + "'";
+  command +=
+      " hook-create-instance 0 4294967296 <<'EOF'\n"
+      R"({"ociVersion":"1.2.0","id":"fedcba9876543210","status":"created","pid":1})"
+      "\nEOF\n";
+  ChildProcess run({"/bin/sh", "-c", command}, dir_.path() / "hook.run");
+  ASSERT_EQ(run.wait(15s), 0) << run.output();
+  EXPECT_THAT(library_instances(),
+              ElementsAre("00000000:3B:00.0 fedcba987654 4294967296 " + std::string(kNoLimit)));
+}
+
+TEST_F(CxpuInstanceTest, NoInstancesNoHook) {
+  ASSERT_NO_FATAL_FAILURE(start_xpuml("devices 1\n", FAKE_XPUML_OLD));
+  auto manager = client_.manager_info();
+  ASSERT_TRUE(manager) << manager.error();
+  EXPECT_THAT(manager->instance_hook, IsEmpty());
 }
 
 TEST_F(CxpuInstanceTest, BadArgumentsReachNeitherTheLibraryNorTheRecord) {

@@ -47,9 +47,31 @@ std::string claim_cdi_spec_json(const PreparedClaim& claim) {
     if (auto least = least_share_of.find(request); least != least_share_of.end())
       env.push_back(std::string(xpu::names::kVendorRuntimeMemoryLimitEnv) + "=" +
                     std::to_string(least->second * static_cast<std::int64_t>(cards.size())));
+    nlohmann::json edits = {{"env", std::move(env)}};
+    // xpud makes each container's instance on each shared card with exactly its grant, and
+    // destroys it when the container is gone (docs/dra-sharing.md: why this over the runtime).
+    if (least_share_of.contains(request) && !claim.instance_hook.empty()) {
+      nlohmann::json hooks = nlohmann::json::array();
+      for (const PreparedDevice& device : claim.devices) {
+        if (device.share_id.empty() || std::find(device.requests.begin(), device.requests.end(),
+                                                 request) == device.requests.end())
+          continue;
+        auto hook = [&](std::string_view name, std::vector<std::string> command) {
+          std::vector<std::string> args = claim.instance_hook;
+          args.insert(args.end(), command.begin(), command.end());
+          hooks.push_back(
+              {{"hookName", name}, {"path", claim.instance_hook.front()}, {"args", args}});
+        };
+        const std::string index = std::to_string(device.index);
+        hook("createContainer",
+             {"hook-create-instance", index, std::to_string(device.memory_limit)});
+        hook("poststop", {"hook-destroy-instance", index});
+      }
+      edits["hooks"] = std::move(hooks);
+    }
     devices.push_back({
         {"name", claim_cdi_device_name(claim.uid, request)},
-        {"containerEdits", {{"env", std::move(env)}}},
+        {"containerEdits", std::move(edits)},
     });
   }
   nlohmann::json spec = {

@@ -33,6 +33,9 @@ struct PreparedDevice {
 struct PreparedClaim {
   std::string uid, namespace_name, name;
   std::vector<PreparedDevice> devices;  // in the order of their first allocation result
+  // With shares: the command (Manager.InstanceHook) whose OCI hooks make and destroy each
+  // container's cXPU instance of the shares' cards; empty: no hooks, the runtime enforces.
+  std::vector<std::string> instance_hook{};
 
   bool operator==(const PreparedClaim&) const = default;
 };

@@ -1,5 +1,6 @@
 #include "k8s-shim/dra/kubelet/dra_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -46,13 +47,14 @@ void fill(const PreparedClaim& claim, drapb::NodePrepareResourceResponse& out) {
 
 DraService::DraService(ClaimLookup lookup, CardSource cards, std::string node_name,
                        PreparedClaims claims, ClaimCdiSpecs specs,
-                       std::function<void()> claims_changed)
+                       std::function<void()> claims_changed, HookSource instance_hook)
     : lookup_(std::move(lookup)),
       cards_(std::move(cards)),
       node_name_(std::move(node_name)),
       claims_(std::move(claims)),
       specs_(std::move(specs)),
-      claims_changed_(std::move(claims_changed)) {
+      claims_changed_(std::move(claims_changed)),
+      instance_hook_(std::move(instance_hook)) {
   std::lock_guard lock(mutex_);
   publish_claims();
 }
@@ -95,6 +97,9 @@ xpu::Result<PreparedClaim> DraService::prepare(const drapb::Claim& claim) {
       prepare_claim(ClaimReference{claim.namespace_(), claim.uid(), claim.name()}, *allocated,
                     node_name_, cards_());
   if (!prepared) return prepared;
+  const bool has_share = std::any_of(prepared->devices.begin(), prepared->devices.end(),
+                                     [](const PreparedDevice& d) { return !d.share_id.empty(); });
+  if (has_share && instance_hook_) prepared->instance_hook = instance_hook_();
   // The spec before the record: a crash in between leaves a spec that the kubelet's next
   // prepare rewrites, never a record without its spec.
   if (auto written = specs_.write(*prepared); !written)

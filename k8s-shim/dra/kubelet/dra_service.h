@@ -28,6 +28,9 @@ using ClaimLookup = std::function<xpu::Result<AllocatedClaim>(std::string_view n
                                                               std::string_view name)>;
 // The cards on this node now (from xpud).
 using CardSource = std::function<std::vector<xpu::DeviceInfo>()>;
+// The command OCI hooks run to make a share's cXPU instance through xpud (Manager.InstanceHook);
+// empty: the shares' CDI specs carry no hooks.
+using HookSource = std::function<std::vector<std::string>()>;
 
 class DraService final : public drapb::DRAPlugin::Service {
  public:
@@ -37,7 +40,8 @@ class DraService final : public drapb::DRAPlugin::Service {
   // `claims_changed`, if set, is called (on a gRPC thread) after a claim was recorded or
   // forgotten: the role's loop then reads prepared_claims() again.
   DraService(ClaimLookup lookup, CardSource cards, std::string node_name, PreparedClaims claims,
-             ClaimCdiSpecs specs, std::function<void()> claims_changed = {});
+             ClaimCdiSpecs specs, std::function<void()> claims_changed = {},
+             HookSource instance_hook = {});
 
   // Per claim: a claim's error goes in its own entry and never fails the others.
   grpc::Status NodePrepareResources(grpc::ServerContext* context,
@@ -71,6 +75,7 @@ class DraService final : public drapb::DRAPlugin::Service {
   std::vector<PreparedClaim> published_;  // guarded by published_mutex_
   const ClaimCdiSpecs specs_;
   const std::function<void()> claims_changed_;
+  const HookSource instance_hook_;
 };
 
 }  // namespace shim::dra

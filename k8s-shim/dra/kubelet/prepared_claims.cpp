@@ -43,6 +43,7 @@ json to_json(const Claims& claims) {
       devices.push_back(std::move(device));
     }
     out[uid] = {{"namespace", claim.namespace_name}, {"name", claim.name}, {"devices", devices}};
+    if (!claim.instance_hook.empty()) out[uid]["instanceHook"] = claim.instance_hook;
   }
   return out;
 }
@@ -86,6 +87,8 @@ Claims from_json(const json& in) {
         claim.devices.back().memory_limit = integer_at<std::int64_t>(d, "memoryLimit");
       }
     }
+    if (entry.contains("instanceHook"))
+      claim.instance_hook = entry.at("instanceHook").get<std::vector<std::string>>();
     claims.emplace(uid, std::move(claim));
   }
   return claims;

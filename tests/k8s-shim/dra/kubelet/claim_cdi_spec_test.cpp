@@ -105,6 +105,34 @@ TEST(dra_ClaimCdiSpec, AShareBoundsTheContainersMemoryForTheVendorsRuntime) {
       spec["devices"][1]["containerEdits"]["env"].get<std::vector<std::string>>(),
       ElementsAre("XPU_VISIBLE_DEVICES=0,1", "CXPU_VISIBLE_DEVICES=0,1",
                   "KUNLUNXIN_XPU_UUIDS=UUID-0,UUID-1", "CXPU_CONTAINER_MEMORY_LIMIT=8589934592"));
+  // Without xpud's hook command: the runtime alone enforces.
+  for (const auto& device : spec["devices"])
+    EXPECT_FALSE(device["containerEdits"].contains("hooks"));
+}
+
+TEST(dra_ClaimCdiSpec, WithXpudsHookEachSharedCardGetsItsInstanceMadeAndDestroyed) {
+  constexpr std::int64_t kGiBytes = std::int64_t{1} << 30;
+  PreparedClaim c{kUid, "team", "shares", {}};
+  c.devices.push_back({{"two"}, "node-a", "xpu-1-shared", 1, "UUID-1", {}, "s1", 6 * kGiBytes});
+  c.devices.push_back({{"two"}, "node-a", "xpu-0-shared", 0, "UUID-0", {}, "s2", 4 * kGiBytes});
+  c.devices.push_back({{"whole"}, "node-a", "xpu-2", 2, "UUID-2", {}});
+  c.instance_hook = {"/usr/bin/xpuctl", "--bus-address", "unix:path=/run/x"};
+  auto spec = nlohmann::json::parse(claim_cdi_spec_json(c));
+  ASSERT_EQ(spec["devices"].size(), 2u);
+  const auto& hooks = spec["devices"][0]["containerEdits"]["hooks"];
+  ASSERT_EQ(hooks.size(), 4u) << hooks.dump();
+  auto args = [&](std::size_t i) { return hooks[i]["args"].get<std::vector<std::string>>(); };
+  EXPECT_EQ(hooks[0]["hookName"], "createContainer");
+  EXPECT_EQ(hooks[0]["path"], "/usr/bin/xpuctl");
+  EXPECT_THAT(args(0), ElementsAre("/usr/bin/xpuctl", "--bus-address", "unix:path=/run/x",
+                                   "hook-create-instance", "1", "6442450944"));
+  EXPECT_EQ(hooks[1]["hookName"], "poststop");
+  EXPECT_THAT(args(1), ElementsAre("/usr/bin/xpuctl", "--bus-address", "unix:path=/run/x",
+                                   "hook-destroy-instance", "1"));
+  EXPECT_THAT(args(2), ElementsAre("/usr/bin/xpuctl", "--bus-address", "unix:path=/run/x",
+                                   "hook-create-instance", "0", "4294967296"));
+  // A whole card has no instance to make.
+  EXPECT_FALSE(spec["devices"][1]["containerEdits"].contains("hooks"));
 }
 
 }  // namespace

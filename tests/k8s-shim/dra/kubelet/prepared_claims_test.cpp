@@ -149,6 +149,7 @@ TEST(dra_PreparedClaims, AShareKeepsItsShareIdAndGrantAcrossARestart) {
   shared.devices[0].device = "xpu-2-shared";
   shared.devices[0].share_id = "0b5c2a4e-7d1f-4c55-9a1e-2f3b4c5d6e7f";
   shared.devices[0].memory_limit = std::int64_t{8} << 30;
+  shared.instance_hook = {"/usr/bin/xpuctl"};
   {
     PreparedClaims store = PreparedClaims::load(file);
     ASSERT_TRUE(store.add(shared));
