@@ -129,7 +129,15 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
         },
         [&cards, enforcement = driver.shares.enforcement]() -> std::vector<std::string> {
           if (enforcement != dra::ShareEnforcement::xpud) return {};
-          return cards.at(Clock::now()).view->manager.instance_hook;
+          std::vector<std::string> hook = cards.at(Clock::now()).view->manager.instance_hook;
+          // A runtime runs the hook's path as root on the host: only an absolute one, as xpud's
+          // configuration requires.
+          if (!hook.empty() && !hook.front().starts_with('/')) {
+            spdlog::warn("xpud's InstanceHook \"{}\" is no absolute path: shares get no hooks",
+                         hook.front());
+            return {};
+          }
+          return hook;
         });
     auto plugin = dra::KubeletPlugin::start(
         dra::KubeletPluginPaths{.plugin_directory = driver.plugin_dir,

@@ -639,6 +639,7 @@ class Suite:
         names = []
         try:
             self.dra_check_share_devices(devices)
+            self.readme_share()
             for name, memory in (("share-a", "8Gi"), ("share-b", "8Gi"), ("share-c", "16Gi"),
                                  ("share-d", "8Gi"), ("share-e", "1Gi")):
                 self.node.kubectl("apply", "-f", "-", input_text=json.dumps(share_template(name, memory, card)))
@@ -714,6 +715,28 @@ class Suite:
             wait_for("three DaemonSets ready", self.daemonsets_ready, 120)
             self.wait_plugin_serving()
             self.wait_allocatable(8, 90)
+
+    def readme_share(self):
+        """The README's memory-share example as written (the image swapped for the suite's):
+        its container sees its 8 GiB grant, xpud holds its instance, and both go with the pod."""
+        readme = open(os.path.join(self.source_dir, "README.md"), encoding="utf-8").read()
+        block = readme.split("### Memory shares\n", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+        documents = list(yaml.safe_load_all(block))
+        expect([d["kind"] for d in documents] == ["ResourceClaimTemplate", "Pod"], "the README's share example")
+        for document in documents:
+            for c in document["spec"].get("containers", []):
+                c.update(image=images.BUSYBOX, imagePullPolicy="Never")
+            self.node.kubectl("apply", "-n", "default", "-f", "-", input_text=json.dumps(document))
+        name = documents[1]["metadata"]["name"]
+        self.wait_pod_running(name)
+        log = self.pod_log(name)
+        expect(f"CXPU_CONTAINER_MEMORY_LIMIT={8 * GIB}" in log.split(), f"{name} printed:\n{log}")
+        card = self.claim_of(name)["status"]["allocation"]["devices"]["results"][0]["device"]
+        instance = self.instance_id(name)
+        expect({i[1] for i in self.xpud_instances()} == {instance}, f"xpud's instances {self.xpud_instances()}")
+        self.node.kubectl("delete", "pod", "-n", "default", name, "--wait=true", "--timeout=60s")
+        wait_for(f"{name}'s instance destroyed", lambda: not self.xpud_instances(), 30)
+        print(f"  the README's example: {name} got 8Gi of {card}, its instance {instance} went with it")
 
     def instance_id(self, pod_name):
         """The cXPU instance id of the pod's container: its id's first 12 characters, as the
