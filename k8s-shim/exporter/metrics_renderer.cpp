@@ -107,6 +107,34 @@ void add_process_series(const xpu::DeviceInfo& device, std::vector<xpu::CardProc
   }
 }
 
+// Each memory share on the card (a cXPU instance xpud made: the grant) beside what it uses: the
+// memory of the card's processes whose container ID the instance is named after (its first 12
+// characters, as the runtime's hook names it). All the card's processes count, not only those
+// with a series of their own.
+void add_share_series(const xpu::DeviceInfo& device, const ScrapeInputs& inputs,
+                      const std::vector<xpu::CardProcess>* processes, MetricFamily& limit,
+                      MetricFamily& used) {
+  std::vector<const xpu::CxpuInstanceInfo*> shares;
+  for (const auto& instance : inputs.instances)
+    if (instance.index == device.index && !instance.id.empty()) shares.push_back(&instance);
+  std::sort(shares.begin(), shares.end(),
+            [](const auto* a, const auto* b) { return a->id < b->id; });
+  shares.erase(std::unique(shares.begin(), shares.end(),
+                           [](const auto* a, const auto* b) { return a->id == b->id; }),
+               shares.end());
+  if (shares.size() > kMaxShareSeriesPerCard) shares.resize(kMaxShareSeriesPerCard);
+  for (const auto* share : shares) {
+    std::uint64_t bytes = 0;
+    if (processes)
+      for (const auto& process : *processes)
+        if (process.container_id.starts_with(share->id)) bytes += process.memory_used_bytes;
+    std::vector<ClientMetric::Label> labels = {
+        {"xpu", std::to_string(device.index)}, {"uuid", device.uuid}, {"instance", share->id}};
+    limit.metric.push_back(gauge(labels, static_cast<double>(share->memory_limit_bytes)));
+    if (processes) used.metric.push_back(gauge(std::move(labels), static_cast<double>(bytes)));
+  }
+}
+
 bool is_reason_kind(std::string_view kind) {
   return kind == xpu::names::reason_kind::kDriverFault ||
          kind == xpu::names::reason_kind::kReadFailures ||
@@ -157,6 +185,13 @@ std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
         "xpu_process_memory_used_bytes",
         "Global memory a process holds on the XPU, in bytes (host pid; at most 16 processes per "
         "card, the largest).");
+    MetricFamily share_limit = gauge_family(
+        "xpu_share_memory_limit_bytes",
+        "Global memory a memory share (cXPU instance, named after its container's ID) may use "
+        "on the XPU, in bytes.");
+    MetricFamily share_used = gauge_family(
+        "xpu_share_memory_used_bytes",
+        "Global memory the processes of a memory share's container hold on the XPU, in bytes.");
     std::map<unsigned, const std::vector<xpu::CardProcess>*> processes_by_index;
     if (inputs.processes)
       for (const auto& device : inputs.processes->devices)
@@ -194,8 +229,12 @@ std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
         reason.metric.push_back(gauge(std::move(reason_labels), 1));
       }
 
-      if (auto listed = processes_by_index.find(device.index); listed != processes_by_index.end())
+      auto listed = processes_by_index.find(device.index);
+      if (listed != processes_by_index.end())
         add_process_series(device, *listed->second, inputs, process_memory);
+      add_share_series(device, inputs,
+                       listed != processes_by_index.end() ? listed->second : nullptr, share_limit,
+                       share_used);
 
       if (shown.metrics == nullptr) continue;
       for (size_t i = 0; i < kDeviceFamilies.size(); ++i) {
@@ -210,6 +249,8 @@ std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
     families.push_back(std::move(reason));
     for (auto& family : values) families.push_back(std::move(family));
     families.push_back(std::move(process_memory));
+    families.push_back(std::move(share_limit));
+    families.push_back(std::move(share_used));
     std::erase_if(families, [](const MetricFamily& family) { return family.metric.empty(); });
   }
 

@@ -20,11 +20,16 @@ inline constexpr std::string_view kTextContentType = "text/plain; version=0.0.4;
 // Per card, the processes using the most memory get a series; the rest only count in
 // xpu_processes. Bounds the series a runaway launcher could create.
 inline constexpr std::size_t kMaxProcessSeriesPerCard = 16;
+// Per card, at most this many memory shares (cXPU instances) get their pair of series.
+inline constexpr std::size_t kMaxShareSeriesPerCard = 64;
 
 struct ScrapeInputs {
   std::optional<xpu::MetricsSnapshot> metrics;  // nullopt: xpud did not answer GetMetrics
   // nullopt: xpud did not answer GetProcesses (down, or older than the method).
   std::optional<xpu::ProcessSnapshot> processes;
+  // The cXPU instances xpud made (memory shares: Manager.ListInstances); empty when it made none
+  // or did not answer.
+  std::vector<xpu::CxpuInstanceInfo> instances;
   // Identity and health of each card: the process's CardState, so past the grace period every
   // card is unhealthy with the reason kind xpud_unreachable.
   xpu::DeviceView view;

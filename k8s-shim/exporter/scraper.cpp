@@ -27,6 +27,11 @@ Scraper::SharedSample Scraper::fetch(xpu::XpudClient& xpud) {
     sample->processes = std::move(*processes);
   else
     spdlog::debug("scrape: {}", processes.error());
+  auto instances = xpud.list_instances();
+  if (instances)
+    sample->instances = std::move(*instances);
+  else
+    spdlog::debug("scrape: {}", instances.error());
   return sample;
 }
 
@@ -36,6 +41,7 @@ ScrapeInputs Scraper::inputs_from(const XpudSample& sample, const PodOwnersCache
   if (sample.metrics) {
     inputs.metrics = *sample.metrics;
     inputs.processes = sample.processes;
+    inputs.instances = sample.instances;
   }
   inputs.view = std::move(view);
   inputs.podresources_up = owners.up;

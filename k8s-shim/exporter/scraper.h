@@ -41,12 +41,14 @@ class Scraper {
   std::string status_page();
 
  private:
-  // What one trip to xpud brings: GetMetrics, then GetProcesses when xpud answered the first
-  // (a hung xpud costs one call timeout, not two). Immutable once made, and shared: its address
-  // tells a scrape whether the sample is the one the cached body was built from.
+  // What one trip to xpud brings: GetMetrics, then GetProcesses and ListInstances when xpud
+  // answered the first (a hung xpud costs one call timeout, not three). Immutable once made, and
+  // shared: its address tells a scrape whether the sample is the one the cached body was built
+  // from.
   struct XpudSample {
     xpu::Result<xpu::MetricsSnapshot> metrics;
     std::optional<xpu::ProcessSnapshot> processes;
+    std::vector<xpu::CxpuInstanceInfo> instances{};  // empty also when xpud makes none
   };
   using SharedSample = std::shared_ptr<const XpudSample>;
   static SharedSample fetch(xpu::XpudClient& xpud);

@@ -661,6 +661,17 @@ class Suite:
             expected = {(card, self.instance_id(name), grant) for name, grant in grants.items()}
             expect(self.xpud_instances() == expected, f"xpud's instances {self.xpud_instances()}, expected {expected}")
             print(f"  xpud's cXPU instances (xpuctl instances): {sorted(expected)}")
+            # The exporter shows each share's grant.
+            def grants_exported():
+                found = set()
+                for line in self.exporter_metrics().splitlines():
+                    if line.startswith("xpu_share_memory_limit_bytes{"):
+                        labels = dict(part.split("=", 1) for part in line[line.index("{") + 1:line.index("}")].split(","))
+                        found.add((int(labels["xpu"].strip('"')), labels["instance"].strip('"'),
+                                   int(float(line.rsplit(" ", 1)[1]))))
+                return found == expected
+            wait_for("the exporter's xpu_share_memory_limit_bytes for the three shares", grants_exported, 60)
+            print("  exporter: xpu_share_memory_limit_bytes gives each share's grant")
             prepared = self.dra_prepare_latencies()
             print(f"  NodePrepareResources of a share as the driver logged it: {prepared[-1][-60:]}")
 

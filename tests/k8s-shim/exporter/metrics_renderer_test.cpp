@@ -335,6 +335,35 @@ TEST(MetricsRenderer, ProcessSeriesPerCardAreBoundedToTheLargest) {
   EXPECT_THAT(text, Not(HasSubstr(R"(pid="5023")")));
 }
 
+TEST(MetricsRenderer, EachShareShowsItsGrantBesideWhatItsContainerUses) {
+  auto inputs = two_cards();
+  const std::string other(64, 'a');
+  inputs.processes->devices[1].processes.push_back({4500, 2048, "pod-b", other});
+  inputs.processes->devices[1].processes.push_back({4501, 1024, "pod-b", other});
+  inputs.instances = {{1, std::string(12, 'c'), 8ull << 30},
+                      {1, std::string(12, 'a'), 4ull << 30},
+                      {1, std::string(12, 'a'), 4ull << 30},  // listed twice: one series
+                      {0, "idle00000000", 1ull << 30},
+                      {7, "nocard000000", 1ull << 30}};  // a card not shown: no series
+  std::string text = render_text(build_families(inputs));
+  const std::string card0 = R"(xpu="0",uuid="uuid-0",instance=)";
+  const std::string card1 = R"(xpu="1",uuid="uuid-1",instance=)";
+  EXPECT_THAT(samples_of(text, "xpu_share_memory_limit_bytes"),
+              ::testing::ElementsAre(
+                  "xpu_share_memory_limit_bytes{" + card0 + R"("idle00000000"} 1073741824)",
+                  "xpu_share_memory_limit_bytes{" + card1 + R"("aaaaaaaaaaaa"} 4294967296)",
+                  "xpu_share_memory_limit_bytes{" + card1 + R"("cccccccccccc"} 8589934592)"));
+  EXPECT_THAT(
+      samples_of(text, "xpu_share_memory_used_bytes"),
+      ::testing::ElementsAre("xpu_share_memory_used_bytes{" + card0 + R"("idle00000000"} 0)",
+                             "xpu_share_memory_used_bytes{" + card1 + R"("aaaaaaaaaaaa"} 3072)",
+                             "xpu_share_memory_used_bytes{" + card1 + R"("cccccccccccc"} 3072)"));
+
+  inputs.instances.clear();  // no shares (or an xpud without them): no share families
+  text = render_text(build_families(inputs));
+  EXPECT_THAT(text, Not(HasSubstr("xpu_share_memory")));
+}
+
 TEST(MetricsRenderer, NoProcessListNoProcessFamily) {
   auto inputs = two_cards();
   inputs.processes.reset();  // an xpud older than GetProcesses, or a backend without the list
