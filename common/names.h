@@ -62,6 +62,7 @@ inline constexpr std::string_view kHealthReasonKind = "HealthReasonKind";
 inline constexpr std::string_view kHealthTransitions = "HealthTransitions";
 inline constexpr std::string_view kIsVirtualFunction = "IsVirtualFunction";
 inline constexpr std::string_view kSriovEnabled = "SriovEnabled";
+inline constexpr std::string_view kPhysicalFunction = "PhysicalFunction";
 
 inline constexpr std::array<std::string_view, 10> kManager = {kVersion,
                                                               kBackend,
@@ -73,7 +74,7 @@ inline constexpr std::array<std::string_view, 10> kManager = {kVersion,
                                                               kClusterReconfigureAllowed,
                                                               kInstancesSupported,
                                                               kInstanceHook};
-inline constexpr std::array<std::string_view, 17> kDevice = {kIndex,
+inline constexpr std::array<std::string_view, 18> kDevice = {kIndex,
                                                              kName,
                                                              kUuid,
                                                              kSerial,
@@ -89,7 +90,8 @@ inline constexpr std::array<std::string_view, 17> kDevice = {kIndex,
                                                              kHealthReasonKind,
                                                              kHealthTransitions,
                                                              kIsVirtualFunction,
-                                                             kSriovEnabled};
+                                                             kSriovEnabled,
+                                                             kPhysicalFunction};
 }  // namespace property
 
 // Every error xpud answers with starts so (the five below).

@@ -45,6 +45,9 @@ struct DeviceInfo {
   // cluster offers it to no pod (its virtual functions are offered instead). An older xpud
   // without the property: false.
   bool sriov_enabled = false;
+  // A virtual function's physical function, by PCI bus id; empty for a PF (and from an older
+  // xpud without the property).
+  std::string physical_function;
 
   bool operator==(const DeviceInfo&) const = default;
 };

@@ -213,6 +213,7 @@ class DeviceObject final
   }
   bool IsVirtualFunction() override { return identity_.is_virtual_function; }
   bool SriovEnabled() override { return identity_.sriov_enabled; }
+  std::string PhysicalFunction() override { return identity_.physical_function; }
   std::string Health() override {
     return std::string(healthy_ ? names::kHealthy : names::kUnhealthy);
   }

@@ -26,6 +26,9 @@ struct DeviceIdentity {
   // XPUML_HOST_VXPU_MODE_SRIOV_ON; sysfs: sriov_numvfs > 0): it has no compute of its own, so it
   // stays visible to operators but is offered to no pod; its VFs are (docs/hardware.md).
   bool sriov_enabled = false;
+  // A virtual function's physical function, by PCI bus id (sysfs: its `physfn` link); empty for
+  // a physical function, and where sysfs does not say.
+  std::string physical_function;
 
   bool operator==(const DeviceIdentity&) const = default;
 };

@@ -152,10 +152,11 @@ TEST_P(DriverVersionRefresh, OnlyPropertiesThatNeverChangeAreDeclaredConstant) {
   auto connection = sdbus::createSessionBusConnectionWithAddress(bus_.address());
   EXPECT_EQ(const_properties(*connection, std::string(names::kManagerPath)),
             std::set<std::string>{"Version"});
-  EXPECT_EQ(const_properties(*connection, names::device_path(0)),
-            (std::set<std::string>{"Index", "Name", "Uuid", "Serial", "Model", "PciBusId",
-                                   "PcieRoot", "NumaNode", "MemoryTotalBytes", "DeviceNodes",
-                                   "LinkedDevices", "IsVirtualFunction", "SriovEnabled"}));
+  EXPECT_EQ(
+      const_properties(*connection, names::device_path(0)),
+      (std::set<std::string>{"Index", "Name", "Uuid", "Serial", "Model", "PciBusId", "PcieRoot",
+                             "NumaNode", "MemoryTotalBytes", "DeviceNodes", "LinkedDevices",
+                             "IsVirtualFunction", "SriovEnabled", "PhysicalFunction"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DriverVersionRefresh, ::testing::Values("sysfs", "xpuml"),

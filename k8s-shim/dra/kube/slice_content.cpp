@@ -273,7 +273,9 @@ std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
                                .devices = {},
                                .shared_counters = {}};
     const std::size_t last = std::min(counter_sets.size(), first + kMaxCounterSetsPerSlice);
-    counters.shared_counters.assign(counter_sets.begin() + first, counter_sets.begin() + last);
+    counters.shared_counters.assign(
+        std::next(counter_sets.begin(), static_cast<std::ptrdiff_t>(first)),
+        std::next(counter_sets.begin(), static_cast<std::ptrdiff_t>(last)));
     slices.push_back(std::move(counters));
   }
   for (ResourceSliceSpec& slice : slices)

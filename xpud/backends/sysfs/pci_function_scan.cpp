@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "common/unique_fd.h"
+#include "xpud/backends/pci_ids.h"
 #include "xpud/backends/pcie_root.h"
 #include "xpud/backends/sysfs_attribute.h"
 
@@ -46,8 +47,10 @@ std::optional<PciFunction> read_kunlunxin_function(const fs::path& dir, std::str
   function.numa_node = read_attribute(dir / "numa_node", parse_numa_node).value_or(-1);
   function.pcie_root = read_pcie_root(dir, function.pci_bus_id);
   function.driver = symlink_target_name(dir / "driver").value_or("");
-  function.has_physfn_link = symlink_target_name(dir / "physfn").has_value();
+  const auto physfn = symlink_target_name(dir / "physfn");
+  function.has_physfn_link = physfn.has_value();
   if (function.has_physfn_link) {
+    if (auto pf = pci::normalize_bus_id(*physfn)) function.physfn_bus_id = *pf;
     // Some kernels leave a VF's own numa_node at -1; it sits where its PF does.
     if (function.numa_node < 0)
       function.numa_node = read_attribute(dir / "physfn/numa_node", parse_numa_node).value_or(-1);

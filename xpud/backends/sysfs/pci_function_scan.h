@@ -28,6 +28,7 @@ struct PciFunction {
   std::string pcie_root;                 // "pci0000:00" (pcie_root.h); empty when unknown
   std::string driver;                    // basename of the driver link; empty when bound to none
   bool has_physfn_link = false;          // SR-IOV virtual functions link to their physical function
+  std::string physfn_bus_id;             // where that link leads, when it names a PCI address
   std::optional<unsigned> sriov_numvfs;  // PFs with SR-IOV capability
   std::optional<unsigned> sriov_totalvfs;
   // N of every class device "xpuN" the driver created under this function (<dir>/xpuN or

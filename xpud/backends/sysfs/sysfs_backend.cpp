@@ -95,6 +95,7 @@ class SysfsBackend final : public Backend, public VirtualFunctionControl {
       device.pcie_root = function.pcie_root;
       device.numa_node = function.numa_node;
       device.is_virtual_function = function.is_virtual_function();
+      device.physical_function = function.physfn_bus_id;
       // Enabled VFs leave the PF without compute of its own (docs/hardware.md, SR-IOV); an
       // unreadable or malformed count reads as none.
       device.sriov_enabled = !device.is_virtual_function && function.sriov_numvfs.value_or(0) > 0;

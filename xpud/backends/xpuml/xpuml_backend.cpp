@@ -327,6 +327,9 @@ xpu::Result<XpumlBackend::Discovered> XpumlBackend::read_identity(
   if (numa.warning) warnings_.add(*numa.warning);
   id.numa_node = numa.node;
   id.pcie_root = sysfs::read_pcie_root(function_dir, id.pci_bus_id);
+  if (id.is_virtual_function)
+    if (auto pf = sysfs::symlink_target_name(function_dir / "physfn"))
+      if (auto bus_id = pci::normalize_bus_id(*pf)) id.physical_function = *bus_id;
 
   id.device_nodes = {xpu::names::device_node(id.index), std::string(xpu::names::kControlNode)};
   // linked_devices: set by discover() from the topology quirk table, once every card is known.

@@ -205,6 +205,11 @@ TEST_P(SysfsBackend, VirtualFunctionsAreFlaggedAndNumberedAfterPhysicalFunctions
   EXPECT_TRUE(devices[3].is_virtual_function);
   EXPECT_EQ(devices[2].model, "KL2-VF");
   EXPECT_EQ(devices[3].numa_node, 0);
+  // Each VF names its PF (the physfn link), which the DRA driver's counters need.
+  EXPECT_EQ(devices[2].physical_function, "0000:3b:00.0");
+  EXPECT_EQ(devices[3].physical_function, "0000:3b:00.0");
+  EXPECT_EQ(devices[0].physical_function, "");
+  EXPECT_EQ(devices[1].physical_function, "");
 }
 
 // A PF whose VFs are on has no compute of its own: xpud says so (SriovEnabled) and the cluster
