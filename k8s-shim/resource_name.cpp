@@ -81,6 +81,7 @@ std::string_view card_uuid_of_device_id(std::string_view device_id) {
   const std::size_t separator = device_id.rfind(kReplicaSeparator);
   if (separator == std::string_view::npos || separator == 0) return device_id;
   std::string_view replica = device_id.substr(separator + kReplicaSeparator.size());
+  if (replica.starts_with(kMemoryUnitMark)) replica.remove_prefix(kMemoryUnitMark.size());
   if (replica.empty()) return device_id;
   for (char c : replica)
     if (c < '0' || c > '9') return device_id;

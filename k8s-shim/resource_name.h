@@ -20,11 +20,14 @@ xpu::Status validate_extended_resource_name(std::string_view name);
 // "kunlunxin.com" of "kunlunxin.com/xpu"; call only on a validated name.
 std::string_view resource_domain(std::string_view name);
 
-// Shared mode advertises each card several times, as device IDs `<card UUID>::<replica>`
-// (device_plugin/resource_plan.h); the exporter reads them back from pod-resources.
+// Shared mode advertises each card several times, as device IDs `<card UUID>::<replica>`, or in
+// its memory form as `<card UUID>::m<unit>` (device_plugin/resource_plan.h); the exporter reads
+// them back from pod-resources.
 inline constexpr std::string_view kReplicaSeparator = "::";
+inline constexpr std::string_view kMemoryUnitMark = "m";  // after the separator
 
-// The card a device ID names: the UUID before a `::<replica number>` suffix, else the whole ID.
+// The card a device ID names: the UUID before a `::<replica number>` or `::m<unit number>`
+// suffix, else the whole ID.
 std::string_view card_uuid_of_device_id(std::string_view device_id);
 
 }  // namespace shim

@@ -1,6 +1,7 @@
 #include "k8s-shim/device_plugin/container_allocation.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "common/names.h"
@@ -14,6 +15,7 @@ xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
   if (device_ids.empty()) return xpu::Error{"no device IDs requested"};
   ContainerAllocation allocation;
   std::set<std::string> seen;
+  std::map<unsigned, std::uint64_t> units_on;  // card index -> units requested (memory form)
   for (const auto& id : device_ids) {
     // IDs come from the kubelet's request and go into the log and the gRPC status: escaped.
     auto shown = [&id] { return printable_excerpt(id); };
@@ -27,6 +29,7 @@ xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
       return xpu::Error{"device '" + shown() + "' (" + xpu::names::device_name(it->index) +
                         ") is Unhealthy: " + it->unhealthy_reason};
     allocation.granted.push_back(*it);
+    ++units_on[it->index];
   }
   // Replicas of a shared card map back to the card: each card (and node) once.
   std::sort(allocation.granted.begin(), allocation.granted.end(),
@@ -70,6 +73,16 @@ xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
   allocation.envs.emplace(kVisibleDevicesEnv, indices);
   allocation.envs.emplace(kVendorRuntimeVisibleDevicesEnv, indices);
   allocation.envs.emplace(kUuidsEnv, uuids);
+  if (state.memory_unit_bytes > 0) {
+    // The runtime splits the limit evenly: the card with the fewest units bounds them all.
+    // Units are distinct known devices, at most kMaxMemoryUnitsPerCard of at most 64 GiB (2^44
+    // bytes in all) per card: overflowing 64 bits would take a million cards.
+    std::uint64_t fewest = units_on.begin()->second;
+    for (const auto& [index, units] : units_on) fewest = std::min(fewest, units);
+    allocation.memory_limit_bytes = fewest * state.memory_unit_bytes * units_on.size();
+    allocation.envs.emplace(kVendorRuntimeMemoryLimitEnv,
+                            std::to_string(allocation.memory_limit_bytes));
+  }
   if (cdi != CdiMode::kOff && allocation.granted.size() == 1) {
     const PluginDevice& card = allocation.granted.front();
     const std::string& uuid = card.card_id.empty() ? card.id : card.card_id;

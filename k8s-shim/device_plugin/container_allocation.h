@@ -10,6 +10,13 @@
 // An SR-IOV virtual function gets the nodes xpud lists for it (its index in XPU_VISIBLE_DEVICES,
 // like a card). Replicas of a shared card map back to the card: its node, index and UUID appear
 // once however many of its replicas the container holds.
+// Memory units (the memory form of shared mode) map back to their cards the same way, and the
+// container also gets CXPU_CONTAINER_MEMORY_LIMIT: the units it holds on the card it holds the
+// fewest of, times the unit, times its number of cards. The vendor's runtime (src/cli/cxpu.c of
+// zxw3221/libxpu-container) divides that variable evenly over the container's cards, so no card
+// is given more than was granted on it; units beyond the fewest are granted but unusable (the
+// preferred allocation keeps a container's units on one card for that reason). Without that
+// runtime nothing enforces the bound.
 //
 // CDI (--cdi, cdi_devices of the response): a container granted one card also gets that card's
 // CDI name, kunlunxin.com/xpu=<uuid> (its index when the UUID is not a CDI device name, which
@@ -21,6 +28,7 @@
 // this response).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,6 +43,8 @@ inline constexpr std::string_view kVisibleDevicesEnv = xpu::names::kVisibleDevic
 inline constexpr std::string_view kVendorRuntimeVisibleDevicesEnv =
     xpu::names::kVendorRuntimeVisibleDevicesEnv;
 inline constexpr std::string_view kUuidsEnv = xpu::names::kUuidsEnv;
+inline constexpr std::string_view kVendorRuntimeMemoryLimitEnv =
+    xpu::names::kVendorRuntimeMemoryLimitEnv;
 
 struct DeviceNode {
   std::string container_path;
@@ -53,6 +63,8 @@ struct ContainerAllocation {
   std::vector<std::string> cdi_devices;  // fully qualified: kunlunxin.com/xpu=<name>
   std::map<std::string, std::string> envs;
   std::vector<PluginDevice> granted;  // one per card, ascending index, for the log
+  // Memory form of shared mode: the bytes CXPU_CONTAINER_MEMORY_LIMIT grants; 0 otherwise.
+  std::uint64_t memory_limit_bytes{};
 };
 
 xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,

@@ -50,6 +50,23 @@ void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& optio
                    return xpu::ok_status();
                  });
   cli.add_option(
+      "xpu-share-memory-unit-mib", "N",
+      "shared mode's memory form (needs --enable-xpu-share; 0 = off, default): advertise each "
+      "card's memory as <domain>/vxpu-memory in units of N MiB (64-65536; the chart's 1024 is "
+      "GiB) instead of replicas, and bound a container's memory through the vendor's XPU "
+      "container runtime (CXPU_CONTAINER_MEMORY_LIMIT). HAMi's vxpu-memory counts MiB; this "
+      "counts units",
+      [&options](std::string_view value) -> xpu::Status {
+        auto mib = xpu::parse_uint(value, 0, kMaxShareMemoryUnitMib);
+        if (!mib) return xpu::Error{mib.error()};
+        if (*mib != 0 && *mib < kMinShareMemoryUnitMib)
+          return xpu::Error{"'" + std::string(value) + "' is neither 0 (off) nor within " +
+                            std::to_string(kMinShareMemoryUnitMib) + "-" +
+                            std::to_string(kMaxShareMemoryUnitMib)};
+        options.xpu_share_memory_unit_mib = static_cast<unsigned>(*mib);
+        return xpu::ok_status();
+      });
+  cli.add_option(
       "nfd-features-file", "PATH",
       "write the node's XPU facts as node-feature-discovery labels (kunlunxin.com/xpu.*) "
       "to this file in NFD's features.d directory (default empty: off)",
@@ -80,6 +97,8 @@ void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& optio
 xpu::Status check_device_plugin_options(const DevicePluginOptions& options) {
   if (options.reconfig_vxpu && !options.enable_sriov)
     return xpu::Error{"--reconfig-vxpu needs --enable-sriov"};
+  if (options.xpu_share_memory_unit_mib > 0 && !options.enable_xpu_share)
+    return xpu::Error{"--xpu-share-memory-unit-mib needs --enable-xpu-share"};
   return xpu::ok_status();
 }
 
@@ -95,7 +114,9 @@ ResourceConfig resource_config(const DevicePluginOptions& options) {
   config.per_model = options.resource_per_model;
   config.enable_sriov = options.enable_sriov;
   config.sriov_num_vfs = options.enable_sriov ? options.sriov_num_vfs : 0;
-  config.share_replicas = options.enable_xpu_share ? options.xpu_share_replicas : 0;
+  const bool by_memory = options.enable_xpu_share && options.xpu_share_memory_unit_mib > 0;
+  config.share_replicas = options.enable_xpu_share && !by_memory ? options.xpu_share_replicas : 0;
+  config.share_memory_unit_mib = by_memory ? options.xpu_share_memory_unit_mib : 0;
   return config;
 }
 
@@ -104,7 +125,9 @@ NodeFeatureOptions node_feature_options(const DevicePluginOptions& options,
   NodeFeatureOptions features;
   features.memory_unit = memory_unit;
   features.sriov = options.enable_sriov;
-  features.share_replicas = options.enable_xpu_share ? options.xpu_share_replicas : 0;
+  const ResourceConfig config = resource_config(options);
+  features.share_replicas = config.share_replicas;
+  features.share_memory_unit_mib = config.share_memory_unit_mib;
   return features;
 }
 

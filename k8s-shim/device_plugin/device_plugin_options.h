@@ -30,6 +30,8 @@ struct DevicePluginOptions {
   bool reconfig_vxpu = false;
   bool enable_xpu_share = false;
   unsigned xpu_share_replicas = 4;
+  // The memory form of shared mode: <domain>/vxpu-memory in units of this many MiB; 0 = off.
+  unsigned xpu_share_memory_unit_mib{};
   // node-feature-discovery feature file for the node's XPU labels; empty: none written.
   std::string nfd_features_file{};
   // --cdi: whether Allocate names cards by CDI (container_allocation.h).
@@ -38,14 +40,18 @@ struct DevicePluginOptions {
 
 inline constexpr unsigned kMaxSriovNumVfs = 64;
 inline constexpr unsigned kMaxShareReplicas = 64;
+inline constexpr unsigned kMinShareMemoryUnitMib = 64;
+inline constexpr unsigned kMaxShareMemoryUnitMib = 65536;
 
 // --plugin-dir DIR, --resource-name NAME (validated), --resource-per-model,
 // --xpud-grace-period SECONDS (0..86400), --enable-sriov, --sriov-num-vfs N (0..64),
 // --reconfig-vxpu, --enable-xpu-share, --xpu-share-replicas N (1..64),
+// --xpu-share-memory-unit-mib N (0: off, else 64..65536),
 // --nfd-features-file PATH (empty: off; a dot file is refused, NFD would ignore it).
 void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& options);
 
-// Combinations the flags alone cannot check: --reconfig-vxpu needs --enable-sriov.
+// Combinations the flags alone cannot check: --reconfig-vxpu needs --enable-sriov,
+// --xpu-share-memory-unit-mib (other than 0) needs --enable-xpu-share.
 xpu::Status check_device_plugin_options(const DevicePluginOptions& options);
 
 // The role's whole command line: bad flags, values or combinations print one line and exit 2.

@@ -17,6 +17,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/names.h"
 #include "common/xpud_client.h"
 #include "k8s-shim/card_state.h"
 #include "k8s-shim/device_plugin/device_plugin_options.h"
@@ -71,7 +72,13 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args,
     spdlog::warn("--reconfig-vxpu changes nothing without --sriov-num-vfs N (N > 0)");
   if (!plugin.enable_sriov && plugin.sriov_num_vfs > 0)
     spdlog::warn("--sriov-num-vfs {} is ignored without --enable-sriov", plugin.sriov_num_vfs);
-  if (plugin.enable_xpu_share)
+  if (plugin.enable_xpu_share && plugin.xpu_share_memory_unit_mib > 0)
+    spdlog::info(
+        "shared mode by memory: each card advertised as its memory in units of {} MiB; whole "
+        "cards are not advertised; a container's bound is enforced only by the vendor's XPU "
+        "container runtime ({})",
+        plugin.xpu_share_memory_unit_mib, xpu::names::kVendorRuntimeMemoryLimitEnv);
+  else if (plugin.enable_xpu_share)
     spdlog::info("shared mode: each card advertised {} times; whole cards are not advertised",
                  plugin.xpu_share_replicas);
 

@@ -5,6 +5,7 @@
 #include "common/names.h"
 #include "k8s-shim/device_plugin/container_allocation.h"
 #include "k8s-shim/device_plugin/kubelet_messages.h"
+#include "k8s-shim/device_plugin/memory_share_allocation.h"
 #include "k8s-shim/device_plugin/shared_allocation.h"
 
 namespace shim {
@@ -67,8 +68,9 @@ grpc::Status DevicePluginService::GetPreferredAllocation(
   const TopologyAllocator allocator = to_topology(*state);
   for (int i = 0; i < request->container_requests_size(); ++i) {
     const AllocationRequest wanted = to_allocation_request(request->container_requests(i));
-    auto chosen =
-        state->shared ? preferred_shared_allocation(*state, wanted) : allocator.preferred(wanted);
+    auto chosen = state->memory_unit_bytes > 0 ? preferred_memory_allocation(*state, wanted)
+                  : state->shared              ? preferred_shared_allocation(*state, wanted)
+                                               : allocator.preferred(wanted);
     if (!chosen) {
       spdlog::warn("{}: GetPreferredAllocation rejected: container request {}: {}",
                    feed_->resource_name(), i, chosen.error());
@@ -112,8 +114,11 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
     std::string cdi;
     for (const auto& name : allocations[i].cdi_devices)
       cdi += (cdi.empty() ? "; CDI " : ", ") + name;
-    spdlog::info("{}: allocated to container request {}: {}; {} of XPU memory{}",
-                 feed_->resource_name(), i, granted, format_memory(total, memory_unit_), cdi);
+    const std::uint64_t limit = allocations[i].memory_limit_bytes;
+    spdlog::info("{}: allocated to container request {}: {}; {} of XPU memory{}{}",
+                 feed_->resource_name(), i, granted, format_memory(total, memory_unit_),
+                 limit > 0 ? ", limited to " + format_memory(limit, memory_unit_) : std::string(),
+                 cdi);
   }
   return grpc::Status::OK;
 }

@@ -76,8 +76,12 @@ std::optional<std::vector<NodeLabel>> node_feature_labels(const xpu::DeviceView&
     labels.emplace_back(label("driver-version"), *version);
   labels.emplace_back(label("vf.count"), std::to_string(virtual_functions.size()));
   labels.emplace_back(label("sriov"), options.sriov ? "true" : "false");
-  labels.emplace_back(label("share"), options.share_replicas > 0 ? "true" : "false");
-  if (options.share_replicas > 0)
+  const bool by_memory = options.share_memory_unit_mib > 0;
+  labels.emplace_back(label("share"), options.share_replicas > 0 || by_memory ? "true" : "false");
+  if (by_memory)
+    labels.emplace_back(label("share.memory-unit-mib"),
+                        std::to_string(options.share_memory_unit_mib));
+  else if (options.share_replicas > 0)
     labels.emplace_back(label("share.replicas"), std::to_string(options.share_replicas));
   return labels;
 }

@@ -28,7 +28,8 @@ inline constexpr std::size_t kMaxFeatureFileSize = 64 * 1024;
 struct NodeFeatureOptions {
   MemoryUnit memory_unit = MemoryUnit::MiB;
   bool sriov = false;           // --enable-sriov: virtual functions advertised as <domain>/vxpu
-  unsigned share_replicas = 0;  // shared mode: replicas per card; 0 = whole cards
+  unsigned share_replicas = 0;  // shared mode: replicas per card; 0 = whole cards or memory form
+  unsigned share_memory_unit_mib{};  // shared mode's memory form: MiB per unit; 0 = off
 };
 
 using NodeLabel = std::pair<std::string, std::string>;  // full name, value
@@ -41,7 +42,8 @@ using NodeLabel = std::pair<std::string, std::string>;  // full name, value
 //   xpu.driver-version   left out when xpud reports none (or nothing usable)
 //   xpu.vf.count         SR-IOV virtual functions xpud reports
 //   xpu.sriov            true when virtual functions are advertised (--enable-sriov)
-//   xpu.share            true in shared mode, with xpu.share.replicas
+//   xpu.share            true in shared mode, with xpu.share.replicas, or in its memory form
+//                        with xpu.share.memory-unit-mib
 // Model and memory describe the physical cards, or the virtual functions on a node that has
 // only those (a VM); both are left out on a node with neither.
 // nullopt while xpud is not present: its last known facts stand.

@@ -53,6 +53,30 @@ std::string with_suffix(std::string_view socket, std::string_view suffix) {
   return std::string(stem) + "-" + std::string(suffix) + ".sock";
 }
 
+// Whole units of `unit_bytes` in a card's memory, before the per-card cap.
+std::uint64_t memory_units_of(std::uint64_t memory_total_bytes, std::uint64_t unit_bytes) {
+  return unit_bytes == 0 ? 0 : memory_total_bytes / unit_bytes;
+}
+
+// Why `card` gives fewer units of `resource` than its memory holds (none, or only the cap), or
+// empty when it gives them all.
+std::string memory_units_problem(const PluginDevice& card, std::uint64_t units,
+                                 const std::string& resource, unsigned unit_mib) {
+  const std::string where = "device " + xpu::names::device_name(card.index);
+  if (card.memory_total_bytes == 0)
+    return where + " gives no " + resource + " units: xpud does not report its memory size";
+  if (units == 0)
+    return where + " gives no " + resource + " units: its memory (" +
+           std::to_string(card.memory_total_bytes >> 20) + " MiB) is less than one unit (" +
+           std::to_string(unit_mib) + " MiB)";
+  if (units > kMaxMemoryUnitsPerCard)
+    return where + " gives only " + std::to_string(kMaxMemoryUnitsPerCard) + " of its " +
+           std::to_string(units) + " " + resource +
+           " units (the most one card may give); a larger --xpu-share-memory-unit-mib offers "
+           "all of its memory";
+  return {};
+}
+
 }  // namespace
 
 std::string socket_name_for_model(std::string_view model) {
@@ -125,13 +149,18 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
     return by_name.emplace(resource, ResourceState{resource, socket, {}, false}).first->second;
   };
   const std::string domain(resource_domain(config.resource_name));
-  const bool shared = config.share_replicas > 0;
+  const std::uint64_t unit_bytes = std::uint64_t{config.share_memory_unit_mib} << 20;
+  const bool by_memory = unit_bytes > 0;
+  const bool shared = config.share_replicas > 0 || by_memory;
   const std::string vf_resource = domain + "/" + std::string(kVirtualFunctionResource);
-  const std::string shared_resource = domain + "/" + std::string(kSharedResource);
+  const std::string shared_resource =
+      domain + "/" + std::string(by_memory ? kSharedMemoryResource : kSharedResource);
+  const std::string_view shared_socket = by_memory ? kSharedMemorySocketName : kSharedSocketName;
   if (!config.per_model) {
-    resource_for(shared ? shared_resource : config.resource_name,
-                 std::string(shared ? kSharedSocketName : kDefaultSocketName))
-        .shared = shared;
+    auto& state = resource_for(shared ? shared_resource : config.resource_name,
+                               std::string(shared ? shared_socket : kDefaultSocketName));
+    state.shared = shared;
+    if (shared) state.memory_unit_bytes = unit_bytes;
     if (config.enable_sriov) resource_for(vf_resource, std::string(kVirtualFunctionSocketName));
   }
   if (auto mismatch = sriov_count_mismatch(config, view); !mismatch.empty())
@@ -186,11 +215,20 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
         continue;
       }
     } else if (shared) {
-      const std::size_t id_length = device->uuid.size() + kReplicaSeparator.size() +
-                                    decimal_digits(config.share_replicas - 1);
+      // The longest ID this card gets: its last replica or memory unit.
+      const std::uint64_t copies =
+          by_memory
+              ? std::min<std::uint64_t>(memory_units_of(device->memory_total_bytes, unit_bytes),
+                                        kMaxMemoryUnitsPerCard)
+              : config.share_replicas;
+      const std::size_t id_length =
+          device->uuid.size() + kReplicaSeparator.size() +
+          (by_memory ? kMemoryUnitMark.size() : 0) +
+          decimal_digits(static_cast<unsigned>(copies > 0 ? copies - 1 : 0));
       if (id_length > kMaxDeviceIdLength) {
-        plan.problems.push_back(where + " is not shared: UUID '" + device->uuid +
-                                "' plus the replica suffix would be longer than " +
+        plan.problems.push_back(where + " is not shared: UUID '" + device->uuid + "' plus the " +
+                                (by_memory ? "memory unit" : "replica") +
+                                " suffix would be longer than " +
                                 std::to_string(kMaxDeviceIdLength) + " characters");
         continue;
       }
@@ -237,11 +275,14 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
                  : share_this         ? shared_resource
                                       : config.resource_name;
       socket = out.virtual_function ? kVirtualFunctionSocketName
-               : share_this         ? kSharedSocketName
+               : share_this         ? shared_socket
                                     : kDefaultSocketName;
     } else if (out.virtual_function) {
       resource = domain + "/" + model_resource_part(device->model, "-vxpu");
       socket = model_socket_name("kunlunxin-vxpu-", device->model);
+    } else if (share_this && by_memory) {
+      resource = domain + "/" + model_resource_part(device->model, "-vxpu-memory");
+      socket = model_socket_name("kunlunxin-vxpu-memory-", device->model);
     } else if (share_this) {
       resource = domain + "/" + model_resource_part(device->model, "-shared");
       socket = model_socket_name("kunlunxin-xpu-shared-", device->model);
@@ -263,10 +304,27 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
     // nothing for sharing; GetPreferredAllocation of a shared resource spreads instead.
     out.linked_ids.clear();
     state.shared = true;
-    for (unsigned replica = 0; replica < config.share_replicas; ++replica) {
+    state.memory_unit_bytes = unit_bytes;
+    if (!by_memory) {
+      for (unsigned replica = 0; replica < config.share_replicas; ++replica) {
+        PluginDevice copy = out;
+        copy.id = out.card_id + std::string(kReplicaSeparator) + std::to_string(replica);
+        copy.replica = replica;
+        state.devices.push_back(std::move(copy));
+      }
+      continue;
+    }
+    const std::uint64_t units = memory_units_of(out.memory_total_bytes, unit_bytes);
+    if (auto problem = memory_units_problem(out, units, resource, config.share_memory_unit_mib);
+        !problem.empty())
+      plan.problems.push_back(std::move(problem));
+    const auto advertised =
+        static_cast<unsigned>(std::min<std::uint64_t>(units, kMaxMemoryUnitsPerCard));
+    for (unsigned unit = 0; unit < advertised; ++unit) {
       PluginDevice copy = out;
-      copy.id = out.card_id + std::string(kReplicaSeparator) + std::to_string(replica);
-      copy.replica = replica;
+      copy.id = out.card_id + std::string(kReplicaSeparator) + std::string(kMemoryUnitMark) +
+                std::to_string(unit);
+      copy.replica = unit;
       state.devices.push_back(std::move(copy));
     }
   }

@@ -19,6 +19,14 @@
 // `<domain>/xpu-shared` on `kunlunxin-xpu-shared.sock` (per model: `<domain>/<Model>-shared` on
 // `kunlunxin-xpu-shared-<model>.sock`), device IDs `<uuid>::<replica>`, and the whole-card
 // resource is not advertised at all: a card is either shared or exclusive.
+// Its memory form (share_memory_unit_mib > 0, replacing the replicas) advertises each of those
+// cards as floor(its memory / the unit) devices `<uuid>::m<k>` of `<domain>/vxpu-memory` on
+// `kunlunxin-vxpu-memory.sock` (per model: `<domain>/<Model>-vxpu-memory` on
+// `kunlunxin-vxpu-memory-<model>.sock`), so a pod asks for memory and Allocate bounds it
+// (container_allocation.h). The name is HAMi's for Kunlunxin cards, but HAMi counts MiB where we
+// count units: a MiB per device would make a 96 GiB card 98304 devices, more than the kubelet's
+// messages carry. For the same reason a card gives at most kMaxMemoryUnitsPerCard units (a
+// warning says when the cap cuts one short); a card whose memory xpud does not know gives none.
 // Devices: ID = UUID, health from the view, topology = NUMA node (none when unknown). The view is
 // the process's CardState: once xpud has been gone for the grace period it says every card is
 // Unhealthy, and it is Healthy again as soon as xpud reports it so.
@@ -39,6 +47,12 @@ inline constexpr std::string_view kVirtualFunctionSocketName = "kunlunxin-vxpu.s
 inline constexpr std::string_view kSharedSocketName = "kunlunxin-xpu-shared.sock";
 inline constexpr std::string_view kVirtualFunctionResource = "vxpu";  // after "<domain>/"
 inline constexpr std::string_view kSharedResource = "xpu-shared";     // after "<domain>/"
+inline constexpr std::string_view kSharedMemorySocketName = "kunlunxin-vxpu-memory.sock";
+inline constexpr std::string_view kSharedMemoryResource = "vxpu-memory";  // after "<domain>/"
+// Memory units one card may give. With 64 cards it keeps the kubelet's largest message to us
+// (GetPreferredAllocation's available IDs, ~45 bytes each) under the server's 1 MiB bound;
+// it still covers a 256 GiB card at the chart's default unit of 1 GiB.
+inline constexpr unsigned kMaxMemoryUnitsPerCard = 256;
 
 struct ResourceConfig {
   std::string resource_name{"kunlunxin.com/xpu"};  // validated
@@ -48,12 +62,15 @@ struct ResourceConfig {
   unsigned sriov_num_vfs = 0;
   // Shared mode: each physical card advertised this many times; 0 = exclusive cards.
   unsigned share_replicas = 0;
+  // Shared mode's memory form: one device per this many MiB of a card; 0 = off. Set, it
+  // replaces share_replicas.
+  unsigned share_memory_unit_mib{};
 };
 
 struct PluginDevice {
-  std::string id;        // UUID, or "<UUID>::<replica>" in shared mode
+  std::string id;        // UUID, or "<UUID>::<replica>" / "<UUID>::m<unit>" in shared mode
   std::string card_id;   // the card's UUID (== id except in shared mode)
-  unsigned replica = 0;  // shared mode only
+  unsigned replica = 0;  // shared mode only: the replica, or in the memory form the unit
   bool virtual_function = false;
   // Virtual functions only: the nodes xpud lists for it (checked: absolute paths under /dev/).
   std::vector<std::string> device_nodes;
@@ -73,6 +90,8 @@ struct ResourceState {
   std::string socket_name;
   std::vector<PluginDevice> devices;  // ascending index (then replica)
   bool shared = false;                // devices are replicas of shared cards
+  // Shared mode's memory form: the bytes each device stands for; 0 otherwise.
+  std::uint64_t memory_unit_bytes{};
 
   bool operator==(const ResourceState&) const = default;
 };

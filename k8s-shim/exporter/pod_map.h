@@ -13,7 +13,8 @@
 namespace shim::exporter {
 
 // The domain of the default resource name: its resources' device IDs are XPU UUIDs
-// (kunlunxin.com/xpu, kunlunxin.com/R200, kunlunxin.com/xpu-shared, kunlunxin.com/vxpu).
+// (kunlunxin.com/xpu, kunlunxin.com/R200, kunlunxin.com/xpu-shared, kunlunxin.com/vxpu,
+// kunlunxin.com/vxpu-memory).
 inline constexpr std::string_view kDefaultXpuResourceDomain = "kunlunxin.com";
 
 struct ContainerRef {
@@ -31,9 +32,10 @@ using PodMap = std::map<std::string, ContainerRef>;  // device UUID -> the conta
 // Turns successive List replies into a PodMap with one owner per UUID.
 //
 // Read are the resources of one domain, the device plugin's (`<domain>/<anything>`): every name
-// the plugin advertises (the resource name, per-model names, `xpu-shared`, `vxpu`) is in the
-// domain of its --resource-name. Shared-mode IDs `<uuid>::<n>` count for the card `<uuid>`; a
-// container holding several replicas of one card holds that card once. Cards granted through
+// the plugin advertises (the resource name, per-model names, `xpu-shared`, `vxpu`,
+// `vxpu-memory`) is in the domain of its --resource-name. Shared-mode IDs `<uuid>::<n>` and
+// `<uuid>::m<n>` count for the card `<uuid>`; a container holding several replicas or memory
+// units of one card holds that card once. Cards granted through
 // Dynamic Resource Allocation come from `dynamic_resources`: the devices of the DRA driver
 // xpu.kunlunxin.com, each known by the kunlunxin.com/xpu=<uuid> CDI name it was prepared with.
 //

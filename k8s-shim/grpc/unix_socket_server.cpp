@@ -14,7 +14,8 @@ constexpr std::chrono::milliseconds kShutdownGrace{500};
 // What the server receives; sends are not bounded. The kubelet's messages are small: a DRA call
 // names at most 128 claims, and the largest device-plugin message, GetPreferredAllocation's list
 // of available IDs, is 64 cards x 64 shared replicas = 4096 IDs of about 45 bytes (a UUID and
-// `::<replica>`), under 200 KiB.
+// `::<replica>`), under 200 KiB, or in shared mode's memory form 64 cards x 256 memory units
+// (kMaxMemoryUnitsPerCard) = 16384 IDs, about 750 KiB.
 // Anything larger is not the kubelet.
 constexpr int kMaxMessageBytes = 1 << 20;
 // Threads per server (each socket has its own quota), gRPC's pollers included; a call beyond

@@ -66,7 +66,12 @@ TEST(ResourceName, SharedDeviceIdNamesItsCard) {
       {uuid + "::0", uuid},
       {uuid + "::63", uuid},
       {uuid, uuid},
-      // Only a replica number after the last "::" is a suffix; anything else stays whole.
+      {uuid + "::m0", uuid},  // a memory unit (--xpu-share-memory-unit-mib)
+      {uuid + "::m95", uuid},
+      // Only a replica or unit number after the last "::" is a suffix; anything else stays whole.
+      {uuid + "::m", uuid + "::m"},
+      {uuid + "::mm1", uuid + "::mm1"},
+      {uuid + "::1m", uuid + "::1m"},
       {uuid + "::", uuid + "::"},
       {uuid + "::x", uuid + "::x"},
       {uuid + "::1a", uuid + "::1a"},

@@ -32,4 +32,21 @@ shim::ResourceState shared_cards(std::vector<unsigned> indices, unsigned replica
   return state;
 }
 
+shim::ResourceState memory_unit_cards(std::vector<unsigned> indices, std::vector<unsigned> units) {
+  shim::ResourceState state{
+      "kunlunxin.com/vxpu-memory", "kunlunxin-vxpu-memory.sock", {}, true, 1ull << 30};
+  for (std::size_t i = 0; i < indices.size() && i < units.size(); ++i)
+    for (unsigned k = 0; k < units[i]; ++k) {
+      shim::PluginDevice d;
+      d.card_id = "uuid-" + std::to_string(indices[i]);
+      d.id = d.card_id + "::m" + std::to_string(k);
+      d.index = indices[i];
+      d.replica = k;
+      d.memory_total_bytes = std::uint64_t{units[i]} << 30;
+      d.healthy = true;
+      state.devices.push_back(d);
+    }
+  return state;
+}
+
 }  // namespace xpu::test

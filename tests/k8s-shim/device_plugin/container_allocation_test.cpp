@@ -130,6 +130,82 @@ TEST(ContainerAllocation, SharedReplicasMapBackToTheirCardOnce) {
             "device 'uuid-0' is not a kunlunxin.com/xpu-shared device of this node");
 }
 
+// Memory units of 1 GiB: card 0 with 32, card 2 with 16, card 5 (unhealthy) with 8.
+ResourceState memory_unit_cards() {
+  ResourceState state = xpu::test::memory_unit_cards({0, 2, 5}, {32, 16, 8});
+  for (auto& d : state.devices)
+    if (d.index == 5) {
+      d.healthy = false;
+      d.unhealthy_reason = "test fault";
+    }
+  return state;
+}
+
+TEST(ContainerAllocation, MemoryUnitsOnOneCardGrantTheirBytes) {
+  auto allocation = allocate_container(memory_unit_cards(),
+                                       {"uuid-2::m3", "uuid-2::m0", "uuid-2::m15", "uuid-2::m7"});
+  ASSERT_TRUE(allocation.ok()) << allocation.error();
+  const std::vector<DeviceNode> nodes = {{"/dev/xpu2", "/dev/xpu2", "rw"},
+                                         {"/dev/xpuctrl", "/dev/xpuctrl", "rw"}};
+  EXPECT_EQ(allocation->device_nodes, nodes);
+  const std::map<std::string, std::string> envs = {
+      {"XPU_VISIBLE_DEVICES", "2"},
+      {"CXPU_VISIBLE_DEVICES", "2"},
+      {"KUNLUNXIN_XPU_UUIDS", "uuid-2"},
+      {"CXPU_CONTAINER_MEMORY_LIMIT", std::to_string(4ull << 30)}};
+  EXPECT_EQ(allocation->envs, envs);
+  EXPECT_EQ(allocation->memory_limit_bytes, 4ull << 30);
+  ASSERT_EQ(allocation->granted.size(), 1u);
+}
+
+TEST(ContainerAllocation, MemoryUnitsOverTwoCardsAreBoundedByTheCardWithFewest) {
+  // Three units on card 0, one on card 2: the runtime splits the limit evenly over the two
+  // cards, so the limit is 1 unit x 2 cards, never more than card 2 was granted.
+  auto allocation = allocate_container(memory_unit_cards(),
+                                       {"uuid-0::m1", "uuid-2::m9", "uuid-0::m0", "uuid-0::m2"});
+  ASSERT_TRUE(allocation.ok()) << allocation.error();
+  EXPECT_EQ(allocation->envs.at("XPU_VISIBLE_DEVICES"), "0,2");
+  EXPECT_EQ(allocation->envs.at("CXPU_VISIBLE_DEVICES"), "0,2");
+  EXPECT_EQ(allocation->envs.at("KUNLUNXIN_XPU_UUIDS"), "uuid-0,uuid-2");
+  EXPECT_EQ(allocation->envs.at("CXPU_CONTAINER_MEMORY_LIMIT"), std::to_string(2ull << 30));
+  EXPECT_EQ(allocation->granted.size(), 2u);
+
+  auto even = allocate_container(memory_unit_cards(),
+                                 {"uuid-0::m4", "uuid-0::m5", "uuid-2::m0", "uuid-2::m1"});
+  ASSERT_TRUE(even.ok()) << even.error();
+  EXPECT_EQ(even->envs.at("CXPU_CONTAINER_MEMORY_LIMIT"), std::to_string(4ull << 30));
+}
+
+TEST(ContainerAllocation, MemoryUnitRequestsTheKubeletGetsWrongAreRefused) {
+  auto unknown = allocate_container(memory_unit_cards(), {"uuid-0::m0", "uuid-0::m32"});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error(),
+            "device 'uuid-0::m32' is not a kunlunxin.com/vxpu-memory device of this node");
+  auto replica = allocate_container(memory_unit_cards(), {"uuid-0::0"});
+  ASSERT_FALSE(replica.ok());
+  EXPECT_EQ(replica.error(),
+            "device 'uuid-0::0' is not a kunlunxin.com/vxpu-memory device of this node");
+  auto whole = allocate_container(memory_unit_cards(), {"uuid-0"});
+  ASSERT_FALSE(whole.ok());
+  auto twice = allocate_container(memory_unit_cards(), {"uuid-0::m1", "uuid-0::m1"});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error(), "device 'uuid-0::m1' is requested twice");
+  auto sick = allocate_container(memory_unit_cards(), {"uuid-5::m0"});
+  ASSERT_FALSE(sick.ok());
+  EXPECT_EQ(sick.error(), "device 'uuid-5::m0' (xpu5) is Unhealthy: test fault");
+  ASSERT_FALSE(allocate_container(memory_unit_cards(), {}).ok());
+}
+
+TEST(ContainerAllocation, ReplicasAndWholeCardsGetNoMemoryLimit) {
+  auto replicas = allocate_container(shared_cards(), {"uuid-0::3"});
+  ASSERT_TRUE(replicas.ok()) << replicas.error();
+  EXPECT_FALSE(replicas->envs.contains("CXPU_CONTAINER_MEMORY_LIMIT"));
+  EXPECT_EQ(replicas->memory_limit_bytes, 0u);
+  auto whole = allocate_container(three_cards(), {"uuid-3"});
+  ASSERT_TRUE(whole.ok()) << whole.error();
+  EXPECT_FALSE(whole->envs.contains("CXPU_CONTAINER_MEMORY_LIMIT"));
+}
+
 TEST(ContainerAllocation, CdiOffGivesNoCdiNames) {
   auto allocation = allocate_container(three_cards(), {"uuid-3"}, CdiMode::kOff);
   ASSERT_TRUE(allocation.ok()) << allocation.error();

@@ -73,6 +73,56 @@ TEST(DevicePluginOptions, OutOfRangeCountsAreUsageErrors) {
               "option '--enable-sriov' takes no value");
 }
 
+TEST(DevicePluginOptions, MemoryUnitTurnsSharedModeToItsMemoryForm) {
+  EXPECT_EQ(parse({}).xpu_share_memory_unit_mib, 0u);
+  EXPECT_EQ(resource_config(parse({})).share_memory_unit_mib, 0u);
+
+  auto options = parse({"--enable-xpu-share", "--xpu-share-memory-unit-mib", "1024"});
+  EXPECT_EQ(options.xpu_share_memory_unit_mib, 1024u);
+  auto config = resource_config(options);
+  EXPECT_EQ(config.share_memory_unit_mib, 1024u);
+  EXPECT_EQ(config.share_replicas, 0u);  // the memory form replaces the replicas
+  auto features = node_feature_options(options, MemoryUnit::MiB);
+  EXPECT_EQ(features.share_memory_unit_mib, 1024u);
+  EXPECT_EQ(features.share_replicas, 0u);
+
+  EXPECT_EQ(resource_config(parse({"--enable-xpu-share", "--xpu-share-memory-unit-mib=64"}))
+                .share_memory_unit_mib,
+            64u);
+  EXPECT_EQ(resource_config(parse({"--enable-xpu-share", "--xpu-share-memory-unit-mib=65536"}))
+                .share_memory_unit_mib,
+            65536u);
+  // 0 is off: the replica form, as without the flag.
+  auto off = resource_config(
+      parse({"--enable-xpu-share", "--xpu-share-memory-unit-mib", "0", "--xpu-share-replicas=3"}));
+  EXPECT_EQ(off.share_memory_unit_mib, 0u);
+  EXPECT_EQ(off.share_replicas, 3u);
+  // 0 needs no shared mode either.
+  EXPECT_EQ(resource_config(parse({"--xpu-share-memory-unit-mib", "0"})).share_memory_unit_mib, 0u);
+}
+
+TEST(DevicePluginOptions, BadMemoryUnitsAreUsageErrors) {
+  EXPECT_FALSE(
+      check_device_plugin_options(DevicePluginOptions{.xpu_share_memory_unit_mib = 1024}).ok());
+  EXPECT_EXIT(parse({"--xpu-share-memory-unit-mib", "1024"}), ::testing::ExitedWithCode(2),
+              "xpu-k8s-shim device-plugin: --xpu-share-memory-unit-mib needs --enable-xpu-share");
+  EXPECT_EXIT(parse({"--enable-xpu-share", "--xpu-share-memory-unit-mib", "10"}),
+              ::testing::ExitedWithCode(2),
+              "--xpu-share-memory-unit-mib: '10' is neither 0 \\(off\\) nor within 64-65536");
+  EXPECT_EXIT(parse({"--enable-xpu-share", "--xpu-share-memory-unit-mib", "63"}),
+              ::testing::ExitedWithCode(2), "'63' is neither 0 \\(off\\) nor within 64-65536");
+  EXPECT_EXIT(parse({"--enable-xpu-share", "--xpu-share-memory-unit-mib", "65537"}),
+              ::testing::ExitedWithCode(2),
+              "--xpu-share-memory-unit-mib: '65537' is out of range \\[0, 65536\\]");
+  EXPECT_EXIT(parse({"--enable-xpu-share", "--xpu-share-memory-unit-mib", "-1"}),
+              ::testing::ExitedWithCode(2),
+              "--xpu-share-memory-unit-mib: '-1' is not a non-negative integer");
+  EXPECT_EXIT(parse({"--enable-xpu-share", "--xpu-share-memory-unit-mib", "1GiB"}),
+              ::testing::ExitedWithCode(2), "--xpu-share-memory-unit-mib: '1GiB'");
+  EXPECT_EXIT(parse({"--enable-xpu-share", "--xpu-share-memory-unit-mib"}),
+              ::testing::ExitedWithCode(2), "--xpu-share-memory-unit-mib");
+}
+
 TEST(DevicePluginOptions, NfdFeaturesFileIsOffUnlessNamed) {
   EXPECT_EQ(parse({}).nfd_features_file, "");
   EXPECT_EQ(parse({"--nfd-features-file", ""}).nfd_features_file, "");

@@ -301,6 +301,53 @@ TEST_F(DevicePluginServiceTest, SharedResourceSpreadsAndAllocatesCards) {
   EXPECT_EQ(container.devices(1).host_path(), "/dev/xpuctrl");
 }
 
+TEST_F(DevicePluginServiceTest, MemoryUnitsComeFromOneCardAndCarryTheirLimit) {
+  // Card 0 has 8 units of 1 GiB, card 1 has 4: a request for 3 fits card 1 best.
+  const ResourceState units = xpu::test::memory_unit_cards({0, 1}, {8, 4});
+  ASSERT_TRUE(feed_->publish(units));
+
+  v1beta1::PreferredAllocationRequest request;
+  auto* c = request.add_container_requests();
+  for (const auto& d : units.devices) c->add_available_deviceids(d.id);
+  c->set_allocation_size(3);
+  grpc::ClientContext context;
+  context.set_deadline(in(5000ms));
+  v1beta1::PreferredAllocationResponse response;
+  auto status = stub_->GetPreferredAllocation(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const auto& ids = response.container_responses(0).deviceids();
+  EXPECT_EQ(std::vector<std::string>(ids.begin(), ids.end()),
+            (std::vector<std::string>{"uuid-1::m0", "uuid-1::m1", "uuid-1::m2"}));
+
+  v1beta1::AllocateRequest allocate;
+  auto* a = allocate.add_container_requests();
+  for (const auto* id : {"uuid-1::m0", "uuid-1::m1", "uuid-1::m2"}) a->add_devices_ids(id);
+  grpc::ClientContext again;
+  again.set_deadline(in(5000ms));
+  v1beta1::AllocateResponse granted;
+  auto ok = stub_->Allocate(&again, allocate, &granted);
+  ASSERT_TRUE(ok.ok()) << ok.error_message();
+  const auto& container = granted.container_responses(0);
+  EXPECT_EQ(container.envs().at("XPU_VISIBLE_DEVICES"), "1");
+  EXPECT_EQ(container.envs().at("CXPU_VISIBLE_DEVICES"), "1");
+  EXPECT_EQ(container.envs().at("KUNLUNXIN_XPU_UUIDS"), "uuid-1");
+  EXPECT_EQ(container.envs().at("CXPU_CONTAINER_MEMORY_LIMIT"), std::to_string(3ull << 30));
+  ASSERT_EQ(container.devices_size(), 2);
+  EXPECT_EQ(container.devices(0).host_path(), "/dev/xpu1");
+
+  // An ID that is no unit of this node fails the call with its name.
+  v1beta1::AllocateRequest bad;
+  bad.add_container_requests()->add_devices_ids("uuid-1::m4");
+  grpc::ClientContext third;
+  third.set_deadline(in(5000ms));
+  v1beta1::AllocateResponse refused;
+  auto error = stub_->Allocate(&third, bad, &refused);
+  EXPECT_EQ(error.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(error.error_message(),
+            "container request 0: device 'uuid-1::m4' is not a kunlunxin.com/vxpu-memory device "
+            "of this node");
+}
+
 TEST(PluginServer, ReplacesAStaleSocketButNothingElse) {
   xpu::test::TempDir dir;
   auto feed = std::make_shared<ResourceFeed>(eight_cards());

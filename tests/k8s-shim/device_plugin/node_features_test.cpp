@@ -148,6 +148,12 @@ TEST(NodeFeatures, SriovAndShareModes) {
   EXPECT_EQ(shared.at("kunlunxin.com/xpu.share"), "true");
   EXPECT_EQ(shared.at("kunlunxin.com/xpu.share.replicas"), "4");
   EXPECT_EQ(shared.at("kunlunxin.com/xpu.sriov"), "false");
+
+  // The memory form: the unit instead of replicas, which it does not have.
+  auto by_memory = labels_of(present({card(0)}), {.share_memory_unit_mib = 1024});
+  EXPECT_EQ(by_memory.at("kunlunxin.com/xpu.share"), "true");
+  EXPECT_EQ(by_memory.at("kunlunxin.com/xpu.share.memory-unit-mib"), "1024");
+  EXPECT_EQ(by_memory.count("kunlunxin.com/xpu.share.replicas"), 0u);
 }
 
 TEST(NodeFeatures, OnlyVirtualFunctionsDescribeTheNode) {

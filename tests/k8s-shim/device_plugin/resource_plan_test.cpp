@@ -350,6 +350,128 @@ TEST(ResourcePlan, SharedModePerModelWithSriov) {
   EXPECT_EQ(plan.resources[1].devices[0].id, "vf-uuid-1");
 }
 
+std::vector<std::string> ids_of(const ResourceState& state) {
+  std::vector<std::string> ids;
+  for (const auto& d : state.devices) ids.push_back(d.id);
+  return ids;
+}
+
+TEST(ResourcePlan, MemoryFormAdvertisesEachCardsMemoryInUnits) {
+  ResourceConfig config;
+  config.share_memory_unit_mib = 4096;  // 32 GiB cards: 8 units each
+  auto sick = card(1);
+  sick.healthy = false;
+  sick.health_reason = "ECC storm";
+  auto odd = card(2);
+  odd.memory_total_bytes = (10ull << 30) - 1;  // 2 whole units of 4 GiB and a remainder
+  auto plan = plan_resources(config, present({sick, card(0), odd, virtual_function(3)}), {});
+  ASSERT_EQ(plan.resources.size(), 1u);  // whole cards are not advertised at all
+  const auto& r = plan.resources[0];
+  EXPECT_EQ(r.resource_name, "kunlunxin.com/vxpu-memory");
+  EXPECT_EQ(r.socket_name, "kunlunxin-vxpu-memory.sock");
+  EXPECT_TRUE(r.shared);
+  EXPECT_EQ(r.memory_unit_bytes, 4ull << 30);
+  ASSERT_EQ(r.devices.size(), 18u);
+  EXPECT_EQ(r.devices[0].id, "uuid-0::m0");
+  EXPECT_EQ(r.devices[7].id, "uuid-0::m7");
+  EXPECT_EQ(r.devices[8].id, "uuid-1::m0");
+  EXPECT_EQ(r.devices[10].id, "uuid-1::m2");
+  EXPECT_EQ(r.devices[10].card_id, "uuid-1");
+  EXPECT_EQ(r.devices[10].replica, 2u);
+  EXPECT_FALSE(r.devices[10].healthy);  // health follows the card
+  EXPECT_EQ(r.devices[10].unhealthy_reason, "ECC storm");
+  EXPECT_TRUE(r.devices[0].healthy);
+  EXPECT_EQ(r.devices[17].id, "uuid-2::m1");
+  EXPECT_EQ(r.devices[0].numa_node, 0);
+  EXPECT_TRUE(plan.problems.empty());
+  EXPECT_EQ(plan.notices.size(), 1u);  // the virtual function, without --enable-sriov
+
+  auto lost = plan_resources(config, after_the_grace_period({card(0)}), {});
+  ASSERT_EQ(lost.resources[0].devices.size(), 8u);
+  EXPECT_FALSE(lost.resources[0].devices[3].healthy);
+}
+
+TEST(ResourcePlan, MemoryFormGivesNoUnitsForUnknownOrTooLittleMemory) {
+  ResourceConfig config;
+  config.share_memory_unit_mib = 1024;
+  auto unknown = card(0);
+  unknown.memory_total_bytes = 0;
+  auto tiny = card(1);
+  tiny.memory_total_bytes = 512ull << 20;
+  auto plan = plan_resources(config, present({unknown, tiny, card(2)}), {});
+  ASSERT_EQ(plan.resources.size(), 1u);
+  EXPECT_EQ(plan.resources[0].resource_name, "kunlunxin.com/vxpu-memory");
+  ASSERT_EQ(plan.resources[0].devices.size(), 32u);
+  EXPECT_EQ(plan.resources[0].devices[0].id, "uuid-2::m0");
+  EXPECT_EQ(plan.problems,
+            (std::vector<std::string>{
+                "device xpu0 gives no kunlunxin.com/vxpu-memory units: xpud does not report its "
+                "memory size",
+                "device xpu1 gives no kunlunxin.com/vxpu-memory units: its memory (512 MiB) is "
+                "less than one unit (1024 MiB)"}));
+
+  // A node whose only card has no known memory still serves the resource, with no devices.
+  auto none = plan_resources(config, present({unknown}), {});
+  ASSERT_EQ(none.resources.size(), 1u);
+  EXPECT_TRUE(none.resources[0].devices.empty());
+}
+
+TEST(ResourcePlan, MemoryFormCapsTheUnitsOfOneCard) {
+  ResourceConfig config;
+  config.share_memory_unit_mib = 64;  // 32 GiB: 512 units, more than one card may give
+  auto plan = plan_resources(config, present({card(0)}), {});
+  ASSERT_EQ(plan.resources[0].devices.size(), std::size_t{kMaxMemoryUnitsPerCard});
+  EXPECT_EQ(plan.resources[0].devices.back().id, "uuid-0::m255");
+  EXPECT_EQ(plan.problems,
+            std::vector<std::string>{
+                "device xpu0 gives only 256 of its 512 kunlunxin.com/vxpu-memory units (the most "
+                "one card may give); a larger --xpu-share-memory-unit-mib offers all of its "
+                "memory"});
+}
+
+TEST(ResourcePlan, MemoryFormLeavesOutCardsWhoseUnitIdsWouldBeTooLong) {
+  ResourceConfig config;
+  config.share_memory_unit_mib = 1024;  // 32 units: suffix "::m31", 5 characters
+  auto fits = card(0);
+  fits.uuid = std::string(58, 'a');
+  auto too_long = card(1);
+  too_long.uuid = std::string(59, 'b');
+  auto plan = plan_resources(config, present({fits, too_long}), {});
+  ASSERT_EQ(plan.resources[0].devices.size(), 32u);
+  EXPECT_EQ(plan.resources[0].devices[31].id, std::string(58, 'a') + "::m31");
+  EXPECT_EQ(plan.problems, std::vector<std::string>{
+                               "device xpu1 is not shared: UUID '" + std::string(59, 'b') +
+                               "' plus the memory unit suffix would be longer than 63 characters"});
+}
+
+TEST(ResourcePlan, MemoryFormPerModelWithSriovAndACustomDomain) {
+  ResourceConfig config;
+  config.resource_name = "example.com/xpu";
+  config.share_memory_unit_mib = 8192;
+  config.per_model = true;
+  config.enable_sriov = true;
+  auto plan = plan_resources(
+      config, present({card(0, "P800"), card(1, "R200"), virtual_function(2, "P800")}), {});
+  ASSERT_EQ(plan.resources.size(), 3u);
+  EXPECT_EQ(plan.resources[0].resource_name, "example.com/P800-vxpu");
+  ASSERT_EQ(plan.resources[0].devices.size(), 1u);  // virtual functions are never divided
+  EXPECT_EQ(plan.resources[0].memory_unit_bytes, 0u);
+  EXPECT_EQ(plan.resources[1].resource_name, "example.com/P800-vxpu-memory");
+  EXPECT_EQ(plan.resources[1].socket_name, "kunlunxin-vxpu-memory-p800.sock");
+  EXPECT_EQ(ids_of(plan.resources[1]),
+            (std::vector<std::string>{"uuid-0::m0", "uuid-0::m1", "uuid-0::m2", "uuid-0::m3"}));
+  EXPECT_EQ(plan.resources[1].memory_unit_bytes, 8ull << 30);
+  EXPECT_EQ(plan.resources[2].resource_name, "example.com/R200-vxpu-memory");
+  EXPECT_EQ(plan.resources[2].socket_name, "kunlunxin-vxpu-memory-r200.sock");
+
+  // Without per-model names: the domain of --resource-name.
+  config.per_model = false;
+  config.enable_sriov = false;
+  auto flat = plan_resources(config, present({card(0, "P800")}), {});
+  ASSERT_EQ(flat.resources.size(), 1u);
+  EXPECT_EQ(flat.resources[0].resource_name, "example.com/vxpu-memory");
+}
+
 // A PF with SR-IOV on has no compute of its own (the vendor's device plugin skips it as "PF
 // node"): listed by xpud, never advertised, in any mode; its virtual functions are.
 xpu::DeviceInfo sriov_physical_function(unsigned index, std::string model = "R200-PF") {

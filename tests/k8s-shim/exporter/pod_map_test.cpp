@@ -117,6 +117,18 @@ TEST(PodMap, SharedReplicasLabelTheCardTheyAreOf) {
             (PodMap{{"uuid-a", {"ml", "infer-0", "main"}}, {"uuid-b", {"ml", "infer-1", "main"}}}));
 }
 
+TEST(PodMap, MemoryUnitsLabelTheCardTheyAreOf) {
+  // --xpu-share-memory-unit-mib: the kubelet lists units `<uuid>::m<k>` of vxpu-memory.
+  v1::ListPodResourcesResponse reply;
+  add_container(reply, "ml", "infer-0", "main",
+                {{"kunlunxin.com/vxpu-memory", {"uuid-a::m0", "uuid-a::m7"}}});
+  add_container(reply, "ml", "infer-1", "main",
+                {{"kunlunxin.com/P800-vxpu-memory", {"uuid-b::m12"}}});
+
+  EXPECT_EQ(PodMapBuilder().update(reply),
+            (PodMap{{"uuid-a", {"ml", "infer-0", "main"}}, {"uuid-b", {"ml", "infer-1", "main"}}}));
+}
+
 TEST(PodMap, ReadsTheResourcesOfTheConfiguredDomainOnly) {
   // --resource-name example.com/accel (the chart's customizedResourceName), per model or shared.
   v1::ListPodResourcesResponse reply;
