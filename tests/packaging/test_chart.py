@@ -351,6 +351,36 @@ class ReservedOptions(unittest.TestCase):
         args = args_of(render("devicePlugin.enableXpuShare=true"), DEVICE_PLUGIN)
         self.assertIn("--enable-xpu-share", args)
 
+    def test_xpu_share_memory_unit_needs_both_values(self):
+        flag = "--xpu-share-memory-unit-mib"
+        both = args_of(render("devicePlugin.enableXpuShare=true",
+                              "devicePlugin.xpuShareMemoryUnitMiB=1024"), DEVICE_PLUGIN)
+        self.assertIn("--enable-xpu-share", both)
+        self.assertEqual(option_value(both, flag), "1024")
+        for values in (("devicePlugin.enableXpuShare=true",),
+                       ("devicePlugin.enableXpuShare=true", "devicePlugin.xpuShareMemoryUnitMiB=0"),
+                       ("devicePlugin.xpuShareMemoryUnitMiB=1024",),
+                       ()):
+            objects = render(*values)
+            self.assertNotIn(flag, args_of(objects, DEVICE_PLUGIN), values)
+        # A large value stays an integer in the argument, not 6.5536e+04.
+        args = args_of(render("devicePlugin.enableXpuShare=true",
+                              "devicePlugin.xpuShareMemoryUnitMiB=65536"), DEVICE_PLUGIN)
+        self.assertEqual(option_value(args, flag), "65536")
+        args = args_of(render(values_yaml="devicePlugin:\n  enableXpuShare: true\n"
+                                          "  xpuShareMemoryUnitMiB: 65536\n"), DEVICE_PLUGIN)
+        self.assertEqual(option_value(args, flag), "65536")
+        objects = render("devicePlugin.enableXpuShare=true", "devicePlugin.xpuShareMemoryUnitMiB=64")
+        for name in (EXPORTER, TOKEN_GEN):
+            self.assertNotIn(flag, args_of(objects, name), name)
+
+    def test_xpu_share_memory_unit_out_of_range_is_refused(self):
+        for bad in ("10", "63", "-1", "65537", "1.5", "big"):
+            result = render_failure("devicePlugin.enableXpuShare=true",
+                                    f"devicePlugin.xpuShareMemoryUnitMiB={bad}")
+            self.assertNotEqual(result.returncode, 0, bad)
+            self.assertIn("xpuShareMemoryUnitMiB", result.stderr, bad)
+
     def test_reserved_flags_reach_only_the_device_plugin(self):
         objects = render("devicePlugin.enableSriov=true", "devicePlugin.sriovNumVfs=4",
                          "devicePlugin.enableXpuShare=true", "devicePlugin.useDetailResName=true")
@@ -862,6 +892,14 @@ class ArgumentsMeetTheShim(unittest.TestCase):
             self.skipTest(f"the device plugin does not implement {', '.join(missing)} yet")
         self.assert_accepted(render("devicePlugin.enableSriov=true", "devicePlugin.sriovNumVfs=4",
                                     "devicePlugin.reconfigVxpu=true", "devicePlugin.enableXpuShare=true"))
+
+    def test_xpu_share_memory_options(self):
+        for unit in ("64", "1024", "65536"):
+            objects = render("devicePlugin.enableXpuShare=true",
+                             f"devicePlugin.xpuShareMemoryUnitMiB={unit}",
+                             "devicePlugin.useDetailResName=true")
+            self.assertIn("--xpu-share-memory-unit-mib", args_of(objects, DEVICE_PLUGIN))
+            self.assert_accepted(objects)
 
 
 DRA_DRIVER = "xpu-dra-driver"
