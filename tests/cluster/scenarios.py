@@ -759,6 +759,41 @@ class Suite:
         return {(i["index"], i["id"], i["memory_limit_bytes"])
                 for i in json.loads(self.node.xpuctl("--json", "instances"))}
 
+    def s17_device_plugin_memory_shares(self):
+        """The device plugin's memory form (enableXpuShare with xpuShareMemoryUnitMiB=1024): each
+        32 GiB card is 32 units of kunlunxin.com/vxpu-memory; pods asking 8 and 24 units get one
+        card between them (best fit), each with CXPU_CONTAINER_MEMORY_LIMIT its units' bytes."""
+        resource = "kunlunxin.com/vxpu-memory"
+        devices = {d["index"]: d for d in self.devices()}
+        try:
+            self.helm_install("--reuse-values", "--set", "allocation=devicePlugin",
+                              "--set", "devicePlugin.enableXpuShare=true",
+                              "--set", "devicePlugin.xpuShareMemoryUnitMiB=1024")
+            self.wait_rolled_out()
+            total = sum(d["memory_total_bytes"] // GIB for d in devices.values())
+            self.wait_allocatable(total, 90, resource=resource)
+            cards = {}
+            for name, units in (("vxpu-a", 8), ("vxpu-b", 24)):
+                pod = self.workload(name, units, resource=resource)
+                ids = self.allocated_ids(pod["metadata"]["uid"], resource)
+                uuids = {i.split("::")[0] for i in ids}
+                expect(len(ids) == units and len(uuids) == 1, f"{name} got {ids}")
+                index = next(i for i, d in devices.items() if d["uuid"] in uuids)
+                view = self.workload_view(name)
+                expect(view["CXPU_CONTAINER_MEMORY_LIMIT"] == str(units * GIB) and
+                       view["CXPU_VISIBLE_DEVICES"] == str(index),
+                       f"{name}: {view}, expected {units} GiB of card {index}")
+                cards[name] = index
+            expect(cards["vxpu-a"] == cards["vxpu-b"], f"best fit put the two pods on cards {cards}")
+            print(f"  {total} units of {resource}; vxpu-a (8) and vxpu-b (24) share card {cards['vxpu-a']}, "
+                  f"each with CXPU_CONTAINER_MEMORY_LIMIT its units' bytes")
+        finally:
+            self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
+            self.helm_install("--reuse-values", "--set", "devicePlugin.enableXpuShare=false",
+                              "--set", "devicePlugin.xpuShareMemoryUnitMiB=0")
+            self.wait_rolled_out()
+            self.wait_allocatable(8, 90)
+
     def dra_pool_sizes(self):
         """(devices, counter sets) of the node's pool at its newest generation, once complete."""
         slices = self.dra_slices()
@@ -1792,6 +1827,7 @@ SCENARIOS = [
     (5, "s5_kubelet_restart"), (6, "s6_xpud_killed"), (7, "s7_prometheus_labels"), (8, "s8_token"),
     (10, "s10_bus_boundary"), (11, "s11_pod_security"), (13, "s13_cdi"), (9, "s9_upgrades"),
     (12, "s12_readme"), (14, "s14_dra"), (15, "s15_takeover"), (16, "s16_memory_shares"),
+    (17, "s17_device_plugin_memory_shares"),
 ]
 
 
