@@ -13,4 +13,11 @@ inline bool is_offered_card(const xpu::DeviceInfo& device) {
   return !device.is_virtual_function && !device.sriov_enabled;
 }
 
+// In a pool with counter sets (memory shares on, share_policy.h) virtual functions are offered
+// too, each consuming its part of its PF's counter set, so that no claim gets a PF and its
+// VFs together: a device that may be prepared is then anything but a PF with SR-IOV on.
+inline bool is_preparable(const xpu::DeviceInfo& device, bool virtual_functions_offered) {
+  return is_offered_card(device) || (virtual_functions_offered && device.is_virtual_function);
+}
+
 }  // namespace shim::dra

@@ -87,6 +87,56 @@ void put_standard_attributes(const xpu::DeviceInfo& card, SliceDevice& device,
                                std::to_string(kMaxStandardNumaNode));
 }
 
+// Virtual functions in the pool (memory shares on): each VF whose PF xpud names is a device of
+// its own, consuming its memory of the PF's counter set; the PF, whose SR-IOV is on, is not
+// offered, but its counter set is there, as large as the PF or its VFs together, whichever is
+// more, so every VF fits at once and a PF that a stale slice still offered would not fit beside
+// them. A VF without a known PF is left out: nothing would keep it apart from its PF.
+template <typename Note, typename Describe>
+void add_virtual_functions(const xpu::DeviceView& view, ResourceSliceSpec& spec,
+                           std::vector<CounterSet>& counter_sets, Note& note, Describe& describe) {
+  const std::string memory(slice_attribute::kMemory);
+  std::map<std::string, const xpu::DeviceInfo*> sriov_pfs;  // by bus id
+  for (const xpu::DeviceInfo& device : view.devices)
+    if (device.sriov_enabled && !device.is_virtual_function)
+      sriov_pfs.emplace(device.pci_bus_id, &device);
+  std::vector<const xpu::DeviceInfo*> vfs;
+  for (const xpu::DeviceInfo& device : view.devices)
+    if (device.is_virtual_function) vfs.push_back(&device);
+  std::sort(vfs.begin(), vfs.end(),
+            [](const auto* a, const auto* b) { return a->index < b->index; });
+  std::map<unsigned, std::int64_t> pf_need;  // PF index -> its VFs' memory together
+  for (const xpu::DeviceInfo* vf : vfs) {
+    auto pf = sriov_pfs.find(vf->physical_function);
+    if (vf->physical_function.empty() || pf == sriov_pfs.end()) {
+      note(device_name(vf->index) +
+           ": a virtual function whose physical function with SR-IOV "
+           "on xpud does not name: not offered");
+      continue;
+    }
+    if (vf->memory_total_bytes == 0 ||
+        vf->memory_total_bytes > static_cast<std::uint64_t>(INT64_MAX)) {
+      note(device_name(vf->index) + ": a virtual function of unknown memory: not offered");
+      continue;
+    }
+    SliceDevice device = describe(*vf, std::int64_t{vf->index});
+    const auto bytes = static_cast<std::int64_t>(vf->memory_total_bytes);
+    device.consumes_counters = {CounterConsumption{
+        .counter_set = counter_set_name(pf->second->index), .counters = {{memory, bytes}}}};
+    pf_need[pf->second->index] += bytes;
+    spec.devices.push_back(std::move(device));
+  }
+  for (const auto& [bus_id, pf] : sriov_pfs) {
+    auto need = pf_need.find(pf->index);
+    if (need == pf_need.end()) continue;
+    const std::int64_t own = pf->memory_total_bytes > static_cast<std::uint64_t>(INT64_MAX)
+                                 ? 0
+                                 : static_cast<std::int64_t>(pf->memory_total_bytes);
+    counter_sets.push_back(CounterSet{.name = counter_set_name(pf->index),
+                                      .counters = {{memory, std::max(own, need->second)}}});
+  }
+}
+
 }  // namespace
 
 std::optional<std::string> semantic_driver_version(std::string_view raw) {
@@ -201,7 +251,7 @@ std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
            "\" cannot be made a semantic version: attribute left out");
   }
 
-  for (const xpu::DeviceInfo& card : cards) {
+  auto describe = [&](const xpu::DeviceInfo& card, std::int64_t link_group) {
     SliceDevice device;
     device.name = device_name(card.index);
     auto put_string = [&](std::string_view key, const std::string& value) {
@@ -222,20 +272,25 @@ std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
     if (driver_version)
       device.attributes[std::string(a::kDriverVersion)] = Version{*driver_version};
     device.attributes[std::string(a::kHealthy)] = card.healthy;
-    device.attributes[std::string(a::kLinkGroup)] = std::int64_t{groups.at(card.index)};
+    device.attributes[std::string(a::kLinkGroup)] = link_group;
     put_standard_attributes(card, device, omitted);
     if (card.memory_total_bytes > static_cast<std::uint64_t>(INT64_MAX))
       note(device.name + ": memory size out of range: capacity left out");
     else
       device.capacity[std::string(a::kMemory)] = static_cast<std::int64_t>(card.memory_total_bytes);
     device.taints = taints_for(card, taints);
-    spec.devices.push_back(std::move(device));
-  }
+    return device;
+  };
+  for (const xpu::DeviceInfo& card : cards)
+    spec.devices.push_back(describe(card, std::int64_t{groups.at(card.index)}));
   if (!shares.enabled) return {std::move(spec)};
 
   std::vector<CounterSet> counter_sets;
   std::vector<SliceDevice> shared_devices;
-  for (SliceDevice& device : spec.devices) {
+  const std::size_t whole_cards = spec.devices.size();
+  add_virtual_functions(view, spec, counter_sets, note, describe);
+  for (std::size_t i = 0; i < whole_cards; ++i) {
+    SliceDevice& device = spec.devices[i];
     auto memory = device.capacity.find(std::string(a::kMemory));
     const unsigned index =
         static_cast<unsigned>(std::get<std::int64_t>(device.attributes.at(std::string(a::kIndex))));
@@ -263,6 +318,9 @@ std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
     shared_devices.push_back(std::move(shared));
   }
   for (SliceDevice& shared : shared_devices) spec.devices.push_back(std::move(shared));
+  std::sort(counter_sets.begin(), counter_sets.end(), [](const CounterSet& a, const CounterSet& b) {
+    return device_index(a.name) < device_index(b.name);
+  });
 
   std::vector<ResourceSliceSpec> slices;
   slices.push_back(std::move(spec));

@@ -82,6 +82,9 @@ ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view no
 //     capacity memory under the requestPolicy {default, validRange {min, step}}, consumes the
 //     same (the allocator charges a shareable device's counters once, however many claims
 //     hold it: so a card goes to shares or to one whole-card claim, never both);
+// and each virtual function whose PF (SR-IOV on, so not offered itself) xpud names, as a device
+// of its own consuming its memory of the PF's counter set "xpu-<pf index>" (as large as the PF
+// or its VFs together, whichever is more);
 // then slices holding only those counter sets, at most kMaxCounterSetsPerSlice each (the API
 // takes devices or counters in a slice, not both). Every slice carries pool.resourceSliceCount =
 // the number returned. A card left unshared is noted in `omitted`.

@@ -22,9 +22,10 @@ std::string card_cdi_id(const xpu::DeviceInfo& card) {
   return cdi::qualified_name(cdi::is_uuid_name(card.uuid) ? card.uuid : std::to_string(card.index));
 }
 
-const xpu::DeviceInfo* find_card(const std::vector<xpu::DeviceInfo>& cards, unsigned index) {
-  auto it = std::find_if(cards.begin(), cards.end(), [index](const xpu::DeviceInfo& card) {
-    return card.index == index && is_offered_card(card);
+const xpu::DeviceInfo* find_card(const std::vector<xpu::DeviceInfo>& cards, unsigned index,
+                                 bool virtual_functions_offered) {
+  auto it = std::find_if(cards.begin(), cards.end(), [&](const xpu::DeviceInfo& card) {
+    return card.index == index && is_preparable(card, virtual_functions_offered);
   });
   return it == cards.end() ? nullptr : &*it;
 }
@@ -47,7 +48,8 @@ std::string claim_label(std::string_view namespace_name, std::string_view name) 
 
 xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference,
                                          const AllocatedClaim& claim, std::string_view node_name,
-                                         const std::vector<xpu::DeviceInfo>& cards) {
+                                         const std::vector<xpu::DeviceInfo>& cards,
+                                         bool virtual_functions_offered) {
   if (claim.uid != reference.uid)
     return claim_error(reference, "the API server has UID " + claim.uid +
                                       " where the kubelet has " + reference.uid +
@@ -76,7 +78,10 @@ xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference,
       return claim_error(reference, what + " is a share without a valid shareID");
     if (named->shared && (!result.consumed_memory || *result.consumed_memory <= 0))
       return claim_error(reference, what + " is a share without consumedCapacity.memory");
-    const xpu::DeviceInfo* card = find_card(cards, *index);
+    const xpu::DeviceInfo* card = find_card(cards, *index, virtual_functions_offered);
+    // Only a whole physical card has a shareable device.
+    if (card && named->shared && card->is_virtual_function)
+      return claim_error(reference, what + " is a share of a virtual function, which has none");
     if (!card) return claim_error(reference, what + why_not_a_card(cards, *index));
     // The kubelet retries a failed prepare; the scheduler should not have picked this card. An
     // admin-access claim may have picked it on purpose: diagnostics of a sick card is its use.

@@ -1,5 +1,6 @@
 #include "k8s-shim/dra/kube/slice_content.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "tests/support/card_builder.h"
@@ -187,7 +188,9 @@ TEST(DesiredSlices, SharesAreASecondDeviceConsumingTheSameCountersAsTheWholeCard
   std::vector<std::string> omitted;
   std::vector<ResourceSliceSpec> slices =
       desired_slices(eight_cards(), "node-a", 3, &omitted, {}, shares);
-  EXPECT_TRUE(omitted.empty());
+  // The two virtual functions name no PF (and card 0's SR-IOV is off): not offered.
+  EXPECT_THAT(omitted, ::testing::ElementsAre(::testing::HasSubstr("xpu-8: a virtual function"),
+                                              ::testing::HasSubstr("xpu-9: a virtual function")));
   ASSERT_EQ(slices.size(), 2u);
   for (const ResourceSliceSpec& slice : slices)
     EXPECT_EQ(slice.pool,
@@ -294,6 +297,49 @@ TEST(LinkGroups, OneSidedLinksCountAndUnlinkedCardsStandAlone) {
   EXPECT_EQ(groups.at(1), 0u);
   EXPECT_EQ(groups.at(2), 2u);
   EXPECT_EQ(groups.at(3), 3u);
+}
+
+TEST(DesiredSlices, VirtualFunctionsConsumeTheirPartOfTheirPhysicalFunctionsCounters) {
+  constexpr std::uint64_t kGiBytes = std::uint64_t{1} << 30;
+  xpu::DeviceInfo pf = card(0).pci_bus_id("0000:3b:00.0").memory_total_bytes(32 * kGiBytes);
+  pf.sriov_enabled = true;
+  xpu::DeviceInfo whole = card(1).pci_bus_id("0000:5e:00.0").memory_total_bytes(32 * kGiBytes);
+  std::vector<xpu::DeviceInfo> devices = {pf, whole};
+  for (unsigned i : {8u, 9u}) {
+    xpu::DeviceInfo vf =
+        card(i).model("R200-VF").memory_total_bytes(20 * kGiBytes).virtual_function();
+    vf.physical_function = "0000:3b:00.0";
+    devices.push_back(vf);
+  }
+  devices.push_back(card(10).virtual_function());  // its PF unknown: left out
+  std::vector<std::string> omitted;
+  auto slices = desired_slices(xpu::test::present(devices), "node-a", 1, &omitted, {},
+                               SharePolicy{.enabled = true});
+  ASSERT_EQ(slices.size(), 2u);
+  std::vector<std::string> names;
+  for (const SliceDevice& device : slices[0].devices) names.push_back(device.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("xpu-1", "xpu-8", "xpu-9", "xpu-1-shared"));
+  const SliceDevice& vf = slices[0].devices[1];
+  EXPECT_EQ(vf.attributes.at("model"), AttributeValue(std::string("R200-VF")));
+  EXPECT_EQ(vf.capacity.at("memory"), std::int64_t{20} << 30);
+  EXPECT_FALSE(vf.allow_multiple_allocations);
+  EXPECT_EQ(vf.consumes_counters,
+            (std::vector<CounterConsumption>{
+                {.counter_set = "xpu-0", .counters = {{"memory", std::int64_t{20} << 30}}}}));
+  // The PF's set holds both VFs (40 GiB, more than the PF's own 32): they fit together.
+  EXPECT_EQ(slices[1].shared_counters,
+            (std::vector<CounterSet>{
+                {.name = "xpu-0", .counters = {{"memory", std::int64_t{40} << 30}}},
+                {.name = "xpu-1", .counters = {{"memory", std::int64_t{32} << 30}}}}));
+  ASSERT_EQ(omitted.size(), 1u);
+  EXPECT_THAT(omitted[0],
+              ::testing::HasSubstr("xpu-10: a virtual function whose physical function"));
+
+  // Without shares (no counters in the pool) VFs stay out, as before.
+  auto plain = desired_slices(xpu::test::present(devices), "node-a", 1, nullptr, {}, SharePolicy{});
+  ASSERT_EQ(plain.size(), 1u);
+  ASSERT_EQ(plain[0].devices.size(), 1u);
+  EXPECT_EQ(plain[0].devices[0].name, "xpu-1");
 }
 
 }  // namespace

@@ -269,5 +269,25 @@ TEST(dra_ClaimPreparation, ARequestWithSharesAndWholeCardsIsRefused) {
   EXPECT_THAT(mixed.error(), HasSubstr("request r has both shares and whole cards"));
 }
 
+TEST(dra_ClaimPreparation, AVirtualFunctionIsPreparedWhereThePoolOffersThem) {
+  std::vector<xpu::DeviceInfo> with_vf = cards();
+  with_vf[2].sriov_enabled = true;
+  xpu::DeviceInfo vf = card(8).uuid("VF-8").virtual_function();
+  vf.physical_function = with_vf[2].pci_bus_id;
+  with_vf.push_back(vf);
+  auto prepared = prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-8"}}), kNode,
+                                with_vf, /*virtual_functions_offered=*/true);
+  ASSERT_TRUE(prepared) << prepared.error();
+  EXPECT_EQ(prepared->devices.at(0).index, 8u);
+  EXPECT_THAT(prepared->devices.at(0).cdi_ids.front(), HasSubstr("kunlunxin.com/xpu=VF-8"));
+  // Its PF stays refused, and a VF has no shareable device.
+  EXPECT_FALSE(prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-2"}}), kNode,
+                             with_vf, true));
+  auto vf_share = prepare_claim(
+      reference(), allocated({share("r", "xpu-8-shared", kShare, kGiBytes)}), kNode, with_vf, true);
+  ASSERT_FALSE(vf_share);
+  EXPECT_THAT(vf_share.error(), HasSubstr("a share of a virtual function"));
+}
+
 }  // namespace
 }  // namespace shim::dra
