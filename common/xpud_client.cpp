@@ -108,7 +108,7 @@ class XpudClient::Impl {
         [&](sdbus::IConnection& connection) -> Result<std::vector<CxpuInstanceInfo>> {
           auto proxy = sdbus::createProxy(connection, std::string(names::kBusName),
                                           std::string(names::kManagerPath));
-          std::vector<sdbus::Struct<uint32_t, std::string, uint64_t>> listed;
+          std::vector<sdbus::Struct<uint32_t, std::string, uint64_t, std::string>> listed;
           proxy->callMethod(std::string(names::member::kListInstances))
               .onInterface(std::string(names::kManagerInterface))
               .withTimeout(options_.call_timeout)
@@ -117,7 +117,7 @@ class XpudClient::Impl {
           instances.reserve(listed.size());
           for (auto& instance : listed)
             instances.push_back(CxpuInstanceInfo{instance.get<0>(), std::move(instance.get<1>()),
-                                                 instance.get<2>()});
+                                                 instance.get<2>(), std::move(instance.get<3>())});
           return instances;
         });
   }
@@ -161,10 +161,10 @@ Status XpudClient::configure_virtual_functions(unsigned index, unsigned count,
                        static_cast<uint32_t>(index), static_cast<uint32_t>(count));
 }
 Status XpudClient::create_instance(unsigned index, const std::string& id,
-                                   std::uint64_t memory_limit_bytes,
+                                   std::uint64_t memory_limit_bytes, const std::string& owner,
                                    std::chrono::milliseconds timeout) {
   return impl_->change(names::member::kCreateInstance, timeout, static_cast<uint32_t>(index), id,
-                       static_cast<uint64_t>(memory_limit_bytes));
+                       static_cast<uint64_t>(memory_limit_bytes), owner);
 }
 Status XpudClient::destroy_instance(unsigned index, const std::string& id,
                                     std::chrono::milliseconds timeout) {

@@ -99,6 +99,7 @@ struct CxpuInstanceInfo {
   unsigned index = 0;  // the card's
   std::string id;
   std::uint64_t memory_limit_bytes = 0;
+  std::string owner{};  // "<namespace>/<pod>/<container>", or empty
 };
 
 // What the watcher knows after each change.
@@ -135,8 +136,9 @@ class XpudClient {
                                      std::chrono::milliseconds timeout);
   // Manager.CreateInstance and DestroyInstance: root on the host only. Wait up to `timeout`, as
   // above: xpud answers once the library has made (or destroyed) the instance.
+  // `owner`: empty, or who the instance is for (xpu::names::is_instance_owner).
   Status create_instance(unsigned index, const std::string& id, std::uint64_t memory_limit_bytes,
-                         std::chrono::milliseconds timeout);
+                         const std::string& owner, std::chrono::milliseconds timeout);
   Status destroy_instance(unsigned index, const std::string& id, std::chrono::milliseconds timeout);
   // Manager.ListInstances: the instances xpud made, by card index and id.
   Result<std::vector<CxpuInstanceInfo>> list_instances();

@@ -122,6 +122,15 @@ void change_instance(FuzzedDataProvider& input, xpud::Backend& backend,
   const std::uint64_t limit = input.ConsumeBool() ? input.ConsumeIntegral<std::uint64_t>()
                                                   : input.ConsumeIntegralInRange<std::uint64_t>(
                                                         0, card.memory_total_bytes + 1);
+  // The owner becomes exporter labels: what passes is empty or three Kubernetes names.
+  const std::string owner = input.ConsumeRandomLengthString(80);
+  if (!xpud::check_instance_owner(owner))
+    check(owner.empty() ||
+              (owner.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-./") ==
+                   std::string::npos &&
+               std::count(owner.begin(), owner.end(), '/') == 2 && owner.front() != '/' &&
+               owner.back() != '/' && owner.find("//") == std::string::npos),
+          "an owner that is no <namespace>/<pod>/<container> was accepted", owner);
   if (auto refusal = xpud::check_instance_id(id)) {
     check(refusal->error_name == names::kErrorInvalidArgument, "refusal name");
     return;

@@ -315,15 +315,18 @@ int cmd_instances(xpu::XpudClient& client, bool json_output) {
           .value(instance.id)
           .key("memory_limit_bytes")
           .value(instance.memory_limit_bytes)
+          .key("owner")
+          .value(instance.owner)
           .end_object();
     json.end_array();
     std::puts(json.str().c_str());
     return 0;
   }
-  xpuctl::Table table({"XPU", "INSTANCE", "MEMORY-LIMIT"});
+  xpuctl::Table table({"XPU", "INSTANCE", "MEMORY-LIMIT", "OWNER"});
   for (const auto& instance : *instances)
     table.add({std::to_string(instance.index), instance.id,
-               format_mib(static_cast<double>(instance.memory_limit_bytes))});
+               format_mib(static_cast<double>(instance.memory_limit_bytes)),
+               instance.owner.empty() ? "-" : instance.owner});
   std::fputs(table.render().c_str(), stdout);
   return 0;
 }
@@ -362,8 +365,13 @@ std::string usage_of(const Command& command) {
 // for virtual functions, the discovery that shows them).
 constexpr std::chrono::seconds kChangeTimeout{60};
 
-// The instance id of the container whose OCI state is on standard input.
-xpu::Result<std::string> instance_id_from_stdin() {
+// The instance id and the owner of the container whose OCI state is on standard input.
+struct HookContainer {
+  std::string instance_id;
+  std::string owner;
+};
+
+xpu::Result<HookContainer> container_from_stdin() {
   std::string state;
   std::array<char, 4096> buffer{};
   std::size_t n = 0;
@@ -372,25 +380,27 @@ xpu::Result<std::string> instance_id_from_stdin() {
     if (state.size() > xpuctl::kMaxOciStateBytes) break;
   }
   auto container = xpuctl::container_id_from_oci_state(state);
-  if (!container) return container;
-  return xpuctl::instance_id_of_container(*container);
+  if (!container) return xpu::Error{container.error()};
+  return HookContainer{xpuctl::instance_id_of_container(*container),
+                       xpuctl::owner_from_oci_state(state)};
 }
 
 // The hooks an OCI runtime runs for a container with a share of a card (the CDI spec of the
 // share names them): they fail the container's creation rather than let it run unbounded, and
 // a poststop for a container without an instance is not an error.
 int run_hook(xpu::XpudClient& client, const std::vector<std::string>& rest, unsigned card) {
-  auto id = instance_id_from_stdin();
-  if (!id) return fail(id.error());
+  auto container = container_from_stdin();
+  if (!container) return fail(container.error());
+  const std::string& id = container->instance_id;
   const std::string name = xpu::names::device_name(card);
   if (rest.front() == "hook-create-instance") {
     auto bytes = xpu::parse_uint(rest[2], 1, ~std::uint64_t{0} - 1);
     if (!bytes) xpu::exit_usage_error(kProgram, "BYTES: " + bytes.error());
-    auto done = client.create_instance(card, *id, *bytes, kChangeTimeout);
+    auto done = client.create_instance(card, id, *bytes, container->owner, kChangeTimeout);
     if (!done) return fail(name + ": " + done.error());
     return 0;
   }
-  auto done = client.destroy_instance(card, *id, kChangeTimeout);
+  auto done = client.destroy_instance(card, id, kChangeTimeout);
   if (!done && done.error().find(xpu::names::kErrorNoSuchInstance) == std::string::npos)
     return fail(name + ": " + done.error());
   return 0;
@@ -420,7 +430,7 @@ int run_command(xpu::XpudClient& client, const std::vector<std::string>& rest, b
   if (command == "create-instance") {
     auto bytes = xpu::parse_uint(rest[3], 1, ~std::uint64_t{0} - 1);
     if (!bytes) xpu::exit_usage_error(kProgram, "BYTES: " + bytes.error());
-    auto done = client.create_instance(card, rest[2], *bytes, kChangeTimeout);
+    auto done = client.create_instance(card, rest[2], *bytes, "", kChangeTimeout);
     if (!done) return fail(done.error());
     std::printf("%s: cXPU instance %s, memory bounded to %llu bytes\n", name.c_str(),
                 rest[2].c_str(), static_cast<unsigned long long>(*bytes));

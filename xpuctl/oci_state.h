@@ -19,6 +19,14 @@ inline constexpr std::size_t kMaxOciStateBytes = 1 << 20;
 // The state's "id": a non-empty string. The error names what is wrong with the input.
 xpu::Result<std::string> container_id_from_oci_state(std::string_view state_json);
 
+// Who the container is, "<namespace>/<pod>/<container>", from the annotations a Kubernetes
+// runtime puts in its spec: containerd's CRI (io.kubernetes.cri.sandbox-namespace,
+// io.kubernetes.cri.sandbox-name, io.kubernetes.cri.container-name) or CRI-O's
+// (io.kubernetes.pod.namespace, io.kubernetes.pod.name, io.kubernetes.container.name). Empty
+// when they are not all there or are no Kubernetes names: the instance is still made, only
+// without an owner for the exporter's labels.
+std::string owner_from_oci_state(std::string_view state_json);
+
 // The container's instance id: the first 12 characters of its id, as the vendor's CLI copies
 // them (CXPU_MAX_INSTANCE_ID_LEN).
 std::string instance_id_of_container(std::string_view container_id);

@@ -131,12 +131,14 @@ class ManagerObject final
   // cXPU instances: root (or xpud's own user, on a private bus) only, whatever the bus policy
   // lets through; the cluster has no way to them (xpud-api-proxy does not forward them).
   void CreateInstance(sdbus::Result<>&& result, uint32_t index, std::string instance_id,
-                      uint64_t memory_limit_bytes) override;
+                      uint64_t memory_limit_bytes, std::string owner) override;
   void DestroyInstance(sdbus::Result<>&& result, uint32_t index, std::string instance_id) override;
-  std::vector<sdbus::Struct<uint32_t, std::string, uint64_t>> ListInstances() override {
-    std::vector<sdbus::Struct<uint32_t, std::string, uint64_t>> instances;
+  std::vector<sdbus::Struct<uint32_t, std::string, uint64_t, std::string>> ListInstances()
+      override {
+    std::vector<sdbus::Struct<uint32_t, std::string, uint64_t, std::string>> instances;
     for (auto& instance : service_.instances_.list())
-      instances.emplace_back(instance.index, std::move(instance.id), instance.memory_limit_bytes);
+      instances.emplace_back(instance.index, std::move(instance.id), instance.memory_limit_bytes,
+                             std::move(instance.owner));
     return instances;
   }
 
@@ -334,14 +336,18 @@ void ManagerObject::ConfigureVirtualFunctions(sdbus::Result<>&& result, uint32_t
 }
 
 void ManagerObject::CreateInstance(sdbus::Result<>&& result, uint32_t index,
-                                   std::string instance_id, uint64_t memory_limit_bytes) {
+                                   std::string instance_id, uint64_t memory_limit_bytes,
+                                   std::string owner) {
   const uid_t caller = caller_uid();
   authorize_root(caller, names::member::kCreateInstance);
   const DeviceIdentity& identity = device_at(index);
-  const std::string what = "CreateInstance " + instance_id + " (" +
-                           std::to_string(memory_limit_bytes) + " bytes) by uid " +
-                           std::to_string(caller);
-  throw_if(service_.instances_.create(identity, instance_id, memory_limit_bytes,
+  // The owner is checked before it reaches the log.
+  if (auto refusal = check_instance_owner(owner))
+    throw sdbus::Error(std::string(refusal->error_name), refusal->message);
+  const std::string what =
+      "CreateInstance " + instance_id + " (" + std::to_string(memory_limit_bytes) + " bytes" +
+      (owner.empty() ? "" : ", for " + owner) + ") by uid " + std::to_string(caller);
+  throw_if(service_.instances_.create(identity, instance_id, memory_limit_bytes, owner,
                                       reply_to(std::move(result), what, identity)));
   xpu::log_device_event(spdlog::level::info, names::device_name(index), identity.uuid, what);
 }

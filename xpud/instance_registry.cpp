@@ -38,7 +38,7 @@ std::optional<DriverChangeError> InstanceRegistry::refuse(const DeviceIdentity& 
 std::optional<DriverChangeError> InstanceRegistry::create(const DeviceIdentity& device,
                                                           const std::string& id,
                                                           std::uint64_t memory_limit_bytes,
-                                                          Reply reply) {
+                                                          std::string owner, Reply reply) {
   if (auto refusal = refuse(device, id)) return refusal;
   if (device.sriov_enabled)
     return DriverChangeError{Kind::NotSupported,
@@ -47,11 +47,14 @@ std::optional<DriverChangeError> InstanceRegistry::create(const DeviceIdentity& 
                                  "of them"};
   if (auto refusal = check_instance_memory_limit(memory_limit_bytes, device.memory_total_bytes))
     return DriverChangeError{Kind::InvalidArgument, refusal->message};
+  if (auto refusal = check_instance_owner(owner))
+    return DriverChangeError{Kind::InvalidArgument, refusal->message};
 
   const Key key{device.index, id};
   auto made = made_.find(key);
   const bool exists = made != made_.end() && made->second.uuid == device.uuid;
   if (exists && made->second.memory_limit_bytes == memory_limit_bytes) {
+    made->second.owner = std::move(owner);
     reply(std::nullopt);
     return std::nullopt;
   }
@@ -64,10 +67,10 @@ std::optional<DriverChangeError> InstanceRegistry::create(const DeviceIdentity& 
     return exists ? control->set_instance_memory_limit(device, id, memory_limit_bytes)
                   : control->create_instance(device, id, memory_limit_bytes);
   };
-  auto done = [this, key, uuid = device.uuid, memory_limit_bytes,
+  auto done = [this, key, uuid = device.uuid, memory_limit_bytes, owner = std::move(owner),
                reply = std::move(reply)](const std::optional<DriverChangeError>& error) {
     changing_.erase(key);
-    if (!error) made_[key] = Record{uuid, memory_limit_bytes};
+    if (!error) made_[key] = Record{uuid, memory_limit_bytes, owner};
     reply(error);
   };
   requests_.start((exists ? "set the memory limit of " : "create ") + describe(device, id),
@@ -106,7 +109,8 @@ std::vector<CxpuInstance> InstanceRegistry::list() const {
   std::vector<CxpuInstance> instances;
   instances.reserve(made_.size());
   for (const auto& [key, record] : made_)
-    instances.push_back(CxpuInstance{key.first, key.second, record.memory_limit_bytes});
+    instances.push_back(
+        CxpuInstance{key.first, key.second, record.memory_limit_bytes, record.owner});
   return instances;
 }
 

@@ -23,6 +23,7 @@ struct CxpuInstance {
   unsigned index = 0;  // the card's
   std::string id;
   std::uint64_t memory_limit_bytes = 0;
+  std::string owner{};  // "<namespace>/<pod>/<container>", or empty (method_arguments.h)
 };
 
 class InstanceRegistry {
@@ -37,8 +38,10 @@ class InstanceRegistry {
   // Makes instance `id` on `device` with `memory_limit_bytes` of global memory, or gives one
   // made already that limit. A refusal that needs no driver call comes back at once (and
   // `reply` is dropped); otherwise `reply` runs with the outcome, from DriverRequests::deliver().
+  // `owner` is recorded with it (for ListInstances), and replaces an earlier one.
   std::optional<DriverChangeError> create(const DeviceIdentity& device, const std::string& id,
-                                          std::uint64_t memory_limit_bytes, Reply reply);
+                                          std::uint64_t memory_limit_bytes, std::string owner,
+                                          Reply reply);
   // Destroys instance `id` on `device`, also one xpud did not make.
   std::optional<DriverChangeError> destroy(const DeviceIdentity& device, const std::string& id,
                                            Reply reply);
@@ -55,6 +58,7 @@ class InstanceRegistry {
   struct Record {
     std::string uuid;  // the card's, so that another card at the same index is not taken for it
     std::uint64_t memory_limit_bytes = 0;
+    std::string owner;
   };
 
   // Refusals common to create and destroy: no instances here, a busy id, a bad id.

@@ -1,5 +1,6 @@
 #include "xpud/method_arguments.h"
 
+#include "common/instance_owner.h"
 #include "common/names.h"
 
 namespace xpud {
@@ -33,6 +34,13 @@ std::optional<ArgumentRefusal> check_instance_id(std::string_view id) {
                              "instance id may hold only A-Z, a-z, 0-9, '_', '.' and '-'"};
   }
   return std::nullopt;
+}
+
+std::optional<ArgumentRefusal> check_instance_owner(std::string_view owner) {
+  if (owner.empty() || names::is_instance_owner(owner)) return std::nullopt;
+  return ArgumentRefusal{names::kErrorInvalidArgument,
+                         "owner must be empty or <namespace>/<pod>/<container> (Kubernetes "
+                         "names: a-z, 0-9, '-', and '.' in the pod's)"};
 }
 
 std::optional<ArgumentRefusal> check_instance_memory_limit(std::uint64_t limit_bytes,

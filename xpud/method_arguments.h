@@ -37,4 +37,7 @@ std::optional<ArgumentRefusal> check_instance_id(std::string_view id);
 std::optional<ArgumentRefusal> check_instance_memory_limit(std::uint64_t limit_bytes,
                                                            std::uint64_t card_memory_bytes);
 
+// Who a cXPU instance is for: empty, or xpu::names::is_instance_owner.
+std::optional<ArgumentRefusal> check_instance_owner(std::string_view owner);
+
 }  // namespace xpud

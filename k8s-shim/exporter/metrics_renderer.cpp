@@ -76,6 +76,29 @@ std::vector<ClientMetric::Label> device_labels(const xpu::DeviceInfo& device, co
   return labels;
 }
 
+// An instance's owner ("<namespace>/<pod>/<container>", as xpud checked it) as labels.
+std::optional<ContainerRef> owner_of(const xpu::CxpuInstanceInfo& instance) {
+  const std::size_t first = instance.owner.find('/');
+  const std::size_t second =
+      first == std::string::npos ? first : instance.owner.find('/', first + 1);
+  if (second == std::string::npos) return std::nullopt;
+  return ContainerRef{instance.owner.substr(0, first),
+                      instance.owner.substr(first + 1, second - first - 1),
+                      instance.owner.substr(second + 1)};
+}
+
+// The owner of the card's memory share whose instance the process's container is named after.
+std::optional<ContainerRef> share_owner(const xpu::DeviceInfo& device,
+                                        const xpu::CardProcess& process,
+                                        const ScrapeInputs& inputs) {
+  if (process.container_id.empty()) return std::nullopt;
+  for (const auto& instance : inputs.instances)
+    if (instance.index == device.index && !instance.id.empty() &&
+        process.container_id.starts_with(instance.id))
+      return owner_of(instance);
+  return std::nullopt;
+}
+
 // One series per process, for at most kMaxProcessSeriesPerCard processes per card (the largest).
 // Pod labels only when the process runs in a container (xpud found a container ID in its cgroup)
 // and pod-resources names exactly one container holding the card: a host process on an
@@ -97,7 +120,13 @@ void add_process_series(const xpu::DeviceInfo& device, std::vector<xpu::CardProc
   for (const auto& process : processes) {
     auto labels = identity_labels(device);
     labels.push_back({"pid", std::to_string(process.pid)});
-    if (attributable && !process.container_id.empty()) {
+    // A memory share's process is its instance's owner's, however many containers share the
+    // card: the instance is named after the container the process runs in.
+    if (auto owner = share_owner(device, process, inputs)) {
+      labels.push_back({"namespace", owner->pod_namespace});
+      labels.push_back({"pod", owner->pod});
+      labels.push_back({"container", owner->container});
+    } else if (attributable && !process.container_id.empty()) {
       labels.push_back({"namespace", holder->second.pod_namespace});
       labels.push_back({"pod", holder->second.pod});
       labels.push_back({"container", holder->second.container});
@@ -130,6 +159,11 @@ void add_share_series(const xpu::DeviceInfo& device, const ScrapeInputs& inputs,
         if (process.container_id.starts_with(share->id)) bytes += process.memory_used_bytes;
     std::vector<ClientMetric::Label> labels = {
         {"xpu", std::to_string(device.index)}, {"uuid", device.uuid}, {"instance", share->id}};
+    if (auto owner = owner_of(*share)) {
+      labels.push_back({"namespace", owner->pod_namespace});
+      labels.push_back({"pod", owner->pod});
+      labels.push_back({"container", owner->container});
+    }
     limit.metric.push_back(gauge(labels, static_cast<double>(share->memory_limit_bytes)));
     if (processes) used.metric.push_back(gauge(std::move(labels), static_cast<double>(bytes)));
   }

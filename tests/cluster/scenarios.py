@@ -660,6 +660,11 @@ class Suite:
             # xpud made each container's cXPU instance through the CDI hooks, with its grant.
             expected = {(card, self.instance_id(name), grant) for name, grant in grants.items()}
             expect(self.xpud_instances() == expected, f"xpud's instances {self.xpud_instances()}, expected {expected}")
+            # Each knows its container, from the runtime's annotations.
+            owners = {i["id"]: i["owner"] for i in json.loads(self.node.xpuctl("--json", "instances"))}
+            for name in grants:
+                expect(owners[self.instance_id(name)] == f"default/{name}/main",
+                       f"{name}'s instance has owner {owners.get(self.instance_id(name))!r}")
             print(f"  xpud's cXPU instances (xpuctl instances): {sorted(expected)}")
             # The exporter shows each share's grant.
             def grants_exported():

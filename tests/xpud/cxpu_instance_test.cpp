@@ -134,7 +134,7 @@ TEST_F(CxpuInstanceTest, TheLibraryHoldsTheInstanceWithItsBoundUntilDestroyed) {
   ASSERT_NO_FATAL_FAILURE(start_xpuml("devices 2\n"));
   EXPECT_TRUE(instances_supported());
 
-  auto made = client_.create_instance(1, "4f3c2a1b0e9d", 8 * kGiB, kCallTimeout);
+  auto made = client_.create_instance(1, "4f3c2a1b0e9d", 8 * kGiB, "", kCallTimeout);
   ASSERT_TRUE(made) << made.error() << "\n" << xpud_->output();
   // Global memory bounded as asked, L3 left as the vendor's runtime leaves it.
   EXPECT_THAT(library_instances(),
@@ -152,8 +152,8 @@ TEST_F(CxpuInstanceTest, TheLibraryHoldsTheInstanceWithItsBoundUntilDestroyed) {
 
   // The same again changes nothing (the fake would refuse a second create of the id); another
   // limit is set on the instance there is.
-  ASSERT_TRUE(client_.create_instance(1, "4f3c2a1b0e9d", 8 * kGiB, kCallTimeout));
-  ASSERT_TRUE(client_.create_instance(1, "4f3c2a1b0e9d", 4 * kGiB, kCallTimeout));
+  ASSERT_TRUE(client_.create_instance(1, "4f3c2a1b0e9d", 8 * kGiB, "", kCallTimeout));
+  ASSERT_TRUE(client_.create_instance(1, "4f3c2a1b0e9d", 4 * kGiB, "", kCallTimeout));
   EXPECT_THAT(library_instances(),
               ElementsAre("00000000:3C:00.0 4f3c2a1b0e9d 4294967296 " + std::string(kNoLimit)));
   EXPECT_EQ(client_.list_instances()->at(0).memory_limit_bytes, 4 * kGiB);
@@ -198,6 +198,40 @@ TEST_F(CxpuInstanceTest, TheOciHooksMakeAndDestroyTheContainersInstance) {
   EXPECT_THAT(refused_output, HasSubstr("not an OCI container state"));
 }
 
+TEST_F(CxpuInstanceTest, TheHookRecordsWhoTheContainerIsFromTheRuntimesAnnotations) {
+  ASSERT_NO_FATAL_FAILURE(start_xpuml("devices 2\n"));
+  // containerd's CRI annotations, as runc hands them to the hook in the state.
+  const std::string containerd =
+      R"({"ociVersion":"1.2.0","id":"aaaabbbbccccdddd","status":"created","pid":1,)"
+      R"("annotations":{"io.kubernetes.cri.container-type":"container",)"
+      R"("io.kubernetes.cri.sandbox-namespace":"team","io.kubernetes.cri.sandbox-name":"train-0",)"
+      R"("io.kubernetes.cri.container-name":"main"}})";
+  // CRI-O's, with a pod name that is no Kubernetes name: the instance is made, without owner.
+  const std::string odd =
+      R"({"ociVersion":"1.2.0","id":"eeeeffff00001111","status":"created","pid":2,)"
+      R"("annotations":{"io.kubernetes.pod.namespace":"team","io.kubernetes.pod.name":"Bad Pod",)"
+      R"("io.kubernetes.container.name":"main"}})";
+  ASSERT_EQ(hook({"hook-create-instance", "0", "1073741824"}, containerd).first, 0);
+  ASSERT_EQ(hook({"hook-create-instance", "1", "2147483648"}, odd).first, 0);
+  auto listed = client_.list_instances();
+  ASSERT_TRUE(listed) << listed.error();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].id, "aaaabbbbcccc");
+  EXPECT_EQ((*listed)[0].owner, "team/train-0/main");
+  EXPECT_EQ((*listed)[1].owner, "");
+  auto [status, output] = xpuctl({"instances"});
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_THAT(output, HasSubstr("team/train-0/main"));
+
+  // An owner that is no <namespace>/<pod>/<container> is refused before anything is made.
+  for (const std::string bad : {"team/pod", "Team/pod/main", "a/b/c/d", "team//main", "/p/c"}) {
+    auto refused = client_.create_instance(0, "zzz", kGiB, bad, kCallTimeout);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_THAT(refused.error(), HasSubstr("owner must be empty or")) << bad;
+  }
+  EXPECT_EQ(library_instances().size(), 2u);
+}
+
 TEST_F(CxpuInstanceTest, TheInstanceHookIsACommandThatReachesThisXpud) {
   const std::string xpuctl_path = binary_path("xpuctl/xpuctl").string();
   ASSERT_NO_FATAL_FAILURE(
@@ -231,31 +265,31 @@ TEST_F(CxpuInstanceTest, BadArgumentsReachNeitherTheLibraryNorTheRecord) {
   ASSERT_NO_FATAL_FAILURE(start_xpuml("devices 2\n"));
   const std::string invalid(xpu::names::kErrorInvalidArgument);
   for (const std::string id : {"", "0123456789abc", "a/b", "id with space", "caf\xc3\xa9"}) {
-    auto refused = client_.create_instance(0, id, kGiB, kCallTimeout);
+    auto refused = client_.create_instance(0, id, kGiB, "", kCallTimeout);
     ASSERT_FALSE(refused) << id;
     EXPECT_THAT(refused.error(), HasSubstr(invalid)) << id;
   }
-  auto zero = client_.create_instance(0, "abc", 0, kCallTimeout);
+  auto zero = client_.create_instance(0, "abc", 0, "", kCallTimeout);
   ASSERT_FALSE(zero);
   EXPECT_THAT(zero.error(), HasSubstr("at least 1 byte"));
-  auto above = client_.create_instance(0, "abc", 32 * kGiB + 1, kCallTimeout);
+  auto above = client_.create_instance(0, "abc", 32 * kGiB + 1, "", kCallTimeout);
   ASSERT_FALSE(above);
   EXPECT_THAT(above.error(), HasSubstr("above the card's 34359738368"));
-  auto no_card = client_.create_instance(7, "abc", kGiB, kCallTimeout);
+  auto no_card = client_.create_instance(7, "abc", kGiB, "", kCallTimeout);
   ASSERT_FALSE(no_card);
   EXPECT_THAT(no_card.error(), HasSubstr(std::string(xpu::names::kErrorNoSuchDevice)));
   EXPECT_FALSE(fs::exists(state_file()));
   EXPECT_THAT(*client_.list_instances(), IsEmpty());
 
   // The whole card is a valid bound.
-  ASSERT_TRUE(client_.create_instance(0, "whole", 32 * kGiB, kCallTimeout));
+  ASSERT_TRUE(client_.create_instance(0, "whole", 32 * kGiB, "", kCallTimeout));
   EXPECT_EQ(library_instances().size(), 1u);
 }
 
 TEST_F(CxpuInstanceTest, AnInstanceWhoseBoundFailsIsDestroyedAgain) {
   ASSERT_NO_FATAL_FAILURE(start_xpuml(
       "devices 1\nfail xpumlDeviceSetCxpuInstanceMemoryLimit INSUFFICIENT_RESOURCES\n"));
-  auto made = client_.create_instance(0, "abc", kGiB, kCallTimeout);
+  auto made = client_.create_instance(0, "abc", kGiB, "", kCallTimeout);
   ASSERT_FALSE(made);
   EXPECT_THAT(made.error(), HasSubstr(std::string(xpu::names::kErrorBackend)));
   EXPECT_THAT(made.error(), HasSubstr("xpumlDeviceSetCxpuInstanceMemoryLimit"));
@@ -268,9 +302,9 @@ TEST_F(CxpuInstanceTest, AnInstanceWhoseBoundFailsIsDestroyedAgain) {
 
 TEST_F(CxpuInstanceTest, OnlyRootChangesInstancesAndAnyoneMayList) {
   ASSERT_NO_FATAL_FAILURE(start_xpuml("devices 1\n"));
-  ASSERT_TRUE(client_.create_instance(0, "mine", kGiB, kCallTimeout));
+  ASSERT_TRUE(client_.create_instance(0, "mine", kGiB, "", kCallTimeout));
   auto [status, output] =
-      call_as_nobody({"CreateInstance", "uint32:0", "string:theirs", "uint64:1024"});
+      call_as_nobody({"CreateInstance", "uint32:0", "string:theirs", "uint64:1024", "string:"});
   EXPECT_NE(status, 0) << output;
   EXPECT_THAT(output, HasSubstr("CreateInstance is for root"));
   auto [destroy_status, destroy_output] =
@@ -286,7 +320,7 @@ TEST_F(CxpuInstanceTest, OnlyRootChangesInstancesAndAnyoneMayList) {
 TEST_F(CxpuInstanceTest, AnOlderLibraryHasNoInstances) {
   ASSERT_NO_FATAL_FAILURE(start_xpuml("devices 1\n", FAKE_XPUML_OLD));
   EXPECT_FALSE(instances_supported());
-  auto made = client_.create_instance(0, "abc", kGiB, kCallTimeout);
+  auto made = client_.create_instance(0, "abc", kGiB, "", kCallTimeout);
   ASSERT_FALSE(made);
   EXPECT_THAT(made.error(), HasSubstr(std::string(xpu::names::kErrorNotSupported)));
   EXPECT_THAT(made.error(), HasSubstr("xpumlDeviceCreateCxpuInstance"));
@@ -295,11 +329,11 @@ TEST_F(CxpuInstanceTest, AnOlderLibraryHasNoInstances) {
 TEST_F(CxpuInstanceTest, APhysicalFunctionWithItsVirtualFunctionsOnTakesNone) {
   ASSERT_NO_FATAL_FAILURE(start_xpuml("devices 1\ndevice 0\nmax_vfs 2\n"));
   ASSERT_TRUE(client_.configure_virtual_functions(0, 2, kCallTimeout));
-  auto on_pf = client_.create_instance(0, "abc", kGiB, kCallTimeout);
+  auto on_pf = client_.create_instance(0, "abc", kGiB, "", kCallTimeout);
   ASSERT_FALSE(on_pf);
   EXPECT_THAT(on_pf.error(), HasSubstr("make the instance on one of them"));
   // A virtual function (index 1, 16 GiB) is a card of its own to the library.
-  auto on_vf = client_.create_instance(1, "abc", 2 * kGiB, kCallTimeout);
+  auto on_vf = client_.create_instance(1, "abc", 2 * kGiB, "", kCallTimeout);
   ASSERT_TRUE(on_vf) << on_vf.error();
   EXPECT_THAT(library_instances(),
               ElementsAre("00000000:3B:00.1 abc 2147483648 " + std::string(kNoLimit)));
@@ -307,7 +341,7 @@ TEST_F(CxpuInstanceTest, APhysicalFunctionWithItsVirtualFunctionsOnTakesNone) {
 
 TEST_F(CxpuInstanceTest, TheRecordGoesWithTheCard) {
   ASSERT_NO_FATAL_FAILURE(start_xpuml("devices 2\n"));
-  ASSERT_TRUE(client_.create_instance(1, "abc", kGiB, kCallTimeout));
+  ASSERT_TRUE(client_.create_instance(1, "abc", kGiB, "", kCallTimeout));
   ASSERT_EQ(client_.list_instances()->size(), 1u);
   write_file(dir_.path() / "scenario.new", "devices 1\n");
   fs::rename(dir_.path() / "scenario.new", dir_.path() / "scenario");
@@ -326,7 +360,8 @@ TEST_F(CxpuInstanceTest, TheSimBackendKeepsInstancesToo) {
               HasSubstr("xpu1: cXPU instance abc, memory bounded to 1073741824 bytes"));
   auto [json_status, json] = xpuctl({"instances", "--json"});
   EXPECT_EQ(json_status, 0) << json;
-  EXPECT_THAT(json, HasSubstr(R"({"index":1,"id":"abc","memory_limit_bytes":1073741824})"));
+  EXPECT_THAT(json,
+              HasSubstr(R"({"index":1,"id":"abc","memory_limit_bytes":1073741824,"owner":""})"));
   auto [gone_status, gone_output] = xpuctl({"destroy-instance", "1", "abc"});
   EXPECT_EQ(gone_status, 0) << gone_output;
   auto [again_status, again_output] = xpuctl({"destroy-instance", "1", "abc"});

@@ -341,8 +341,8 @@ TEST(MetricsRenderer, EachShareShowsItsGrantBesideWhatItsContainerUses) {
   inputs.processes->devices[1].processes.push_back({4500, 2048, "pod-b", other});
   inputs.processes->devices[1].processes.push_back({4501, 1024, "pod-b", other});
   inputs.instances = {{1, std::string(12, 'c'), 8ull << 30},
-                      {1, std::string(12, 'a'), 4ull << 30},
-                      {1, std::string(12, 'a'), 4ull << 30},  // listed twice: one series
+                      {1, std::string(12, 'a'), 4ull << 30, "team/b/main"},
+                      {1, std::string(12, 'a'), 4ull << 30, "team/b/main"},  // twice: one series
                       {0, "idle00000000", 1ull << 30},
                       {7, "nocard000000", 1ull << 30}};  // a card not shown: no series
   std::string text = render_text(build_families(inputs));
@@ -351,13 +351,24 @@ TEST(MetricsRenderer, EachShareShowsItsGrantBesideWhatItsContainerUses) {
   EXPECT_THAT(samples_of(text, "xpu_share_memory_limit_bytes"),
               ::testing::ElementsAre(
                   "xpu_share_memory_limit_bytes{" + card0 + R"("idle00000000"} 1073741824)",
-                  "xpu_share_memory_limit_bytes{" + card1 + R"("aaaaaaaaaaaa"} 4294967296)",
+                  "xpu_share_memory_limit_bytes{" + card1 +
+                      R"("aaaaaaaaaaaa",namespace="team",pod="b",container="main"} 4294967296)",
                   "xpu_share_memory_limit_bytes{" + card1 + R"("cccccccccccc"} 8589934592)"));
-  EXPECT_THAT(
-      samples_of(text, "xpu_share_memory_used_bytes"),
-      ::testing::ElementsAre("xpu_share_memory_used_bytes{" + card0 + R"("idle00000000"} 0)",
-                             "xpu_share_memory_used_bytes{" + card1 + R"("aaaaaaaaaaaa"} 3072)",
-                             "xpu_share_memory_used_bytes{" + card1 + R"("cccccccccccc"} 3072)"));
+  EXPECT_THAT(samples_of(text, "xpu_share_memory_used_bytes"),
+              ::testing::ElementsAre(
+                  "xpu_share_memory_used_bytes{" + card0 + R"("idle00000000"} 0)",
+                  "xpu_share_memory_used_bytes{" + card1 +
+                      R"("aaaaaaaaaaaa",namespace="team",pod="b",container="main"} 3072)",
+                  "xpu_share_memory_used_bytes{" + card1 + R"("cccccccccccc"} 3072)"));
+
+  // Each sharer's processes carry its pod, though the card is listed for several containers.
+  EXPECT_THAT(samples_of(text, "xpu_process_memory_used_bytes"),
+              Contains(std::string("xpu_process_memory_used_bytes{") + kCard1Identity +
+                       R"(,pid="4500",namespace="team",pod="b",container="main"} 2048)"));
+  inputs.shared_cards = {"uuid-1"};
+  text = render_text(build_families(inputs));
+  EXPECT_THAT(text, HasSubstr(R"(pid="4501",namespace="team",pod="b",container="main"} 1024)"));
+  EXPECT_THAT(text, HasSubstr(R"(pid="4242"} 3072)"));  // its instance names no owner
 
   inputs.instances.clear();  // no shares (or an xpud without them): no share families
   text = render_text(build_families(inputs));
