@@ -138,8 +138,7 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
             return {};
           }
           return hook;
-        },
-        driver.shares.enabled);
+        });
     auto plugin = dra::KubeletPlugin::start(
         dra::KubeletPluginPaths{.plugin_directory = driver.plugin_dir,
                                 .registry_directory = driver.registry_dir},

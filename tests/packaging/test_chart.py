@@ -928,11 +928,19 @@ class Allocation(unittest.TestCase):
         expression = device_class["spec"]["selectors"][0]["cel"]["expression"]
         self.assertIn('device.driver == "xpu.kunlunxin.com"', expression)
         self.assertIn('device.attributes["xpu.kunlunxin.com"].healthy', expression)
+        self.assertIn('!has(device.attributes["xpu.kunlunxin.com"].physicalFunction)', expression)
+        # Virtual functions have a class of their own, and the device plugin's resource for them.
+        vf_class = objects[("DeviceClass", "vxpu.kunlunxin.com")]["spec"]
+        self.assertEqual(vf_class["extendedResourceName"], "kunlunxin.com/vxpu")
+        self.assertIn('&& has(device.attributes["xpu.kunlunxin.com"].physicalFunction)',
+                      vf_class["selectors"][0]["cel"]["expression"])
         # The replaced add-on's pods (limits: kunlunxin.com/xpu) are served by DRA too.
         self.assertEqual(device_class["spec"]["extendedResourceName"], "kunlunxin.com/xpu")
         renamed = render("allocation=dra", "devicePlugin.customizedResourceName=example.com/card")
         self.assertEqual(renamed[("DeviceClass", "xpu.kunlunxin.com")]["spec"]["extendedResourceName"],
                          "example.com/card")
+        self.assertEqual(renamed[("DeviceClass", "vxpu.kunlunxin.com")]["spec"]["extendedResourceName"],
+                         "example.com/vxpu")
         spec = pod_spec(objects, DRA_DRIVER)
         self.assertEqual(spec["serviceAccountName"], DRA_DRIVER)
         self.assertEqual(spec["nodeSelector"], {"kunlun-device-enable": "enable"})
@@ -1006,14 +1014,14 @@ class Allocation(unittest.TestCase):
             return {name: obj["spec"]["selectors"][0]["cel"]["expression"]
                     for (kind, name), obj in objects.items() if kind == "DeviceClass"}, objects
         off, objects = classes()
-        self.assertEqual(sorted(off), ["xpu.kunlunxin.com"])
+        self.assertEqual(sorted(off), ["vxpu.kunlunxin.com", "xpu.kunlunxin.com"])
         self.assertNotIn("allowMultipleAllocations", off["xpu.kunlunxin.com"])
         self.assertIsNone(option_value(args_of(objects, DRA_DRIVER), "--share-memory-minimum"))
         self.assertNotIn("--memory-shares", args_of(objects, DRA_DRIVER))
 
         on, objects = classes("dra.sharing.enabled=true", "dra.sharing.memory.minimum=2Gi",
                               "dra.sharing.memory.step=512Mi", "dra.sharing.memory.default=4Gi")
-        self.assertEqual(sorted(on), ["xpu-share.kunlunxin.com", "xpu.kunlunxin.com"])
+        self.assertEqual(sorted(on), ["vxpu.kunlunxin.com", "xpu-share.kunlunxin.com", "xpu.kunlunxin.com"])
         self.assertIn("!device.allowMultipleAllocations", on["xpu.kunlunxin.com"])
         self.assertEqual(on["xpu-share.kunlunxin.com"],
                          'device.driver == "xpu.kunlunxin.com" && device.allowMultipleAllocations')

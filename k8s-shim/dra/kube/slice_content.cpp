@@ -87,8 +87,9 @@ void put_standard_attributes(const xpu::DeviceInfo& card, SliceDevice& device,
                                std::to_string(kMaxStandardNumaNode));
 }
 
-// Virtual functions in the pool (memory shares on): each VF whose PF xpud names is a device of
-// its own, consuming its memory of the PF's counter set; the PF, whose SR-IOV is on, is not
+// Virtual functions in the pool: each VF whose PF xpud names is a device of its own, with the
+// attribute physicalFunction (which only VFs carry, for the DeviceClasses to tell them from
+// cards), consuming its memory of the PF's counter set; the PF, whose SR-IOV is on, is not
 // offered, but its counter set is there, as large as the PF or its VFs together, whichever is
 // more, so every VF fits at once and a PF that a stale slice still offered would not fit beside
 // them. A VF without a known PF is left out: nothing would keep it apart from its PF.
@@ -120,6 +121,8 @@ void add_virtual_functions(const xpu::DeviceView& view, ResourceSliceSpec& spec,
       continue;
     }
     SliceDevice device = describe(*vf, std::int64_t{vf->index});
+    // A bus id xpud gives is an extended BDF (12 characters), well inside the attribute limit.
+    device.attributes[std::string(slice_attribute::kPhysicalFunction)] = vf->physical_function;
     const auto bytes = static_cast<std::int64_t>(vf->memory_total_bytes);
     device.consumes_counters = {CounterConsumption{
         .counter_set = counter_set_name(pf->second->index), .counters = {{memory, bytes}}}};
@@ -283,13 +286,12 @@ std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
   };
   for (const xpu::DeviceInfo& card : cards)
     spec.devices.push_back(describe(card, std::int64_t{groups.at(card.index)}));
-  if (!shares.enabled) return {std::move(spec)};
-
-  std::vector<CounterSet> counter_sets;
-  std::vector<SliceDevice> shared_devices;
   const std::size_t whole_cards = spec.devices.size();
+  std::vector<CounterSet> counter_sets;
   add_virtual_functions(view, spec, counter_sets, note, describe);
-  for (std::size_t i = 0; i < whole_cards; ++i) {
+
+  std::vector<SliceDevice> shared_devices;
+  for (std::size_t i = 0; shares.enabled && i < whole_cards; ++i) {
     SliceDevice& device = spec.devices[i];
     auto memory = device.capacity.find(std::string(a::kMemory));
     const unsigned index =
@@ -324,6 +326,7 @@ std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
 
   std::vector<ResourceSliceSpec> slices;
   slices.push_back(std::move(spec));
+  if (counter_sets.empty()) return slices;
   for (std::size_t first = 0; first < counter_sets.size(); first += kMaxCounterSetsPerSlice) {
     ResourceSliceSpec counters{.driver = slices.front().driver,
                                .node_name = slices.front().node_name,
@@ -335,6 +338,25 @@ std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
         std::next(counter_sets.begin(), static_cast<std::ptrdiff_t>(first)),
         std::next(counter_sets.begin(), static_cast<std::ptrdiff_t>(last)));
     slices.push_back(std::move(counters));
+  }
+  for (ResourceSliceSpec& slice : slices)
+    slice.pool.resource_slice_count = static_cast<std::int64_t>(slices.size());
+  return slices;
+}
+
+std::vector<ResourceSliceSpec> without_counters(std::vector<ResourceSliceSpec> slices) {
+  // The devices slice comes first and stays, even empty (a node without cards says so); the
+  // counters' slices after it go.
+  if (slices.size() > 1)
+    slices.erase(
+        std::remove_if(std::next(slices.begin()), slices.end(),
+                       [](const ResourceSliceSpec& slice) { return slice.devices.empty(); }),
+        slices.end());
+  for (ResourceSliceSpec& slice : slices) {
+    std::erase_if(slice.devices,
+                  [](const SliceDevice& device) { return device.allow_multiple_allocations; });
+    for (SliceDevice& device : slice.devices) device.consumes_counters.clear();
+    slice.shared_counters.clear();
   }
   for (ResourceSliceSpec& slice : slices)
     slice.pool.resource_slice_count = static_cast<std::int64_t>(slices.size());

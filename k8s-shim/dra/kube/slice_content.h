@@ -28,6 +28,8 @@ inline constexpr std::string_view kDriverVersion = "driverVersion";
 inline constexpr std::string_view kHealthy = "healthy";
 inline constexpr std::string_view kLinkGroup = "linkGroup";
 inline constexpr std::string_view kMemory = "memory";  // capacity, bytes
+// A virtual function's physical function, by PCI bus id; only VFs carry it.
+inline constexpr std::string_view kPhysicalFunction = "physicalFunction";
 }  // namespace slice_attribute
 
 // Kubernetes' standard attributes, fully qualified in the slice as the API takes any attribute of
@@ -62,8 +64,9 @@ std::map<unsigned, unsigned> link_groups(const std::vector<xpu::DeviceInfo>& dev
 // The API's limit on counter sets per slice (resource.k8s.io ResourceSliceMaxCounterSets).
 inline constexpr std::size_t kMaxCounterSetsPerSlice = 8;
 
-// The spec for `view`'s physical cards (virtual functions and PFs with SR-IOV on are left out:
-// offered_cards.h), sorted by index, with pool = node name and one slice in the pool. An attribute
+// The devices slice of the pool for `view` without shares (desired_slices()' first): the
+// physical cards sorted by index (PFs with SR-IOV on are left out: offered_cards.h), then the
+// virtual functions, with pool = node name. An attribute
 // that cannot be written validly is left out, and why is appended to `omitted` (when given) for
 // the caller to log; so is a standard attribute whose value the deviceattribute package would
 // refuse (a pciBusID that is not an extended BDF, a pcieRoot not "pciDDDD:BB", a numaNode above
@@ -74,23 +77,31 @@ ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view no
                                 std::vector<std::string>* omitted = nullptr,
                                 const TaintPolicy& taints = {});
 
-// The whole pool: the devices slice first (as desired_slice() makes it), and with `shares`
-// enabled, for each card whose memory is known and at least shares.minimum,
+// The whole pool: the devices slice first (as desired_slice() makes it, then the virtual
+// functions whose PF (SR-IOV on, so not offered itself) xpud names, each a device of its own
+// with the attribute physicalFunction = the PF's bus id, consuming its memory of the PF's counter
+// set "xpu-<pf index>" (as large as the PF or its VFs together, whichever is more)), and with
+// `shares` enabled, for each card whose memory is known and at least shares.minimum,
 //   - the card's device consumes all of counter set "xpu-<i>" {memory: the card's bytes};
 //   - a second device "xpu-<i>-shared" with the same attributes and taint,
 //   allowMultipleAllocations,
 //     capacity memory under the requestPolicy {default, validRange {min, step}}, consumes the
 //     same (the allocator charges a shareable device's counters once, however many claims
 //     hold it: so a card goes to shares or to one whole-card claim, never both);
-// and each virtual function whose PF (SR-IOV on, so not offered itself) xpud names, as a device
-// of its own consuming its memory of the PF's counter set "xpu-<pf index>" (as large as the PF
-// or its VFs together, whichever is more);
-// then slices holding only those counter sets, at most kMaxCounterSetsPerSlice each (the API
-// takes devices or counters in a slice, not both). Every slice carries pool.resourceSliceCount =
-// the number returned. A card left unshared is noted in `omitted`.
+// then, when there are counter sets, slices holding only them, at most kMaxCounterSetsPerSlice each
+// (the API takes devices or counters in a slice, not both). Every slice carries
+// pool.resourceSliceCount = the number returned. A card left unshared is noted in `omitted`.
 std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
                                               std::string_view node_name, std::int64_t generation,
                                               std::vector<std::string>* omitted,
                                               const TaintPolicy& taints, const SharePolicy& shares);
+
+// The pool as an API server that drops counters can hold it (partitionable devices off: before
+// Kubernetes 1.36, or DRAPartitionableDevices off; the server strips sharedCounters and
+// consumesCounters from what it stores): the counters' slices go, devices consume nothing, and
+// the shareable devices go, since nothing would keep a card's shares and a whole-card claim
+// apart. Virtual functions stay: their PF is never offered, which keeps them apart from it as
+// long as no slice from before their SR-IOV was turned on remains.
+std::vector<ResourceSliceSpec> without_counters(std::vector<ResourceSliceSpec> slices);
 
 }  // namespace shim::dra

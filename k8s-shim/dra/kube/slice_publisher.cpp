@@ -17,6 +17,12 @@ std::size_t device_count(const std::vector<ResourceSliceSpec>& slices) {
   return count;
 }
 
+bool has_counters(const ResourceSliceSpec& spec) {
+  return !spec.shared_counters.empty() ||
+         std::any_of(spec.devices.begin(), spec.devices.end(),
+                     [](const SliceDevice& device) { return !device.consumes_counters.empty(); });
+}
+
 const SliceDevice* find_device(const std::vector<ResourceSlice>& slices, std::string_view name) {
   for (const ResourceSlice& slice : slices)
     for (const SliceDevice& device : slice.spec.devices)
@@ -49,7 +55,8 @@ bool SlicePublisher::set_devices(const xpu::DeviceView& view) {
 
 std::vector<ResourceSliceSpec> SlicePublisher::specs_for(const Desired& desired,
                                                          std::int64_t generation) const {
-  std::vector<ResourceSliceSpec> specs = desired.slices;
+  std::vector<ResourceSliceSpec> specs =
+      server_keeps_counters_ ? desired.slices : without_counters(desired.slices);
   for (ResourceSliceSpec& spec : specs) {
     spec.pool.generation = generation;
     for (SliceDevice& device : spec.devices) {
@@ -70,9 +77,10 @@ std::vector<ResourceSliceSpec> SlicePublisher::specs_for(const Desired& desired,
 }
 
 bool SlicePublisher::holds(std::vector<ResourceSlice>& slices, const Desired& desired) const {
-  if (slices.size() != desired.slices.size() || slices.empty()) return false;
+  if (slices.empty()) return false;
   const std::int64_t generation = slices.front().spec.pool.generation;
   std::vector<ResourceSliceSpec> wanted = specs_for(desired, generation);
+  if (slices.size() != wanted.size()) return false;
   std::vector<ResourceSlice> ordered;
   ordered.reserve(wanted.size());
   for (const ResourceSliceSpec& spec : wanted) {
@@ -208,7 +216,17 @@ SlicePublisher::Outcome SlicePublisher::write_pool(const Desired& desired,
     }
     ++writes_;
     note_server_dropped_taints(specs[i], result.value());
+    const bool counters_dropped = note_server_dropped_counters(specs[i], result.value());
     written.push_back(std::move(result).value());
+    if (counters_dropped) {
+      // What was written is no pool the scheduler should read (devices that consume counters
+      // no slice has, or shares without them): the pool without counters, one generation up,
+      // over the same slices.
+      highest_generation_ = generation;
+      for (std::size_t j = i + 1; j < existing.size(); ++j)
+        written.push_back(std::move(existing[j]));
+      return write_pool(desired, std::move(written));
+    }
   }
   std::vector<ResourceSlice> extras;
   for (std::size_t i = specs.size(); i < existing.size(); ++i)
@@ -219,11 +237,11 @@ SlicePublisher::Outcome SlicePublisher::write_pool(const Desired& desired,
   published_version_ = desired.version;
   need_list_ = false;
   std::size_t counter_sets = 0;
-  for (const ResourceSliceSpec& spec : desired.slices) counter_sets += spec.shared_counters.size();
+  for (const ResourceSliceSpec& spec : specs) counter_sets += spec.shared_counters.size();
   spdlog::info(
       "dra: published the pool of node {} at generation {}: {} ResourceSlice(s), {} devices, {} "
       "counter sets",
-      node_name_, generation, published_.size(), device_count(desired.slices), counter_sets);
+      node_name_, generation, published_.size(), device_count(specs), counter_sets);
   return delete_extras(extras) ? Outcome::done : Outcome::failed;
 }
 
@@ -241,6 +259,23 @@ void SlicePublisher::note_server_dropped_taints(const ResourceSliceSpec& sent,
       "before 1.36, or DRADeviceTaints off): unhealthy cards are marked by their healthy "
       "attribute only",
       written.name);
+}
+
+bool SlicePublisher::note_server_dropped_counters(const ResourceSliceSpec& sent,
+                                                  const ResourceSlice& written) {
+  if (!server_keeps_counters_ || !has_counters(sent) || has_counters(written.spec)) return false;
+  server_keeps_counters_ = false;
+  const bool shares =
+      std::any_of(sent.devices.begin(), sent.devices.end(),
+                  [](const SliceDevice& device) { return device.allow_multiple_allocations; });
+  spdlog::warn(
+      "dra: the API server dropped the counters from ResourceSlice {} (Kubernetes before 1.36, "
+      "or DRAPartitionableDevices off): the pool is published without counters{}",
+      written.name,
+      share_policy_.enabled || shares
+          ? ", and without memory shares, which need them (--memory-shares is not in effect)"
+          : "; virtual functions are still offered, their physical function never");
+  return true;
 }
 
 bool SlicePublisher::delete_extras(const std::vector<ResourceSlice>& extras) {

@@ -69,12 +69,15 @@ class SlicePublisher {
   // fewer, the surplus deleted after).
   Outcome write_pool(const Desired& desired, std::vector<ResourceSlice> existing);
   // The slices to write for `desired`: a taint already published keeps the time the API server
-  // gave it, and no taints at all once the server showed it drops them.
+  // gave it, and no taints at all once the server showed it drops them; no counters (nor
+  // shares: without_counters()) once it showed it drops those.
   std::vector<ResourceSliceSpec> specs_for(const Desired& desired, std::int64_t generation) const;
   // Whether `slices` are exactly the pool `desired` asks for at their (common) generation; if so
   // they are reordered as desired.
   bool holds(std::vector<ResourceSlice>& slices, const Desired& desired) const;
   void note_server_dropped_taints(const ResourceSliceSpec& sent, const ResourceSlice& written);
+  // True when this write showed, for the first time, that the server drops counters.
+  bool note_server_dropped_counters(const ResourceSliceSpec& sent, const ResourceSlice& written);
   // False when one could not be deleted (then a relist is due).
   bool delete_extras(const std::vector<ResourceSlice>& extras);
   void note_failure(const ApiError& error);
@@ -102,6 +105,11 @@ class SlicePublisher {
   // cost a write per resync. For the process's life: a server upgrade restarts nothing here,
   // but the `healthy` attribute still says what the taint would have.
   bool server_keeps_taints_ = true;
+  // False once a write came back without the counters it carried: DRAPartitionableDevices off
+  // (Kubernetes before 1.36). The pool is then published without counters and shares, which
+  // would otherwise be a card's shares and its whole-card device unbound from each other; the
+  // VFs stay. For the process's life, as above.
+  bool server_keeps_counters_ = true;
 
   std::atomic<std::uint64_t> writes_{0};
 };

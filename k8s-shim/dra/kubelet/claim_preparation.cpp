@@ -22,10 +22,9 @@ std::string card_cdi_id(const xpu::DeviceInfo& card) {
   return cdi::qualified_name(cdi::is_uuid_name(card.uuid) ? card.uuid : std::to_string(card.index));
 }
 
-const xpu::DeviceInfo* find_card(const std::vector<xpu::DeviceInfo>& cards, unsigned index,
-                                 bool virtual_functions_offered) {
+const xpu::DeviceInfo* find_card(const std::vector<xpu::DeviceInfo>& cards, unsigned index) {
   auto it = std::find_if(cards.begin(), cards.end(), [&](const xpu::DeviceInfo& card) {
-    return card.index == index && is_preparable(card, virtual_functions_offered);
+    return card.index == index && is_preparable(card);
   });
   return it == cards.end() ? nullptr : &*it;
 }
@@ -48,8 +47,7 @@ std::string claim_label(std::string_view namespace_name, std::string_view name) 
 
 xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference,
                                          const AllocatedClaim& claim, std::string_view node_name,
-                                         const std::vector<xpu::DeviceInfo>& cards,
-                                         bool virtual_functions_offered) {
+                                         const std::vector<xpu::DeviceInfo>& cards) {
   if (claim.uid != reference.uid)
     return claim_error(reference, "the API server has UID " + claim.uid +
                                       " where the kubelet has " + reference.uid +
@@ -78,7 +76,7 @@ xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference,
       return claim_error(reference, what + " is a share without a valid shareID");
     if (named->shared && (!result.consumed_memory || *result.consumed_memory <= 0))
       return claim_error(reference, what + " is a share without consumedCapacity.memory");
-    const xpu::DeviceInfo* card = find_card(cards, *index, virtual_functions_offered);
+    const xpu::DeviceInfo* card = find_card(cards, *index);
     // Only a whole physical card has a shareable device.
     if (card && named->shared && card->is_virtual_function)
       return claim_error(reference, what + " is a share of a virtual function, which has none");

@@ -56,11 +56,9 @@ std::string claim_label(std::string_view namespace_name, std::string_view name);
 // every card of a container alike). Nothing here is exclusive: a card
 // in several claims (admin access) is prepared for each.
 // Results for other drivers are ignored.
-// `virtual_functions_offered`: the pool offers VFs (memory shares on: offered_cards.h), so a
-// result may name one.
+// A result may name a card or a virtual function (offered_cards.h).
 xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference,
                                          const AllocatedClaim& claim, std::string_view node_name,
-                                         const std::vector<xpu::DeviceInfo>& cards,
-                                         bool virtual_functions_offered = false);
+                                         const std::vector<xpu::DeviceInfo>& cards);
 
 }  // namespace shim::dra

@@ -47,16 +47,14 @@ void fill(const PreparedClaim& claim, drapb::NodePrepareResourceResponse& out) {
 
 DraService::DraService(ClaimLookup lookup, CardSource cards, std::string node_name,
                        PreparedClaims claims, ClaimCdiSpecs specs,
-                       std::function<void()> claims_changed, HookSource instance_hook,
-                       bool virtual_functions_offered)
+                       std::function<void()> claims_changed, HookSource instance_hook)
     : lookup_(std::move(lookup)),
       cards_(std::move(cards)),
       node_name_(std::move(node_name)),
       claims_(std::move(claims)),
       specs_(std::move(specs)),
       claims_changed_(std::move(claims_changed)),
-      instance_hook_(std::move(instance_hook)),
-      virtual_functions_offered_(virtual_functions_offered) {
+      instance_hook_(std::move(instance_hook)) {
   std::lock_guard lock(mutex_);
   publish_claims();
 }
@@ -97,7 +95,7 @@ xpu::Result<PreparedClaim> DraService::prepare(const drapb::Claim& claim) {
   if (!allocated) return xpu::Error{"claim " + label + ": " + allocated.error()};
   xpu::Result<PreparedClaim> prepared =
       prepare_claim(ClaimReference{claim.namespace_(), claim.uid(), claim.name()}, *allocated,
-                    node_name_, cards_(), virtual_functions_offered_);
+                    node_name_, cards_());
   if (!prepared) return prepared;
   const bool has_share = std::any_of(prepared->devices.begin(), prepared->devices.end(),
                                      [](const PreparedDevice& d) { return !d.share_id.empty(); });

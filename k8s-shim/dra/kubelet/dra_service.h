@@ -41,7 +41,7 @@ class DraService final : public drapb::DRAPlugin::Service {
   // forgotten: the role's loop then reads prepared_claims() again.
   DraService(ClaimLookup lookup, CardSource cards, std::string node_name, PreparedClaims claims,
              ClaimCdiSpecs specs, std::function<void()> claims_changed = {},
-             HookSource instance_hook = {}, bool virtual_functions_offered = false);
+             HookSource instance_hook = {});
 
   // Per claim: a claim's error goes in its own entry and never fails the others.
   grpc::Status NodePrepareResources(grpc::ServerContext* context,
@@ -76,7 +76,6 @@ class DraService final : public drapb::DRAPlugin::Service {
   const ClaimCdiSpecs specs_;
   const std::function<void()> claims_changed_;
   const HookSource instance_hook_;
-  const bool virtual_functions_offered_;  // the pool offers VFs (memory shares on)
 };
 
 }  // namespace shim::dra

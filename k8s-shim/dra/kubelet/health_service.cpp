@@ -51,7 +51,7 @@ void HealthService::update(const std::vector<xpu::DeviceInfo>& cards) {
   std::lock_guard lock(mutex_);
   std::map<unsigned, DeviceState> next;
   for (const auto& card : cards) {
-    if (!is_offered_card(card)) continue;
+    if (!is_preparable(card)) continue;
     auto known = devices_.find(card.index);
     const bool unchanged = known != devices_.end() && known->second.healthy == card.healthy;
     next[card.index] = DeviceState{

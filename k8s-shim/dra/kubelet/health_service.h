@@ -56,10 +56,10 @@ class HealthService {
   // object, which must outlive the server.
   std::vector<grpc::Service*> grpc_services() { return {&v1alpha1_, &v1_}; }
 
-  // xpud's view now. Virtual functions are skipped (they are not published as devices); a card
-  // whose health differs from the last view gets a new last_updated_time. Cards no longer listed
-  // leave the messages (the kubelet shows them Unknown after its timeout). Never blocks on a
-  // stream.
+  // xpud's view now. A physical function with SR-IOV on is skipped (never published: its
+  // virtual functions are); a card or VF whose health differs from the last view gets a new
+  // last_updated_time. Cards no longer listed leave the messages (the kubelet shows them Unknown
+  // after its timeout). Never blocks on a stream.
   void update(const std::vector<xpu::DeviceInfo>& cards);
   // Ends the streams open now, of both versions, with OK (for shutdown, before the server stops,
   // so the server's grace period is not spent waiting on them). Later streams are served again.

@@ -6,7 +6,10 @@
 // (pkg/apis/resource/v1/defaults.go, SetDefaults_DeviceTaint), and with DRADeviceTaints off
 // (keep_taints(false)) every device's taints are dropped (pkg/registry/resource/resourceslice/
 // strategy.go, dropDisabledDRADeviceTaintsFields), as the recorded answers of 1.37.2 and 1.35.4
-// show (recorded/resourceslice_update_tainted*.json).
+// show (recorded/resourceslice_update_tainted*.json). With DRAPartitionableDevices off
+// (keep_counters(false), Kubernetes 1.35's default) sharedCounters and every device's
+// consumesCounters are dropped unless the slice updated already uses them
+// (dropDisabledDRAPartitionableDevicesFields in the same file of v1.35.4).
 #pragma once
 
 #include <deque>
@@ -50,6 +53,8 @@ class FakeSliceServer : public HttpTransport {
   void remove(const std::string& name) { store_.erase(name); }
   // Whether writes keep the devices' taints (Kubernetes 1.36+, where DRADeviceTaints is on).
   void keep_taints(bool keep) { keep_taints_ = keep; }
+  // Whether writes keep counters (Kubernetes 1.36+, where DRAPartitionableDevices is on).
+  void keep_counters(bool keep) { keep_counters_ = keep; }
   // Bumps a stored slice's resourceVersion, as another writer's change would.
   void touch(const std::string& name) {
     store_.at(name)["metadata"]["resourceVersion"] = std::to_string(++version_);
@@ -78,7 +83,7 @@ class FakeSliceServer : public HttpTransport {
       return HttpResponse{200, list.dump()};
     }
     if (request.method == "POST" && target == kSlices) {
-      std::string name = add(admitted(nlohmann::json::parse(request.body)));
+      std::string name = add(admitted(nlohmann::json::parse(request.body), nullptr));
       return HttpResponse{201, store_[name].dump()};
     }
     std::string name(target.substr(std::min(target.size(), kSlices.size() + 1)));
@@ -86,7 +91,7 @@ class FakeSliceServer : public HttpTransport {
     if (!target.starts_with(std::string(kSlices) + "/") || it == store_.end())
       return status_answer(404, "NotFound", "resourceslices \"" + name + "\" not found");
     if (request.method == "PUT") {
-      auto object = admitted(nlohmann::json::parse(request.body));
+      auto object = admitted(nlohmann::json::parse(request.body), &it->second);
       if (object["metadata"].value("resourceVersion", "") !=
           it->second["metadata"]["resourceVersion"])
         return status_answer(409, "Conflict", "the object has been modified");
@@ -119,8 +124,22 @@ class FakeSliceServer : public HttpTransport {
     return HttpResponse{code, status.dump()};
   }
 
-  nlohmann::json admitted(nlohmann::json object) {
-    if (!object.contains("spec") || !object["spec"].contains("devices")) return object;
+  static bool uses_counters(const nlohmann::json& slice) {
+    const auto& spec = slice.value("spec", nlohmann::json::object());
+    if (spec.contains("sharedCounters")) return true;
+    for (const auto& device : spec.value("devices", nlohmann::json::array()))
+      if (device.contains("consumesCounters")) return true;
+    return false;
+  }
+
+  nlohmann::json admitted(nlohmann::json object, const nlohmann::json* old) {
+    if (!object.contains("spec")) return object;
+    if (!keep_counters_ && !(old && uses_counters(*old))) {
+      object["spec"].erase("sharedCounters");
+      if (object["spec"].contains("devices"))
+        for (auto& device : object["spec"]["devices"]) device.erase("consumesCounters");
+    }
+    if (!object["spec"].contains("devices")) return object;
     for (auto& device : object["spec"]["devices"]) {
       if (!device.contains("taints")) continue;
       if (!keep_taints_) {
@@ -136,6 +155,7 @@ class FakeSliceServer : public HttpTransport {
 
   std::map<std::string, nlohmann::json> store_;
   bool keep_taints_ = true;
+  bool keep_counters_ = true;
   int stamps_ = 0;
   struct Failure {
     std::string method;  // empty: any

@@ -47,7 +47,9 @@ const AttributeValue& attribute(const SliceDevice& device, std::string_view name
 TEST(DesiredSlice, ListsThePhysicalCardsWithTheirAttributes) {
   std::vector<std::string> omitted;
   ResourceSliceSpec spec = desired_slice(eight_cards(), "node-a", 7, &omitted);
-  EXPECT_TRUE(omitted.empty());
+  // The two virtual functions name no PF (and card 0's SR-IOV is off): said, and not offered.
+  EXPECT_THAT(omitted, ::testing::ElementsAre(::testing::HasSubstr("xpu-8: a virtual function"),
+                                              ::testing::HasSubstr("xpu-9: a virtual function")));
   EXPECT_EQ(spec.driver, "xpu.kunlunxin.com");
   EXPECT_EQ(spec.node_name, "node-a");
   EXPECT_EQ(spec.pool, (SlicePool{.name = "node-a", .generation = 7, .resource_slice_count = 1}));
@@ -74,7 +76,9 @@ TEST(DesiredSlice, ListsThePhysicalCardsWithTheirAttributes) {
 TEST(DesiredSlice, CarriesKubernetesStandardAttributes) {
   std::vector<std::string> omitted;
   ResourceSliceSpec spec = desired_slice(eight_cards(), "node-a", 7, &omitted);
-  EXPECT_TRUE(omitted.empty());
+  // The two virtual functions name no PF (and card 0's SR-IOV is off): said, and not offered.
+  EXPECT_THAT(omitted, ::testing::ElementsAre(::testing::HasSubstr("xpu-8: a virtual function"),
+                                              ::testing::HasSubstr("xpu-9: a virtual function")));
   ASSERT_EQ(spec.devices.size(), 8u);
   for (unsigned i = 0; i < 8; ++i) {
     const SliceDevice& device = spec.devices[i];
@@ -159,8 +163,8 @@ TEST(DesiredSlice, LeavesOutAPhysicalFunctionWithSriovOn) {
 TEST(DesiredSlice, LeavesOutAVersionItCannotNormalise) {
   std::vector<std::string> omitted;
   ResourceSliceSpec spec = desired_slice(eight_cards("unknown"), "node-a", 1, &omitted);
-  ASSERT_EQ(omitted.size(), 1u);
-  EXPECT_NE(omitted[0].find("unknown"), std::string::npos);
+  ASSERT_EQ(omitted.size(), 3u);  // and the two VFs of no PF
+  EXPECT_NE(omitted[0].find("driverVersion \"unknown\""), std::string::npos);
   EXPECT_FALSE(spec.devices[0].attributes.contains("driverVersion"));
 }
 
@@ -321,6 +325,8 @@ TEST(DesiredSlices, VirtualFunctionsConsumeTheirPartOfTheirPhysicalFunctionsCoun
   EXPECT_THAT(names, ::testing::ElementsAre("xpu-1", "xpu-8", "xpu-9", "xpu-1-shared"));
   const SliceDevice& vf = slices[0].devices[1];
   EXPECT_EQ(vf.attributes.at("model"), AttributeValue(std::string("R200-VF")));
+  EXPECT_EQ(vf.attributes.at("physicalFunction"), AttributeValue(std::string("0000:3b:00.0")));
+  EXPECT_FALSE(slices[0].devices[0].attributes.contains("physicalFunction"));
   EXPECT_EQ(vf.capacity.at("memory"), std::int64_t{20} << 30);
   EXPECT_FALSE(vf.allow_multiple_allocations);
   EXPECT_EQ(vf.consumes_counters,
@@ -335,11 +341,51 @@ TEST(DesiredSlices, VirtualFunctionsConsumeTheirPartOfTheirPhysicalFunctionsCoun
   EXPECT_THAT(omitted[0],
               ::testing::HasSubstr("xpu-10: a virtual function whose physical function"));
 
-  // Without shares (no counters in the pool) VFs stay out, as before.
+  // Without shares the VFs are offered just the same, and only their PF has a counter set: the
+  // whole card consumes none.
   auto plain = desired_slices(xpu::test::present(devices), "node-a", 1, nullptr, {}, SharePolicy{});
-  ASSERT_EQ(plain.size(), 1u);
-  ASSERT_EQ(plain[0].devices.size(), 1u);
-  EXPECT_EQ(plain[0].devices[0].name, "xpu-1");
+  ASSERT_EQ(plain.size(), 2u);
+  names.clear();
+  for (const SliceDevice& device : plain[0].devices) names.push_back(device.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("xpu-1", "xpu-8", "xpu-9"));
+  EXPECT_TRUE(plain[0].devices[0].consumes_counters.empty());
+  EXPECT_EQ(plain[0].devices[2].consumes_counters, vf.consumes_counters);
+  EXPECT_EQ(plain[1].shared_counters,
+            (std::vector<CounterSet>{
+                {.name = "xpu-0", .counters = {{"memory", std::int64_t{40} << 30}}}}));
+  EXPECT_EQ(plain[1].pool.resource_slice_count, 2);
+}
+
+// What an API server without partitionable devices (Kubernetes 1.35) can hold: no counters and
+// no shares, the cards and the VFs still offered, in one slice that says it is the only one.
+TEST(DesiredSlices, WithoutCountersTheSharesAndCounterSlicesGoAndTheVirtualFunctionsStay) {
+  constexpr std::uint64_t kGiBytes = std::uint64_t{1} << 30;
+  xpu::DeviceInfo pf = card(0).pci_bus_id("0000:3b:00.0").memory_total_bytes(32 * kGiBytes);
+  pf.sriov_enabled = true;
+  std::vector<xpu::DeviceInfo> devices = {pf, card(1).memory_total_bytes(32 * kGiBytes)};
+  xpu::DeviceInfo vf = card(8).memory_total_bytes(16 * kGiBytes).virtual_function();
+  vf.physical_function = "0000:3b:00.0";
+  devices.push_back(vf);
+  auto pool = desired_slices(xpu::test::present(devices), "node-a", 4, nullptr, {},
+                             SharePolicy{.enabled = true});
+  ASSERT_EQ(pool.size(), 2u);
+  auto stripped = without_counters(pool);
+  ASSERT_EQ(stripped.size(), 1u);
+  EXPECT_EQ(stripped[0].pool,
+            (SlicePool{.name = "node-a", .generation = 4, .resource_slice_count = 1}));
+  std::vector<std::string> names;
+  for (const SliceDevice& device : stripped[0].devices) {
+    names.push_back(device.name);
+    EXPECT_TRUE(device.consumes_counters.empty()) << device.name;
+  }
+  EXPECT_THAT(names, ::testing::ElementsAre("xpu-1", "xpu-8"));
+  EXPECT_TRUE(stripped[0].shared_counters.empty());
+  // A pool that had no counters is as it was; a node without cards keeps its empty slice.
+  auto plain = desired_slices(eight_cards(), "node-a", 2, nullptr, {}, SharePolicy{});
+  EXPECT_EQ(without_counters(plain), plain);
+  auto empty = without_counters(desired_slices(xpu::DeviceView{}, "node-a", 2, nullptr, {}, {}));
+  ASSERT_EQ(empty.size(), 1u);
+  EXPECT_TRUE(empty[0].devices.empty());
 }
 
 }  // namespace

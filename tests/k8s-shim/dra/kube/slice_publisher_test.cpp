@@ -388,5 +388,83 @@ TEST_F(SharedPool, AHalfWrittenPoolIsWrittenWholeOneGenerationHigher) {
   EXPECT_EQ(sharing.writes(), 3u);
 }
 
+// Card 1 of `cards(2)` with SR-IOV on and two virtual functions, xpu-2 and xpu-3.
+xpu::DeviceView with_virtual_functions() {
+  xpu::DeviceView view = cards(2);
+  view.devices[1].pci_bus_id = "0000:5e:00.0";
+  view.devices[1].sriov_enabled = true;
+  for (unsigned index : {2u, 3u}) {
+    xpu::DeviceInfo vf =
+        xpu::test::card(index).model("R200-VF-16G").memory_total_bytes(std::uint64_t{16} << 30);
+    vf.is_virtual_function = true;
+    vf.physical_function = "0000:5e:00.0";
+    view.devices.push_back(vf);
+  }
+  return view;
+}
+
+std::vector<std::string> device_names(const nlohmann::json& slice) {
+  std::vector<std::string> names;
+  for (const auto& device : slice["spec"]["devices"]) names.push_back(device["name"]);
+  return names;
+}
+
+TEST_F(SharedPool, VirtualFunctionsComeWithTheirPhysicalFunctionsCountersWithoutShares) {
+  publisher.set_devices(with_virtual_functions());
+  publisher.reconcile(now);
+  EXPECT_EQ(publisher.writes(), 2u);
+  auto [devices, counters] = pool();
+  EXPECT_EQ(device_names(devices), (std::vector<std::string>{"xpu-0", "xpu-2", "xpu-3"}));
+  EXPECT_FALSE(devices["spec"]["devices"][0].contains("consumesCounters"));
+  EXPECT_EQ(devices["spec"]["devices"][1]["consumesCounters"][0]["counterSet"], "xpu-1");
+  ASSERT_EQ(counters["spec"]["sharedCounters"].size(), 1u);
+  EXPECT_EQ(counters["spec"]["sharedCounters"][0]["name"], "xpu-1");
+}
+
+// Kubernetes 1.35: the first write shows the counters dropped, and the pool is written again
+// without them, once; the VFs stay offered, the shares go.
+TEST_F(SharedPool, AServerThatDropsCountersGetsThePoolWithoutThem) {
+  server.keep_counters(false);
+  sharing.set_devices(with_virtual_functions());
+  auto next = sharing.reconcile(now);
+  const auto& slice = only_slice();
+  EXPECT_EQ(slice["spec"]["pool"]["generation"], 2);
+  EXPECT_EQ(slice["spec"]["pool"]["resourceSliceCount"], 1);
+  EXPECT_EQ(device_names(slice), (std::vector<std::string>{"xpu-0", "xpu-2", "xpu-3"}));
+  EXPECT_EQ(server.count("POST"), 1u);  // the devices slice, then rewritten in place
+  EXPECT_EQ(server.count("PUT"), 1u);
+  EXPECT_EQ(sharing.writes(), 2u);
+  for (int i = 0; i < 3; ++i) next = sharing.reconcile(next);  // resyncs: relist, no write
+  EXPECT_EQ(sharing.writes(), 2u);
+  // A restart learns it again at the cost of one more write pair, no more.
+  SlicePublisher restarted{api, "node-a", {}, kShares};
+  restarted.set_devices(with_virtual_functions());
+  next = restarted.reconcile(now);
+  EXPECT_EQ(restarted.writes(), 2u);
+  EXPECT_EQ(only_slice()["spec"]["pool"]["generation"], 4);
+  restarted.reconcile(next);
+  EXPECT_EQ(restarted.writes(), 2u);
+}
+
+// A pool already written with counters (a second slice) loses the counters' slice too.
+TEST_F(SharedPool, CountersDroppedAfterAnUpgradeWithTheGateOffLeaveOneSlice) {
+  sharing.set_devices(cards(2));
+  sharing.reconcile(now);
+  ASSERT_EQ(server.store().size(), 2u);
+  server.keep_counters(false);
+  // The stored slices use counters, so the server keeps them on update: nothing to notice, the
+  // pool stays whole. Only a new slice shows the gate, as after the pool's slices are deleted.
+  for (const auto& name : [&] {
+         std::vector<std::string> names;
+         for (const auto& [name, slice] : server.store()) names.push_back(name);
+         return names;
+       }())
+    server.remove(name);
+  sharing.reconcile(now + SlicePublisher::kResync);
+  const auto& slice = only_slice();
+  EXPECT_EQ(device_names(slice), (std::vector<std::string>{"xpu-0", "xpu-1"}));
+  EXPECT_EQ(slice["spec"]["pool"]["resourceSliceCount"], 1);
+}
+
 }  // namespace
 }  // namespace shim::dra

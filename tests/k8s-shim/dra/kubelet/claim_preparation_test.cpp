@@ -134,18 +134,11 @@ TEST(dra_ClaimPreparation, ADeviceNameOfAnotherShapeIsRefused) {
   }
 }
 
-TEST(dra_ClaimPreparation, AMissingCardOrAVirtualFunctionIsRefused) {
+TEST(dra_ClaimPreparation, AMissingCardIsRefused) {
   auto missing =
       prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-7"}}), kNode, cards());
   ASSERT_FALSE(missing);
   EXPECT_THAT(missing.error(), HasSubstr("xpu-7 of request r is not a card on this node"));
-
-  std::vector<xpu::DeviceInfo> with_vf = cards();
-  with_vf.push_back(card(8).uuid("VF-8").virtual_function());
-  auto virtual_function =
-      prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-8"}}), kNode, with_vf);
-  ASSERT_FALSE(virtual_function);
-  EXPECT_THAT(virtual_function.error(), HasSubstr("not a card on this node"));
 }
 
 // Its slice may predate the VFs being turned on: the kubelet's prepare still finds it refused.
@@ -269,22 +262,22 @@ TEST(dra_ClaimPreparation, ARequestWithSharesAndWholeCardsIsRefused) {
   EXPECT_THAT(mixed.error(), HasSubstr("request r has both shares and whole cards"));
 }
 
-TEST(dra_ClaimPreparation, AVirtualFunctionIsPreparedWhereThePoolOffersThem) {
+TEST(dra_ClaimPreparation, AVirtualFunctionIsPreparedAndItsPhysicalFunctionIsNot) {
   std::vector<xpu::DeviceInfo> with_vf = cards();
   with_vf[2].sriov_enabled = true;
   xpu::DeviceInfo vf = card(8).uuid("VF-8").virtual_function();
   vf.physical_function = with_vf[2].pci_bus_id;
   with_vf.push_back(vf);
-  auto prepared = prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-8"}}), kNode,
-                                with_vf, /*virtual_functions_offered=*/true);
+  auto prepared =
+      prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-8"}}), kNode, with_vf);
   ASSERT_TRUE(prepared) << prepared.error();
   EXPECT_EQ(prepared->devices.at(0).index, 8u);
   EXPECT_THAT(prepared->devices.at(0).cdi_ids.front(), HasSubstr("kunlunxin.com/xpu=VF-8"));
   // Its PF stays refused, and a VF has no shareable device.
-  EXPECT_FALSE(prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-2"}}), kNode,
-                             with_vf, true));
+  EXPECT_FALSE(
+      prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-2"}}), kNode, with_vf));
   auto vf_share = prepare_claim(
-      reference(), allocated({share("r", "xpu-8-shared", kShare, kGiBytes)}), kNode, with_vf, true);
+      reference(), allocated({share("r", "xpu-8-shared", kShare, kGiBytes)}), kNode, with_vf);
   ASSERT_FALSE(vf_share);
   EXPECT_THAT(vf_share.error(), HasSubstr("a share of a virtual function"));
 }

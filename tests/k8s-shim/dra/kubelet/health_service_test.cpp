@@ -95,11 +95,12 @@ TEST(dra_HealthService, FirstMessageListsEveryCardWithItsHealth) {
   grpc::ClientContext context;
   auto stream = f.watch(context);
   EXPECT_EQ(next(*stream),
-            (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000", "node-a/xpu-1 UNHEALTHY@1000"}));
+            (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000", "node-a/xpu-1 UNHEALTHY@1000",
+                                      "node-a/xpu-2 HEALTHY@1000"}));
 }
 
 // Not published, so not reported either: the kubelet would hold health for a device it has
-// no slice entry for.
+// no slice entry for. Its virtual functions are published, and reported.
 TEST(dra_HealthService, APhysicalFunctionWithSriovOnIsLeftOut) {
   Fixture f;
   xpu::DeviceInfo pf = card(0);
@@ -107,10 +108,12 @@ TEST(dra_HealthService, APhysicalFunctionWithSriovOnIsLeftOut) {
   f.service.update({pf, card(1), card(2).virtual_function()});
   grpc::ClientContext context;
   auto stream = f.watch(context);
-  EXPECT_EQ(next(*stream), (std::vector<std::string>{"node-a/xpu-1 HEALTHY@1000"}));
+  EXPECT_EQ(next(*stream),
+            (std::vector<std::string>{"node-a/xpu-1 HEALTHY@1000", "node-a/xpu-2 HEALTHY@1000"}));
   grpc::ClientContext context_v1;
   auto stream_v1 = f.watch_v1(context_v1);
-  EXPECT_EQ(next(*stream_v1), (std::vector<std::string>{"node-a/xpu-1 HEALTHY@1000"}));
+  EXPECT_EQ(next(*stream_v1),
+            (std::vector<std::string>{"node-a/xpu-1 HEALTHY@1000", "node-a/xpu-2 HEALTHY@1000"}));
 }
 
 TEST(dra_HealthService, AHealthChangeSendsUnhealthyWithANewerTime) {
@@ -229,7 +232,8 @@ TEST(dra_HealthServiceV1, FirstMessageListsEveryCardAndWhyOneIsUnhealthy) {
   grpc::ClientContext context;
   auto stream = f.watch_v1(context);
   EXPECT_EQ(next(*stream), (std::vector<std::string>{"node-a/xpu-0 HEALTHY@1000",
-                                                     "node-a/xpu-1 UNHEALTHY@1000: link down"}));
+                                                     "node-a/xpu-1 UNHEALTHY@1000: link down",
+                                                     "node-a/xpu-2 HEALTHY@1000"}));
 }
 
 TEST(dra_HealthServiceV1, AHealthChangeIsSentWithItsReason) {
