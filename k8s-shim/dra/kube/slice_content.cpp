@@ -87,6 +87,19 @@ void put_standard_attributes(const xpu::DeviceInfo& card, SliceDevice& device,
                                std::to_string(kMaxStandardNumaNode));
 }
 
+// `items` in order, in parts of at most `size` each (none for no items).
+template <typename T>
+std::vector<std::vector<T>> in_parts(std::vector<T> items, std::size_t size) {
+  std::vector<std::vector<T>> parts;
+  for (std::size_t first = 0; first < items.size(); first += size) {
+    const std::size_t last = std::min(items.size(), first + size);
+    parts.emplace_back(
+        std::make_move_iterator(std::next(items.begin(), static_cast<std::ptrdiff_t>(first))),
+        std::make_move_iterator(std::next(items.begin(), static_cast<std::ptrdiff_t>(last))));
+  }
+  return parts;
+}
+
 // Virtual functions in the pool: each VF whose PF xpud names is a device of its own, with the
 // attribute physicalFunction (which only VFs carry, for the DeviceClasses to tell them from
 // cards), consuming its memory of the PF's counter set; the PF, whose SR-IOV is on, is not
@@ -325,19 +338,21 @@ std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
   });
 
   std::vector<ResourceSliceSpec> slices;
-  slices.push_back(std::move(spec));
-  if (counter_sets.empty()) return slices;
-  for (std::size_t first = 0; first < counter_sets.size(); first += kMaxCounterSetsPerSlice) {
-    ResourceSliceSpec counters{.driver = slices.front().driver,
-                               .node_name = slices.front().node_name,
-                               .pool = slices.front().pool,
-                               .devices = {},
-                               .shared_counters = {}};
-    const std::size_t last = std::min(counter_sets.size(), first + kMaxCounterSetsPerSlice);
-    counters.shared_counters.assign(
-        std::next(counter_sets.begin(), static_cast<std::ptrdiff_t>(first)),
-        std::next(counter_sets.begin(), static_cast<std::ptrdiff_t>(last)));
-    slices.push_back(std::move(counters));
+  auto empty_slice = [&spec] {
+    return ResourceSliceSpec{.driver = spec.driver,
+                             .node_name = spec.node_name,
+                             .pool = spec.pool,
+                             .devices = {},
+                             .shared_counters = {}};
+  };
+  for (std::vector<SliceDevice>& part : in_parts(std::move(spec.devices), kMaxDevicesPerSlice)) {
+    slices.push_back(empty_slice());
+    slices.back().devices = std::move(part);
+  }
+  if (slices.empty()) slices.push_back(empty_slice());  // a node without cards says so
+  for (std::vector<CounterSet>& part : in_parts(std::move(counter_sets), kMaxCounterSetsPerSlice)) {
+    slices.push_back(empty_slice());
+    slices.back().shared_counters = std::move(part);
   }
   for (ResourceSliceSpec& slice : slices)
     slice.pool.resource_slice_count = static_cast<std::int64_t>(slices.size());
@@ -345,19 +360,19 @@ std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
 }
 
 std::vector<ResourceSliceSpec> without_counters(std::vector<ResourceSliceSpec> slices) {
-  // The devices slice comes first and stays, even empty (a node without cards says so); the
-  // counters' slices after it go.
-  if (slices.size() > 1)
-    slices.erase(
-        std::remove_if(std::next(slices.begin()), slices.end(),
-                       [](const ResourceSliceSpec& slice) { return slice.devices.empty(); }),
-        slices.end());
   for (ResourceSliceSpec& slice : slices) {
     std::erase_if(slice.devices,
                   [](const SliceDevice& device) { return device.allow_multiple_allocations; });
     for (SliceDevice& device : slice.devices) device.consumes_counters.clear();
     slice.shared_counters.clear();
   }
+  // The first slice stays, even empty (a node without cards says so); the others left empty (the
+  // counters' slices, a part that held only shares) go.
+  if (slices.size() > 1)
+    slices.erase(
+        std::remove_if(std::next(slices.begin()), slices.end(),
+                       [](const ResourceSliceSpec& slice) { return slice.devices.empty(); }),
+        slices.end());
   for (ResourceSliceSpec& slice : slices)
     slice.pool.resource_slice_count = static_cast<std::int64_t>(slices.size());
   return slices;

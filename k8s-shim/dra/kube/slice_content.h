@@ -63,8 +63,13 @@ std::map<unsigned, unsigned> link_groups(const std::vector<xpu::DeviceInfo>& dev
 
 // The API's limit on counter sets per slice (resource.k8s.io ResourceSliceMaxCounterSets).
 inline constexpr std::size_t kMaxCounterSetsPerSlice = 8;
+// The API's limit on devices per slice once one of them has a taint or consumes counters
+// (ResourceSliceMaxDevicesWithAdvancedFeatures; 128 otherwise). Taints come and go with health,
+// so the pool keeps to 64 always rather than re-cut its slices when a card fails.
+inline constexpr std::size_t kMaxDevicesPerSlice = 64;
 
-// The devices slice of the pool for `view` without shares (desired_slices()' first): the
+// The first devices slice of the pool for `view` without shares (desired_slices()' first: all
+// devices on a node of at most kMaxDevicesPerSlice): the
 // physical cards sorted by index (PFs with SR-IOV on are left out: offered_cards.h), then the
 // virtual functions, with pool = node name. An attribute
 // that cannot be written validly is left out, and why is appended to `omitted` (when given) for
@@ -77,7 +82,7 @@ ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view no
                                 std::vector<std::string>* omitted = nullptr,
                                 const TaintPolicy& taints = {});
 
-// The whole pool: the devices slice first (as desired_slice() makes it, then the virtual
+// The whole pool: the devices first (the cards as desired_slice() makes them, then the virtual
 // functions whose PF (SR-IOV on, so not offered itself) xpud names, each a device of its own
 // with the attribute physicalFunction = the PF's bus id, consuming its memory of the PF's counter
 // set "xpu-<pf index>" (as large as the PF or its VFs together, whichever is more)), and with
@@ -88,6 +93,7 @@ ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view no
 //     capacity memory under the requestPolicy {default, validRange {min, step}}, consumes the
 //     same (the allocator charges a shareable device's counters once, however many claims
 //     hold it: so a card goes to shares or to one whole-card claim, never both);
+// the devices in slices of at most kMaxDevicesPerSlice (one, empty, for a node without cards);
 // then, when there are counter sets, slices holding only them, at most kMaxCounterSetsPerSlice each
 // (the API takes devices or counters in a slice, not both). Every slice carries
 // pool.resourceSliceCount = the number returned. A card left unshared is noted in `omitted`.

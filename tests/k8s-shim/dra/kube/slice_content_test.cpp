@@ -356,6 +356,32 @@ TEST(DesiredSlices, VirtualFunctionsConsumeTheirPartOfTheirPhysicalFunctionsCoun
   EXPECT_EQ(plain[1].pool.resource_slice_count, 2);
 }
 
+// 40 cards with shares are 80 devices: over the API's 64 a slice, so two devices slices, then
+// five of eight counter sets each; every slice counts all seven.
+TEST(DesiredSlices, APoolOfMoreDevicesThanASliceTakesIsCutInto64s) {
+  std::vector<xpu::DeviceInfo> devices;
+  for (unsigned i = 0; i < 40; ++i)
+    devices.push_back(card(i).memory_total_bytes(std::uint64_t{32} << 30));
+  auto pool = desired_slices(xpu::test::present(devices), "node-a", 1, nullptr, {},
+                             SharePolicy{.enabled = true});
+  ASSERT_EQ(pool.size(), 7u);
+  EXPECT_EQ(pool[0].devices.size(), 64u);
+  EXPECT_EQ(pool[1].devices.size(), 16u);
+  EXPECT_EQ(pool[0].devices[0].name, "xpu-0");
+  EXPECT_EQ(pool[0].devices[40].name, "xpu-0-shared");
+  EXPECT_EQ(pool[1].devices[15].name, "xpu-39-shared");
+  for (std::size_t i = 2; i < pool.size(); ++i) {
+    EXPECT_TRUE(pool[i].devices.empty());
+    EXPECT_EQ(pool[i].shared_counters.size(), 8u);
+  }
+  for (const ResourceSliceSpec& slice : pool) EXPECT_EQ(slice.pool.resource_slice_count, 7);
+  // Without counters the shares go, and the slice that held only shares with them.
+  auto stripped = without_counters(pool);
+  ASSERT_EQ(stripped.size(), 1u);
+  EXPECT_EQ(stripped[0].devices.size(), 40u);
+  EXPECT_EQ(stripped[0].pool.resource_slice_count, 1);
+}
+
 // What an API server without partitionable devices (Kubernetes 1.35) can hold: no counters and
 // no shares, the cards and the VFs still offered, in one slice that says it is the only one.
 TEST(DesiredSlices, WithoutCountersTheSharesAndCounterSlicesGoAndTheVirtualFunctionsStay) {
