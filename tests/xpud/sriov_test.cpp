@@ -1,8 +1,9 @@
 // ConfigureVirtualFunctions end to end: the real xpud on a private bus, over the fake sysfs tree
 // (a kernel stand-in makes the virtual functions when sriov_numvfs is written) and over the fake
-// libxpuml (which makes them inside xpumlDeviceSetSriovVfNum). The new functions must appear as
-// device objects with IsVirtualFunction through discovery, with no restart; errors, the caller
-// check and the host's [sriov] allow_cluster_reconfigure are what a client sees.
+// libxpuml (which makes them inside xpumlDeviceSetSriovVfNum), and on the sim backend, which
+// simulates them. The new functions must appear as device objects with IsVirtualFunction through
+// discovery, with no restart; errors, the caller check and the host's [sriov]
+// allow_cluster_reconfigure are what a client sees.
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -364,12 +365,69 @@ TEST_F(SriovTest, LibraryVirtualFunctionsAreOnTheBusWhenTheCallReturns) {
   EXPECT_THAT(no_sriov.error(), HasSubstr(std::string(xpu::names::kErrorNotSupported)));
 }
 
-TEST_F(SriovTest, TheSimBackendHasNoSriov) {
-  start("[daemon]\nbackend = sim\n[sim]\ndevices = 2\n");
+// The sim backend simulates the vendor's R200 virtual functions (sim_identity.h): xpuctl
+// configure-vfs as root, and the cards appear in xpuctl list and on the bus.
+TEST_F(SriovTest, TheSimBackendSimulatesVirtualFunctions) {
+  start("[daemon]\nbackend = sim\n[sim]\ndevices = 8\nmemory_mib = 16384\n");
   xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
-  auto done = client.configure_virtual_functions(0, 1, kCallTimeout);
-  ASSERT_FALSE(done);
-  EXPECT_THAT(done.error(), HasSubstr("the sim backend cannot configure SR-IOV virtual functions"));
+  ASSERT_EQ(client.list_devices()->size(), 8u);
+  auto xpuctl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {binary_path("xpuctl/xpuctl").string(), "--bus-address",
+                                     bus_.address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess process(argv, dir_.path() / ("xpuctl." + std::to_string(++calls_)));
+    auto status = process.wait(15s);
+    return std::pair{status.value_or(-1), process.output()};
+  };
+
+  auto [status, output] = xpuctl({"configure-vfs", "7", "2"});
+  EXPECT_EQ(status, 0) << output << xpud_->output();
+  EXPECT_EQ(output, "xpu7: 2 virtual functions\n");
+  std::string listed;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        listed = xpuctl({"list"}).second;
+        return listed.find("0000:86:00.2") != std::string::npos;
+      },
+      5s))
+      << listed << xpud_->output();
+  EXPECT_THAT(listed, HasSubstr("10 devices, 10 healthy, 1 PF with SR-IOV on (not offered)"));
+  EXPECT_THAT(listed, HasSubstr("R200 (PF, SR-IOV on)"));
+  EXPECT_THAT(listed, HasSubstr("R200-VF-8G (VF)"));
+  EXPECT_THAT(listed, HasSubstr("0000:86:00.1"));
+
+  auto devices = client.list_devices();
+  ASSERT_TRUE(devices);
+  ASSERT_EQ(devices->size(), 10u);
+  EXPECT_TRUE((*devices)[7].sriov_enabled);
+  for (unsigned i : {8u, 9u}) {
+    const auto& vf = (*devices)[i];
+    EXPECT_EQ(vf.index, i);
+    EXPECT_TRUE(vf.is_virtual_function) << i;
+    EXPECT_EQ(vf.model, "R200-VF-8G") << i;
+    EXPECT_EQ(vf.memory_total_bytes, 8ull << 30) << i;
+    EXPECT_EQ(vf.physical_function, "0000:86:00.0") << i;
+    EXPECT_TRUE(vf.healthy) << i;
+  }
+
+  auto too_many = client.configure_virtual_functions(7, 4, kCallTimeout);
+  ASSERT_FALSE(too_many);
+  EXPECT_THAT(too_many.error(),
+              HasSubstr("xpu7 (0000:86:00.0) supports at most 3 virtual functions"));
+  EXPECT_THAT(too_many.error(), HasSubstr(std::string(xpu::names::kErrorInvalidArgument)));
+  auto on_vf = client.configure_virtual_functions(8, 1, kCallTimeout);
+  ASSERT_FALSE(on_vf);
+  EXPECT_THAT(on_vf.error(), HasSubstr(std::string(xpu::names::kErrorNotSupported)));
+
+  // And back to none: the VF objects go, the PF is a whole card again.
+  ASSERT_TRUE(client.configure_virtual_functions(7, 0, kCallTimeout)) << xpud_->output();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto now = client.list_devices();
+        return now && now->size() == 8u && !(*now)[7].sriov_enabled;
+      },
+      5s))
+      << xpud_->output();
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Changing the number of SR-IOV virtual functions, kept apart from the read-only Backend
-// interface. A backend that can do it returns itself from Backend::virtual_functions(); the
-// others (sim) return nullptr.
+// interface. A backend that can do it (xpuml, sysfs, and sim, which simulates them) returns
+// itself from Backend::virtual_functions().
 //
 // Threading: like every driver call, only from the sampler's driver thread (see backend.h).
 #pragma once

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -11,10 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "common/fnv1a.h"
+#include <spdlog/spdlog.h>
+
 #include "common/names.h"
 #include "xpud/backends/cxpu_instances.h"
+#include "xpud/backends/sim/sim_identity.h"
 #include "xpud/backends/simulator.h"
+#include "xpud/backends/virtual_functions.h"
 
 namespace xpud {
 namespace {
@@ -28,63 +30,16 @@ constexpr double kMaxWatts = 150.0;
 constexpr double kBaseClockHz = 1.3e9;
 constexpr double kBoostClockHz = 1.6e9;
 
-// Cards split in two NUMA halves; inside a half every pair is linked, and card i is linked to
-// its twin i+half in the other half (the 8-card layout of xpu-facts.md, generalised).
-DeviceIdentity make_identity(const SimOptions& options, unsigned index) {
-  const unsigned half = (options.devices + 1) / 2;
-  DeviceIdentity id;
-  id.index = index;
-  const bool second_half = options.devices > 1 && index >= half;
-  id.numa_node = second_half ? 1 : 0;
-  const unsigned position = second_half ? index - half : index;
-  for (unsigned other = 0; other < options.devices; ++other) {
-    if (other == index) continue;
-    const bool other_second = options.devices > 1 && other >= half;
-    const unsigned other_position = other_second ? other - half : other;
-    if (other_second == second_half || other_position == position)
-      id.linked_devices.push_back(other);
-  }
-  // Stable, UUID-shaped and unique per (model, index).
-  // FNV-1a, then a splitmix64 finaliser to spread bits.
-  std::uint64_t h = xpu::fnv1a_64(options.model + "/" + std::to_string(index));
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebull;
-  h ^= h >> 31;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-a%03x-%012llx", static_cast<unsigned>(h >> 32),
-                static_cast<unsigned>(h >> 16) & 0xffffu, static_cast<unsigned>(h) & 0xfffu,
-                index & 0xfffu, static_cast<unsigned long long>(0x5a0000000000ull + index));
-  id.uuid = buf;
-  std::snprintf(buf, sizeof buf, "SIM%s%05u", options.model.c_str(), index);
-  id.serial = buf;
-  id.model = options.model;
-  // Buses spread over two root complexes, one per NUMA half, like a dual-socket server: the
-  // first half's buses (0x10...) behind root bus 0x00, the second's (0x80...) behind root bus 0x80.
-  std::snprintf(buf, sizeof buf, "%04x:%02x:00.0", index / 256,
-                (second_half ? 0x80 : 0x10) + (position % 64) * 2);
-  id.pci_bus_id = buf;
-  std::snprintf(buf, sizeof buf, "pci%04x:%02x", index / 256, second_half ? 0x80 : 0x00);
-  id.pcie_root = buf;
-  id.memory_total_bytes = options.memory_mib * kMiB;
-  id.device_nodes = {xpu::names::device_node(index), std::string(xpu::names::kControlNode)};
-  return id;
-}
-
-class SimulatedCards final : public Backend, public Simulator, public CxpuInstanceControl {
+// Cards are looked up by their host index, never by position: virtual functions come and go
+// after the physical cards, and the index of a removed one may be handed out again.
+class SimulatedCards final : public Backend,
+                             public Simulator,
+                             public VirtualFunctionControl,
+                             public CxpuInstanceControl {
  public:
-  explicit SimulatedCards(const SimOptions& options) : options_(options) {
-    for (unsigned i = 0; i < options.devices; ++i) {
-      cards_.push_back(Card{make_identity(options, i),
-                            {},
-                            std::nullopt,
-                            std::mt19937_64(0x5eed0000u + i),
-                            0.2,
-                            0.0,
-                            35.0,
-                            {}});
-    }
+  explicit SimulatedCards(const SimOptions& options) {
+    for (unsigned i = 0; i < options.devices; ++i)
+      cards_.push_back(make_card(sim::physical_card_identity(options, i)));
     started_ = std::chrono::steady_clock::now();
   }
 
@@ -92,6 +47,7 @@ class SimulatedCards final : public Backend, public Simulator, public CxpuInstan
   std::string driver_version() override { return "5.0.21-sim"; }
 
   xpu::Result<std::vector<DeviceIdentity>> discover() override {
+    std::lock_guard lock(mutex_);
     std::vector<DeviceIdentity> ids;
     for (const auto& card : cards_) ids.push_back(card.identity);
     return ids;
@@ -99,12 +55,15 @@ class SimulatedCards final : public Backend, public Simulator, public CxpuInstan
 
   DeviceReading read(const DeviceIdentity& device) override {
     std::lock_guard lock(mutex_);
-    if (device.index >= cards_.size()) {
+    Card* found = card_of(device);
+    if (found == nullptr) {
+      // A virtual function removed since the last discovery: discover again, as for hot-plug.
       DeviceReading missing;
       missing.read_error = "no such card";
+      missing.gone = true;
       return missing;
     }
-    Card& card = cards_[device.index];
+    Card& card = *found;
     DeviceReading reading;
     reading.fault = card.fault;
     advance(card);
@@ -125,6 +84,51 @@ class SimulatedCards final : public Backend, public Simulator, public CxpuInstan
     };
     for (const auto& [key, value] : card.pinned) reading.metrics[key] = value;
     return reading;
+  }
+
+  // Like the kernel's sriov_numvfs: the functions exist at once, and the next discover() lists
+  // them (xpud discovers right after the change).
+  VirtualFunctionControl* virtual_functions() override { return this; }
+
+  std::optional<DriverChangeError> set_virtual_function_count(const DeviceIdentity& device,
+                                                              unsigned count) override {
+    using Kind = DriverChangeError::Kind;
+    std::lock_guard lock(mutex_);
+    const std::string subject = subject_of(device);
+    const Card* found = card_of(device);
+    if (found == nullptr) return card_gone(device);
+    if (found->identity.is_virtual_function)
+      return DriverChangeError{Kind::NotSupported,
+                               subject + " is a virtual function; configure its physical function"};
+    const DeviceIdentity card = found->identity;  // cards_ changes below
+    if (count > sim::kMaxVirtualFunctions)
+      return DriverChangeError{
+          Kind::InvalidArgument,
+          subject + " supports at most " + std::to_string(sim::kMaxVirtualFunctions) +
+              " virtual functions (sriov_totalvfs), not " + std::to_string(count)};
+    if (count > 0 && sim::virtual_function_memory_bytes(card.memory_total_bytes, count) == 0)
+      return DriverChangeError{Kind::InvalidArgument,
+                               subject + " has too little memory for " + std::to_string(count) +
+                                   " virtual functions of at least 1 GiB each"};
+    const unsigned current = virtual_function_count(card);
+    if (current == count) return std::nullopt;
+    // A real driver refuses to take away functions in use (the kernel's EBUSY, which the sysfs
+    // backend reports as Failed); an instance on a VF is the sim's only kind of use.
+    for (const auto& vf : cards_)
+      if (vf.identity.physical_function == card.pci_bus_id && !vf.instances.empty())
+        return DriverChangeError{
+            Kind::Failed, subject + ": its virtual functions are in use (" +
+                              xpu::names::device_name(vf.identity.index) + " holds cXPU instance " +
+                              vf.instances.begin()->first + "); destroy its instances first"};
+    // From one non-zero count to another through 0, as the kernel requires and sysfs does.
+    std::erase_if(cards_,
+                  [&](const Card& c) { return c.identity.physical_function == card.pci_bus_id; });
+    for (unsigned function = 1; function <= count; ++function)
+      cards_.push_back(
+          make_card(sim::virtual_function_identity(card, count, function, next_free_index())));
+    card_at(card.index)->identity.sriov_enabled = count > 0;
+    spdlog::info("{}: virtual functions {} -> {} (sim)", subject, current, count);
+    return std::nullopt;
   }
 
   // cXPU instances are kept per card, as a driver would keep them; nothing bounds the simulated
@@ -167,11 +171,12 @@ class SimulatedCards final : public Backend, public Simulator, public CxpuInstan
   std::optional<InjectionError> set_health(unsigned index, bool healthy,
                                            std::string reason) override {
     std::lock_guard lock(mutex_);
-    if (index >= cards_.size()) return no_such_device(index);
+    Card* card = card_at(index);
+    if (card == nullptr) return no_such_device(index);
     if (healthy) {
-      cards_[index].fault.reset();
+      card->fault.reset();
     } else {
-      cards_[index].fault = reason.empty() ? "injected fault" : std::move(reason);
+      card->fault = reason.empty() ? "injected fault" : std::move(reason);
     }
     return std::nullopt;
   }
@@ -179,40 +184,68 @@ class SimulatedCards final : public Backend, public Simulator, public CxpuInstan
   std::optional<InjectionError> set_metric(unsigned index, std::string_view key,
                                            double value) override {
     std::lock_guard lock(mutex_);
-    if (index >= cards_.size()) return no_such_device(index);
+    Card* card = card_at(index);
+    if (card == nullptr) return no_such_device(index);
     if (std::find(metric::kAll.begin(), metric::kAll.end(), key) == metric::kAll.end())
       return InjectionError{InjectionError::Kind::InvalidArgument,
                             "unknown metric '" + std::string(key) + "'"};
     if (std::isnan(value)) {
-      cards_[index].pinned.erase(std::string(key));
+      card->pinned.erase(std::string(key));
       return std::nullopt;
     }
     if (!std::isfinite(value) || value < 0)
       return InjectionError{InjectionError::Kind::InvalidArgument,
                             "metric value must be finite and not negative"};
-    cards_[index].pinned[std::string(key)] = value;
+    card->pinned[std::string(key)] = value;
     return std::nullopt;
   }
 
  private:
   struct Card {
-    DeviceIdentity identity;
-    std::map<std::string, double> pinned;
-    std::optional<std::string> fault;
-    std::mt19937_64 random;
-    double utilization;
-    double memory_fraction;
-    double temperature;
-    std::map<std::string, std::uint64_t> instances;  // cXPU instance id -> memory limit
+    DeviceIdentity identity{};
+    std::map<std::string, double> pinned{};
+    std::optional<std::string> fault{};
+    std::mt19937_64 random{};
+    double utilization = 0.2;
+    double memory_fraction = 0.0;
+    double temperature = 35.0;
+    std::map<std::string, std::uint64_t> instances{};  // cXPU instance id -> memory limit
   };
 
-  Card* card_of(const DeviceIdentity& device) {
-    if (device.index >= cards_.size() || cards_[device.index].identity.uuid != device.uuid)
-      return nullptr;
-    return &cards_[device.index];
+  static Card make_card(DeviceIdentity identity) {
+    Card card;
+    card.random.seed(0x5eed0000u + identity.index);
+    card.identity = std::move(identity);
+    return card;
   }
+
+  Card* card_at(unsigned index) {
+    auto found = std::find_if(cards_.begin(), cards_.end(),
+                              [index](const Card& card) { return card.identity.index == index; });
+    return found == cards_.end() ? nullptr : &*found;
+  }
+  // The card discovery reported as `device`, if it is still there.
+  Card* card_of(const DeviceIdentity& device) {
+    Card* card = card_at(device.index);
+    return card != nullptr && card->identity.uuid == device.uuid ? card : nullptr;
+  }
+  unsigned virtual_function_count(const DeviceIdentity& card) const {
+    return static_cast<unsigned>(std::count_if(cards_.begin(), cards_.end(), [&](const Card& c) {
+      return c.identity.physical_function == card.pci_bus_id;
+    }));
+  }
+  // Above every index in use, so cards_ stays ordered by index as discover() promises.
+  unsigned next_free_index() const {
+    unsigned next = 0;
+    for (const auto& card : cards_) next = std::max(next, card.identity.index + 1);
+    return next;
+  }
+
   static std::string device_name(const DeviceIdentity& device) {
     return xpu::names::device_name(device.index);
+  }
+  static std::string subject_of(const DeviceIdentity& device) {
+    return device_name(device) + " (" + device.pci_bus_id + ")";
   }
   static DriverChangeError card_gone(const DeviceIdentity& device) {
     return {DriverChangeError::Kind::NoSuchDevice, device_name(device) + " is not simulated"};
@@ -243,7 +276,6 @@ class SimulatedCards final : public Backend, public Simulator, public CxpuInstan
     card.temperature += 0.2 * (target_temp - card.temperature);
   }
 
-  SimOptions options_;
   std::mutex mutex_;  // guards cards_ between the driver thread and the bus thread
   std::vector<Card> cards_;
   std::chrono::steady_clock::time_point started_;

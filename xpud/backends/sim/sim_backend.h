@@ -1,6 +1,7 @@
 // The simulated backend: N cards of one model with the 8-card topology of xpu-facts.md and
-// metrics that move plausibly over time, plus fault injection. For demos, tests and CI; `auto`
-// never selects it.
+// metrics that move plausibly over time, plus fault injection, cXPU instances and SR-IOV virtual
+// functions (1 to 3 per card, the vendor's R200-VF shares: sim_identity.h). For demos, tests and
+// CI; `auto` never selects it.
 #pragma once
 
 #include <cstdint>
