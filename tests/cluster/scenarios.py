@@ -732,6 +732,112 @@ class Suite:
             self.wait_plugin_serving()
             self.wait_allocatable(8, 90)
 
+    def s18_dra_virtual_functions(self):
+        """SR-IOV through DRA (the sim backend's VFs, as xpuctl configure-vfs makes them): card 7
+        with two VFs leaves the pool and its VFs join it, each with its model, memory and
+        physicalFunction, consuming its memory of card 7's counter set; a claim of the class
+        vxpu.kunlunxin.com for two VFs of one card gets both, with their nodes and variables; a
+        whole-card claim for card 7 waits; a pod asking limits kunlunxin.com/vxpu (the device
+        plugin's resource for VFs) gets a VF through the class; turning the VFs off brings card 7
+        back and the pool to its one slice. Before 1.36 (no partitionable devices) the API server
+        drops the counters: the driver says so and publishes the VFs without them, and the
+        extended resource is not served."""
+        counters_served = self.server_minor() >= 36
+        pf = 7
+        devices = {d["index"]: d for d in self.devices()}
+        self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
+        self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable", "--overwrite")
+        self.helm_install("--reuse-values", "--set", "allocation=dra")
+        wait_for("the DRA driver ready", self.dra_driver_ready, 120)
+        wait_for("the pool with 8 cards", lambda: self.dra_pool_sizes() == (8, 0), 90)
+        started = time.monotonic()
+        self.node.xpuctl("configure-vfs", str(pf), "2")
+        try:
+            wait_for("card 7's two VFs in xpud's list",
+                     lambda: sum(1 for d in self.devices() if d["is_virtual_function"]) == 2, 30)
+            vfs = {d["index"]: d for d in self.devices() if d["is_virtual_function"]}
+            # 7 cards and 2 VFs; card 7's counter set where the server keeps counters.
+            wait_for(f"the pool with 7 cards, 2 VFs and {int(counters_served)} counter set",
+                     lambda: self.dra_pool_sizes() == (9, int(counters_served)), 90)
+            figure("configure-vfs to the pool with the VFs", time.monotonic() - started)
+            if not counters_served:
+                expect(len(self.dra_slices()) == 1, f"{len(self.dra_slices())} slices without counters")
+                said = wait_for("the driver's word on the dropped counters",
+                                lambda: [line for line in self.dra_driver_log()
+                                         if "dropped the counters" in line], 30)
+                print(f"  the driver: {said[0][-150:]}")
+            slices = self.dra_slices()
+            published = {d["name"]: d for s in slices for d in s["spec"].get("devices", [])}
+            counters = {c["name"]: c for s in slices for c in s["spec"].get("sharedCounters", [])}
+            expect(f"xpu-{pf}" not in published, f"card {pf}, whose VFs are on, is still offered")
+            pf_bus_id = devices[pf]["pci_bus_id"]
+            if counters_served:
+                expect(set(counters) == {f"xpu-{pf}"}, f"counter sets {sorted(counters)}")
+                expect(parse_quantity(counters[f"xpu-{pf}"]["counters"]["memory"]["value"])
+                       == devices[pf]["memory_total_bytes"], f"card {pf}'s counter set {counters[f'xpu-{pf}']}")
+            for index, vf in vfs.items():
+                device = published[f"xpu-{index}"]
+                attributes = {k: next(iter(v.values())) for k, v in device["attributes"].items()}
+                expect(attributes["model"] == vf["model"] and attributes["physicalFunction"] == pf_bus_id,
+                       f"xpu-{index}: {attributes}")
+                expect(parse_quantity(device["capacity"]["memory"]["value"]) == vf["memory_total_bytes"],
+                       f"xpu-{index} capacity {device['capacity']}")
+                consumed = device.get("consumesCounters", [])
+                expect(not counters_served and not consumed or
+                       len(consumed) == 1 and consumed[0]["counterSet"] == f"xpu-{pf}" and
+                       parse_quantity(consumed[0]["counters"]["memory"]["value"]) == vf["memory_total_bytes"],
+                       f"xpu-{index} consumes {consumed}")
+            print(f"  card {pf} with VFs {sorted(vfs)} ({vfs[min(vfs)]['model']}): the card left the pool, "
+                  f"its VFs joined it" + (f", each consuming its memory of counter set xpu-{pf}"
+                                          if counters_served else " (no counters on this server)"))
+
+            # Two VFs of one card, through the VF class.
+            template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                        "metadata": {"name": "two-vfs", "namespace": "default"},
+                        "spec": {"spec": {"devices": {
+                            "requests": [{"name": "xpus", "exactly": {"deviceClassName": VF_CLASS, "count": 2}}],
+                            "constraints": [{"requests": ["xpus"],
+                                             "matchAttribute": f"{DRA_DRIVER}/physicalFunction"}]}}}}
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(template))
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("two-vfs", "two-vfs")))
+            self.wait_pod_running("two-vfs")
+            results = self.claim_of("two-vfs")["status"]["allocation"]["devices"]["results"]
+            got = sorted(int(r["device"].split("-")[1]) for r in results)
+            expect(got == sorted(vfs), f"two-vfs got {[r['device'] for r in results]}, the VFs are {sorted(vfs)}")
+            view = self.workload_view("two-vfs")
+            expect(sorted(view["XPU_VISIBLE_DEVICES"].split(",")) == [str(i) for i in got], f"two-vfs: {view}")
+            expect(sorted(view["NODES"].split()) == sorted([f"xpu{i}" for i in got] + ["xpuctrl"]), f"two-vfs: {view}")
+            print(f"  a claim of {VF_CLASS} for two VFs of one card: {got}, "
+                  f"XPU_VISIBLE_DEVICES={view['XPU_VISIBLE_DEVICES']}, nodes {view['NODES'].strip()}")
+
+            # The card itself is not to be had while its VFs are on.
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(
+                share_template("card-7", None, pf, device_class=DRA_DRIVER)))
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("card-7", "card-7")))
+            message = wait_for("card-7 unschedulable", lambda: self.unschedulable("card-7"), 60)
+            print(f"  a whole-card claim for card {pf}: Pending, scheduler: {message[:120]}")
+            self.delete_pods("two-vfs", "card-7")
+
+            # The device plugin's resource for VFs, served through the class (1.36+).
+            if counters_served:
+                pod = self.workload("limits-vxpu", 1, resource="kunlunxin.com/vxpu")
+                claim = pod["status"].get("extendedResourceClaimStatus", {})
+                view = self.workload_view("limits-vxpu")
+                expect(claim and int(view["XPU_VISIBLE_DEVICES"]) in vfs, f"limits-vxpu: {claim}, {view}")
+                print(f"  limits kunlunxin.com/vxpu: 1 gets VF {view['XPU_VISIBLE_DEVICES']} through the class")
+                self.delete_pods("limits-vxpu")
+        finally:
+            self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
+            self.node.kubectl("delete", "resourceclaimtemplate", "-n", "default", "--all", check=False)
+            self.node.xpuctl("configure-vfs", str(pf), "0")
+        wait_for("the pool back to 8 cards in one slice", lambda: self.dra_pool_sizes() == (8, 0), 90)
+        expect(len(self.dra_slices()) == 1, f"{len(self.dra_slices())} slices after the VFs went")
+        print(f"  configure-vfs {pf} 0: card {pf} back, the pool one slice again")
+        self.helm_install("--reuse-values", "--set", "allocation=devicePlugin")
+        wait_for("three DaemonSets ready", self.daemonsets_ready, 120)
+        self.wait_plugin_serving()
+        self.wait_allocatable(8, 90)
+
     def readme_share(self):
         """The README's memory-share example as written (the image swapped for the suite's):
         its container sees its 8 GiB grant, xpud holds its instance, and both go with the pod."""
@@ -1716,6 +1822,7 @@ def claim_template(name, count, selector=None, same=None, device_class=DRA_DRIVE
 
 
 SHARE_CLASS = "xpu-share.kunlunxin.com"
+VF_CLASS = "vxpu.kunlunxin.com"
 GIB = 1 << 30
 
 
@@ -1832,7 +1939,7 @@ SCENARIOS = [
     (5, "s5_kubelet_restart"), (6, "s6_xpud_killed"), (7, "s7_prometheus_labels"), (8, "s8_token"),
     (10, "s10_bus_boundary"), (11, "s11_pod_security"), (13, "s13_cdi"), (9, "s9_upgrades"),
     (12, "s12_readme"), (14, "s14_dra"), (15, "s15_takeover"), (16, "s16_memory_shares"),
-    (17, "s17_device_plugin_memory_shares"),
+    (17, "s17_device_plugin_memory_shares"), (18, "s18_dra_virtual_functions"),
 ]
 
 

@@ -106,6 +106,17 @@ class SriovTest : public ::testing::Test {
     return {status.value_or(-1), call.output()};
   }
 
+  // xpuctl `args` as root on the private bus: its exit status (-1: still running after 15 s) and
+  // its output.
+  std::pair<int, std::string> xpuctl(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {binary_path("xpuctl/xpuctl").string(), "--bus-address",
+                                     bus_.address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess process(argv, dir_.path() / ("xpuctl." + std::to_string(++calls_)));
+    auto status = process.wait(15s);
+    return {status.value_or(-1), process.output()};
+  }
+
   std::string allowed_property() {
     ChildProcess busctl({"/usr/bin/busctl", "--address=" + bus_.address(), "get-property",
                          std::string(xpu::names::kBusName), std::string(xpu::names::kManagerPath),
@@ -229,14 +240,6 @@ TEST_F(SysfsSriovTest, APhysicalFunctionWithVirtualFunctionsOnSaysSo) {
       "STATUS=4 devices, 4 healthy, 1 PF with SR-IOV on (not offered), backend sysfs", 5s);
   EXPECT_GE(on, 0);
 
-  auto xpuctl = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {binary_path("xpuctl/xpuctl").string(), "--bus-address",
-                                     bus_.address()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ChildProcess process(argv, dir_.path() / ("xpuctl." + std::to_string(++calls_)));
-    auto status = process.wait(15s);
-    return std::pair{status.value_or(-1), process.output()};
-  };
   auto [status, listed] = xpuctl({"list"});
   EXPECT_EQ(status, 0) << listed;
   EXPECT_THAT(listed, HasSubstr("4 devices, 4 healthy, 1 PF with SR-IOV on (not offered)"));
@@ -286,14 +289,6 @@ TEST_F(SysfsSriovTest, ErrorsSayWhatIsWrong) {
 TEST_F(SysfsSriovTest, XpuctlConfigureVfs) {
   start(config(false));
   KernelStandIn kernel(tree_, "0000:3b:00.0", 2);
-  auto xpuctl = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {binary_path("xpuctl/xpuctl").string(), "--bus-address",
-                                     bus_.address()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ChildProcess process(argv, dir_.path() / ("xpuctl." + std::to_string(++calls_)));
-    auto status = process.wait(15s);
-    return std::pair{status.value_or(-1), process.output()};
-  };
   auto [status, output] = xpuctl({"configure-vfs", "0", "2"});
   EXPECT_EQ(status, 0) << output;
   EXPECT_EQ(output, "xpu0: 2 virtual functions\n");
@@ -371,14 +366,6 @@ TEST_F(SriovTest, TheSimBackendSimulatesVirtualFunctions) {
   start("[daemon]\nbackend = sim\n[sim]\ndevices = 8\nmemory_mib = 16384\n");
   xpu::XpudClient client(xpu::ClientOptions{bus_.address(), 2s});
   ASSERT_EQ(client.list_devices()->size(), 8u);
-  auto xpuctl = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {binary_path("xpuctl/xpuctl").string(), "--bus-address",
-                                     bus_.address()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    ChildProcess process(argv, dir_.path() / ("xpuctl." + std::to_string(++calls_)));
-    auto status = process.wait(15s);
-    return std::pair{status.value_or(-1), process.output()};
-  };
 
   auto [status, output] = xpuctl({"configure-vfs", "7", "2"});
   EXPECT_EQ(status, 0) << output << xpud_->output();
