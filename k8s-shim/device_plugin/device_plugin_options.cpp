@@ -47,6 +47,7 @@ void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& optio
                    auto count = xpu::parse_uint(value, 1, kMaxShareReplicas);
                    if (!count) return xpu::Error{count.error()};
                    options.xpu_share_replicas = static_cast<unsigned>(*count);
+                   options.xpu_share_replicas_given = true;
                    return xpu::ok_status();
                  });
   cli.add_option(
@@ -99,6 +100,10 @@ xpu::Status check_device_plugin_options(const DevicePluginOptions& options) {
     return xpu::Error{"--reconfig-vxpu needs --enable-sriov"};
   if (options.xpu_share_memory_unit_mib > 0 && !options.enable_xpu_share)
     return xpu::Error{"--xpu-share-memory-unit-mib needs --enable-xpu-share"};
+  if (options.xpu_share_memory_unit_mib > 0 && options.xpu_share_replicas_given)
+    return xpu::Error{
+        "--xpu-share-replicas and --xpu-share-memory-unit-mib are the two forms of shared mode "
+        "(replicas of a card, or units of its memory): give one"};
   return xpu::ok_status();
 }
 

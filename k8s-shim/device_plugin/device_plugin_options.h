@@ -30,6 +30,8 @@ struct DevicePluginOptions {
   bool reconfig_vxpu = false;
   bool enable_xpu_share = false;
   unsigned xpu_share_replicas = 4;
+  // Whether --xpu-share-replicas was given: the memory form refuses it rather than ignore it.
+  bool xpu_share_replicas_given{};
   // The memory form of shared mode: <domain>/vxpu-memory in units of this many MiB; 0 = off.
   unsigned xpu_share_memory_unit_mib{};
   // node-feature-discovery feature file for the node's XPU labels; empty: none written.

@@ -106,6 +106,12 @@ TEST(DevicePluginOptions, BadMemoryUnitsAreUsageErrors) {
       check_device_plugin_options(DevicePluginOptions{.xpu_share_memory_unit_mib = 1024}).ok());
   EXPECT_EXIT(parse({"--xpu-share-memory-unit-mib", "1024"}), ::testing::ExitedWithCode(2),
               "xpu-k8s-shim device-plugin: --xpu-share-memory-unit-mib needs --enable-xpu-share");
+  // Replicas given beside the memory form would be ignored: refused instead.
+  EXPECT_EXIT(parse({"--enable-xpu-share", "--xpu-share-replicas", "8",
+                     "--xpu-share-memory-unit-mib", "1024"}),
+              ::testing::ExitedWithCode(2),
+              "--xpu-share-replicas and --xpu-share-memory-unit-mib are the two forms of shared "
+              "mode \\(replicas of a card, or units of its memory\\): give one");
   EXPECT_EXIT(parse({"--enable-xpu-share", "--xpu-share-memory-unit-mib", "10"}),
               ::testing::ExitedWithCode(2),
               "--xpu-share-memory-unit-mib: '10' is neither 0 \\(off\\) nor within 64-65536");
