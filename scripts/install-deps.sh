@@ -1,8 +1,8 @@
 #!/bin/sh
 # Installs what a caller needs on Debian 12, in tiers (run as root; uses sudo otherwise):
 #   build  compilers, the libraries, dbus-daemon and a Go of 1.21+: building and scripts/demo.sh
-#   test   build + GoogleTest, Python, and the Prometheus programs: scripts/test.sh
-#   ci     test + package and image builders, the boot-test tools, ccache and clang: .ci/run
+#   test   build + GoogleTest, Python, the Prometheus programs and clang: scripts/test.sh
+#   ci     test + package and image builders, the boot-test tools and ccache: .ci/run
 #   bench  ci + nginx and wrk: bench/run (on demand, not part of .ci/run)
 # Usage: scripts/install-deps.sh [build|test|ci|bench]   (default: test)
 #
@@ -86,6 +86,10 @@ apt_install \
   python3 python3-yaml python3-dbus libglib2.0-bin util-linux coreutils man-db procps
 extract_programs prometheus prometheus promtool
 extract_programs prometheus-node-exporter prometheus-node-exporter
+# The AddressSanitizer build (scripts/build-variants.sh asan) and the fuzzers: clang, with the
+# sanitizer runtimes and libFuzzer, which Debian 12 ships in libclang-rt-14-dev (clang-14 only
+# recommends it).
+apt_install clang-14 libclang-rt-14-dev
 [ "$tier" = test ] && exit 0
 
 # ci: package builds (tests/packaging) and systemd booted in a container on a debootstrap root
@@ -129,9 +133,6 @@ apt_install libc6:arm64 libstdc++6:arm64 libgcc-s1:arm64 libsystemd0:arm64 libsd
 # The compiler cache .ci/run builds through (scripts/test.sh, XPU_CCACHE_DIR), so that the
 # fresh-machine test's builds in a new root (tests/fresh) reuse this run's instead of compiling again.
 apt_install ccache
-# The fuzzers (scripts/fuzz.sh): clang, and libFuzzer with the sanitizer runtimes, which Debian 12
-# ships in libclang-rt-14-dev (clang-14 only recommends it).
-apt_install clang-14 libclang-rt-14-dev
 # The formatting check (scripts/check-format.sh): Debian 12's clang-format, pinned to 14 so that
 # every machine formats alike (another version moves lines the check would then call unformatted).
 apt_install clang-format-14
