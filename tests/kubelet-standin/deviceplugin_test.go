@@ -509,7 +509,7 @@ func TestDevicePluginBadFlags(t *testing.T) {
 	}
 }
 
-// TestDevicePluginHealthLatency measures what the README quotes: from a SetHealth on xpud to the
+// TestDevicePluginHealthLatency measures what bench/README.md quotes: from a SetHealth on xpud to the
 // kubelet receiving the ListAndWatch update, and the plugin's memory.
 func TestDevicePluginHealthLatency(t *testing.T) {
 	const injections = 20

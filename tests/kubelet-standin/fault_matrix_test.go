@@ -231,7 +231,7 @@ func (n *faultNode) restartXpudIfExited() {
 // observation is one cell of the matrix: what a column must show, and how to check it now.
 type observation struct {
 	column string // kubelet, metrics, auth or journal
-	what   string // as the README's table says it
+	what   string // as docs/development.md's table says it
 	holds  func(n *faultNode) (bool, string)
 	steady bool // "unchanged": must hold when the others do, and is not timed
 }
@@ -736,7 +736,7 @@ func TestFaultMatrix(t *testing.T) {
 	printFaultTable(results)
 }
 
-// printFaultTable prints the matrix as the README has it: one line per row; in each column what
+// printFaultTable prints the matrix as docs/development.md has it: one line per row; in each column what
 // it shows during the fault and (→) after the repair, each with the time it took to show it
 // (from the fault, from the repair); the slowest of each as the row's detection and recovery.
 func printFaultTable(results []rowResult) {

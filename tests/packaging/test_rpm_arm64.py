@@ -10,7 +10,7 @@ one reachable), so `rpm -i` on aarch64 is not exercised; the arm64 .deb is insta
 arm64 Debian root by test_deb_arm64.py.
 
 Slow (a cross release build): ctest LABEL arm64 only, so `.ci/run` (labels packaging, ...) does
-not run it: CI's cold budget has no room for a second arm64 compile (README, "Architectures").
+not run it: CI's cold budget has no room for a second arm64 compile (docs/development.md, "Architectures").
 Environment: XPU_SOURCE_DIR, XPU_BINARY_DIR.
 """
 
