@@ -503,7 +503,7 @@ void ProxyServer::update_status() {
               std::to_string(limits_.max_clients_per_uid) + " per uid)";
   if (timed_out_clients_ > 0) status += ", " + std::to_string(timed_out_clients_) + " closed idle";
   if (dropped_signals_ > 0)
-    status += ", " + std::to_string(dropped_signals_) + " signals not from xpud dropped";
+    status += ", " + std::to_string(dropped_signals_) + " signals dropped (not xpud's broadcasts)";
   if (upstream_losses_ > 0)
     status += ", system bus lost " + std::to_string(upstream_losses_) + " times";
   if (status == last_status_) return;
