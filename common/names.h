@@ -30,6 +30,20 @@ inline constexpr std::array<std::string_view, 7> kManager = {
     kCreateInstance, kDestroyInstance, kListInstances};
 }  // namespace member
 
+// Every signal xpud sends, as interface and member: its own (dbus/*.xml) and the standard ones
+// its objects emit (sdbus-c++'s Properties and ObjectManager adaptors). Whoever relays or acts on
+// xpud's signals takes these and nothing else (common/xpud_signals.h).
+namespace signals {
+struct Signal {
+  std::string_view interface;
+  std::string_view member;
+};
+inline constexpr std::string_view kDeviceHealthChanged = "DeviceHealthChanged";
+inline constexpr std::string_view kPropertiesChanged = "PropertiesChanged";
+inline constexpr std::string_view kInterfacesAdded = "InterfacesAdded";
+inline constexpr std::string_view kInterfacesRemoved = "InterfacesRemoved";
+}  // namespace signals
+
 // Properties clients read (dbus/*.xml defines them; tests/common/names_test.cpp checks that
 // every name here is in the XML of its interface).
 namespace property {
@@ -114,6 +128,10 @@ inline constexpr std::string_view kObjectManagerInterface = "org.freedesktop.DBu
 inline constexpr std::string_view kIntrospectableInterface = "org.freedesktop.DBus.Introspectable";
 inline constexpr std::string_view kPeerInterface = "org.freedesktop.DBus.Peer";
 inline constexpr std::string_view kLocalInterface = "org.freedesktop.DBus.Local";
+// The bus driver's broadcast of a name's new owner (the D-Bus specification, "Message Bus
+// Signals"), and the call that asks for the owner.
+inline constexpr std::string_view kNameOwnerChanged = "NameOwnerChanged";
+inline constexpr std::string_view kGetNameOwner = "GetNameOwner";
 
 inline constexpr std::string_view kErrorPrefix = "org.freedesktop.DBus.Error.";
 inline constexpr std::string_view kErrorAccessDenied = "org.freedesktop.DBus.Error.AccessDenied";
@@ -131,6 +149,15 @@ inline constexpr std::string_view kErrorTimeout = "org.freedesktop.DBus.Error.Ti
 inline constexpr std::string_view kErrorUnknownMethod = "org.freedesktop.DBus.Error.UnknownMethod";
 inline constexpr std::string_view kErrorUnknownObject = "org.freedesktop.DBus.Error.UnknownObject";
 }  // namespace bus
+
+namespace signals {
+inline constexpr std::array<Signal, 4> kXpud = {{
+    {kManagerInterface, kDeviceHealthChanged},
+    {bus::kPropertiesInterface, kPropertiesChanged},
+    {bus::kObjectManagerInterface, kInterfacesAdded},
+    {bus::kObjectManagerInterface, kInterfacesRemoved},
+}};
+}  // namespace signals
 
 inline constexpr std::string_view kHealthy = "Healthy";
 inline constexpr std::string_view kUnhealthy = "Unhealthy";

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
+#include <string>
 
 #include <sdbus-c++/sdbus-c++.h>
 #include <spdlog/spdlog.h>
@@ -14,6 +16,7 @@
 #include "common/names.h"
 #include "common/xpud_connection.h"
 #include "common/xpud_properties.h"
+#include "common/xpud_signals.h"
 
 namespace xpu {
 
@@ -78,6 +81,42 @@ bool is_no_answer(const sdbus::Error& e) {
   return e.getName() == names::bus::kErrorNoReply || e.getName() == names::bus::kErrorTimeout;
 }
 
+// The header of a received signal, held for the checks of common/xpud_signals.h; nullopt when
+// sdbus-c++ cannot read it (a message without a sender, from no bus).
+struct ReceivedSignal {
+  std::string sender, destination, path, interface, member;
+  SignalOrigin origin() const { return {sender, destination, path, interface, member}; }
+};
+
+std::optional<ReceivedSignal> header_of(sdbus::Message& message) {
+  try {
+    return ReceivedSignal{message.getSender(), message.getDestination(), message.getPath(),
+                          message.getInterfaceName(), message.getMemberName()};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// The unique name that owns xpud's bus name now, "" when none does (or the bus would not say:
+// then xpud's signals are ignored until the next NameOwnerChanged, and the periodic refresh
+// stands in for them). Throws sdbus::Error when the connection failed.
+std::string xpud_owner(sdbus::IConnection& connection, std::chrono::milliseconds timeout) {
+  const std::string driver(names::bus::kDriverName);
+  auto proxy = sdbus::createProxy(connection, driver, std::string(names::bus::kDriverPath));
+  std::string owner;
+  try {
+    proxy->callMethod(std::string(names::bus::kGetNameOwner))
+        .onInterface(driver)
+        .withTimeout(timeout)
+        .withArguments(std::string(names::kBusName))
+        .storeResultsTo(owner);
+  } catch (const sdbus::Error& e) {
+    if (!is_bus_answer(e)) throw;
+    return "";
+  }
+  return owner;
+}
+
 int milliseconds_until(Clock::time_point when, Clock::time_point now) {
   return static_cast<int>(std::clamp<std::int64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(when - now).count(), 0,
@@ -92,15 +131,39 @@ void XpudWatcher::watch_loop() {
   const std::string bus_name(names::kBusName);
   const std::string driver(names::bus::kDriverName);
   const std::string owner_rule = "type='signal',sender='" + driver + "',interface='" + driver +
-                                 "',member='NameOwnerChanged',arg0='" + bus_name + "'";
+                                 "',member='" + std::string(names::bus::kNameOwnerChanged) +
+                                 "',arg0='" + bus_name + "'";
   // Metrics never come as signals: any signal from xpud means a state change.
   const std::string xpud_rule = "type='signal',sender='" + bus_name + "'";
   while (!stop_) {
     try {
       auto connection = open_connection(options_);
       std::atomic<bool> dirty = true;
-      auto owner_slot = connection->addMatch(owner_rule, [&](sdbus::Message&) { dirty = true; });
-      auto xpud_slot = connection->addMatch(xpud_rule, [&](sdbus::Message&) { dirty = true; });
+      // The rules choose what the bus broadcasts to us; a signal another peer addresses to us
+      // passes them too, so each is checked (common/xpud_signals.h). A forged one would only cost
+      // a refresh (the view comes from calls to xpud's name, which only the bus routes), but a
+      // peer that sends them without pause would keep the watcher asking xpud all the time.
+      std::string owner;  // of xpud's name, as the bus driver said; this thread only
+      auto owner_slot = connection->addMatch(owner_rule, [&](sdbus::Message& m) {
+        const auto header = header_of(m);
+        if (!header || why_not_driver_owner_change(header->origin())) return;
+        std::string name, old_owner, new_owner;
+        try {
+          m >> name >> old_owner >> new_owner;
+        } catch (const sdbus::Error&) {
+          return;
+        }
+        if (name != bus_name) return;
+        owner = new_owner;
+        dirty = true;
+      });
+      auto xpud_slot = connection->addMatch(xpud_rule, [&](sdbus::Message& m) {
+        const auto header = header_of(m);
+        if (header && !why_not_xpud_signal(header->origin(), owner)) dirty = true;
+      });
+      // Asked after subscribing, so no change falls in between; a NameOwnerChanged that arrived
+      // before the answer is dispatched after it, and wins, as it should.
+      owner = xpud_owner(*connection, options_.call_timeout);
       backoff = std::chrono::milliseconds(250);
       auto next_resync = Clock::now();
       auto next_probe = Clock::time_point::max();

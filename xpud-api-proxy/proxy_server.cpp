@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/names.h"
+#include "common/xpud_signals.h"
 #include "xpud-api-proxy/api_filter.h"
 #include "xpud-api-proxy/bus_errors.h"
 
@@ -30,6 +31,14 @@ std::optional<ucred> credentials_of(int fd) {
   socklen_t length = sizeof cred;
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) < 0) return std::nullopt;
   return cred;
+}
+
+SignalOrigin origin_of(sd_bus_message* message) {
+  auto text = [](const char* s) { return s ? std::string_view(s) : std::string_view(); };
+  return SignalOrigin{
+      text(sd_bus_message_get_sender(message)), text(sd_bus_message_get_destination(message)),
+      text(sd_bus_message_get_path(message)), text(sd_bus_message_get_interface(message)),
+      text(sd_bus_message_get_member(message))};
 }
 
 std::string describe_peer(const std::optional<ucred>& cred) {
@@ -173,15 +182,16 @@ void ProxyServer::connect_upstream() {
   const std::string xpud_name(names::kBusName);
   const std::string driver(names::bus::kDriverName);
   const std::string driver_path(names::bus::kDriverPath);
-  const std::string owner_rule = "type='signal',sender='" + driver + "',path='" + driver_path +
-                                 "',interface='" + driver + "',member='NameOwnerChanged',arg0='" +
-                                 xpud_name + "'";
+  const std::string owner_rule =
+      "type='signal',sender='" + driver + "',path='" + driver_path + "',interface='" + driver +
+      "',member='" + std::string(names::bus::kNameOwnerChanged) + "',arg0='" + xpud_name + "'";
   if ((r = sd_bus_add_match(bus, &slot, owner_rule.c_str(), &ProxyServer::on_owner_changed, this)) <
       0)
     throw failure("subscribing to NameOwnerChanged", r);
   owner_match_.reset(slot);
-  // The bus delivers only signals whose sender owns xpud's name; on_xpud_signal checks again
-  // against the owner it tracked, so a signal racing an owner change is dropped, not relayed.
+  // Both rules only choose what the bus broadcasts to the proxy: a signal addressed to it passes
+  // them whoever sent it (common/xpud_signals.h), so on_owner_changed and on_xpud_signal check
+  // each message's sender, destination and member themselves.
   const std::string signal_rule = "type='signal',sender='" + xpud_name + "'";
   if ((r = sd_bus_add_match(bus, &slot, signal_rule.c_str(), &ProxyServer::on_xpud_signal, this)) <
       0)
@@ -190,8 +200,9 @@ void ProxyServer::connect_upstream() {
 
   BusError error;
   sd_bus_message* reply = nullptr;
-  r = sd_bus_call_method(bus, driver.c_str(), driver_path.c_str(), driver.c_str(), "GetNameOwner",
-                         error.get(), &reply, "s", xpud_name.c_str());
+  r = sd_bus_call_method(bus, driver.c_str(), driver_path.c_str(), driver.c_str(),
+                         std::string(names::bus::kGetNameOwner).c_str(), error.get(), &reply, "s",
+                         xpud_name.c_str());
   MessagePtr owned_reply(reply);
   const char* owner = nullptr;
   std::string found;
@@ -419,8 +430,16 @@ std::optional<CallRefusal> ProxyServer::forward_if_host_allows(const ClientSessi
   return std::nullopt;
 }
 
+// Only the bus driver's broadcast moves xpud's owner: any peer of the system bus can send the
+// proxy a NameOwnerChanged of its own (common/xpud_signals.h), and one that the proxy believed
+// would make that peer xpud for every client, and xpud's own signals dropped.
 int ProxyServer::on_owner_changed(sd_bus_message* message, void* userdata, sd_bus_error*) {
   auto* self = static_cast<ProxyServer*>(userdata);
+  const SignalOrigin origin = origin_of(message);
+  if (auto why = why_not_driver_owner_change(origin)) {
+    self->count_dropped_signal(origin, *why);
+    return 0;
+  }
   const char *name = nullptr, *old_owner = nullptr, *new_owner = nullptr;
   if (sd_bus_message_read(message, "sss", &name, &old_owner, &new_owner) < 0) return 0;
   if (std::string_view(name) != names::kBusName) return 0;
@@ -428,16 +447,23 @@ int ProxyServer::on_owner_changed(sd_bus_message* message, void* userdata, sd_bu
   return 0;
 }
 
+// Relays what xpud broadcast, and only its API's signals: a signal that another peer addressed to
+// the proxy, or one the owner of xpud's name sent to the proxy alone, reaches no client.
 int ProxyServer::on_xpud_signal(sd_bus_message* message, void* userdata, sd_bus_error*) {
   auto* self = static_cast<ProxyServer*>(userdata);
-  const char* sender = sd_bus_message_get_sender(message);
-  if (!sender || self->xpud_owner_.empty() || self->xpud_owner_ != sender) {
-    spdlog::debug("dropped a signal from {}, which does not own {}", sender ? sender : "(none)",
-                  names::kBusName);
+  const SignalOrigin origin = origin_of(message);
+  if (auto why = why_not_xpud_signal(origin, self->xpud_owner_)) {
+    self->count_dropped_signal(origin, *why);
     return 0;
   }
   self->relay_to_clients(message, self->xpud_owner_);
   return 0;
+}
+
+// Each logged at debug level (a peer can send many); their count is in the unit's status line.
+void ProxyServer::count_dropped_signal(const SignalOrigin& origin, const std::string& why) {
+  ++dropped_signals_;
+  spdlog::debug("dropped the signal {}: {}", describe_signal(origin), why);
 }
 
 void ProxyServer::relay_to_clients(sd_bus_message* signal, const std::string& sender) {
@@ -476,6 +502,8 @@ void ProxyServer::update_status() {
               std::to_string(limits_.max_clients) + ", " +
               std::to_string(limits_.max_clients_per_uid) + " per uid)";
   if (timed_out_clients_ > 0) status += ", " + std::to_string(timed_out_clients_) + " closed idle";
+  if (dropped_signals_ > 0)
+    status += ", " + std::to_string(dropped_signals_) + " signals dropped (not xpud's broadcasts)";
   if (upstream_losses_ > 0)
     status += ", system bus lost " + std::to_string(upstream_losses_) + " times";
   if (status == last_status_) return;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "common/xpud_signals.h"
 #include "xpud-api-proxy/client_session.h"
 #include "xpud-api-proxy/sd_handles.h"
 #include "xpud-api-proxy/uid_budget.h"
@@ -121,6 +122,7 @@ class ProxyServer {
                             const std::string& why);
   std::optional<CallRefusal> take_call_budget(const ClientSession& session);
   void relay_to_clients(sd_bus_message* signal, const std::string& sender);
+  void count_dropped_signal(const SignalOrigin& origin, const std::string& why);
   void set_xpud_owner(const std::string& owner);
   void update_status();
 
@@ -142,6 +144,7 @@ class ProxyServer {
   std::uint64_t refused_clients_ = 0;
   std::uint64_t timed_out_clients_ = 0;
   std::uint64_t upstream_losses_ = 0;
+  std::uint64_t dropped_signals_ = 0;  // NameOwnerChanged or xpud's signals, sent by someone else
   std::chrono::steady_clock::time_point last_refusal_warning_{};
   UidBudget connections_;
   UidBudget pending_calls_;

@@ -81,6 +81,27 @@ TEST(Names, EveryXpudErrorHasTheErrorPrefix) {
     EXPECT_TRUE(name.starts_with(xpu::names::kErrorPrefix)) << name;
 }
 
+// The signals the API proxy relays and the watcher acts on (names::signals::kXpud) are exactly
+// the XML's, beside the standard interfaces' that xpud's objects emit.
+TEST(Names, XpudsSignalsAreTheXmlsAndNoOthers) {
+  for (auto interface : {xpu::names::kManagerInterface, xpu::names::kDeviceInterface,
+                         xpu::names::kSimulatorInterface}) {
+    const std::string xml = interface_xml(interface);
+    const std::regex signal("<signal name=\"([A-Za-z]+)\"");
+    for (std::sregex_iterator it(xml.begin(), xml.end(), signal), end; it != end; ++it) {
+      const std::string member = (*it)[1].str();
+      EXPECT_TRUE(std::any_of(
+          xpu::names::signals::kXpud.begin(), xpu::names::signals::kXpud.end(),
+          [&](const auto& s) { return s.interface == interface && s.member == member; }))
+          << interface << "." << member;
+    }
+  }
+  for (const auto& [interface, member] : xpu::names::signals::kXpud) {
+    if (!interface.starts_with(xpu::names::kBusName)) continue;  // a standard interface's
+    EXPECT_TRUE(declares(interface_xml(interface), "signal", member)) << interface << "." << member;
+  }
+}
+
 TEST(Names, TheCheckCatchesAMisspelling) {
   EXPECT_FALSE(declares(interface_xml(xpu::names::kDeviceInterface), "property", "UUID"));
 }

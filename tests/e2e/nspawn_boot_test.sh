@@ -65,6 +65,8 @@ mkdir -p "$root/etc/xpud/xpud.conf.d"
 printf '[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 500\n[sriov]\nallow_cluster_reconfigure = true\n' \
   >"$root/etc/xpud/xpud.conf.d/50-e2e.conf"
 chroot "$root" useradd --create-home viewer
+# A second unprivileged user, for the proxy's per-uid budgets.
+chroot "$root" useradd --create-home viewer2
 chroot "$root" systemctl enable xpud.service >/dev/null 2>&1
 # As the packages' postinst/%pre do: the proxy's user, then its two sockets.
 chroot "$root" systemd-sysusers xpud-api.conf
@@ -186,6 +188,39 @@ in_container systemctl restart xpud
 wait_for "the proxy to follow xpud's restart" 20 \
   sh -c "nsenter --target $leader --all -- xpuctl --bus-address unix:path=/run/xpud-api/bus.sock list | grep -q '8 devices'"
 log "ok: the proxy serves xpud's reads only, and follows its restart"
+
+log "the proxy's per-uid budgets under the shipped unit: two unprivileged users, each its own"
+# ProxyLimits::max_clients_per_uid (xpud-api-proxy/proxy_server.h). Under PrivateUsers= every uid
+# but root and xpud-api would read as 65534 to the proxy: one budget for both users below.
+per_uid=16
+viewer_uid=$(in_container id -u viewer)
+viewer2_uid=$(in_container id -u viewer2)
+# Each holder is a dbus-monitor on the proxy's socket: Hello, then BecomeMonitor (refused: a first
+# call, so the proxy's deadlines keep it) and AddMatch; it then holds its connection until stopped.
+in_container systemd-run --quiet --unit=xpu-e2e-holders --uid=viewer -- /bin/sh -c \
+  "for i in \$(seq $per_uid); do dbus-monitor --address unix:path=/run/xpud-api/bus.sock >/dev/null 2>&1 & done; wait"
+wait_for "the proxy to hold $per_uid connections of viewer" 20 \
+  sh -c "nsenter --target $leader --all -- systemctl show -P StatusText xpud-api-proxy | grep -q '^$per_uid clients'"
+log "ok: the proxy holds viewer's $per_uid connections"
+if in_container runuser -u viewer -- xpuctl --bus-address unix:path=/run/xpud-api/bus.sock list >/dev/null 2>&1; then
+  fail "viewer's connection beyond its $per_uid was served"
+fi
+log "ok: viewer's connection $((per_uid + 1)) is refused"
+expect_contains "viewer2 is served while viewer is at its limit" \
+  "$(in_container runuser -u viewer2 -- xpuctl --bus-address unix:path=/run/xpud-api/bus.sock list 2>&1)" \
+  "8 devices"
+refusal=$(in_container journalctl -u xpud-api-proxy -o cat | grep 'refused a client' | tail -1)
+expect_contains "the proxy names viewer's own uid (SO_PEERCRED) in the refusal" "$refusal" \
+  "uid $viewer_uid) on the api socket from systemd: uid $viewer_uid holds $per_uid connections"
+# A refused call is logged with the peer as the proxy sees it: viewer2's own uid, not 65534.
+in_container runuser -u viewer2 -- busctl "$api" call com.kunlunxin.xpud1 /com/kunlunxin/xpud1 \
+  com.kunlunxin.xpud1.Simulator SetHealth uss 0 Unhealthy from-viewer2 >/dev/null 2>&1 || true
+seen=$(in_container journalctl -u xpud-api-proxy -o cat | grep 'refused com.kunlunxin.xpud1.Simulator.SetHealth' | tail -1)
+expect_contains "the proxy sees viewer2 as uid $viewer2_uid" "$seen" "uid $viewer2_uid ("
+log "figures: viewer (uid $viewer_uid) held $per_uid and was refused the next; viewer2 (uid $viewer2_uid) was served beside them"
+log "  the proxy's refusal: ${refusal% (*}"
+log "  the proxy's view of viewer2: ${seen%% (*}"
+in_container systemctl stop xpu-e2e-holders
 
 log "the watchdog is fed"
 expect_eq "WatchdogSec" "$(in_container systemctl show -P WatchdogUSec xpud)" "30s"

@@ -27,7 +27,12 @@ client follows no library's rules), from uid 65534 unless said otherwise:
   g. the SR-IOV socket: mode 0600; uid 65534 refused ConfigureVirtualFunctions on it even when it
      can reach it; once owned by root (as xpud-api-proxy-sriov.socket makes it), uid 65534 cannot
      connect and root reads through it;
-  h. dbus-daemon and xpud restarted: the same proxy serves root again within 20 s.
+  h. dbus-daemon and xpud restarted: the same proxy serves root again within 20 s;
+and, on a second stack whose dbus-daemon runs Debian's own system.conf with the package's policy
+(tests/packaging/private_system_bus.py), as a node's system bus does:
+  forged owner. uid 65534 sends the proxy's connection a NameOwnerChanged naming itself xpud's
+     owner, then 10 DeviceHealthChanged: none reaches a client of the proxy, and all 16 of xpud's
+     own health changes made after it do.
 Against a proxy without --listen-sriov (the one before these limits) the checks fail, they do not
 stop the script: run it with XPUD_API_PROXY_BIN pointing at an old build for a before/after.
 
@@ -92,8 +97,8 @@ LIMITS_EXCEEDED = "org.freedesktop.DBus.Error.LimitsExceeded"
 ACCESS_DENIED = "org.freedesktop.DBus.Error.AccessDenied"
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../support"))
-from hostile_checks import (Process, check, child_environment, figures, finish,  # noqa: E402
-                            print_logs_if_failed, wait_until)
+from hostile_checks import (Process, any_failed, check, child_environment, figures,  # noqa: E402
+                            finish, print_logs_if_failed, wait_until)
 
 
 def proc_status(pid, key):
@@ -705,9 +710,47 @@ def configure_vfs(held, path):
         return f"{type(e).__name__}: {e}"
 
 
+def encode_signal(serial, path, interface, member, signature, args, destination=None):
+    fields = [(FIELD_PATH, "o", path), (FIELD_INTERFACE, "s", interface), (FIELD_MEMBER, "s", member),
+              (FIELD_SIGNATURE, "g", signature)]
+    if destination:
+        fields.append((FIELD_DESTINATION, "s", destination))
+    return encode_message(serial, SIGNAL, fields, marshal(signature, args))
+
+
+def unique_name_of(bus, pid):
+    """The unique name of `pid`'s connection, as any client of the bus can learn it."""
+    for name in bus.call(DRIVER, DRIVER_PATH, DRIVER, "ListNames").first or []:
+        if name.startswith(":"):
+            reply = bus.call(DRIVER, DRIVER_PATH, DRIVER, "GetConnectionUnixProcessID", "s", [name])
+            if reply.kind == METHOD_RETURN and reply.first == pid:
+                return name
+    return None
+
+
+def forge_xpud_signals(held, bus_path, proxy_pid, count):
+    """On the system bus: a NameOwnerChanged naming ourselves the owner of xpud's name, then
+    `count` DeviceHealthChanged, each addressed to the proxy's connection alone."""
+    with Bus(bus_path, 5) as bus:
+        bus.authenticate()
+        ours = bus.hello()
+        proxy = unique_name_of(bus, proxy_pid)
+        if proxy is None:
+            raise BusError(f"no connection of pid {proxy_pid} on the bus")
+        xpud = bus.call(DRIVER, DRIVER_PATH, DRIVER, "GetNameOwner", "s", [XPUD_NAME]).first
+        bus.sock.sendall(encode_signal(bus.next_serial(), DRIVER_PATH, DRIVER, "NameOwnerChanged", "sss",
+                                       [XPUD_NAME, xpud, ours], proxy))
+        for i in range(count):
+            bus.sock.sendall(encode_signal(bus.next_serial(), XPUD_PATH, MANAGER, "DeviceHealthChanged", "oss",
+                                           [f"{XPUD_PATH}/devices/xpu{i % 8}", "Unhealthy", f"forged {i}"], proxy))
+        # Answered once the bus has routed all of the above: what xpud sends later comes after.
+        bus.call(DRIVER, DRIVER_PATH, DRIVER, "GetId")
+    return {"ours": ours, "proxy": proxy, "xpud": xpud}
+
+
 COMMANDS = {f.__name__: f for f in (open_idle, open_with_hello, count_open, wait_all_closed, close_all,
                                     big_call, start_slow_reader, garbage, pass_fds, try_connect,
-                                    configure_vfs)}
+                                    configure_vfs, forge_xpud_signals)}
 
 
 class WorkerError(Exception):
@@ -1167,6 +1210,88 @@ def reconnect(stack):
           f"{'running' if stack.proxy.alive() else 'exited'}, {read_device_count(stack.api)[2]}")
 
 
+def stock_bus_config(bus_path):
+    """Debian's /usr/share/dbus-1/system.conf with the package's policy, listening at `bus_path`."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../packaging"))
+    from private_system_bus import bus_config
+    policy = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../dbus/com.kunlunxin.xpud1.conf")
+    return bus_config(bus_path, [policy])
+
+
+def health_signals(bus, until, wanted):
+    """Reads `bus` until `wanted` (a predicate on the signals so far) or the deadline `until`:
+    every DeviceHealthChanged and NameOwnerChanged that arrived, as (member, args)."""
+    seen = []
+    try:
+        while not wanted(seen):
+            message = bus.read_message(until)
+            if message.kind == SIGNAL and message.fields.get(FIELD_MEMBER) in ("DeviceHealthChanged",
+                                                                               "NameOwnerChanged"):
+                seen.append((message.fields[FIELD_MEMBER], message.args))
+    except TimeoutError:
+        pass
+    return seen
+
+
+def forged_owner(stack, nobody):
+    """forged owner. A peer of the system bus claims xpud's name to the proxy alone (stock policy)."""
+    run = f"{stack.run}/stock"
+    os.mkdir(run, 0o755)
+    os.chmod(run, 0o755)
+    stock = Stack(run)
+    with open(f"{run}/bus.conf", "w") as f:
+        f.write(stock_bus_config(stock.bus_path))
+    forged_count, received = 10, []
+
+    def is_real(member, args):
+        # xpud's own: what is not the forger's ("forged N"); xpud sends no reason once healthy.
+        return member == "DeviceHealthChanged" and len(args) > 2 and not args[2].startswith("forged")
+
+    try:
+        stock.start_bus_and_xpud()
+        stock.start_proxy()
+        with Bus(stock.api, 10) as client, Bus(stock.bus_path, 10) as host:
+            client.authenticate()
+            client.hello()
+            reply = client.call(DRIVER, DRIVER_PATH, DRIVER, "AddMatch", "s", ["type='signal'"])
+            check("a client of the proxy subscribes to signals", reply.kind == METHOD_RETURN, reply.describe())
+            attack = attempt("forging", lambda: nobody.do("forge_xpud_signals", stock.bus_path, stock.pid,
+                                                          forged_count), None)
+            check(f"uid {NOBODY} sent the proxy's connection a NameOwnerChanged and {forged_count} "
+                  "DeviceHealthChanged (the stock policy lets it)", attack is not None, str(attack))
+            host.authenticate()
+            host.hello()
+            # xpud's own changes, made after the forgery: every card unhealthy, then healthy again.
+            for health in ("Unhealthy", "Healthy"):
+                for card in range(8):
+                    answer = host.call(XPUD_NAME, XPUD_PATH, SIMULATOR, "SetHealth", "uss",
+                                       [card, health, f"real {health} {card}"])
+                    if answer.kind != METHOD_RETURN:
+                        raise BusError("SetHealth: " + answer.describe())
+                received += health_signals(client, time.monotonic() + 10,
+                                           lambda seen: sum(1 for m, a in seen if is_real(m, a) and a[1] == health) >= 8)
+        ours = (attack or {}).get("ours")
+        forged = sum(1 for m, a in received if m == "DeviceHealthChanged" and len(a) > 2 and a[2].startswith("forged"))
+        genuine = sum(1 for m, a in received if is_real(m, a))
+        announced = sum(1 for m, a in received if m == "NameOwnerChanged" and ours and ours in a)
+        figures.append((f"forged owner. forged DeviceHealthChanged a proxy client received (of {forged_count})",
+                        str(forged)))
+        figures.append(("forged owner. NameOwnerChanged naming the forger xpud, received", str(announced)))
+        figures.append(("forged owner. xpud's own DeviceHealthChanged received after it (of 16)", str(genuine)))
+        check("no forged DeviceHealthChanged reaches a client of the proxy", forged == 0, f"{forged} arrived")
+        check("no client is told the forger owns xpud's name", announced == 0, f"{announced} NameOwnerChanged")
+        check("every one of xpud's own health changes after the forgery reaches the client", genuine == 16,
+              f"{genuine} of 16 arrived")
+        ok, _, what = read_device_count(stock.api)
+        check("the proxy still serves xpud's reads", ok and stock.proxy.alive(), what)
+    except SetupError as e:
+        check("the stack on the stock system.conf starts", False, str(e).splitlines()[0])
+    finally:
+        stock.stop()
+        if any_failed() and stock.proxy:
+            print("---- the stock stack's proxy.log (last 3000 characters)\n" + stock.proxy.output()[-3000:])
+
+
 def main():
     if os.geteuid() != 0:
         print("api_proxy_hostile.py: run as root (it runs clients and the proxy as other uids)", file=sys.stderr)
@@ -1190,7 +1315,7 @@ def main():
         if not stack.has_sriov:
             print(f"{PROXY} has no --listen-sriov: an older proxy, the SR-IOV checks fail", flush=True)
         for step in (idle_connections, watchers, big_messages, slow_reader, garbage_streams, fd_passing,
-                     sriov_socket, reconnect):
+                     sriov_socket, reconnect, forged_owner):
             print(f"-- {step.__doc__.splitlines()[0]}", flush=True)
             try:
                 step(stack, nobody) if step is not reconnect else step(stack)

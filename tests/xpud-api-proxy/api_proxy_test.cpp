@@ -8,8 +8,11 @@
 #include <systemd/sd-bus.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <sdbus-c++/sdbus-c++.h>
@@ -471,6 +474,70 @@ TEST_F(ApiProxyTest, SignalsFromAnyoneButXpudAreNotRelayed) {
       << recorder.all();
   EXPECT_FALSE(recorder.saw("forged")) << recorder.all();
   EXPECT_TRUE(recorder.saw("PropertiesChanged")) << recorder.all();
+}
+
+// The unique name of `pid`'s connection to the bus `connection` is on, "" when it has none.
+std::string unique_name_of(sdbus::IConnection& connection, pid_t pid) {
+  const std::string driver = "org.freedesktop.DBus";
+  auto proxy = sdbus::createProxy(connection, driver, "/org/freedesktop/DBus");
+  std::vector<std::string> names;
+  proxy->callMethod("ListNames").onInterface(driver).storeResultsTo(names);
+  for (const auto& name : names) {
+    if (name.empty() || name[0] != ':') continue;
+    std::uint32_t owner_pid = 0;
+    try {
+      proxy->callMethod("GetConnectionUnixProcessID")
+          .onInterface(driver)
+          .withArguments(name)
+          .storeResultsTo(owner_pid);
+    } catch (const sdbus::Error&) {
+      continue;  // gone meanwhile
+    }
+    if (owner_pid == static_cast<std::uint32_t>(pid)) return name;
+  }
+  return "";
+}
+
+// The attack of issue 39: a peer of the system bus tells the proxy alone that it now owns xpud's
+// name, then sends it xpud's signals. The proxy believed it (the bus delivers a signal addressed
+// to a connection whatever its match rules say): its clients got the forged health events, and
+// xpud's own signals no longer.
+TEST_F(ApiProxyTest, APeerThatClaimsXpudsNameIsNotBelieved) {
+  SignalRecorder recorder(api_address_);
+  auto attacker = sdbus::createSessionBusConnectionWithAddress(bus_.address());
+  const std::string proxy_name = unique_name_of(*attacker, proxy_->pid());
+  ASSERT_FALSE(proxy_name.empty());
+  std::string xpud_name;
+  sdbus::createProxy(*attacker, "org.freedesktop.DBus", "/org/freedesktop/DBus")
+      ->callMethod("GetNameOwner")
+      .onInterface("org.freedesktop.DBus")
+      .withArguments(std::string("com.kunlunxin.xpud1"))
+      .storeResultsTo(xpud_name);
+
+  auto driver_object = sdbus::createObject(*attacker, "/org/freedesktop/DBus");
+  auto owner_changed = driver_object->createSignal("org.freedesktop.DBus", "NameOwnerChanged");
+  owner_changed.setDestination(proxy_name);
+  owner_changed << std::string("com.kunlunxin.xpud1") << xpud_name << attacker->getUniqueName();
+  driver_object->emitSignal(owner_changed);
+  auto manager_object = sdbus::createObject(*attacker, "/com/kunlunxin/xpud1");
+  for (int i = 0; i < 3; ++i) {
+    auto health =
+        manager_object->createSignal("com.kunlunxin.xpud1.Manager", "DeviceHealthChanged");
+    health.setDestination(proxy_name);
+    health << sdbus::ObjectPath("/com/kunlunxin/xpud1/devices/xpu2") << std::string("Unhealthy")
+           << std::string("forged " + std::to_string(i));
+    manager_object->emitSignal(health);
+  }
+  // Once the bus answered this, it has queued the forged signals for the proxy; xpud's change
+  // below comes after them, so once the real one is relayed the forged ones would have been.
+  unique_name_of(*attacker, proxy_->pid());
+  set_health_directly(2, "Unhealthy", "genuine");
+  ASSERT_TRUE(wait_until([&] { return recorder.saw("devices/xpu2 Unhealthy genuine"); }, 10s))
+      << recorder.all() << proxy_->output();
+  EXPECT_FALSE(recorder.saw("forged")) << recorder.all();
+  // And no NameOwnerChanged told the client of a new owner.
+  EXPECT_FALSE(recorder.saw("NameOwnerChanged")) << recorder.all();
+  EXPECT_EQ(run({"xpuctl", "list"}).first, 0);
 }
 
 TEST_F(ApiProxyTest, ClientLimitKeepsConnectedClientsServed) {
