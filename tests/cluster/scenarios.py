@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import traceback
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -1114,12 +1115,16 @@ class Suite:
         expect(result.returncode == 0, f"the driver's token cannot list slices: {result.stderr.strip()!r}")
         print("  driver's token: listing secrets, pods and claims forbidden; its slices readable")
 
-    def kubectl_bound_to(self, pod):
-        """kubectl as the DRA driver's service account with a token bound to `pod` (so to the
-        node the pod is on), as the kubelet gives the driver's pod its own."""
-        token = self.node.kubectl("create", "token", "-n", CHART_NAMESPACE, DRA_DAEMONSET,
-                                  "--bound-object-kind", "Pod", "--bound-object-name", pod["metadata"]["name"],
-                                  "--bound-object-uid", pod["metadata"]["uid"]).strip()
+    def bound_token(self, pod):
+        """A token of the DRA driver's service account bound to `pod` (so to the node the pod is
+        on), as the kubelet gives the driver's pod its own."""
+        return self.node.kubectl("create", "token", "-n", CHART_NAMESPACE, DRA_DAEMONSET,
+                                 "--bound-object-kind", "Pod", "--bound-object-name", pod["metadata"]["name"],
+                                 "--bound-object-uid", pod["metadata"]["uid"]).strip()
+
+    def kubectl_bound_to(self, pod=None, token=None):
+        """kubectl with `token`, or with a token bound to `pod`."""
+        token = token or self.bound_token(pod)
         return [self.node.program("kubectl"), "--kubeconfig=/dev/null",
                 f"--server=https://{NODE_IP}:6443", f"--certificate-authority={self.node.pki.ca_cert}",
                 f"--token={token}"]
@@ -1167,13 +1172,14 @@ class Suite:
         self.node.kubectl("create", "-f", "-", input_text=json.dumps(node))
         try:
             self.node.kubectl("create", "-f", "-", input_text=json.dumps(pod))
-            elsewhere = self.kubectl_bound_to(self.node.get_json("pod", "-n", CHART_NAMESPACE, pod["metadata"]["name"]))
+            token = self.bound_token(self.node.get_json("pod", "-n", CHART_NAMESPACE, pod["metadata"]["name"]))
+            elsewhere = self.kubectl_bound_to(token=token)
             who = json.loads(run([*elsewhere, "auth", "whoami", "-o", "json"]))["status"]["userInfo"]
             expect(who["username"] == f"system:serviceaccount:{CHART_NAMESPACE}:{DRA_DAEMONSET}"
                    and who.get("extra", {}).get("authentication.kubernetes.io/node-name") == [SECOND_NODE],
                    f"the second node's token: {who}")
             self.dra_second_node_slices(elsewhere)
-            self.dra_second_node_claim(elsewhere, name, written)
+            self.dra_second_node_claim(token, name, written)
         finally:
             self.node.kubectl("delete", "pod", "-n", CHART_NAMESPACE, pod["metadata"]["name"],
                               "--grace-period=0", "--force", "--wait=true", check=False)
@@ -1202,7 +1208,9 @@ class Suite:
         print(f"  second node's token, its own slice: written and deleted; into {NODE_NAME}'s pool: "
               f"{result.stderr.strip().splitlines()[-1][:240]}")
 
-    def dra_second_node_claim(self, elsewhere, name, written):
+    def dra_second_node_claim(self, token, name, written):
+        """The driver's status writes as it makes them (PATCH on resourceclaims/status; kubectl
+        would first GET the subresource, which the driver may not), with the second node's token."""
         index = next(i for i, e in enumerate(written) if e["driver"] == DRA_DRIVER and e["pool"] == NODE_NAME)
         attacks = {
             "marking a card unhealthy": [
@@ -1211,21 +1219,22 @@ class Suite:
             "removing an entry": [{"op": "remove", "path": f"/status/devices/{index}"}],
         }
 
-        def attempt(patch):
-            return run([*elsewhere, "patch", "resourceclaim", "-n", "default", name, "--subresource=status",
-                        "--type=json", "-p", json.dumps(patch)], check=False)
+        path = f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{name}/status"
+
+        def attempt(patch, with_token=token):
+            return api_json_patch(path, with_token, self.node.pki.ca_cert, patch)
         policy_refusal = ("ValidatingAdmissionPolicy 'xpu-dra-driver-own-claim-status'",
                           f"may write only the status.devices entries of driver {DRA_DRIVER} in the pool {SECOND_NODE}")
         granular = self.server_minor() >= 36
         for what, patch in attacks.items():
-            result = attempt(patch)
+            code, message = attempt(patch)
             # From 1.36 the API server's own check of resourceclaims/driver (a token of another
             # node than the claim's needs arbitrary-node:patch) runs before admission and refuses
             # first; 1.35 has only the policy.
             reasons = ['resource="resourceclaims/driver"'] if granular else policy_refusal
-            expect(result.returncode != 0 and all(r in result.stderr for r in reasons),
-                   f"the second node's token {what} of {name}: {result.stderr.strip()!r}")
-            print(f"  second node's token, {what} of {name}: {result.stderr.strip().splitlines()[-1][:300]}")
+            expect(code in (403, 422) and all(reason in message for reason in reasons),
+                   f"the second node's token {what} of {name}: {code} {message!r}")
+            print(f"  second node's token, {what} of {name}: {code} {message}")
         if granular:
             # The policy holds without that check: with arbitrary-node:patch granted to the
             # driver's account, the same writes are refused by the policy.
@@ -1245,29 +1254,25 @@ class Suite:
                 for what, patch in attacks.items():
                     # RBAC reaches the authorizer through its informers: wait until the API
                     # server's own check lets the request through to admission.
-                    result = wait_for(f"{what} reaching admission with arbitrary-node:patch granted",
-                                      lambda: (r := attempt(patch)).returncode == 0
-                                      or "resourceclaims/driver" not in r.stderr and r, 30)
-                    expect(result is not True and result.returncode != 0
-                           and all(r in result.stderr for r in policy_refusal),
-                           f"with arbitrary-node:patch, the second node's token {what} of {name}: "
-                           f"{getattr(result, 'stderr', '').strip()!r}")
-                    print(f"  ... with arbitrary-node:patch granted: {result.stderr.strip().splitlines()[-1][:300]}")
+                    code, message = wait_for(f"{what} reaching admission with arbitrary-node:patch granted",
+                                             lambda: r if "resourceclaims/driver" not in (r := attempt(patch))[1]
+                                             else None, 30)
+                    expect(code in (403, 422) and all(reason in message for reason in policy_refusal),
+                           f"with arbitrary-node:patch, the second node's token {what} of {name}: {code} {message!r}")
+                    print(f"  ... with arbitrary-node:patch granted: {code} {message}")
             finally:
                 self.node.kubectl("delete", "clusterrolebinding,clusterrole", "xpu-test-arbitrary-node", check=False)
         after = claim_status_devices(self.node.get_json("resourceclaim", "-n", "default", name)) or []
         expect(after == written, f"{name}'s status.devices changed: {written} -> {after}")
         # Its own node's token may not touch what the scheduler and the claim controller write.
-        as_driver = self.kubectl_bound_to(self.dra_driver_pod())
-        result = run([*as_driver, "patch", "resourceclaim", "-n", "default", name, "--subresource=status",
-                      "--type=json", "-p", json.dumps([{"op": "remove", "path": "/status/reservedFor"}])],
-                     check=False)
+        code, message = attempt([{"op": "remove", "path": "/status/reservedFor"}],
+                                with_token=self.bound_token(self.dra_driver_pod()))
         reasons = (['resource="resourceclaims/binding"'] if granular else
                    ["ValidatingAdmissionPolicy 'xpu-dra-driver-own-claim-status'",
                     "may not change status.allocation or status.reservedFor"])
-        expect(result.returncode != 0 and all(r in result.stderr for r in reasons),
-               f"the driver's own token removing {name}'s reservedFor: {result.stderr.strip()!r}")
-        print(f"  driver's own token, removing {name}'s reservedFor: {result.stderr.strip().splitlines()[-1][:300]}")
+        expect(code in (403, 422) and all(reason in message for reason in reasons),
+               f"the driver's own token removing {name}'s reservedFor: {code} {message!r}")
+        print(f"  driver's own token, removing {name}'s reservedFor: {code} {message}")
 
     def dra_claims(self, devices):
         # The README's claim example, as written but for the image: the suite's is imported.
@@ -2082,6 +2087,21 @@ def websocket_get(path, token, ca_file):
     parts = lines[0].split()
     expect(len(parts) >= 2 and parts[1].isdigit(), f"the API server answered {lines[0]!r} to a WebSocket GET")
     return int(parts[1]), body.decode(errors="replace")
+
+
+def api_json_patch(path, token, ca_file, patch):
+    """A JSON patch on the API server with a bearer token; returns the answer's status and the
+    message of its Status object ("" on success)."""
+    request = urllib.request.Request(f"https://{NODE_IP}:6443{path}", method="PATCH",
+                                     data=json.dumps(patch).encode(),
+                                     headers={"Authorization": f"Bearer {token}",
+                                              "Content-Type": "application/json-patch+json"})
+    context = ssl.create_default_context(cafile=ca_file)
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=30) as answer:
+            return answer.status, ""
+    except urllib.error.HTTPError as error:
+        return error.code, status_message(error.read())
 
 
 def status_message(body):
