@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import traceback
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -1060,13 +1061,8 @@ class Suite:
 
     def dra_check_admission(self):
         """The driver's own token may write only its node's slices; RBAC gives it nothing else."""
-        pod = self.dra_driver_pod()
-        token = self.node.kubectl("create", "token", "-n", CHART_NAMESPACE, "xpu-dra-driver",
-                                  "--bound-object-kind", "Pod", "--bound-object-name", pod["metadata"]["name"],
-                                  "--bound-object-uid", pod["metadata"]["uid"]).strip()
-        as_driver = [self.node.program("kubectl"), "--kubeconfig=/dev/null",
-                     f"--server=https://{NODE_IP}:6443", f"--certificate-authority={self.node.pki.ca_cert}",
-                     f"--token={token}"]
+        as_driver = self.kubectl_bound_to(self.dra_driver_pod())
+        self.dra_check_policies_type_check()
         foreign = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
                    "metadata": {"name": "forged-slice"},
                    "spec": {"driver": DRA_DRIVER, "nodeName": "another-node",
@@ -1102,6 +1098,14 @@ class Suite:
         finally:
             self.node.kubectl("delete", "resourceslice", "forged-slice", "--wait=true")
         print("  driver's token, another node's existing slice: replacing and deleting it refused")
+        # Its own node's name with another node's pool: the scheduler would count the slice in
+        # that pool (issue 39).
+        into_pool = json.loads(json.dumps(foreign))
+        into_pool["spec"]["nodeName"] = NODE_NAME
+        result = run([*as_driver, "create", "-f", "-"], check=False, input_text=json.dumps(into_pool))
+        expect(result.returncode != 0 and f"may write only ResourceSlices of the pool {NODE_NAME}" in result.stderr,
+               f"a slice of this node in another node's pool: {result.stderr.strip()!r}")
+        print(f"  driver's token, this node's slice in another pool: {result.stderr.strip().splitlines()[-1][:200]}")
         # It may get a claim by name (the kubelet names the ones to prepare), not list them all.
         for verb in (["get", "secrets", "-A"], ["get", "pods", "-A"], ["get", "resourceclaims", "-A"]):
             result = run([*as_driver, *verb], check=False)
@@ -1110,6 +1114,165 @@ class Suite:
         result = run([*as_driver, "get", "resourceslices"], check=False)
         expect(result.returncode == 0, f"the driver's token cannot list slices: {result.stderr.strip()!r}")
         print("  driver's token: listing secrets, pods and claims forbidden; its slices readable")
+
+    def bound_token(self, pod):
+        """A token of the DRA driver's service account bound to `pod` (so to the node the pod is
+        on), as the kubelet gives the driver's pod its own."""
+        return self.node.kubectl("create", "token", "-n", CHART_NAMESPACE, DRA_DAEMONSET,
+                                 "--bound-object-kind", "Pod", "--bound-object-name", pod["metadata"]["name"],
+                                 "--bound-object-uid", pod["metadata"]["uid"]).strip()
+
+    def kubectl_bound_to(self, pod=None, token=None):
+        """kubectl with `token`, or with a token bound to `pod`."""
+        token = token or self.bound_token(pod)
+        return [self.node.program("kubectl"), "--kubeconfig=/dev/null",
+                f"--server=https://{NODE_IP}:6443", f"--certificate-authority={self.node.pki.ca_cert}",
+                f"--token={token}"]
+
+    def dra_check_policies_type_check(self):
+        """The API server type-checks each admission policy's CEL against the objects' schemas
+        (status.typeChecking): a warning there is an expression that may fail at run time, and
+        with failurePolicy Fail refuse the driver's own writes."""
+        def checked(policy):
+            current = self.node.get_json("validatingadmissionpolicy", policy)
+            status = current.get("status", {})
+            if status.get("observedGeneration") != current["metadata"]["generation"]:
+                return None
+            return [status.get("typeChecking", {}).get("expressionWarnings", [])]
+        for policy in DRA_POLICIES:
+            warnings = wait_for(f"{policy} type-checked", lambda: checked(policy), 30)[0]
+            expect(not warnings, f"{policy}: {warnings}")
+        print(f"  admission policies type-checked by the API server without warnings: {', '.join(DRA_POLICIES)}")
+
+    def dra_check_second_node(self, claim):
+        """Another node's driver credentials: a token of the driver's service account bound to a
+        pod on a second Node (no kubelet behind it; unschedulable and tainted, so nothing else
+        lands there). It may write its own node's slice, but neither publish into this node's
+        pool nor touch this node's entries of a claim's status; the refusals name the chart's
+        policies. The claim's entries, written by the real driver through the same policy, stay."""
+        started = time.monotonic()
+        name = claim["metadata"]["name"]
+
+        def own_entries():
+            entries = claim_status_devices(self.node.get_json("resourceclaim", "-n", "default", name)) or []
+            ours = [e for e in entries if e["driver"] == DRA_DRIVER and e["pool"] == NODE_NAME
+                    and any(c["type"] == "Healthy" and c["status"] == "True" for c in e.get("conditions", []))]
+            return entries if len(ours) == len(claim["status"]["allocation"]["devices"]["results"]) else None
+        written = wait_for(f"{name}: the driver's status.devices entries", own_entries, 30)
+        print(f"  {name}: {len(written)} status.devices entries written by the driver through the policy")
+
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": SECOND_NODE},
+                "spec": {"unschedulable": True,
+                         "taints": [{"key": "xpu.kunlunxin.com/cluster-test", "effect": "NoSchedule"}]}}
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": f"{DRA_DAEMONSET}-elsewhere", "namespace": CHART_NAMESPACE},
+               "spec": {"nodeName": SECOND_NODE, "serviceAccountName": DRA_DAEMONSET,
+                        "automountServiceAccountToken": False, "tolerations": [{"operator": "Exists"}],
+                        "containers": [{"name": "main", "image": images.BUSYBOX, "imagePullPolicy": "Never"}]}}
+        self.node.kubectl("create", "-f", "-", input_text=json.dumps(node))
+        try:
+            self.node.kubectl("create", "-f", "-", input_text=json.dumps(pod))
+            token = self.bound_token(self.node.get_json("pod", "-n", CHART_NAMESPACE, pod["metadata"]["name"]))
+            elsewhere = self.kubectl_bound_to(token=token)
+            who = json.loads(run([*elsewhere, "auth", "whoami", "-o", "json"]))["status"]["userInfo"]
+            expect(who["username"] == f"system:serviceaccount:{CHART_NAMESPACE}:{DRA_DAEMONSET}"
+                   and who.get("extra", {}).get("authentication.kubernetes.io/node-name") == [SECOND_NODE],
+                   f"the second node's token: {who}")
+            self.dra_second_node_slices(elsewhere)
+            self.dra_second_node_claim(token, name, written)
+        finally:
+            self.node.kubectl("delete", "pod", "-n", CHART_NAMESPACE, pod["metadata"]["name"],
+                              "--grace-period=0", "--force", "--wait=true", check=False)
+            self.node.kubectl("delete", "node", SECOND_NODE, "--wait=true", check=False)
+        figure("second node's driver token: its slice, refusals in this node's pool and claim", time.monotonic() - started)
+
+    def dra_second_node_slices(self, elsewhere):
+        own = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+               "metadata": {"name": "second-node-slice"},
+               "spec": {"driver": DRA_DRIVER, "nodeName": SECOND_NODE,
+                        "pool": {"name": SECOND_NODE, "generation": 1, "resourceSliceCount": 1}, "devices": []}}
+        # Its own node's slice it may write: the token is the driver's and the refusals below are
+        # about the pool alone.
+        run([*elsewhere, "create", "-f", "-"], input_text=json.dumps(own))
+        run([*elsewhere, "delete", "resourceslice", "second-node-slice"])
+        into_pool = json.loads(json.dumps(own))
+        into_pool["spec"]["pool"]["name"] = NODE_NAME
+        result = run([*elsewhere, "create", "-f", "-"], check=False, input_text=json.dumps(into_pool))
+        expect(result.returncode != 0 and "ValidatingAdmissionPolicy 'xpu-dra-driver-own-node'" in result.stderr
+               and f"may write only ResourceSlices of the pool {SECOND_NODE}" in result.stderr,
+               f"the second node's token publishing into {NODE_NAME}'s pool: {result.stderr.strip()!r}")
+        expect(len(self.dra_slices()) == 1 and not [s for s in self.node.get_json("resourceslices")["items"]
+                                                    if s["spec"]["pool"]["name"] == NODE_NAME
+                                                    and s["spec"].get("nodeName") != NODE_NAME],
+               f"a slice in {NODE_NAME}'s pool besides the driver's")
+        print(f"  second node's token, its own slice: written and deleted; into {NODE_NAME}'s pool: "
+              f"{result.stderr.strip().splitlines()[-1][:240]}")
+
+    def dra_second_node_claim(self, token, name, written):
+        """The driver's status writes as it makes them (PATCH on resourceclaims/status; kubectl
+        would first GET the subresource, which the driver may not), with the second node's token."""
+        index = next(i for i, e in enumerate(written) if e["driver"] == DRA_DRIVER and e["pool"] == NODE_NAME)
+        attacks = {
+            "marking a card unhealthy": [
+                {"op": "replace", "path": f"/status/devices/{index}/conditions/0/status", "value": "False"},
+                {"op": "replace", "path": f"/status/devices/{index}/conditions/0/reason", "value": "Forged"}],
+            "removing an entry": [{"op": "remove", "path": f"/status/devices/{index}"}],
+        }
+
+        path = f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{name}/status"
+
+        def attempt(patch, with_token=token):
+            return api_json_patch(path, with_token, self.node.pki.ca_cert, patch)
+        policy_refusal = ("ValidatingAdmissionPolicy 'xpu-dra-driver-own-claim-status'",
+                          f"may write only the status.devices entries of driver {DRA_DRIVER} in the pool {SECOND_NODE}")
+        granular = self.server_minor() >= 36
+        for what, patch in attacks.items():
+            code, message = attempt(patch)
+            # From 1.36 the API server's own check of resourceclaims/driver (a token of another
+            # node than the claim's needs arbitrary-node:patch) runs before admission and refuses
+            # first; 1.35 has only the policy.
+            reasons = ['resource="resourceclaims/driver"'] if granular else policy_refusal
+            expect(code in (403, 422) and all(reason in message for reason in reasons),
+                   f"the second node's token {what} of {name}: {code} {message!r}")
+            print(f"  second node's token, {what} of {name}: {code} {message}")
+        if granular:
+            # The policy holds without that check: with arbitrary-node:patch granted to the
+            # driver's account, the same writes are refused by the policy.
+            grant = [
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                 "metadata": {"name": "xpu-test-arbitrary-node"},
+                 "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/driver"],
+                            "resourceNames": [DRA_DRIVER], "verbs": ["arbitrary-node:patch"]}]},
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                 "metadata": {"name": "xpu-test-arbitrary-node"},
+                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                             "name": "xpu-test-arbitrary-node"},
+                 "subjects": [{"kind": "ServiceAccount", "name": DRA_DAEMONSET, "namespace": CHART_NAMESPACE}]}]
+            self.node.kubectl("create", "-f", "-", input_text=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                                           "items": grant}))
+            try:
+                for what, patch in attacks.items():
+                    # RBAC reaches the authorizer through its informers: wait until the API
+                    # server's own check lets the request through to admission.
+                    code, message = wait_for(f"{what} reaching admission with arbitrary-node:patch granted",
+                                             lambda: r if "resourceclaims/driver" not in (r := attempt(patch))[1]
+                                             else None, 30)
+                    expect(code in (403, 422) and all(reason in message for reason in policy_refusal),
+                           f"with arbitrary-node:patch, the second node's token {what} of {name}: {code} {message!r}")
+                    print(f"  ... with arbitrary-node:patch granted: {code} {message}")
+            finally:
+                self.node.kubectl("delete", "clusterrolebinding,clusterrole", "xpu-test-arbitrary-node", check=False)
+        after = claim_status_devices(self.node.get_json("resourceclaim", "-n", "default", name)) or []
+        expect(after == written, f"{name}'s status.devices changed: {written} -> {after}")
+        # Its own node's token may not touch what the scheduler and the claim controller write.
+        code, message = attempt([{"op": "remove", "path": "/status/reservedFor"}],
+                                with_token=self.bound_token(self.dra_driver_pod()))
+        reasons = (['resource="resourceclaims/binding"'] if granular else
+                   ["ValidatingAdmissionPolicy 'xpu-dra-driver-own-claim-status'",
+                    "may not change status.allocation or status.reservedFor"])
+        expect(code in (403, 422) and all(reason in message for reason in reasons),
+               f"the driver's own token removing {name}'s reservedFor: {code} {message!r}")
+        print(f"  driver's own token, removing {name}'s reservedFor: {code} {message}")
 
     def dra_claims(self, devices):
         # The README's claim example, as written but for the image: the suite's is imported.
@@ -1151,6 +1314,7 @@ class Suite:
         print(f"  NodePrepareResources as the driver logged it: {prepared[-1][-60:]}")
 
         self.dra_pod_labels("xpu-dra-pair", indices, devices)
+        self.dra_check_second_node(claim)
         self.dra_admin_access(indices[0], devices)
         self.dra_pod_health(devices)
         self.dra_extended_resource(devices)
@@ -1800,6 +1964,10 @@ PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
 NUMA_NODE = "resource.kubernetes.io/numaNode"
 # Another driver's device for scenario 14 to line a card up with; nothing serves it.
 NIC_DRIVER = "nic.example.com"
+# The chart's admission policies for the driver's writes, and the Node object scenario 14 makes
+# to hold a second node's driver token.
+DRA_POLICIES = ["xpu-dra-driver-own-node", "xpu-dra-driver-own-claim-status"]
+SECOND_NODE = "xpu-second-node"
 NIC_SLICE = "nic-example-com-slice"
 
 
@@ -1919,6 +2087,21 @@ def websocket_get(path, token, ca_file):
     parts = lines[0].split()
     expect(len(parts) >= 2 and parts[1].isdigit(), f"the API server answered {lines[0]!r} to a WebSocket GET")
     return int(parts[1]), body.decode(errors="replace")
+
+
+def api_json_patch(path, token, ca_file, patch):
+    """A JSON patch on the API server with a bearer token; returns the answer's status and the
+    message of its Status object ("" on success)."""
+    request = urllib.request.Request(f"https://{NODE_IP}:6443{path}", method="PATCH",
+                                     data=json.dumps(patch).encode(),
+                                     headers={"Authorization": f"Bearer {token}",
+                                              "Content-Type": "application/json-patch+json"})
+    context = ssl.create_default_context(cafile=ca_file)
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=30) as answer:
+            return answer.status, ""
+    except urllib.error.HTTPError as error:
+        return error.code, status_message(error.read())
 
 
 def status_message(body):

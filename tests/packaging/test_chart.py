@@ -986,6 +986,72 @@ class Allocation(unittest.TestCase):
         self.assertEqual(objects[("ValidatingAdmissionPolicyBinding", "xpu-dra-driver-own-node")]["spec"],
                          {"policyName": "xpu-dra-driver-own-node", "validationActions": ["Deny"]})
 
+    def driver_policy(self, name):
+        """The policy `name` of the DRA driver, after checking that it binds with Deny, fails
+        closed and matches only the driver's own service account."""
+        objects = render("allocation=dra")
+        self.assertEqual(objects[("ValidatingAdmissionPolicyBinding", name)]["spec"],
+                         {"policyName": name, "validationActions": ["Deny"]})
+        spec = objects[("ValidatingAdmissionPolicy", name)]["spec"]
+        self.assertEqual(spec["failurePolicy"], "Fail")
+        self.assertEqual([c["expression"] for c in spec["matchConditions"]],
+                         [f'request.userInfo.username == "system:serviceaccount:{NAMESPACE}:{DRA_DRIVER}"'])
+        variables = {v["name"]: " ".join(v["expression"].split()) for v in spec["variables"]}
+        # The node the token is bound to, as the API server sets it for a pod-bound token.
+        self.assertEqual(variables["tokenNode"],
+                         "request.userInfo.extra[?'authentication.kubernetes.io/node-name'][0].orValue('')")
+        self.assertEqual(spec["validations"][0],
+                         {"expression": 'variables.tokenNode != ""',
+                          "message": "the token of xpu-dra-driver is not bound to a pod on a node"})
+        return spec, variables
+
+    def test_slice_policy_pins_node_pool_and_driver(self):
+        spec, variables = self.driver_policy("xpu-dra-driver-own-node")
+        self.assertEqual(spec["matchConstraints"]["resourceRules"],
+                         [{"apiGroups": ["resource.k8s.io"], "apiVersions": ["*"],
+                           "operations": ["CREATE", "UPDATE", "DELETE"], "resources": ["resourceslices"]}])
+        # An update checks the slice it replaces as well as the one it writes.
+        self.assertEqual(variables["slices"], 'request.operation == "DELETE" ? [oldObject] : '
+                         'request.operation == "UPDATE" ? [oldObject, object] : [object]')
+        # The driver names its pool after its node (k8s-shim/dra/kube/slice_content.cpp).
+        self.assertEqual([v["expression"] for v in spec["validations"][1:]], [
+            'variables.slices.all(s, s.spec.?nodeName.orValue("") == variables.tokenNode)',
+            "variables.slices.all(s, s.spec.pool.name == variables.tokenNode)",
+            'variables.slices.all(s, s.spec.driver == "xpu.kunlunxin.com")'])
+        self.assertIn('" may write only ResourceSlices of the pool " + variables.tokenNode',
+                      " ".join(spec["validations"][2]["messageExpression"].split()))
+
+    def test_claim_status_policy_keeps_the_driver_to_its_entries(self):
+        spec, variables = self.driver_policy("xpu-dra-driver-own-claim-status")
+        # Only the status subresource, which is all RBAC lets the driver write of a claim.
+        self.assertEqual(spec["matchConstraints"]["resourceRules"],
+                         [{"apiGroups": ["resource.k8s.io"], "apiVersions": ["*"],
+                           "operations": ["UPDATE"], "resources": ["resourceclaims/status"]}])
+        mine = '!(e.driver == "xpu.kunlunxin.com" && e.pool == variables.tokenNode)'
+        self.assertEqual(variables["othersBefore"], f"oldObject.?status.?devices.orValue([]).filter(e, {mine})")
+        self.assertEqual(variables["othersAfter"], f"object.?status.?devices.orValue([]).filter(e, {mine})")
+        expressions = [" ".join(v["expression"].split()) for v in spec["validations"][1:]]
+        self.assertEqual(expressions, [
+            # Every other entry as it was: none added, changed or removed, in any order.
+            "variables.othersAfter.size() == variables.othersBefore.size() && "
+            "variables.othersAfter.all(e, e in variables.othersBefore)",
+            # The scheduler's and the claim controller's fields untouched.
+            "object.?status.?allocation == oldObject.?status.?allocation && "
+            "object.?status.?reservedFor == oldObject.?status.?reservedFor"])
+        self.assertIn("may write only the status.devices entries of driver xpu.kunlunxin.com in the pool",
+                      " ".join(spec["validations"][1]["messageExpression"].split()))
+
+    def test_policies_follow_the_release_namespace(self):
+        result = run_helm("template", "rel", CHART, "--namespace", "xpu-system", "--set", "allocation=dra")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        policies = [d for d in yaml.safe_load_all(result.stdout)
+                    if d and d["kind"] == "ValidatingAdmissionPolicy"]
+        self.assertEqual(sorted(p["metadata"]["name"] for p in policies),
+                         ["xpu-dra-driver-own-claim-status", "xpu-dra-driver-own-node"])
+        for policy in policies:
+            self.assertEqual(policy["spec"]["matchConditions"][0]["expression"],
+                             'request.userInfo.username == "system:serviceaccount:xpu-system:xpu-dra-driver"')
+
     def test_unhealthy_cards_are_tainted_and_the_class_filters_where_taints_do_not(self):
         def expression(*set_args, kube_version):
             objects = render("allocation=dra", *set_args, kube_version=kube_version)
