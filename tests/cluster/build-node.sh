@@ -3,12 +3,12 @@
 #   kube (kube/main.go against kube/RELEASE/go.mod: kube-apiserver, kube-controller-manager,
 #   kube-scheduler, kubelet and kubectl in one multi-call binary, with a symlink per program),
 #   etcd (etcd/: the server module's etcdmain) and containerd 2 with its runc shim and ctr.
-# RELEASE is a directory under kube/ (v1.37, the default, or v1.35); the exact Kubernetes version
+# RELEASE is a directory under kube/ (v1.37, the default, v1.35, or v1.38, a pre-release); the exact Kubernetes version
 # is its go.mod's. It is stamped into the binary, or every component reports v0.0.0 and Helm's
 # kubeVersion checks fail. Go's build cache makes a rebuild ~20 s.
 # Usage: tests/cluster/build-node.sh OUT_DIR [RELEASE]
 set -eu
-[ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: $0 OUT_DIR [v1.37|v1.35]" >&2; exit 2; }
+[ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: $0 OUT_DIR [v1.37|v1.35|v1.38]" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 release=${2:-v1.37}
 module=$here/kube/$release
@@ -18,11 +18,13 @@ out=$(cd "$1" && pwd)
 go=$here/../../scripts/go
 containerd_version=v2.4.2
 
-kube_version=$(sed -n 's/^[[:space:]]*k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' "$module/go.mod")
+kube_version=$(sed -n 's/^[[:space:]]*k8s.io\/kubernetes \(v[0-9.]*[-a-z0-9.]*\)$/\1/p' "$module/go.mod")
 [ -n "$kube_version" ] || { echo "build-node: no k8s.io/kubernetes version in $module/go.mod" >&2; exit 1; }
 etcd_version=$(sed -n 's/^require go.etcd.io\/etcd\/server\/v3 \(v[0-9.]*\)$/\1/p' "$here/etcd/go.mod")
 [ -n "$etcd_version" ] || { echo "build-node: no etcd server version in $here/etcd/go.mod" >&2; exit 1; }
-sources=$(cat "$module/go.sum" "$here/kube/main.go" "$here/etcd/go.sum" "$here/etcd/main.go" "$0" | sha256sum | cut -c1-16)
+sources=$(cat "$module/go.sum" "$here/kube/main.go" "$here/kube/iptables-wrappers/go.mod" \
+  "$here/kube/iptables-wrappers/pkg/iptables/iptables.go" "$here/etcd/go.sum" "$here/etcd/main.go" "$0" |
+  sha256sum | cut -c1-16)
 stamp="kubernetes $kube_version etcd $etcd_version containerd $containerd_version $sources"
 if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then
   exit 0
@@ -43,7 +45,10 @@ for package in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 # One main.go for every release: the module is put together in the output directory (Go builds
 # a module from one directory), so the tree keeps a single copy of the program.
+# A release whose go.mod replaces a module the proxy refuses with the tree's stand-in
+# (kube/iptables-wrappers, for v1.38) finds it beside go.mod.
 cp "$here/kube/main.go" "$module/go.mod" "$module/go.sum" "$out/src/"
+cp -r "$here/kube/iptables-wrappers" "$out/src/"
 (cd "$out/src" && "$go" build -trimpath -gcflags "$gcflags" -ldflags "$ldflags" -o "$out/kube" .)
 for program in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl; do
   ln -s kube "$out/$program"

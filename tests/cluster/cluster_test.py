@@ -10,7 +10,7 @@ and runs the scenarios; when it exits, the kernel ends every process it started 
 too) and drops its mounts and network. The outer one then removes the kubelet's cgroups, the
 device nodes and mount points it made, and restores the sysctls.
 
-Usage: cluster_test.py SOURCE_DIR BUILD_DIR [--keep] [--only N,N] [--kubernetes v1.37|v1.35]
+Usage: cluster_test.py SOURCE_DIR BUILD_DIR [--keep] [--only N,N] [--kubernetes v1.37|v1.35|v1.38]
 """
 
 import argparse
@@ -35,9 +35,10 @@ KUBELET_SYSCTLS = ["vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops
 CARD_NODES = [f"/dev/xpu{i}" for i in range(8)] + ["/dev/xpuctrl"]
 CGROUP_ROOT = "/sys/fs/cgroup"
 # The releases the suite builds (kube/<release>/go.mod pins the exact version): the newest, which
-# runs every scenario in .ci/run, and the oldest still supported (README.md: what runs where).
+# runs every scenario in .ci/run, the oldest still supported, and the next while it is a
+# pre-release (README.md: what runs where).
 DEFAULT_RELEASE = "v1.37"
-RELEASES = [DEFAULT_RELEASE, "v1.35"]
+RELEASES = [DEFAULT_RELEASE, "v1.35", "v1.38"]
 # Where the node's programs write by default: the test fails if one of them appears on the host.
 WATCHED_PATHS = ["/opt/containerd", "/run/containerd", "/etc/cni", "/var/lib/kubelet",
                  "/var/lib/containerd", "/etc/kubernetes", "/var/run/cdi", "/xpu-runtime"]
