@@ -27,7 +27,11 @@ client follows no library's rules), from uid 65534 unless said otherwise:
   g. the SR-IOV socket: mode 0600; uid 65534 refused ConfigureVirtualFunctions on it even when it
      can reach it; once owned by root (as xpud-api-proxy-sriov.socket makes it), uid 65534 cannot
      connect and root reads through it;
-  h. dbus-daemon and xpud restarted: the same proxy serves root again within 20 s.
+  h. dbus-daemon and xpud restarted: the same proxy serves root again within 20 s;
+  s. the authentication smuggle (issue 39): BEGIN before any AUTH, then a small call whose body
+     holds "AUTH EXTERNAL", "BEGIN" and the header of a 100 MiB call, then the 100 MiB as small
+     calls: the connection closed at the first BEGIN, the proxy's peak RSS (VmHWM, reset before)
+     well under its MemoryMax.
 Against a proxy without --listen-sriov (the one before these limits) the checks fail, they do not
 stop the script: run it with XPUD_API_PROXY_BIN pointing at an old build for a before/after.
 
@@ -661,6 +665,82 @@ def garbage(held, path, kind):
     return {"closed_after": closed_after, "answer": repr(answer[:60])}
 
 
+def smuggle_chunks(size):
+    """The smuggle's bytes in pieces: "\\0BEGIN\\r\\n" (BEGIN before any AUTH: sd-bus answers ERROR
+    and stays in its authentication), a small call whose body reads to sd-bus as lines ("AUTH
+    EXTERNAL 30", "BEGIN") and then the header of a call of `size` bytes, then that call's body
+    as small well-formed calls of 64 KiB each (each under the proxy's limit, so a filter that
+    took the first BEGIN passes every byte)."""
+    big = encode_call(9, XPUD_NAME, XPUD_PATH, MANAGER, "GetMetrics", "ay", body_length=0)
+    body_length = size - len(big)
+    big = encode_call(9, XPUD_NAME, XPUD_PATH, MANAGER, "GetMetrics", "ay", body_length=body_length)
+    lines = b"\r\nAUTH EXTERNAL " + str(os.getuid()).encode().hex().encode() + b"\r\nBEGIN\r\n"
+    payload = lines + big + struct.pack("<I", body_length - 4)  # the array's length, then its bytes
+    yield b"\0BEGIN\r\n" + encode_call(1, DRIVER, DRIVER_PATH, DRIVER, "Hello", "ay",
+                                         body_length=len(payload)) + payload
+    piece = 64 * 1024
+    header_length = len(encode_call(2, DRIVER, DRIVER_PATH, DRIVER, "Ping", "ay", body_length=0))
+    left, serial = body_length - 4, 2
+    filler = b"x" * piece
+    while left > 0:
+        n = left if left < piece + header_length else piece  # the last one takes the rest
+        yield encode_call(serial, DRIVER, DRIVER_PATH, DRIVER, "Ping", "ay",
+                          body_length=n - header_length) + filler[:n - header_length]
+        left -= n
+        serial += 1
+
+
+def smuggle(held, path, size):
+    """Sends the smuggle (smuggle_chunks) as fast as the proxy takes it, reading what comes back;
+    then waits (7 s at most) for the proxy to close. {"sent", "closed_after", "answer"}."""
+    out = {"sent": 0, "closed_after": None, "answer": b""}
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    try:
+        s.connect(path)
+    except OSError as e:
+        s.close()
+        return {"sent": 0, "closed_after": None, "answer": f"connect: {type(e).__name__}"}
+    started = time.monotonic()
+    s.setblocking(False)
+    source = smuggle_chunks(size)
+    pending = memoryview(next(source))
+    poller = select.poll()
+    poller.register(s, select.POLLIN | select.POLLOUT)
+    try:
+        while time.monotonic() - started < 30 and out["closed_after"] is None:
+            for _, events in poller.poll(500):
+                if events & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                    try:
+                        chunk = s.recv(65536)
+                    except BlockingIOError:
+                        chunk = None
+                    if chunk == b"":
+                        out["closed_after"] = time.monotonic() - started
+                        break
+                    if chunk:
+                        out["answer"] += chunk
+                if pending is not None and events & select.POLLOUT:
+                    try:
+                        n = s.send(pending)
+                    except BlockingIOError:
+                        n = 0
+                    out["sent"] += n
+                    pending = pending[n:]
+                    if not len(pending):
+                        nxt = next(source, None)
+                        pending = memoryview(nxt) if nxt is not None else None
+                        if pending is None:
+                            poller.modify(s, select.POLLIN)
+                if pending is None and time.monotonic() - started > 7:
+                    break
+    except OSError:
+        out["closed_after"] = time.monotonic() - started  # EPIPE, ECONNRESET: closed on us
+    s.close()
+    out["answer"] = repr(bytes(out["answer"][:80]))
+    return out
+
+
 def pass_fds(held, path, counts):
     """NEGOTIATE_UNIX_FD during authentication, then DeviceCount calls carrying descriptors."""
     out = {"negotiate": None, "replies": []}
@@ -707,7 +787,7 @@ def configure_vfs(held, path):
 
 COMMANDS = {f.__name__: f for f in (open_idle, open_with_hello, count_open, wait_all_closed, close_all,
                                     big_call, start_slow_reader, garbage, pass_fds, try_connect,
-                                    configure_vfs)}
+                                    configure_vfs, smuggle)}
 
 
 class WorkerError(Exception):
@@ -1116,6 +1196,45 @@ def garbage_streams(stack, nobody):
           f"VmHWM {hwm} KiB")
 
 
+def reset_peak_rss(pid):
+    """Sets VmHWM back to the current RSS (clear_refs "5", Linux 4.0), so that a figure is the
+    peak of one attack; False when the kernel does not let us."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def auth_smuggle(stack, nobody):
+    """s. The authentication smuggle: a 100 MiB call past the filter."""
+    reset = reset_peak_rss(stack.pid)
+    before = proc_status(stack.pid, "VmHWM")
+    stack.proxy.logged_since_last_look("before sd-bus had accepted an AUTH")
+    watcher = PeakWatcher(stack.pid)
+    try:
+        r = attempt("smuggle", lambda: nobody.do("smuggle", stack.api, 100 * MIB, timeout=60),
+                    {"sent": 0, "closed_after": None, "answer": "worker failed"})
+    finally:
+        hwm = watcher.stop()
+    named = wait_until(lambda: stack.proxy.logged_since_last_look("before sd-bus had accepted an AUTH"), 2)
+    closed = f"{r['closed_after'] * 1000:.0f} ms" if r["closed_after"] is not None else "not closed"
+    figures.append(("s. smuggled 100 MiB call: proxy VmHWM KiB before / the most seen",
+                    f"{before} / {hwm}{'' if reset else ' (VmHWM not reset: the peak of the whole run)'}"))
+    figures.append(("s. smuggled 100 MiB call: MiB sent, closed after, answered",
+                    f"{r['sent'] / MIB:.1f}, {closed}, {r['answer'][:60]}"))
+    bound = MEMORY_MAX_KIB // 2
+    check(f"the smuggled 100 MiB call: the proxy's peak RSS stays under {bound >> 10} MiB "
+          f"(half its MemoryMax)", 0 < hwm < bound, f"VmHWM {hwm} KiB")
+    check("the smuggle's connection is closed at once (under 1 s) at its first BEGIN, before sd-bus "
+          "answers anything, and the log names why",
+          r["closed_after"] is not None and r["closed_after"] < 1.0 and r["answer"] == "b''" and named,
+          f"closed after {closed}, answered {r['answer']}, "
+          f"{'the log names it' if named else 'no BEGIN-before-AUTH in the log'}")
+    still_serving(stack, "after the smuggle")
+
+
 def fd_passing(stack, nobody):
     """f. Descriptors offered and sent."""
     time.sleep(0.5)  # earlier clients reaped
@@ -1189,8 +1308,8 @@ def main():
         figures.append(("proxy fds / VmRSS / VmHWM KiB at start", stack.proxy_figures()))
         if not stack.has_sriov:
             print(f"{PROXY} has no --listen-sriov: an older proxy, the SR-IOV checks fail", flush=True)
-        for step in (idle_connections, watchers, big_messages, slow_reader, garbage_streams, fd_passing,
-                     sriov_socket, reconnect):
+        for step in (idle_connections, watchers, big_messages, slow_reader, garbage_streams, auth_smuggle,
+                     fd_passing, sriov_socket, reconnect):
             print(f"-- {step.__doc__.splitlines()[0]}", flush=True)
             try:
                 step(stack, nobody) if step is not reconnect else step(stack)
