@@ -530,6 +530,30 @@ def close_all(held, key):
     return True
 
 
+class ChunkSender:
+    """Writes the chunks of a generator to a non-blocking socket as fast as it takes them."""
+
+    def __init__(self, chunks):
+        self.source = chunks
+        self.pending = memoryview(next(chunks))
+        self.sent = 0
+
+    def done(self):
+        return self.pending is None
+
+    def send_some(self, sock):
+        """Sends what the socket takes now (OSError when it is closed on us)."""
+        try:
+            n = sock.send(self.pending)
+        except BlockingIOError:
+            n = 0
+        self.sent += n
+        self.pending = self.pending[n:]
+        if not len(self.pending):
+            nxt = next(self.source, None)
+            self.pending = memoryview(nxt) if nxt is not None else None
+
+
 def big_call(held, path, size, seconds=20.0):
     """GetMetrics with one string argument, `size` bytes in all, read from as it is written (the
     answer may come before the end). Then DeviceCount on the same connection."""
@@ -562,12 +586,11 @@ def big_call(held, path, size, seconds=20.0):
                     yield block if n == len(block) else block[:n]
                 yield b"\0"
 
-            source = chunks()
-            pending = memoryview(next(source))
+            sender = ChunkSender(chunks())
             poller = select.poll()
             poller.register(bus.sock, select.POLLIN | select.POLLOUT)
             bus.sock.setblocking(False)
-            while pending is not None and time.monotonic() < deadline:
+            while not sender.done() and time.monotonic() < deadline:
                 for _, events in poller.poll(500):
                     if events & select.POLLIN:
                         try:
@@ -584,16 +607,9 @@ def big_call(held, path, size, seconds=20.0):
                     elif events & (select.POLLHUP | select.POLLERR):
                         raise Closed("closed while the call was being sent")
                     if events & select.POLLOUT:
-                        try:
-                            n = bus.sock.send(pending)
-                        except BlockingIOError:
-                            n = 0
-                        out["sent"] += n
-                        pending = pending[n:]
-                        if not len(pending):
-                            nxt = next(source, None)
-                            pending = memoryview(nxt) if nxt is not None else None
-            if pending is not None:
+                        sender.send_some(bus.sock)
+                        out["sent"] = sender.sent
+            if not sender.done():
                 out["answer"] = f"timeout after sending {out['sent'] >> 20} MiB"
                 return out
             if reply is None:
@@ -619,16 +635,24 @@ def start_slow_reader(held, path):
     return reply.first
 
 
-def garbage(held, path, kind):
-    """Sends one kind of garbage; then waits (7 s at most) for the proxy to close the connection.
-    {"closed_after": seconds or None, "answer": the first bytes it sent back}."""
+def connect_raw(path):
+    """A unix socket connected to `path` (5 s to connect) and None, or None and what failed."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(5)
     try:
         s.connect(path)
     except OSError as e:
         s.close()
-        return {"closed_after": None, "answer": f"connect: {type(e).__name__}"}
+        return None, f"connect: {type(e).__name__}"
+    return s, None
+
+
+def garbage(held, path, kind):
+    """Sends one kind of garbage; then waits (7 s at most) for the proxy to close the connection.
+    {"closed_after": seconds or None, "answer": the first bytes it sent back}."""
+    s, failed = connect_raw(path)
+    if s is None:
+        return {"closed_after": None, "answer": failed}
     started = time.monotonic()
     try:
         if kind == "random bytes before authentication":
@@ -694,17 +718,12 @@ def smuggle(held, path, size):
     """Sends the smuggle (smuggle_chunks) as fast as the proxy takes it, reading what comes back;
     then waits (7 s at most) for the proxy to close. {"sent", "closed_after", "answer"}."""
     out = {"sent": 0, "closed_after": None, "answer": b""}
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
-    try:
-        s.connect(path)
-    except OSError as e:
-        s.close()
-        return {"sent": 0, "closed_after": None, "answer": f"connect: {type(e).__name__}"}
+    s, failed = connect_raw(path)
+    if s is None:
+        return dict(out, answer=failed)
     started = time.monotonic()
     s.setblocking(False)
-    source = smuggle_chunks(size)
-    pending = memoryview(next(source))
+    sender = ChunkSender(smuggle_chunks(size))
     poller = select.poll()
     poller.register(s, select.POLLIN | select.POLLOUT)
     try:
@@ -720,22 +739,15 @@ def smuggle(held, path, size):
                         break
                     if chunk:
                         out["answer"] += chunk
-                if pending is not None and events & select.POLLOUT:
-                    try:
-                        n = s.send(pending)
-                    except BlockingIOError:
-                        n = 0
-                    out["sent"] += n
-                    pending = pending[n:]
-                    if not len(pending):
-                        nxt = next(source, None)
-                        pending = memoryview(nxt) if nxt is not None else None
-                        if pending is None:
-                            poller.modify(s, select.POLLIN)
-                if pending is None and time.monotonic() - started > 7:
+                if not sender.done() and events & select.POLLOUT:
+                    sender.send_some(s)
+                    if sender.done():
+                        poller.modify(s, select.POLLIN)
+                if sender.done() and time.monotonic() - started > 7:
                     break
     except OSError:
         out["closed_after"] = time.monotonic() - started  # EPIPE, ECONNRESET: closed on us
+    out["sent"] = sender.sent
     s.close()
     out["answer"] = repr(bytes(out["answer"][:80]))
     return out
