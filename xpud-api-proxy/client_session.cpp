@@ -9,6 +9,7 @@
 #include "common/names.h"
 #include "xpud-api-proxy/api_filter.h"
 #include "xpud-api-proxy/bus_errors.h"
+#include "xpud-api-proxy/client_bus.h"
 #include "xpud-api-proxy/proxy_server.h"
 
 namespace xpu::api_proxy {
@@ -45,14 +46,8 @@ ClientSession::ClientSession(ProxyServer& server, std::uint64_t id, UniqueFd soc
   bus_.reset(raw);
   sd_id128_t bus_id{};
   sd_id128_from_string(server_.bus_id().c_str(), &bus_id);
-  // The client authenticates with its own uid (EXTERNAL) or anonymously; who may connect at all
-  // is decided by the socket's place in the file system, who it is by the accepted socket's
-  // credentials (sd-bus sees only the socketpair), what it may do by the filter.
-  if ((r = sd_bus_set_fd(raw, bus_end.get(), bus_end.get())) < 0)
-    throw std::runtime_error(std::string("sd_bus_set_fd: ") + std::strerror(-r));
-  bus_end.release();  // the bus owns it now
-  if ((r = sd_bus_set_server(raw, 1, bus_id)) < 0 || (r = sd_bus_set_anonymous(raw, 1)) < 0 ||
-      (r = sd_bus_negotiate_fds(raw, 0)) < 0)
+  // What the client may do is decided by the filter.
+  if ((r = configure_client_bus(raw, std::move(bus_end), bus_id)) < 0)
     throw std::runtime_error(std::string("setting up the client connection: ") + std::strerror(-r));
   sd_bus_slot* slot = nullptr;
   if ((r = sd_bus_add_filter(raw, &slot, &ClientSession::on_message, this)) < 0)

@@ -86,13 +86,14 @@ std::string too_large_call(std::uint32_t serial, std::uint8_t flags, std::uint64
 
 InboundFilter::InboundFilter(std::uint64_t max_message_bytes, std::size_t max_auth_bytes)
     : max_message_bytes_(std::max<std::uint64_t>(max_message_bytes, kFixedHeaderBytes)),
-      max_auth_bytes_(max_auth_bytes) {}
+      auth_(max_auth_bytes) {}
 
 Status InboundFilter::feed(std::string_view data, std::string& out) {
   while (!data.empty()) {
     switch (phase_) {
       case Phase::Authentication:
-        if (auto status = feed_authentication(data, out); !status) return status;
+        if (auto status = auth_.feed(data, out); !status) return status;
+        if (auth_.over()) phase_ = Phase::Header;
         break;
       case Phase::Header: {
         const std::size_t take = std::min(kFixedHeaderBytes - header_.size(), data.size());
@@ -114,23 +115,6 @@ Status InboundFilter::feed(std::string_view data, std::string& out) {
         break;
       }
     }
-  }
-  return ok_status();
-}
-
-Status InboundFilter::feed_authentication(std::string_view& data, std::string& out) {
-  // Passed through as it comes (sd-bus speaks the protocol); only watched for its end.
-  while (!data.empty() && phase_ == Phase::Authentication) {
-    if (++auth_bytes_ > max_auth_bytes_)
-      return Error{"its authentication went on past " + std::to_string(max_auth_bytes_) + " bytes"};
-    const char c = data.front();
-    data.remove_prefix(1);
-    out += c;
-    if (auth_bytes_ == 1 && c == '\0') continue;  // the credentials byte
-    line_ += c;
-    if (line_.size() < 2 || line_.compare(line_.size() - 2, 2, "\r\n") != 0) continue;
-    if (line_ == "BEGIN\r\n") phase_ = Phase::Header;
-    line_.clear();
   }
   return ok_status();
 }

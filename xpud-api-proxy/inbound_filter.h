@@ -6,8 +6,11 @@
 // and, forwarded, cost it its connection to the system bus. This filter sits between the client's
 // socket and sd-bus (a socketpair) and follows the stream's framing:
 //
-//   - the authentication: a NUL byte, then text lines ending in CRLF, up to and including BEGIN
-//     (D-Bus specification, "Authentication Protocol"), passed through and bounded in length;
+//   - the authentication: a NUL byte, then text lines ending in CRLF (D-Bus specification,
+//     "Authentication Protocol"), read as sd-bus's server reads them (auth_exchange.h): it ends
+//     on the client's BEGIN after an AUTH that sd-bus accepted, and wherever the filter could
+//     disagree with sd-bus about that byte (BEGIN before an accepted AUTH, an argument it cannot
+//     be sure of, a byte no client sends) the connection is closed; bounded in length;
 //   - then messages: a 16-byte fixed header (endianness 'l' or 'B', type, flags, major version 1,
 //     body length, serial, header-field array length) whose lengths give the message's size
 //     (specification, "Message Format": the header padded to 8, then the body).
@@ -26,6 +29,7 @@
 #include <string_view>
 
 #include "common/result.h"
+#include "xpud-api-proxy/auth_exchange.h"
 
 namespace xpu::api_proxy {
 
@@ -45,7 +49,7 @@ class InboundFilter {
   // An error names what is wrong with the stream; the connection is to be closed.
   Status feed(std::string_view data, std::string& out);
 
-  bool authenticated() const { return phase_ != Phase::Authentication; }
+  bool authenticated() const { return auth_.over(); }
   // Messages refused for their size so far.
   std::uint64_t refused() const { return refused_; }
   std::uint64_t max_message_bytes() const { return max_message_bytes_; }
@@ -53,14 +57,11 @@ class InboundFilter {
  private:
   enum class Phase { Authentication, Header, Passing, Dropping };
 
-  Status feed_authentication(std::string_view& data, std::string& out);
   Status take_header(std::string& out);
 
   std::uint64_t max_message_bytes_;
-  std::size_t max_auth_bytes_;
+  AuthExchange auth_;
   Phase phase_ = Phase::Authentication;
-  std::size_t auth_bytes_ = 0;
-  std::string line_;             // the authentication line read so far
   std::string header_;           // the fixed header read so far
   std::uint64_t remaining_ = 0;  // bytes of the current message still to pass or drop
   std::uint64_t refused_ = 0;

@@ -28,6 +28,10 @@ client follows no library's rules), from uid 65534 unless said otherwise:
      can reach it; once owned by root (as xpud-api-proxy-sriov.socket makes it), uid 65534 cannot
      connect and root reads through it;
   h. dbus-daemon and xpud restarted: the same proxy serves root again within 20 s;
+  s. the authentication smuggle (issue 39): BEGIN before any AUTH, then a small call whose body
+     holds "AUTH EXTERNAL", "BEGIN" and the header of a 100 MiB call, then the 100 MiB as small
+     calls: the connection closed at the first BEGIN, the proxy's peak RSS (VmHWM, reset before)
+     well under its MemoryMax.
 and, on a second stack whose dbus-daemon runs Debian's own system.conf with the package's policy
 (tests/packaging/private_system_bus.py), as a node's system bus does:
   forged owner. uid 65534 sends the proxy's connection a NameOwnerChanged naming itself xpud's
@@ -531,6 +535,30 @@ def close_all(held, key):
     return True
 
 
+class ChunkSender:
+    """Writes the chunks of a generator to a non-blocking socket as fast as it takes them."""
+
+    def __init__(self, chunks):
+        self.source = chunks
+        self.pending = memoryview(next(chunks))
+        self.sent = 0
+
+    def done(self):
+        return self.pending is None
+
+    def send_some(self, sock):
+        """Sends what the socket takes now (OSError when it is closed on us)."""
+        try:
+            n = sock.send(self.pending)
+        except BlockingIOError:
+            n = 0
+        self.sent += n
+        self.pending = self.pending[n:]
+        if not len(self.pending):
+            nxt = next(self.source, None)
+            self.pending = memoryview(nxt) if nxt is not None else None
+
+
 def big_call(held, path, size, seconds=20.0):
     """GetMetrics with one string argument, `size` bytes in all, read from as it is written (the
     answer may come before the end). Then DeviceCount on the same connection."""
@@ -563,12 +591,11 @@ def big_call(held, path, size, seconds=20.0):
                     yield block if n == len(block) else block[:n]
                 yield b"\0"
 
-            source = chunks()
-            pending = memoryview(next(source))
+            sender = ChunkSender(chunks())
             poller = select.poll()
             poller.register(bus.sock, select.POLLIN | select.POLLOUT)
             bus.sock.setblocking(False)
-            while pending is not None and time.monotonic() < deadline:
+            while not sender.done() and time.monotonic() < deadline:
                 for _, events in poller.poll(500):
                     if events & select.POLLIN:
                         try:
@@ -585,16 +612,9 @@ def big_call(held, path, size, seconds=20.0):
                     elif events & (select.POLLHUP | select.POLLERR):
                         raise Closed("closed while the call was being sent")
                     if events & select.POLLOUT:
-                        try:
-                            n = bus.sock.send(pending)
-                        except BlockingIOError:
-                            n = 0
-                        out["sent"] += n
-                        pending = pending[n:]
-                        if not len(pending):
-                            nxt = next(source, None)
-                            pending = memoryview(nxt) if nxt is not None else None
-            if pending is not None:
+                        sender.send_some(bus.sock)
+                        out["sent"] = sender.sent
+            if not sender.done():
                 out["answer"] = f"timeout after sending {out['sent'] >> 20} MiB"
                 return out
             if reply is None:
@@ -620,16 +640,24 @@ def start_slow_reader(held, path):
     return reply.first
 
 
-def garbage(held, path, kind):
-    """Sends one kind of garbage; then waits (7 s at most) for the proxy to close the connection.
-    {"closed_after": seconds or None, "answer": the first bytes it sent back}."""
+def connect_raw(path):
+    """A unix socket connected to `path` (5 s to connect) and None, or None and what failed."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(5)
     try:
         s.connect(path)
     except OSError as e:
         s.close()
-        return {"closed_after": None, "answer": f"connect: {type(e).__name__}"}
+        return None, f"connect: {type(e).__name__}"
+    return s, None
+
+
+def garbage(held, path, kind):
+    """Sends one kind of garbage; then waits (7 s at most) for the proxy to close the connection.
+    {"closed_after": seconds or None, "answer": the first bytes it sent back}."""
+    s, failed = connect_raw(path)
+    if s is None:
+        return {"closed_after": None, "answer": failed}
     started = time.monotonic()
     try:
         if kind == "random bytes before authentication":
@@ -664,6 +692,70 @@ def garbage(held, path, kind):
             closed_after = time.monotonic() - started
     s.close()
     return {"closed_after": closed_after, "answer": repr(answer[:60])}
+
+
+def smuggle_chunks(size):
+    """The smuggle's bytes in pieces: "\\0BEGIN\\r\\n" (BEGIN before any AUTH: sd-bus answers ERROR
+    and stays in its authentication), a small call whose body reads to sd-bus as lines ("AUTH
+    EXTERNAL 30", "BEGIN") and then the header of a call of `size` bytes, then that call's body
+    as small well-formed calls of 64 KiB each (each under the proxy's limit, so a filter that
+    took the first BEGIN passes every byte)."""
+    big = encode_call(9, XPUD_NAME, XPUD_PATH, MANAGER, "GetMetrics", "ay", body_length=0)
+    body_length = size - len(big)
+    big = encode_call(9, XPUD_NAME, XPUD_PATH, MANAGER, "GetMetrics", "ay", body_length=body_length)
+    lines = b"\r\nAUTH EXTERNAL " + str(os.getuid()).encode().hex().encode() + b"\r\nBEGIN\r\n"
+    payload = lines + big + struct.pack("<I", body_length - 4)  # the array's length, then its bytes
+    yield b"\0BEGIN\r\n" + encode_call(1, DRIVER, DRIVER_PATH, DRIVER, "Hello", "ay",
+                                         body_length=len(payload)) + payload
+    piece = 64 * 1024
+    header_length = len(encode_call(2, DRIVER, DRIVER_PATH, DRIVER, "Ping", "ay", body_length=0))
+    left, serial = body_length - 4, 2
+    filler = b"x" * piece
+    while left > 0:
+        n = left if left < piece + header_length else piece  # the last one takes the rest
+        yield encode_call(serial, DRIVER, DRIVER_PATH, DRIVER, "Ping", "ay",
+                          body_length=n - header_length) + filler[:n - header_length]
+        left -= n
+        serial += 1
+
+
+def smuggle(held, path, size):
+    """Sends the smuggle (smuggle_chunks) as fast as the proxy takes it, reading what comes back;
+    then waits (7 s at most) for the proxy to close. {"sent", "closed_after", "answer"}."""
+    out = {"sent": 0, "closed_after": None, "answer": b""}
+    s, failed = connect_raw(path)
+    if s is None:
+        return dict(out, answer=failed)
+    started = time.monotonic()
+    s.setblocking(False)
+    sender = ChunkSender(smuggle_chunks(size))
+    poller = select.poll()
+    poller.register(s, select.POLLIN | select.POLLOUT)
+    try:
+        while time.monotonic() - started < 30 and out["closed_after"] is None:
+            for _, events in poller.poll(500):
+                if events & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                    try:
+                        chunk = s.recv(65536)
+                    except BlockingIOError:
+                        chunk = None
+                    if chunk == b"":
+                        out["closed_after"] = time.monotonic() - started
+                        break
+                    if chunk:
+                        out["answer"] += chunk
+                if not sender.done() and events & select.POLLOUT:
+                    sender.send_some(s)
+                    if sender.done():
+                        poller.modify(s, select.POLLIN)
+                if sender.done() and time.monotonic() - started > 7:
+                    break
+    except OSError:
+        out["closed_after"] = time.monotonic() - started  # EPIPE, ECONNRESET: closed on us
+    out["sent"] = sender.sent
+    s.close()
+    out["answer"] = repr(bytes(out["answer"][:80]))
+    return out
 
 
 def pass_fds(held, path, counts):
@@ -750,7 +842,7 @@ def forge_xpud_signals(held, bus_path, proxy_pid, count):
 
 COMMANDS = {f.__name__: f for f in (open_idle, open_with_hello, count_open, wait_all_closed, close_all,
                                     big_call, start_slow_reader, garbage, pass_fds, try_connect,
-                                    configure_vfs, forge_xpud_signals)}
+                                    configure_vfs, forge_xpud_signals, smuggle)}
 
 
 class WorkerError(Exception):
@@ -1159,6 +1251,45 @@ def garbage_streams(stack, nobody):
           f"VmHWM {hwm} KiB")
 
 
+def reset_peak_rss(pid):
+    """Sets VmHWM back to the current RSS (clear_refs "5", Linux 4.0), so that a figure is the
+    peak of one attack; False when the kernel does not let us."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def auth_smuggle(stack, nobody):
+    """s. The authentication smuggle: a 100 MiB call past the filter."""
+    reset = reset_peak_rss(stack.pid)
+    before = proc_status(stack.pid, "VmHWM")
+    stack.proxy.logged_since_last_look("before sd-bus had accepted an AUTH")
+    watcher = PeakWatcher(stack.pid)
+    try:
+        r = attempt("smuggle", lambda: nobody.do("smuggle", stack.api, 100 * MIB, timeout=60),
+                    {"sent": 0, "closed_after": None, "answer": "worker failed"})
+    finally:
+        hwm = watcher.stop()
+    named = wait_until(lambda: stack.proxy.logged_since_last_look("before sd-bus had accepted an AUTH"), 2)
+    closed = f"{r['closed_after'] * 1000:.0f} ms" if r["closed_after"] is not None else "not closed"
+    figures.append(("s. smuggled 100 MiB call: proxy VmHWM KiB before / the most seen",
+                    f"{before} / {hwm}{'' if reset else ' (VmHWM not reset: the peak of the whole run)'}"))
+    figures.append(("s. smuggled 100 MiB call: MiB sent, closed after, answered",
+                    f"{r['sent'] / MIB:.1f}, {closed}, {r['answer'][:60]}"))
+    bound = MEMORY_MAX_KIB // 2
+    check(f"the smuggled 100 MiB call: the proxy's peak RSS stays under {bound >> 10} MiB "
+          f"(half its MemoryMax)", 0 < hwm < bound, f"VmHWM {hwm} KiB")
+    check("the smuggle's connection is closed at once (under 1 s) at its first BEGIN, before sd-bus "
+          "answers anything, and the log names why",
+          r["closed_after"] is not None and r["closed_after"] < 1.0 and r["answer"] == "b''" and named,
+          f"closed after {closed}, answered {r['answer']}, "
+          f"{'the log names it' if named else 'no BEGIN-before-AUTH in the log'}")
+    still_serving(stack, "after the smuggle")
+
+
 def fd_passing(stack, nobody):
     """f. Descriptors offered and sent."""
     time.sleep(0.5)  # earlier clients reaped
@@ -1314,8 +1445,8 @@ def main():
         figures.append(("proxy fds / VmRSS / VmHWM KiB at start", stack.proxy_figures()))
         if not stack.has_sriov:
             print(f"{PROXY} has no --listen-sriov: an older proxy, the SR-IOV checks fail", flush=True)
-        for step in (idle_connections, watchers, big_messages, slow_reader, garbage_streams, fd_passing,
-                     sriov_socket, reconnect, forged_owner):
+        for step in (idle_connections, watchers, big_messages, slow_reader, garbage_streams, auth_smuggle,
+                     fd_passing, sriov_socket, reconnect, forged_owner):
             print(f"-- {step.__doc__.splitlines()[0]}", flush=True)
             try:
                 step(stack, nobody) if step is not reconnect else step(stack)

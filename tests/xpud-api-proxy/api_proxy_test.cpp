@@ -201,6 +201,13 @@ TEST_F(ApiProxyTest, BusctlAndLibdbusClientsWork) {
                                  "com.kunlunxin.xpud1.Manager.ListDevices"});
   ASSERT_EQ(dstatus, 0) << devices;
   EXPECT_NE(devices.find("/com/kunlunxin/xpud1/devices/xpu7"), std::string::npos) << devices;
+  // GDBus authenticates its own way (the mechanisms it tries, NEGOTIATE_UNIX_FD answered ERROR):
+  // the filter's reading of the authentication (auth_exchange.h) must take it too.
+  auto [gstatus, gdevices] = run(
+      {"/usr/bin/gdbus", "call", "--address=" + api_address_, "--dest=com.kunlunxin.xpud1",
+       "--object-path=/com/kunlunxin/xpud1", "--method=com.kunlunxin.xpud1.Manager.ListDevices"});
+  ASSERT_EQ(gstatus, 0) << gdevices;
+  EXPECT_NE(gdevices.find("/com/kunlunxin/xpud1/devices/xpu7"), std::string::npos) << gdevices;
 }
 
 TEST_F(ApiProxyTest, EverythingOutsideTheReadOnlyApiIsRefused) {

@@ -159,12 +159,190 @@ TEST(InboundFilter, AStreamThatIsNoDBusClientsIsRefusedByName) {
 TEST(InboundFilter, ALongButFiniteAuthenticationIsWithinTheLimit) {
   InboundFilter filter(4096);
   std::string auth = std::string(1, '\0');
-  for (int i = 0; i < 100; ++i) auth += "DATA 0102030405060708090a\r\n";
+  auth += "AUTH EXTERNAL\r\n";
+  for (int i = 0; i < 100; ++i) auth += "DATA 31303030\r\n";
   auth += "BEGIN\r\n";
   std::string out;
   ASSERT_TRUE(filter.feed(auth, out));
   EXPECT_TRUE(filter.authenticated());
   EXPECT_EQ(out, auth);
+}
+
+// The authentication as sd-bus's server reads it (auth_exchange.h): it ends on BEGIN after an AUTH
+// sd-bus accepted, and where the filter could not be sure what sd-bus does, the connection ends.
+
+// Feeds `stream` whole, then in pieces of every size up to 16: the same outcome either way.
+struct Outcome {
+  std::string out;
+  std::string error;  // empty: the stream was taken
+  bool authenticated = false;
+};
+
+Outcome run_filter(const std::string& stream, std::size_t piece) {
+  InboundFilter filter(4096);
+  Outcome outcome;
+  for (std::size_t at = 0; at < stream.size(); at += piece) {
+    auto status = filter.feed(std::string_view(stream).substr(at, piece), outcome.out);
+    if (!status) {
+      outcome.error = status.error();
+      break;
+    }
+  }
+  outcome.authenticated = filter.authenticated();
+  return outcome;
+}
+
+Outcome run_filter(const std::string& stream) {
+  Outcome whole = run_filter(stream, stream.size());
+  for (std::size_t piece = 1; piece <= 16; ++piece) {
+    const Outcome pieces = run_filter(stream, piece);
+    EXPECT_EQ(pieces.out, whole.out) << "piece " << piece;
+    EXPECT_EQ(pieces.error, whole.error) << "piece " << piece;
+  }
+  return whole;
+}
+
+const std::string kHello = message('l', 1, 0, 1, 110, 0);
+
+std::string nul_then(const std::string& lines) {
+  return std::string(1, '\0') + lines;
+}
+
+TEST(InboundFilterAuthentication, EveryRealClientsExchangePassesWithTheMessagesAfterIt) {
+  const std::string exchanges[] = {
+      // sd-bus (busctl, the shim, xpuctl): all in one write, Hello right behind.
+      nul_then("AUTH EXTERNAL\r\nDATA\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n"),
+      nul_then("AUTH ANONYMOUS 616e6f6e796d6f7573\r\nBEGIN\r\n"),
+      // libdbus (dbus-send), GDBus: the uid in hex, NEGOTIATE_UNIX_FD answered ERROR here.
+      nul_then("AUTH EXTERNAL 31303030\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n"),
+      nul_then("AUTH EXTERNAL 30\r\nBEGIN\r\n"),
+      nul_then("AUTH EXTERNAL 34323934393637323934\r\nBEGIN\r\n"),  // 4294967294
+      // A client that asks for the mechanisms first, or tries one sd-bus does not have.
+      nul_then("AUTH\r\nAUTH DBUS_COOKIE_SHA1 31303030\r\nAUTH EXTERNAL 3635353334\r\nBEGIN\r\n"),
+      // ANONYMOUS with its trace in DATA; upper-case hex.
+      nul_then("AUTH ANONYMOUS\r\nDATA 6C6962646275732031\r\nBEGIN\r\n"),
+      // CANCEL, then a new AUTH; lines sd-bus answers ERROR change nothing.
+      nul_then("AUTH EXTERNAL 30\r\nCANCEL\r\nAUTH ANONYMOUS\r\nBEGIN\r\n"),
+      nul_then("AUTH EXTERNAL\r\nERRORS\r\nSTARTTLS\r\n\r\nBEGIN \r\nBEGIN\r\n"),
+      nul_then("DATA 7a\r\nAUTH EXTERNAL\r\nBEGIN\r\n"),  // DATA before AUTH: ERROR, unchecked
+  };
+  for (const auto& exchange : exchanges) {
+    const Outcome outcome = run_filter(exchange + kHello);
+    EXPECT_EQ(outcome.error, "") << exchange;
+    EXPECT_TRUE(outcome.authenticated) << exchange;
+    EXPECT_EQ(outcome.out, exchange + kHello) << exchange;
+  }
+}
+
+TEST(InboundFilterAuthentication, BeginBeforeAnAcceptedAuthClosesTheConnection) {
+  const std::string never_accepted[] = {
+      nul_then("BEGIN\r\n"),
+      nul_then("AUTH\r\nBEGIN\r\n"),
+      nul_then("AUTH EXTERNALX\r\nBEGIN\r\n"),  // not EXTERNAL: another mechanism, REJECTED
+      nul_then("DATA\r\nBEGIN\r\n"),
+      nul_then("AUTH EXTERNAL\r\nCANCEL\r\nBEGIN\r\n"),
+      nul_then("AUTH EXTERNAL 30\r\nERROR\r\nBEGIN\r\n"),
+      nul_then("AUTH ANONYMOUS\r\nERROR \"no\"\r\nBEGIN\r\n"),
+  };
+  for (const auto& exchange : never_accepted) {
+    const Outcome outcome = run_filter(exchange + kHello);
+    EXPECT_EQ(outcome.error, "it sent BEGIN before sd-bus had accepted an AUTH") << exchange;
+    EXPECT_FALSE(outcome.authenticated);
+    // Nothing from the BEGIN on reaches sd-bus.
+    EXPECT_EQ(outcome.out, exchange.substr(0, exchange.rfind("BEGIN"))) << exchange;
+  }
+}
+
+TEST(InboundFilterAuthentication, TheSmuggleEndsAtItsFirstBegin) {
+  // BEGIN first, then a small message whose body holds the authentication sd-bus would take
+  // (it stays in its authentication after a BEGIN it answered ERROR) and the header of a large
+  // message; then the large message's bytes as small messages. None of it reaches sd-bus.
+  const std::string smuggled_auth = "\r\nAUTH EXTERNAL 30\r\nBEGIN\r\n" +
+                                    message('l', 1, 0, 9, 8, 3000).substr(0, 16);  // header alone
+  std::string carrier = message('l', 1, 0, 1, 40, static_cast<std::uint32_t>(smuggled_auth.size()));
+  carrier.replace(carrier.size() - smuggled_auth.size(), smuggled_auth.size(), smuggled_auth);
+  const std::string stream = nul_then("BEGIN\r\n") + carrier + message('l', 1, 0, 2, 40, 3000);
+  const Outcome outcome = run_filter(stream);
+  EXPECT_EQ(outcome.error, "it sent BEGIN before sd-bus had accepted an AUTH");
+  EXPECT_EQ(outcome.out, std::string(1, '\0'));
+}
+
+TEST(InboundFilterAuthentication, ArgumentsSdBusMightReadOtherwiseCloseTheConnection) {
+  struct Case {
+    std::string lines;
+    std::string error;
+  };
+  const std::string external = "its AUTH EXTERNAL argument is not one sd-bus certainly takes: ";
+  const std::string anonymous = "its AUTH ANONYMOUS argument is not one sd-bus certainly takes: ";
+  const Case cases[] = {
+      // sd-bus skips whitespace between hex digits: "30 30" is "00" to it, refused; "3 0" is
+      // "0", taken. Neither is guessed at.
+      {"AUTH EXTERNAL 3 0\r\n", external + "'AUTH EXTERNAL 3 0'"},
+      {"AUTH EXTERNAL 30 30\r\n", external + "'AUTH EXTERNAL 30 30'"},
+      {"AUTH EXTERNAL 3\r\n", external + "'AUTH EXTERNAL 3'"},
+      {"AUTH EXTERNAL \r\n", external + "'AUTH EXTERNAL '"},
+      {"AUTH EXTERNAL 3030\r\n", external + "'AUTH EXTERNAL 3030'"},              // "00"
+      {"AUTH EXTERNAL 2b31\r\n", external + "'AUTH EXTERNAL 2b31'"},              // "+1"
+      {"AUTH EXTERNAL 3635353335\r\n", external + "'AUTH EXTERNAL 3635353335'"},  // 65535
+      {"AUTH EXTERNAL 34323934393637323935\r\n",                                  // 2^32 - 1
+       external + "'AUTH EXTERNAL 34323934393637323935'"},
+      {"AUTH EXTERNAL 7a7a\r\n", external + "'AUTH EXTERNAL 7a7a'"},
+      {"AUTH ANONYMOUS 00\r\n", anonymous + "'AUTH ANONYMOUS 00'"},
+      {"AUTH ANONYMOUS 0a\r\n", anonymous + "'AUTH ANONYMOUS 0a'"},
+      {"AUTH ANONYMOUS c3a9\r\n", anonymous + "'AUTH ANONYMOUS c3a9'"},  // UTF-8, not ASCII
+      {"AUTH EXTERNAL\r\nDATA 7a\r\n", "its DATA is not one sd-bus certainly takes: 'DATA 7a'"},
+      {"AUTH ANONYMOUS\r\nDATA 00\r\n", "its DATA is not one sd-bus certainly takes: 'DATA 00'"},
+      {"AUTH EXTERNAL " + std::string(60, '3') + "\r\n",
+       external + "'AUTH EXTERNAL 33333333333333333333333333...'"},
+  };
+  for (const auto& c : cases) {
+    const std::string stream = nul_then(c.lines + "BEGIN\r\n") + kHello;
+    const Outcome outcome = run_filter(stream);
+    EXPECT_EQ(outcome.error, c.error) << c.lines;
+    EXPECT_FALSE(outcome.authenticated);
+    // The line in question does not reach sd-bus.
+    EXPECT_EQ(outcome.out.find(c.lines.substr(c.lines.rfind('\n', c.lines.size() - 3) + 1)),
+              std::string::npos)
+        << c.lines;
+  }
+}
+
+TEST(InboundFilterAuthentication, BytesNoClientSendsCloseTheConnection) {
+  struct Case {
+    std::string bytes;
+    std::string error;
+  };
+  const Case cases[] = {
+      {"AUTH EXTERNAL\r\nBEGIN\r\n",
+       "its authentication did not begin with the NUL byte (it began with byte 65)"},
+      {nul_then("AUTH EXTERNAL\nBEGIN\r\n"),
+       "an authentication line held byte 10 (only printable ASCII is taken)"},
+      {nul_then("AUTH EXTERNAL\rBEGIN\r\n"), "an authentication line had a CR without LF"},
+      {nul_then("AUTH EXTERNAL\r\n") + std::string(1, '\0') + "BEGIN\r\n",
+       "an authentication line held byte 0 (only printable ASCII is taken)"},
+      {nul_then("AUTH\tEXTERNAL\r\n"),
+       "an authentication line held byte 9 (only printable ASCII is taken)"},
+      {nul_then("AUTH EXTERNAL\r\n") + kHello,  // a message where lines are
+       "an authentication line held byte 1 (only printable ASCII is taken)"},
+  };
+  for (const auto& c : cases) {
+    const Outcome outcome = run_filter(c.bytes);
+    EXPECT_EQ(outcome.error, c.error);
+    EXPECT_FALSE(outcome.authenticated);
+  }
+}
+
+TEST(InboundFilterAuthentication, ALineReachesSdBusOnlyWhenWhole) {
+  InboundFilter filter(4096);
+  std::string out;
+  ASSERT_TRUE(filter.feed(nul_then("AUTH EXT"), out));
+  EXPECT_EQ(out, std::string(1, '\0'));
+  ASSERT_TRUE(filter.feed("ERNAL\r", out));
+  EXPECT_EQ(out, std::string(1, '\0'));
+  ASSERT_TRUE(filter.feed("\nBEG", out));
+  EXPECT_EQ(out, nul_then("AUTH EXTERNAL\r\n"));
+  ASSERT_TRUE(filter.feed("IN\r\n" + kHello, out));
+  EXPECT_EQ(out, nul_then("AUTH EXTERNAL\r\nBEGIN\r\n") + kHello);
 }
 
 }  // namespace
