@@ -63,8 +63,12 @@ std::string claim_cdi_spec_json(const PreparedClaim& claim) {
               {{"hookName", name}, {"path", claim.instance_hook.front()}, {"args", args}});
         };
         const std::string index = std::to_string(device.index);
+        // The share and its claim, so that xpud holds one bound per share however many
+        // containers use the claim, and the instance's owner is in the claim's namespace
+        // whatever the container's annotations say (docs/dra-sharing.md, "One bound per share").
         hook("createContainer",
-             {"hook-create-instance", index, std::to_string(device.memory_limit)});
+             {"hook-create-instance", index, std::to_string(device.memory_limit),
+              claim.uid + "/" + device.share_id, claim.namespace_name + "/" + claim.name});
         hook("poststop", {"hook-destroy-instance", index});
       }
       edits["hooks"] = std::move(hooks);

@@ -124,13 +124,21 @@ TEST(dra_ClaimCdiSpec, WithXpudsHookEachSharedCardGetsItsInstanceMadeAndDestroye
   auto args = [&](std::size_t i) { return hooks[i]["args"].get<std::vector<std::string>>(); };
   EXPECT_EQ(hooks[0]["hookName"], "createContainer");
   EXPECT_EQ(hooks[0]["path"], "/usr/bin/xpuctl");
+  // Each names its share (claim UID and shareID) and its claim (namespace and name): xpud holds
+  // one bound per share however many containers use the claim, and the instance's owner is of
+  // the claim's namespace.
+  const std::string claim_ref = "team/shares";
   EXPECT_THAT(args(0), ElementsAre("/usr/bin/xpuctl", "--bus-address", "unix:path=/run/x",
-                                   "hook-create-instance", "1", "6442450944"));
+                                   "hook-create-instance", "1", "6442450944",
+                                   std::string(kUid) + "/s1", claim_ref));
   EXPECT_EQ(hooks[1]["hookName"], "poststop");
   EXPECT_THAT(args(1), ElementsAre("/usr/bin/xpuctl", "--bus-address", "unix:path=/run/x",
                                    "hook-destroy-instance", "1"));
   EXPECT_THAT(args(2), ElementsAre("/usr/bin/xpuctl", "--bus-address", "unix:path=/run/x",
-                                   "hook-create-instance", "0", "4294967296"));
+                                   "hook-create-instance", "0", "4294967296",
+                                   std::string(kUid) + "/s2", claim_ref));
+  EXPECT_THAT(args(3), ElementsAre("/usr/bin/xpuctl", "--bus-address", "unix:path=/run/x",
+                                   "hook-destroy-instance", "0"));
   // A whole card has no instance to make.
   EXPECT_FALSE(spec["devices"][1]["containerEdits"].contains("hooks"));
 }
