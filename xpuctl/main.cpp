@@ -394,9 +394,9 @@ int create_share_instance(xpu::XpudClient& client, const xpuctl::OciState& conta
   const std::string owner = xpuctl::owner_of_container(container, claim.substr(0, slash));
   auto done = client.create_share_instance(card, xpuctl::instance_id_of_container(container.id),
                                            bytes, owner, share, process->get(), kChangeTimeout);
-  // The runtime puts this into the container's failed start, which the kubelet's event shows.
-  if (!done)
-    return fail(name + ": memory share " + share + " of claim " + claim + ": " + done.error());
+  // The runtime puts this into the container's failed start, which the kubelet's event shows;
+  // xpud's message names the card and the share.
+  if (!done) return fail("claim " + claim + ": " + done.error());
   return 0;
 }
 

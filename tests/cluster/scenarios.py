@@ -776,7 +776,8 @@ class Suite:
             held = card_instances()
             print(f"  one 8Gi share claim named by two pods: xpu-{card}'s instances {held}, "
                   f"{sum(b for _, b, _ in held) / GIB:.0f} GiB bound for the 8 GiB grant")
-            print(f"  bound-b: {outcome[:400]}")
+            # The runtime's error carries the hook's output after "stderr:".
+            print(f"  bound-b: {outcome[outcome.find('stderr:'):][:500]}")
             expect(outcome != "running", "bound-b runs beside bound-a on the same share")
             expect(held == [(self.instance_id("bound-a"), 8 * GIB, "default/bound-a/main")],
                    f"xpu-{card}'s instances {held}, expected bound-a's alone")

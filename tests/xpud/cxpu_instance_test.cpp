@@ -431,9 +431,9 @@ TEST_F(CxpuInstanceTest, AShareBoundsOneContainerAtATime) {
   // creation fails, with the reason the kubelet's event carries.
   auto [b_status, b_output] = hook(create, b_state);
   EXPECT_EQ(b_status, 1) << b_output;
-  EXPECT_THAT(b_output, HasSubstr("memory share " + share + " of claim team/shares"));
-  EXPECT_THAT(b_output, HasSubstr("is bounded by cXPU instance aaaaaaaaaaaa (team/pod-a/main) "
-                                  "already, whose container still runs"));
+  EXPECT_THAT(b_output, HasSubstr("claim team/shares: memory share " + share +
+                                  " of xpu1 is bounded by cXPU instance aaaaaaaaaaaa "
+                                  "(team/pod-a/main) already, whose container still runs"));
   EXPECT_THAT(b_output, HasSubstr(std::string(xpu::names::kErrorInUse)));
   EXPECT_THAT(library_instances(),
               ElementsAre("00000000:3C:00.0 aaaaaaaaaaaa 8589934592 " + std::string(kNoLimit)));
