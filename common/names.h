@@ -45,6 +45,7 @@ inline constexpr std::string_view kDriverStalled = "DriverStalled";
 inline constexpr std::string_view kClusterReconfigureAllowed = "ClusterReconfigureAllowed";
 inline constexpr std::string_view kInstancesSupported = "InstancesSupported";
 inline constexpr std::string_view kInstanceHook = "InstanceHook";
+inline constexpr std::string_view kShareInstancesSupported = "ShareInstancesSupported";
 // com.kunlunxin.xpud1.Device
 inline constexpr std::string_view kIndex = "Index";
 inline constexpr std::string_view kName = "Name";
@@ -65,7 +66,7 @@ inline constexpr std::string_view kIsVirtualFunction = "IsVirtualFunction";
 inline constexpr std::string_view kSriovEnabled = "SriovEnabled";
 inline constexpr std::string_view kPhysicalFunction = "PhysicalFunction";
 
-inline constexpr std::array<std::string_view, 10> kManager = {kVersion,
+inline constexpr std::array<std::string_view, 11> kManager = {kVersion,
                                                               kBackend,
                                                               kLibraryPath,
                                                               kDriverVersion,
@@ -74,7 +75,8 @@ inline constexpr std::array<std::string_view, 10> kManager = {kVersion,
                                                               kDriverStalled,
                                                               kClusterReconfigureAllowed,
                                                               kInstancesSupported,
-                                                              kInstanceHook};
+                                                              kInstanceHook,
+                                                              kShareInstancesSupported};
 inline constexpr std::array<std::string_view, 18> kDevice = {kIndex,
                                                              kName,
                                                              kUuid,

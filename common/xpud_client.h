@@ -62,6 +62,9 @@ struct ManagerInfo {
   // InstanceHook: the command an OCI hook runs to reach xpud about cXPU instances; empty when
   // xpud makes none (or predates the property).
   std::vector<std::string> instance_hook;
+  // ShareInstancesSupported: the hook takes a memory share and its claim (false when xpud
+  // predates it).
+  bool share_instances_supported = false;
 
   bool operator==(const ManagerInfo&) const = default;
 };

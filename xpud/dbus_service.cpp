@@ -124,6 +124,7 @@ class ManagerObject final
     if (!service_.instances_.supported()) return {};
     return service_.facts_.instance_hook;
   }
+  bool ShareInstancesSupported() override { return service_.instances_.supported(); }
 
   // Root on the host may always. Anyone else reaches this only as far as the bus policy lets
   // them (on the system bus: the user xpud-api, i.e. xpud-api-proxy, which forwards it for the
@@ -503,6 +504,7 @@ void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
     changed.emplace_back(names::property::kBackend);
     changed.emplace_back(names::property::kInstancesSupported);
     changed.emplace_back(names::property::kInstanceHook);
+    changed.emplace_back(names::property::kShareInstancesSupported);
   }
   if (!snapshot_->backend.empty() && snapshot_->library_path != facts_.library_path) {
     spdlog::info("libxpuml in use: {}",

@@ -276,6 +276,8 @@ TEST_F(CxpuInstanceTest, TheInstanceHookIsACommandThatReachesThisXpud) {
   auto manager = client_.manager_info();
   ASSERT_TRUE(manager) << manager.error();
   ASSERT_THAT(manager->instance_hook, ElementsAre(xpuctl_path, "--bus-address", bus_.address()));
+  // The hook takes a memory share and its claim (CreateShareInstance).
+  EXPECT_TRUE(manager->share_instances_supported);
 
   // As a runtime runs the hook the DRA driver writes: the command, the xpuctl command, the
   // container's state on standard input.
@@ -296,6 +298,7 @@ TEST_F(CxpuInstanceTest, NoInstancesNoHook) {
   auto manager = client_.manager_info();
   ASSERT_TRUE(manager) << manager.error();
   EXPECT_THAT(manager->instance_hook, IsEmpty());
+  EXPECT_FALSE(manager->share_instances_supported);
 }
 
 TEST_F(CxpuInstanceTest, BadArgumentsReachNeitherTheLibraryNorTheRecord) {
