@@ -25,9 +25,10 @@ inline constexpr std::string_view kConfigureVirtualFunctions = "ConfigureVirtual
 inline constexpr std::string_view kCreateInstance = "CreateInstance";
 inline constexpr std::string_view kDestroyInstance = "DestroyInstance";
 inline constexpr std::string_view kListInstances = "ListInstances";
-inline constexpr std::array<std::string_view, 7> kManager = {
-    kListDevices,    kGetMetrics,      kGetProcesses, kConfigureVirtualFunctions,
-    kCreateInstance, kDestroyInstance, kListInstances};
+inline constexpr std::string_view kCreateShareInstance = "CreateShareInstance";
+inline constexpr std::array<std::string_view, 8> kManager = {
+    kListDevices,    kGetMetrics,      kGetProcesses,  kConfigureVirtualFunctions,
+    kCreateInstance, kDestroyInstance, kListInstances, kCreateShareInstance};
 }  // namespace member
 
 // Every signal xpud sends, as interface and member: its own (dbus/*.xml) and the standard ones
@@ -58,6 +59,7 @@ inline constexpr std::string_view kDriverStalled = "DriverStalled";
 inline constexpr std::string_view kClusterReconfigureAllowed = "ClusterReconfigureAllowed";
 inline constexpr std::string_view kInstancesSupported = "InstancesSupported";
 inline constexpr std::string_view kInstanceHook = "InstanceHook";
+inline constexpr std::string_view kShareInstancesSupported = "ShareInstancesSupported";
 // com.kunlunxin.xpud1.Device
 inline constexpr std::string_view kIndex = "Index";
 inline constexpr std::string_view kName = "Name";
@@ -78,7 +80,7 @@ inline constexpr std::string_view kIsVirtualFunction = "IsVirtualFunction";
 inline constexpr std::string_view kSriovEnabled = "SriovEnabled";
 inline constexpr std::string_view kPhysicalFunction = "PhysicalFunction";
 
-inline constexpr std::array<std::string_view, 10> kManager = {kVersion,
+inline constexpr std::array<std::string_view, 11> kManager = {kVersion,
                                                               kBackend,
                                                               kLibraryPath,
                                                               kDriverVersion,
@@ -87,7 +89,8 @@ inline constexpr std::array<std::string_view, 10> kManager = {kVersion,
                                                               kDriverStalled,
                                                               kClusterReconfigureAllowed,
                                                               kInstancesSupported,
-                                                              kInstanceHook};
+                                                              kInstanceHook,
+                                                              kShareInstancesSupported};
 inline constexpr std::array<std::string_view, 18> kDevice = {kIndex,
                                                              kName,
                                                              kUuid,
@@ -108,9 +111,12 @@ inline constexpr std::array<std::string_view, 18> kDevice = {kIndex,
                                                              kPhysicalFunction};
 }  // namespace property
 
-// Every error xpud answers with starts so (the five below).
+// Every error xpud answers with starts so (the six below).
 inline constexpr std::string_view kErrorPrefix = "com.kunlunxin.xpud1.Error.";
 inline constexpr std::string_view kErrorNoSuchInstance = "com.kunlunxin.xpud1.Error.NoSuchInstance";
+// A cXPU instance that would exceed what is granted: its share is bounded by another
+// container's instance, or the card's instances would hold more than its memory.
+inline constexpr std::string_view kErrorInUse = "com.kunlunxin.xpud1.Error.InUse";
 inline constexpr std::string_view kErrorNoSuchDevice = "com.kunlunxin.xpud1.Error.NoSuchDevice";
 inline constexpr std::string_view kErrorNotSupported = "com.kunlunxin.xpud1.Error.NotSupported";
 inline constexpr std::string_view kErrorBackend = "com.kunlunxin.xpud1.Error.Backend";

@@ -166,6 +166,14 @@ Status XpudClient::create_instance(unsigned index, const std::string& id,
   return impl_->change(names::member::kCreateInstance, timeout, static_cast<uint32_t>(index), id,
                        static_cast<uint64_t>(memory_limit_bytes), owner);
 }
+Status XpudClient::create_share_instance(unsigned index, const std::string& id,
+                                         std::uint64_t memory_limit_bytes, const std::string& owner,
+                                         const std::string& share, int container_pidfd,
+                                         std::chrono::milliseconds timeout) {
+  return impl_->change(names::member::kCreateShareInstance, timeout, static_cast<uint32_t>(index),
+                       id, static_cast<uint64_t>(memory_limit_bytes), owner, share,
+                       sdbus::UnixFd(container_pidfd));
+}
 Status XpudClient::destroy_instance(unsigned index, const std::string& id,
                                     std::chrono::milliseconds timeout) {
   return impl_->change(names::member::kDestroyInstance, timeout, static_cast<uint32_t>(index), id);

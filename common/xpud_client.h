@@ -62,6 +62,9 @@ struct ManagerInfo {
   // InstanceHook: the command an OCI hook runs to reach xpud about cXPU instances; empty when
   // xpud makes none (or predates the property).
   std::vector<std::string> instance_hook;
+  // ShareInstancesSupported: the hook takes a memory share and its claim (false when xpud
+  // predates it).
+  bool share_instances_supported = false;
 
   bool operator==(const ManagerInfo&) const = default;
 };
@@ -139,6 +142,13 @@ class XpudClient {
   // `owner`: empty, or who the instance is for (xpu::names::is_instance_owner).
   Status create_instance(unsigned index, const std::string& id, std::uint64_t memory_limit_bytes,
                          const std::string& owner, std::chrono::milliseconds timeout);
+  // Manager.CreateShareInstance: create_instance for a container that uses memory share `share`
+  // ("<claim uid>/<share id>"); `container_pidfd` is a pidfd of its first process, which the
+  // call duplicates (the caller keeps its own).
+  Status create_share_instance(unsigned index, const std::string& id,
+                               std::uint64_t memory_limit_bytes, const std::string& owner,
+                               const std::string& share, int container_pidfd,
+                               std::chrono::milliseconds timeout);
   Status destroy_instance(unsigned index, const std::string& id, std::chrono::milliseconds timeout);
   // Manager.ListInstances: the instances xpud made, by card index and id.
   Result<std::vector<CxpuInstanceInfo>> list_instances();

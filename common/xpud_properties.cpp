@@ -78,6 +78,8 @@ Result<ManagerInfo> parse_manager(const PropertyMap& properties) {
     info.library_path.clear();
   if (!get_property(properties, property::kInstanceHook, info.instance_hook))
     info.instance_hook.clear();
+  if (!get_property(properties, property::kShareInstancesSupported, info.share_instances_supported))
+    info.share_instances_supported = false;
   return info;
 }
 

@@ -131,6 +131,13 @@ void change_instance(FuzzedDataProvider& input, xpud::Backend& backend,
                std::count(owner.begin(), owner.end(), '/') == 2 && owner.front() != '/' &&
                owner.back() != '/' && owner.find("//") == std::string::npos),
           "an owner that is no <namespace>/<pod>/<container> was accepted", owner);
+  // CreateShareInstance's share reaches the log and the refusals that name it.
+  const std::string share = input.ConsumeRandomLengthString(160);
+  if (!xpud::check_instance_share(share))
+    check(!share.empty() && share.size() <= xpud::kMaxInstanceShareBytes &&
+              share.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                      "0123456789-._/") == std::string::npos,
+          "a share key with other characters was accepted", share);
   if (auto refusal = xpud::check_instance_id(id)) {
     check(refusal->error_name == names::kErrorInvalidArgument, "refusal name");
     return;

@@ -1,7 +1,8 @@
 // xpuctl: the operator's view of xpud over D-Bus: list, show INDEX, metrics, processes,
 // instances, each with --json; and, as root, configure-vfs INDEX COUNT, create-instance INDEX ID
 // BYTES and destroy-instance INDEX ID, and the same two as OCI hooks (hook-create-instance INDEX
-// BYTES, hook-destroy-instance INDEX: the container is the one whose state is on stdin).
+// BYTES [SHARE CLAIM], hook-destroy-instance INDEX: the container is the one whose state is on
+// stdin).
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "common/command_line.h"
 #include "common/names.h"
 #include "common/xpud_client.h"
+#include "xpuctl/container_process.h"
 #include "xpuctl/json_writer.h"
 #include "xpuctl/oci_state.h"
 #include "xpuctl/table.h"
@@ -337,6 +339,7 @@ struct Command {
   std::string_view operands;  // as in the usage line
   std::size_t operand_count;
   std::string_view help;
+  std::size_t optional_operands = 0;  // all or none of them, after the others
 };
 constexpr std::array kCommands = {
     Command{"list", "", 0, "devices, identity and health"},
@@ -349,9 +352,11 @@ constexpr std::array kCommands = {
     Command{"create-instance", "INDEX ID BYTES", 3,
             "make cXPU instance ID on card INDEX, its memory bounded to BYTES (root)"},
     Command{"destroy-instance", "INDEX ID", 2, "destroy cXPU instance ID on card INDEX (root)"},
-    Command{"hook-create-instance", "INDEX BYTES", 2,
+    Command{"hook-create-instance", "INDEX BYTES [SHARE CLAIM]", 2,
             "as an OCI createContainer hook: create-instance for the container whose state is on "
-            "standard input (root)"},
+            "standard input, bounding memory share SHARE (<claim uid>/<share id>) of claim CLAIM "
+            "(<namespace>/<name>) when given (root)",
+            2},
     Command{"hook-destroy-instance", "INDEX", 1,
             "as an OCI poststop hook: destroy that container's instance, if it has one (root)"},
 };
@@ -365,13 +370,8 @@ std::string usage_of(const Command& command) {
 // for virtual functions, the discovery that shows them).
 constexpr std::chrono::seconds kChangeTimeout{60};
 
-// The instance id and the owner of the container whose OCI state is on standard input.
-struct HookContainer {
-  std::string instance_id;
-  std::string owner;
-};
-
-xpu::Result<HookContainer> container_from_stdin() {
+// The container whose OCI state is on standard input.
+xpu::Result<xpuctl::OciState> container_from_stdin() {
   std::string state;
   std::array<char, 4096> buffer{};
   std::size_t n = 0;
@@ -379,10 +379,25 @@ xpu::Result<HookContainer> container_from_stdin() {
     state.append(buffer.data(), n);
     if (state.size() > xpuctl::kMaxOciStateBytes) break;
   }
-  auto container = xpuctl::container_id_from_oci_state(state);
-  if (!container) return xpu::Error{container.error()};
-  return HookContainer{xpuctl::instance_id_of_container(*container),
-                       xpuctl::owner_from_oci_state(state)};
+  return xpuctl::parse_oci_state(state);
+}
+
+// hook-create-instance of a share: "<claim uid>/<share id>" and the claim's "<namespace>/<name>".
+int create_share_instance(xpu::XpudClient& client, const xpuctl::OciState& container, unsigned card,
+                          std::uint64_t bytes, const std::string& share, const std::string& claim) {
+  const std::string name = xpu::names::device_name(card);
+  const auto slash = claim.find('/');
+  if (slash == std::string::npos || slash == 0)
+    xpu::exit_usage_error(kProgram, "CLAIM: <namespace>/<name>, got '" + claim + "'");
+  auto process = xpuctl::open_container_process(container.pid);
+  if (!process) return fail(name + ": " + process.error());
+  const std::string owner = xpuctl::owner_of_container(container, claim.substr(0, slash));
+  auto done = client.create_share_instance(card, xpuctl::instance_id_of_container(container.id),
+                                           bytes, owner, share, process->get(), kChangeTimeout);
+  // The runtime puts this into the container's failed start, which the kubelet's event shows;
+  // xpud's message names the card and the share.
+  if (!done) return fail("claim " + claim + ": " + done.error());
+  return 0;
 }
 
 // The hooks an OCI runtime runs for a container with a share of a card (the CDI spec of the
@@ -391,12 +406,17 @@ xpu::Result<HookContainer> container_from_stdin() {
 int run_hook(xpu::XpudClient& client, const std::vector<std::string>& rest, unsigned card) {
   auto container = container_from_stdin();
   if (!container) return fail(container.error());
-  const std::string& id = container->instance_id;
+  const std::string id = xpuctl::instance_id_of_container(container->id);
   const std::string name = xpu::names::device_name(card);
   if (rest.front() == "hook-create-instance") {
     auto bytes = xpu::parse_uint(rest[2], 1, ~std::uint64_t{0} - 1);
     if (!bytes) xpu::exit_usage_error(kProgram, "BYTES: " + bytes.error());
-    auto done = client.create_instance(card, id, *bytes, container->owner, kChangeTimeout);
+    if (rest.size() == 5)
+      return create_share_instance(client, *container, card, *bytes, rest[3], rest[4]);
+    // A spec written by a driver from before shares were named: the card's memory still bounds
+    // all its instances together.
+    auto done = client.create_instance(card, id, *bytes, xpuctl::owner_of_container(*container),
+                                       kChangeTimeout);
     if (!done) return fail(name + ": " + done.error());
     return 0;
   }
@@ -470,7 +490,8 @@ int run(const std::vector<std::string>& args) {
                                      [&](const Command& c) { return c.name == rest.front(); });
   if (command == kCommands.end())
     xpu::exit_usage_error(kProgram, "unknown command '" + rest.front() + "'");
-  if (rest.size() != command->operand_count + 1)
+  if (rest.size() != command->operand_count + 1 &&
+      rest.size() != command->operand_count + command->optional_operands + 1)
     xpu::exit_usage_error(kProgram, command->operand_count == 0
                                         ? "'" + rest.front() + "' takes no arguments"
                                         : "usage: " + usage_of(*command));

@@ -35,6 +35,8 @@ std::string error_name(DriverChangeError::Kind kind) {
       return std::string(names::kErrorInvalidArgument);
     case DriverChangeError::Kind::NoSuchInstance:
       return std::string(names::kErrorNoSuchInstance);
+    case DriverChangeError::Kind::InUse:
+      return std::string(names::kErrorInUse);
     case DriverChangeError::Kind::Failed:
       break;
   }
@@ -122,6 +124,7 @@ class ManagerObject final
     if (!service_.instances_.supported()) return {};
     return service_.facts_.instance_hook;
   }
+  bool ShareInstancesSupported() override { return service_.instances_.supported(); }
 
   // Root on the host may always. Anyone else reaches this only as far as the bus policy lets
   // them (on the system bus: the user xpud-api, i.e. xpud-api-proxy, which forwards it for the
@@ -132,6 +135,9 @@ class ManagerObject final
   // lets through; the cluster has no way to them (xpud-api-proxy does not forward them).
   void CreateInstance(sdbus::Result<>&& result, uint32_t index, std::string instance_id,
                       uint64_t memory_limit_bytes, std::string owner) override;
+  void CreateShareInstance(sdbus::Result<>&& result, uint32_t index, std::string instance_id,
+                           uint64_t memory_limit_bytes, std::string owner, std::string share,
+                           sdbus::UnixFd container) override;
   void DestroyInstance(sdbus::Result<>&& result, uint32_t index, std::string instance_id) override;
   std::vector<sdbus::Struct<uint32_t, std::string, uint64_t, std::string>> ListInstances()
       override {
@@ -348,7 +354,34 @@ void ManagerObject::CreateInstance(sdbus::Result<>&& result, uint32_t index,
       "CreateInstance " + instance_id + " (" + std::to_string(memory_limit_bytes) + " bytes" +
       (owner.empty() ? "" : ", for " + owner) + ") by uid " + std::to_string(caller);
   throw_if(service_.instances_.create(identity, instance_id, memory_limit_bytes, owner,
-                                      reply_to(std::move(result), what, identity)));
+                                      std::nullopt, reply_to(std::move(result), what, identity)));
+  xpu::log_device_event(spdlog::level::info, names::device_name(index), identity.uuid, what);
+}
+
+void ManagerObject::CreateShareInstance(sdbus::Result<>&& result, uint32_t index,
+                                        std::string instance_id, uint64_t memory_limit_bytes,
+                                        std::string owner, std::string share,
+                                        sdbus::UnixFd container) {
+  const uid_t caller = caller_uid();
+  authorize_root(caller, names::member::kCreateShareInstance);
+  const DeviceIdentity& identity = device_at(index);
+  // The owner and the share are checked before they reach the log.
+  for (const auto& refusal : {check_instance_owner(owner), check_instance_share(share)})
+    if (refusal) throw sdbus::Error(std::string(refusal->error_name), refusal->message);
+  const std::string what = "CreateShareInstance " + instance_id + " (" +
+                           std::to_string(memory_limit_bytes) + " bytes of share " + share +
+                           (owner.empty() ? "" : ", for " + owner) + ") by uid " +
+                           std::to_string(caller);
+  InstanceShare bounded{std::move(share), std::make_shared<const ContainerProcess>(
+                                              xpu::UniqueFd(container.release()))};
+  auto refusal =
+      service_.instances_.create(identity, instance_id, memory_limit_bytes, owner,
+                                 std::move(bounded), reply_to(std::move(result), what, identity));
+  // A share refused is what an operator looks for when a pod's container does not start.
+  if (refusal)
+    xpu::log_device_event(spdlog::level::warn, names::device_name(index), identity.uuid,
+                          what + " refused: " + refusal->message);
+  throw_if(refusal);
   xpu::log_device_event(spdlog::level::info, names::device_name(index), identity.uuid, what);
 }
 
@@ -471,6 +504,7 @@ void DbusService::publish(std::shared_ptr<const Snapshot> snapshot) {
     changed.emplace_back(names::property::kBackend);
     changed.emplace_back(names::property::kInstancesSupported);
     changed.emplace_back(names::property::kInstanceHook);
+    changed.emplace_back(names::property::kShareInstancesSupported);
   }
   if (!snapshot_->backend.empty() && snapshot_->library_path != facts_.library_path) {
     spdlog::info("libxpuml in use: {}",

@@ -1,5 +1,7 @@
 #include "xpud/method_arguments.h"
 
+#include <algorithm>
+
 #include "common/instance_owner.h"
 #include "common/names.h"
 
@@ -41,6 +43,19 @@ std::optional<ArgumentRefusal> check_instance_owner(std::string_view owner) {
   return ArgumentRefusal{names::kErrorInvalidArgument,
                          "owner must be empty or <namespace>/<pod>/<container> (Kubernetes "
                          "names: a-z, 0-9, '-', and '.' in the pod's)"};
+}
+
+std::optional<ArgumentRefusal> check_instance_share(std::string_view share) {
+  const bool valid = !share.empty() && share.size() <= kMaxInstanceShareBytes &&
+                     std::all_of(share.begin(), share.end(), [](char c) {
+                       return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                              (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+                              c == '/';
+                     });
+  if (valid) return std::nullopt;
+  return ArgumentRefusal{names::kErrorInvalidArgument,
+                         "share must have 1 to " + std::to_string(kMaxInstanceShareBytes) +
+                             " of A-Z, a-z, 0-9, '-', '.', '_' and '/' (<claim uid>/<share id>)"};
 }
 
 std::optional<ArgumentRefusal> check_instance_memory_limit(std::uint64_t limit_bytes,

@@ -37,6 +37,12 @@ std::optional<ArgumentRefusal> check_instance_id(std::string_view id);
 std::optional<ArgumentRefusal> check_instance_memory_limit(std::uint64_t limit_bytes,
                                                            std::uint64_t card_memory_bytes);
 
+// The memory share a cXPU instance bounds (Manager.CreateShareInstance): "<claim uid>/<share
+// id>" as the DRA driver writes it, checked only as a key: 1 to kMaxInstanceShareBytes of A-Z,
+// a-z, 0-9, '-', '.', '_' and '/'. It reaches the log and the refusals that name it.
+inline constexpr std::size_t kMaxInstanceShareBytes = 128;
+std::optional<ArgumentRefusal> check_instance_share(std::string_view share);
+
 // Who a cXPU instance is for: empty, or xpu::names::is_instance_owner.
 std::optional<ArgumentRefusal> check_instance_owner(std::string_view owner);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace xpud {
@@ -30,18 +31,6 @@ std::optional<std::string> pod_uid_from(std::string_view spelled) {
   return uid;
 }
 
-// "kubepods-burstable-pod<uid>.slice" (systemd) or "pod<uid>" (cgroupfs).
-std::optional<std::string> pod_uid_of_segment(std::string_view segment) {
-  if (segment.ends_with(".slice")) {
-    segment.remove_suffix(6);
-    const auto at = segment.rfind("-pod");
-    if (at == std::string_view::npos || !segment.starts_with("kubepods")) return std::nullopt;
-    return pod_uid_from(segment.substr(at + 4));
-  }
-  if (!segment.starts_with("pod")) return std::nullopt;
-  return pod_uid_from(segment.substr(3));
-}
-
 // "cri-containerd-<id>.scope", "crio-<id>.scope", "docker-<id>.scope" (systemd) or "<id>"
 // (cgroupfs). CRI-O's "crio-conmon-<id>.scope" is the monitor, not the container.
 std::optional<std::string> container_id_of_segment(std::string_view segment) {
@@ -56,8 +45,50 @@ std::optional<std::string> container_id_of_segment(std::string_view segment) {
   return std::string(segment);
 }
 
+// The pod's cgroup below the kubelet's root, spelled as the kubelet spells it (k8s.io/kubernetes
+// v1.37.2, pkg/kubelet/cm: the root is the name {"kubepods"} under the default --cgroup-root "/"
+// (container_manager_linux.go, node_container_manager_linux.go), then the QoS class for
+// Burstable and BestEffort pods (qos_container_manager_linux.go), then "pod<uid>"
+// (pod_container_manager_linux.go)). The cgroupfs driver joins the names with '/'
+// (CgroupName.ToCgroupfs); the systemd driver makes each a slice named after all its ancestors,
+// with '-' in a name written '_' (CgroupName.ToSystemd). `segments` start at the root's; the
+// answer is the pod's UID and the index of its segment.
+std::optional<std::pair<std::string, std::size_t>> pod_below_kubelet_root(
+    const std::vector<std::string_view>& segments) {
+  if (segments.empty()) return std::nullopt;
+  const bool systemd = segments[0] == "kubepods.slice";
+  if (!systemd && segments[0] != "kubepods") return std::nullopt;
+  std::size_t at = 1;
+  std::string prefix = systemd ? "kubepods-" : "";  // of the pod's segment
+  for (std::string_view qos : {"burstable", "besteffort"}) {
+    const std::string spelled =
+        systemd ? "kubepods-" + std::string(qos) + ".slice" : std::string(qos);
+    if (segments.size() > at && segments[at] == spelled) {
+      if (systemd) prefix += std::string(qos) + "-";
+      ++at;
+      break;
+    }
+  }
+  if (segments.size() <= at) return std::nullopt;
+  std::string_view pod = segments[at];
+  if (systemd && !pod.ends_with(".slice")) return std::nullopt;
+  if (systemd) pod.remove_suffix(6);
+  prefix += "pod";
+  if (!pod.starts_with(prefix)) return std::nullopt;
+  // The systemd driver escapes the UID's '-' as '_'; the cgroupfs driver keeps it.
+  std::string_view spelled_uid = pod.substr(prefix.size());
+  if (spelled_uid.find(systemd ? '-' : '_') != std::string_view::npos) return std::nullopt;
+  auto uid = pod_uid_from(spelled_uid);
+  if (!uid) return std::nullopt;
+  return std::pair{std::move(*uid), at};
+}
+
+// Only a path that starts at the kubelet's root names a pod: a segment that merely looks like
+// the kubelet's (a user's own "kubepods-...-pod<uid>.slice" scope, or a "pod<uid>" cgroup made
+// inside a container's) is what anyone with a cgroup of their own can write.
 ProcessOwner owner_from_path(std::string_view path) {
   std::vector<std::string_view> segments;
+  if (!path.starts_with('/')) return {};
   while (!path.empty()) {
     const auto slash = path.find('/');
     const auto segment = path.substr(0, slash);
@@ -65,28 +96,23 @@ ProcessOwner owner_from_path(std::string_view path) {
     if (slash == std::string_view::npos) break;
     path.remove_prefix(slash + 1);
   }
-  const auto kubepods = std::find_if(segments.begin(), segments.end(), [](std::string_view s) {
-    return s.find("kubepods") != std::string_view::npos;
-  });
-  if (kubepods == segments.end()) return {};
-  // The pod's cgroup is the last segment that names one; the container's is right below it.
-  for (auto it = segments.end(); it != kubepods;) {
-    --it;
-    auto uid = pod_uid_of_segment(*it);
-    if (!uid) continue;
-    ProcessOwner owner{std::move(*uid), {}};
-    if (std::next(it) != segments.end())
-      owner.container_id = container_id_of_segment(*std::next(it)).value_or("");
-    return owner;
-  }
-  return {};
+  auto pod = pod_below_kubelet_root(segments);
+  if (!pod) return {};
+  ProcessOwner owner{std::move(pod->first), {}};
+  // The container's cgroup is right below the pod's; anything deeper is the container's own.
+  if (pod->second + 1 < segments.size())
+    owner.container_id = container_id_of_segment(segments[pod->second + 1]).value_or("");
+  return owner;
 }
 
 }  // namespace
 
 ProcessOwner owner_from_cgroup_file(std::string_view text) {
-  // "hierarchy-ID:controllers:path" per line. Under cgroup v2 there is one line, "0::<path>";
-  // under v1 every controller repeats the same kubepods path, so the first that has one serves.
+  // "hierarchy-ID:controllers:path" per line (proc(5), "/proc/pid/cgroup"), the path relative to
+  // the reader's cgroup namespace, so what a process sees in a namespace of its own changes
+  // nothing here. Under cgroup v2 there is one line, "0::<path>"; under v1 one per hierarchy,
+  // each with the kubelet's path when the process is a pod's (the named "name=systemd" one too),
+  // so the first that starts at the kubelet's root serves.
   while (!text.empty()) {
     const auto end = text.find('\n');
     std::string_view line = text.substr(0, end);

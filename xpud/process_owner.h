@@ -1,10 +1,13 @@
 // Which Kubernetes container a host process runs in, read from its cgroup path.
 //
-// The kubelet puts every container in a cgroup below a "kubepods" slice whose path names the pod
-// UID and the container ID; the runtime's own naming differs (systemd or cgroupfs driver,
-// containerd, CRI-O, Docker), so the parser knows each of those shapes. xpud publishes the IDs
-// with each card process so that a node agent with the pod list (the shim's exporter) can label
-// per-process metrics without any access to the host's /proc.
+// The kubelet puts every container in a cgroup below its root, "/kubepods" (cgroupfs driver) or
+// "/kubepods.slice" (systemd driver), whose path names the pod UID and the container ID; the
+// runtime's own naming differs (containerd, CRI-O, Docker), so the parser knows each of those
+// shapes. Only a path that starts at that root counts: a cgroup elsewhere named like a pod's
+// (a local user's own systemd scope) is anyone's to make. A kubelet with another --cgroup-root,
+// or one nested in a container whose cgroups xpud sees below the container's, is not recognised.
+// xpud publishes the IDs with each card process so that a node agent with the pod list (the shim's
+// exporter) can label per-process metrics without any access to the host's /proc.
 #pragma once
 
 #include <filesystem>

@@ -127,9 +127,10 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
           claims_changed.fetch_add(1);
           wake.signal();
         },
-        [&cards, enforcement = driver.shares.enforcement]() -> std::vector<std::string> {
+        [&cards, enforcement = driver.shares.enforcement]() -> dra::InstanceHook {
           if (enforcement != dra::ShareEnforcement::xpud) return {};
-          std::vector<std::string> hook = cards.at(Clock::now()).view->manager.instance_hook;
+          const xpu::ManagerInfo manager = cards.at(Clock::now()).view->manager;
+          std::vector<std::string> hook = manager.instance_hook;
           // A runtime runs the hook's path as root on the host: only an absolute one, as xpud's
           // configuration requires.
           if (!hook.empty() && !hook.front().starts_with('/')) {
@@ -137,7 +138,13 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
                          hook.front());
             return {};
           }
-          return hook;
+          if (!hook.empty() && !manager.share_instances_supported)
+            spdlog::warn(
+                "xpud {} predates ShareInstancesSupported: each container of a share "
+                "gets an instance of its own (docs/dra-sharing.md, \"One bound per "
+                "share\"); upgrade xpud on this node",
+                manager.version);
+          return dra::InstanceHook{std::move(hook), manager.share_instances_supported};
         });
     auto plugin = dra::KubeletPlugin::start(
         dra::KubeletPluginPaths{.plugin_directory = driver.plugin_dir,

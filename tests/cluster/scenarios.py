@@ -733,6 +733,88 @@ class Suite:
             self.wait_plugin_serving()
             self.wait_allocatable(8, 90)
 
+    def s20_one_bound_per_share(self):
+        """One memory share used by two pods (both name one ResourceClaim of 8Gi): xpud holds one
+        bound for it. The first pod runs with its 8 GiB instance; the second's container does not
+        start, its status naming the share and the container that holds it, and the card holds
+        one instance of 8 GiB, not two. Once the first pod is gone, the kubelet's next try starts
+        the second with the share's one instance."""
+        if self.server_minor() < 36:
+            print(f"  skipped: Kubernetes 1.{self.server_minor()} has no consumable capacity on by default")
+            return
+        card = 3
+        self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
+        self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable", "--overwrite")
+        self.helm_install("--reuse-values", "--set", "allocation=dra", "--set", "dra.sharing.enabled=true")
+        wait_for("the DRA driver ready", self.dra_driver_ready, 120)
+        wait_for("the pool with 8 cards, 8 shares and 8 counter sets",
+                 lambda: self.dra_pool_sizes() == (16, 8), 90)
+        claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": "one-share", "namespace": "default"},
+                 "spec": share_template("one-share", "8Gi", card)["spec"]["spec"]}
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(claim))
+
+        def pod_on_the_claim(name):
+            pod = dra_workload(name, None)
+            pod["spec"]["resourceClaims"] = [{"name": "xpus", "resourceClaimName": "one-share"}]
+            pod["spec"]["restartPolicy"] = "Always"  # the kubelet tries again, as for any pod
+            return pod
+
+        def card_instances():
+            return sorted((i["id"], i["memory_limit_bytes"], i["owner"])
+                          for i in json.loads(self.node.xpuctl("--json", "instances")) if i["index"] == card)
+
+        try:
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(pod_on_the_claim("bound-a")))
+            self.wait_pod_running("bound-a")
+            uid = self.node.get_json("resourceclaim", "-n", "default", "one-share")["metadata"]["uid"]
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(pod_on_the_claim("bound-b")))
+            outcome = wait_for("bound-b's container refused or running",
+                               lambda: self.share_refusal("bound-b") or
+                               ("running" if self.pod("bound-b")["status"].get("phase") == "Running" and
+                                "running" in self.pod("bound-b")["status"]["containerStatuses"][0]["state"]
+                                else None), 120)
+            held = card_instances()
+            print(f"  one 8Gi share claim named by two pods: xpu-{card}'s instances {held}, "
+                  f"{sum(b for _, b, _ in held) / GIB:.0f} GiB bound for the 8 GiB grant")
+            # The runtime's error carries the hook's output after "stderr:".
+            print(f"  bound-b: {outcome[outcome.find('stderr:'):][:500]}")
+            expect(outcome != "running", "bound-b runs beside bound-a on the same share")
+            expect(held == [(self.instance_id("bound-a"), 8 * GIB, "default/bound-a/main")],
+                   f"xpu-{card}'s instances {held}, expected bound-a's alone")
+            expect(f"memory share {uid}/" in outcome and "com.kunlunxin.xpud1.Error.InUse" in outcome
+                   and self.instance_id("bound-a") in outcome,
+                   f"bound-b's status does not name the share and its holder: {outcome}")
+
+            started = time.monotonic()
+            self.node.kubectl("delete", "pod", "-n", "default", "bound-a", "--wait=true", "--timeout=60s")
+            self.wait_pod_running("bound-b", timeout=330)  # the kubelet's back-off reaches 5 min
+            figure("the share's first pod deleted to the second running", time.monotonic() - started)
+            held = card_instances()
+            expect(held == [(self.instance_id("bound-b"), 8 * GIB, "default/bound-b/main")],
+                   f"after bound-a went, xpu-{card}'s instances {held}")
+            print(f"  bound-a deleted: bound-b runs, xpu-{card}'s instances {held}")
+        finally:
+            self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
+            self.node.kubectl("delete", "resourceclaim", "-n", "default", "--ignore-not-found", "one-share")
+            self.helm_install("--reuse-values", "--set", "allocation=devicePlugin", "--set", "dra.sharing.enabled=false")
+            wait_for("three DaemonSets ready", self.daemonsets_ready, 120)
+            self.wait_plugin_serving()
+            self.wait_allocatable(8, 90)
+
+    def share_refusal(self, name):
+        """What the pod's container status and events say of a failed start that names a memory
+        share (the hook's output, as the runtime passed it on), or None."""
+        said = []
+        for status in self.pod(name)["status"].get("containerStatuses", []):
+            for state in (status.get("state", {}), status.get("lastState", {})):
+                for detail in state.values():
+                    said.append(detail.get("message", ""))
+        events = self.node.kubectl("get", "events", "-n", "default", "--field-selector",
+                                   f"involvedObject.name={name}", "-o", "json")
+        said += [e.get("message", "") for e in json.loads(events)["items"]]
+        return next((m for m in said if "memory share" in m), None)
+
     def s18_dra_virtual_functions(self):
         """SR-IOV through DRA (the sim backend's VFs, as xpuctl configure-vfs makes them): card 7
         with two VFs leaves the pool and its VFs join it, each with its model, memory and
@@ -2123,6 +2205,7 @@ SCENARIOS = [
     (10, "s10_bus_boundary"), (11, "s11_pod_security"), (13, "s13_cdi"), (9, "s9_upgrades"),
     (12, "s12_readme"), (14, "s14_dra"), (15, "s15_takeover"), (16, "s16_memory_shares"),
     (17, "s17_device_plugin_memory_shares"), (18, "s18_dra_virtual_functions"),
+    (20, "s20_one_bound_per_share"),
 ]
 
 

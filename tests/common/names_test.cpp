@@ -77,7 +77,8 @@ TEST(Names, EveryDevicePropertyOfTheXmlHasAConstant) {
 // Clients tell xpud's own refusals from the bus's by this prefix (xpud_connection.cpp).
 TEST(Names, EveryXpudErrorHasTheErrorPrefix) {
   for (auto name : {xpu::names::kErrorNoSuchDevice, xpu::names::kErrorNotSupported,
-                    xpu::names::kErrorBackend, xpu::names::kErrorInvalidArgument})
+                    xpu::names::kErrorBackend, xpu::names::kErrorInvalidArgument,
+                    xpu::names::kErrorNoSuchInstance, xpu::names::kErrorInUse})
     EXPECT_TRUE(name.starts_with(xpu::names::kErrorPrefix)) << name;
 }
 

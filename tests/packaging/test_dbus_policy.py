@@ -218,6 +218,13 @@ class XpudOnPrivateBus(unittest.TestCase):
         self.assertNotEqual(result.returncode, 0, result.stdout)
         self.assertIn("Error com.kunlunxin.xpud1.Error.InvalidArgument", result.stderr)
 
+    def test_nobody_cannot_create_a_share_instance(self):
+        # Refused by the bus whatever the arguments (dbus-send cannot pass the pidfd; the policy
+        # matches the member, not the signature).
+        self.assert_denied(self.dbus_send(MANAGER, "com.kunlunxin.xpud1.Manager.CreateShareInstance",
+                                          "uint32:0", "string:attack", "uint64:1", "string:",
+                                          "string:claim/share", user_is_nobody=True))
+
     def test_nobody_cannot_call_methods_that_do_not_exist_yet(self):
         self.assert_denied(self.dbus_send(MANAGER, "com.kunlunxin.xpud1.Manager.ResetDevice",
                                           "uint32:0", user_is_nobody=True))

@@ -2,7 +2,10 @@
 // over the fake libxpuml, whose cXPU calls write what they were asked to a state file
 // ($XPUML_FAKE_CXPU_STATE), so each test checks what the library holds, not only what xpud says.
 // Also: the refusals a caller sees, root only, an old library and the sim backend.
+#include <fcntl.h>
 #include <sys/stat.h>
+
+#include <csignal>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -23,6 +26,7 @@ using namespace std::chrono_literals;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
 using xpu::test::binary_path;
 using xpu::test::ChildProcess;
 using xpu::test::wait_until;
@@ -110,6 +114,36 @@ class CxpuInstanceTest : public ::testing::Test {
                      dir_.path() / ("hook." + std::to_string(++calls_)));
     auto status = run.wait(15s);
     return {status.value_or(-1), run.output()};
+  }
+
+  // A container as containerd hands it to a hook: its first process `pid`, the pod's names.
+  static std::string container_state(const std::string& id, pid_t pid, const std::string& pod,
+                                     const std::string& pod_namespace = "team") {
+    return R"({"ociVersion":"1.2.0","id":")" + id + R"(","status":"created","pid":)" +
+           std::to_string(pid) +
+           R"(,"bundle":"/run/containerd/io.containerd.runtime.v2.task/k8s.io/)" + id +
+           R"(","annotations":{"io.kubernetes.cri.container-type":"container",)"
+           R"("io.kubernetes.cri.sandbox-namespace":")" +
+           pod_namespace + R"(","io.kubernetes.cri.sandbox-name":")" + pod +
+           R"(","io.kubernetes.cri.container-name":"main"}})";
+  }
+
+  // A container's first process, for the hook to hand xpud a pidfd of.
+  std::unique_ptr<ChildProcess> container_process() {
+    return std::make_unique<ChildProcess>(std::vector<std::string>{"/bin/sleep", "1000"},
+                                          dir_.path() / ("sleep." + std::to_string(++calls_)));
+  }
+
+  // The instances xpud holds, "<index> <id> <bytes> <owner>".
+  std::vector<std::string> recorded() {
+    std::vector<std::string> lines;
+    auto listed = client_.list_instances();
+    EXPECT_TRUE(listed) << listed.error();
+    if (listed)
+      for (const auto& i : *listed)
+        lines.push_back(std::to_string(i.index) + " " + i.id + " " +
+                        std::to_string(i.memory_limit_bytes) + " " + i.owner);
+    return lines;
   }
 
   bool instances_supported() {
@@ -200,13 +234,16 @@ TEST_F(CxpuInstanceTest, TheOciHooksMakeAndDestroyTheContainersInstance) {
 
 TEST_F(CxpuInstanceTest, TheHookRecordsWhoTheContainerIsFromTheRuntimesAnnotations) {
   ASSERT_NO_FATAL_FAILURE(start_xpuml("devices 2\n"));
-  // containerd's CRI annotations, as runc hands them to the hook in the state.
+  // containerd's CRI annotations, as runc hands them to the hook in the state; the bundle in
+  // containerd's task directory says containerd wrote them (xpuctl/oci_state.h).
   const std::string containerd =
       R"({"ociVersion":"1.2.0","id":"aaaabbbbccccdddd","status":"created","pid":1,)"
+      R"("bundle":"/run/containerd/io.containerd.runtime.v2.task/k8s.io/aaaabbbbccccdddd",)"
       R"("annotations":{"io.kubernetes.cri.container-type":"container",)"
       R"("io.kubernetes.cri.sandbox-namespace":"team","io.kubernetes.cri.sandbox-name":"train-0",)"
       R"("io.kubernetes.cri.container-name":"main"}})";
-  // CRI-O's, with a pod name that is no Kubernetes name: the instance is made, without owner.
+  // CRI-O's keys, with a pod name that is no Kubernetes name and no mark of CRI-O's: the
+  // instance is made, without owner.
   const std::string odd =
       R"({"ociVersion":"1.2.0","id":"eeeeffff00001111","status":"created","pid":2,)"
       R"("annotations":{"io.kubernetes.pod.namespace":"team","io.kubernetes.pod.name":"Bad Pod",)"
@@ -239,6 +276,8 @@ TEST_F(CxpuInstanceTest, TheInstanceHookIsACommandThatReachesThisXpud) {
   auto manager = client_.manager_info();
   ASSERT_TRUE(manager) << manager.error();
   ASSERT_THAT(manager->instance_hook, ElementsAre(xpuctl_path, "--bus-address", bus_.address()));
+  // The hook takes a memory share and its claim (CreateShareInstance).
+  EXPECT_TRUE(manager->share_instances_supported);
 
   // As a runtime runs the hook the DRA driver writes: the command, the xpuctl command, the
   // container's state on standard input.
@@ -259,6 +298,7 @@ TEST_F(CxpuInstanceTest, NoInstancesNoHook) {
   auto manager = client_.manager_info();
   ASSERT_TRUE(manager) << manager.error();
   EXPECT_THAT(manager->instance_hook, IsEmpty());
+  EXPECT_FALSE(manager->share_instances_supported);
 }
 
 TEST_F(CxpuInstanceTest, BadArgumentsReachNeitherTheLibraryNorTheRecord) {
@@ -370,6 +410,170 @@ TEST_F(CxpuInstanceTest, TheSimBackendKeepsInstancesToo) {
   auto [usage_status, usage_output] = xpuctl({"create-instance", "1", "abc"});
   EXPECT_EQ(usage_status, 2);
   EXPECT_THAT(usage_output, HasSubstr("usage: create-instance INDEX ID BYTES"));
+}
+
+// One share claim used by two containers (two pods on one ResourceClaim, or two containers of
+// one pod): the hook names the share, and xpud holds one bound for it, not one per container.
+TEST_F(CxpuInstanceTest, AShareBoundsOneContainerAtATime) {
+  ASSERT_NO_FATAL_FAILURE(start_xpuml("devices 2\n"));
+  const std::string share = "3f1c2a9e-1111-4222-8333-444455556666/share-1";
+  const std::vector<std::string> create = {"hook-create-instance", "1", "8589934592", share,
+                                           "team/shares"};
+  auto a = container_process();
+  auto b = container_process();
+  const std::string a_state = container_state("aaaaaaaaaaaa0000", a->pid(), "pod-a");
+  const std::string b_state = container_state("bbbbbbbbbbbb0000", b->pid(), "pod-b");
+
+  auto [a_status, a_output] = hook(create, a_state);
+  ASSERT_EQ(a_status, 0) << a_output << xpud_->output();
+  // The runtime runs the hook again for the same container (a retried create): still one.
+  ASSERT_EQ(hook(create, a_state).first, 0);
+  EXPECT_THAT(recorded(), ElementsAre("1 aaaaaaaaaaaa 8589934592 team/pod-a/main"));
+
+  // Before: a second 8 GiB instance for the same 8 GiB grant. Now the second container's
+  // creation fails, with the reason the kubelet's event carries.
+  auto [b_status, b_output] = hook(create, b_state);
+  EXPECT_EQ(b_status, 1) << b_output;
+  EXPECT_THAT(b_output, HasSubstr("claim team/shares: memory share " + share +
+                                  " of xpu1 is bounded by cXPU instance aaaaaaaaaaaa "
+                                  "(team/pod-a/main) already, whose container still runs"));
+  EXPECT_THAT(b_output, HasSubstr(std::string(xpu::names::kErrorInUse)));
+  EXPECT_THAT(library_instances(),
+              ElementsAre("00000000:3C:00.0 aaaaaaaaaaaa 8589934592 " + std::string(kNoLimit)));
+  EXPECT_THAT(xpud_->output(), HasSubstr("CreateShareInstance bbbbbbbbbbbb"));
+
+  // Another share of the same card is another bound; the same container's instance bounds one.
+  const std::string other = "3f1c2a9e-1111-4222-8333-444455556666/share-2";
+  EXPECT_EQ(hook({"hook-create-instance", "1", "8589934592", other, "team/shares"}, b_state).first,
+            0);
+  auto [both_status, both_output] =
+      hook({"hook-create-instance", "1", "8589934592", other, "team/shares"}, a_state);
+  EXPECT_EQ(both_status, 1);
+  EXPECT_THAT(both_output, HasSubstr("bounds memory share " + share + " already"));
+
+  // The first container stops: its poststop hook frees the share for the next (a restarted
+  // container is a new one, created after the old one's poststop).
+  ASSERT_EQ(hook({"hook-destroy-instance", "1"}, a_state).first, 0);
+  auto c = container_process();
+  auto [c_status, c_output] = hook(create, container_state("cccccccccccc0000", c->pid(), "pod-a"));
+  EXPECT_EQ(c_status, 0) << c_output;
+  EXPECT_THAT(recorded(), ElementsAre("1 bbbbbbbbbbbb 8589934592 team/pod-b/main",
+                                      "1 cccccccccccc 8589934592 team/pod-a/main"));
+}
+
+// The runtime (or the node) died before the container's poststop hook ran: the container is
+// gone, its instance is not. Its pidfd says so, and the share goes to the next container.
+TEST_F(CxpuInstanceTest, AContainerGoneWithoutItsPoststopLeavesTheShareToTheNext) {
+  ASSERT_NO_FATAL_FAILURE(start_xpuml("devices 2\n"));
+  const std::vector<std::string> create = {"hook-create-instance", "0", "17179869184",
+                                           "claim-uid/share", "team/shares"};
+  auto a = container_process();
+  ASSERT_EQ(hook(create, container_state("aaaaaaaaaaaa0000", a->pid(), "pod-a")).first, 0);
+  // 16 GiB of this 32 GiB card stay taken by another container all along.
+  auto other = container_process();
+  ASSERT_EQ(hook({"hook-create-instance", "0", "17179869184", "claim-uid/other", "team/shares"},
+                 container_state("dddddddddddd0000", other->pid(), "pod-d"))
+                .first,
+            0);
+  a->signal(SIGKILL);
+  ASSERT_TRUE(a->wait(10s));
+  auto b = container_process();
+  auto [status, output] = hook(create, container_state("bbbbbbbbbbbb0000", b->pid(), "pod-b"));
+  ASSERT_EQ(status, 0) << output << xpud_->output();
+  EXPECT_THAT(
+      library_instances(),
+      UnorderedElementsAre("00000000:3B:00.0 dddddddddddd 17179869184 " + std::string(kNoLimit),
+                           "00000000:3B:00.0 bbbbbbbbbbbb 17179869184 " + std::string(kNoLimit)));
+  EXPECT_THAT(recorded(), ElementsAre("0 bbbbbbbbbbbb 17179869184 team/pod-b/main",
+                                      "0 dddddddddddd 17179869184 team/pod-d/main"));
+  EXPECT_THAT(xpud_->output(), HasSubstr("cXPU instance aaaaaaaaaaaa on xpu0 destroyed: its "
+                                         "container exited without its poststop hook"));
+  // Its late poststop (the runtime back) finds nothing to do and is no error.
+  EXPECT_EQ(
+      hook({"hook-destroy-instance", "0"}, container_state("aaaaaaaaaaaa0000", a->pid(), "pod-a"))
+          .first,
+      0);
+}
+
+TEST_F(CxpuInstanceTest, TheCardsInstancesHoldAtMostItsMemoryTogether) {
+  ASSERT_NO_FATAL_FAILURE(start_xpuml("devices 2\n"));
+  ASSERT_TRUE(client_.create_instance(0, "a", 16 * kGiB, "", kCallTimeout));
+  ASSERT_TRUE(client_.create_instance(0, "b", 16 * kGiB, "", kCallTimeout));
+  auto full = client_.create_instance(0, "c", 1, "", kCallTimeout);
+  ASSERT_FALSE(full);
+  EXPECT_THAT(full.error(), HasSubstr(std::string(xpu::names::kErrorInUse)));
+  EXPECT_THAT(full.error(), HasSubstr("cXPU instance c on xpu0 of 1 bytes does not fit: the "
+                                      "card's other instances hold 34359738368 of its "
+                                      "34359738368 bytes"));
+  // Through the hook too, share or not.
+  auto process = container_process();
+  auto [status, output] =
+      hook({"hook-create-instance", "0", "1073741824", "claim-uid/share", "team/shares"},
+           container_state("eeeeeeeeeeee0000", process->pid(), "pod-e"));
+  EXPECT_EQ(status, 1);
+  EXPECT_THAT(output, HasSubstr("does not fit"));
+  // An instance's own limit is not counted twice when it changes, and what it gives back fits.
+  ASSERT_TRUE(client_.create_instance(0, "a", 8 * kGiB, "", kCallTimeout));
+  EXPECT_FALSE(client_.create_instance(0, "b", 24 * kGiB + 1, "", kCallTimeout));
+  ASSERT_TRUE(client_.create_instance(0, "c", 8 * kGiB, "", kCallTimeout));
+  // Another card is another sum.
+  ASSERT_TRUE(client_.create_instance(1, "a", 32 * kGiB, "", kCallTimeout));
+  EXPECT_EQ(library_instances().size(), 4u);
+}
+
+TEST_F(CxpuInstanceTest, TheOwnerIsInTheClaimsNamespaceWhateverTheAnnotationsSay) {
+  ASSERT_NO_FATAL_FAILURE(start_xpuml("devices 2\n"));
+  auto a = container_process();
+  // The spec's annotations name another namespace than the claim's (a runtime that let the pod
+  // write them): no owner rather than another tenant's pod.
+  ASSERT_EQ(hook({"hook-create-instance", "0", "1073741824", "claim-uid/share", "team/shares"},
+                 container_state("aaaaaaaaaaaa0000", a->pid(), "their-pod", "victim"))
+                .first,
+            0);
+  EXPECT_THAT(recorded(), ElementsAre("0 aaaaaaaaaaaa 1073741824 "));
+}
+
+TEST_F(CxpuInstanceTest, AShareInstanceNeedsALiveContainerAndAShareKey) {
+  ASSERT_NO_FATAL_FAILURE(start_xpuml("devices 2\n"));
+  // A container already gone (or a pid that is none): the hook cannot watch it.
+  auto gone = container_process();
+  const pid_t pid = gone->pid();
+  gone->signal(SIGKILL);
+  ASSERT_TRUE(gone->wait(10s));
+  for (const pid_t bad : {pid, 0}) {
+    auto [status, output] =
+        hook({"hook-create-instance", "0", "1073741824", "claim-uid/share", "team/shares"},
+             container_state("aaaaaaaaaaaa0000", bad, "pod-a"));
+    EXPECT_EQ(status, 1) << output;
+    EXPECT_THAT(output, bad == 0 ? HasSubstr("has no \"pid\"")
+                                 : HasSubstr("cannot watch the container's process"));
+  }
+  auto [usage, usage_output] =
+      hook({"hook-create-instance", "0", "1073741824", "claim-uid/share", "no-slash"},
+           container_state("aaaaaaaaaaaa0000", 1, "pod-a"));
+  EXPECT_EQ(usage, 2) << usage_output;
+  auto [three, three_output] = hook({"hook-create-instance", "0", "1073741824", "claim-uid/share"},
+                                    container_state("aaaaaaaaaaaa0000", 1, "pod-a"));
+  EXPECT_EQ(three, 2) << three_output;
+  EXPECT_THAT(three_output, HasSubstr("usage: hook-create-instance INDEX BYTES [SHARE CLAIM]"));
+
+  // Over the bus: a share key that is none, and a `container` that is no live process's pidfd
+  // (a file polls readable at once).
+  const int not_a_pidfd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(not_a_pidfd, 0);
+  for (const std::string& bad_share :
+       std::vector<std::string>{"", "a b", std::string(129, 'a'), "caf\xc3\xa9"}) {
+    auto refused =
+        client_.create_share_instance(0, "abc", kGiB, "", bad_share, not_a_pidfd, kCallTimeout);
+    ASSERT_FALSE(refused) << bad_share;
+    EXPECT_THAT(refused.error(), HasSubstr("share must have 1 to 128")) << bad_share;
+  }
+  auto dead =
+      client_.create_share_instance(0, "abc", kGiB, "", "claim/share", not_a_pidfd, kCallTimeout);
+  ::close(not_a_pidfd);
+  ASSERT_FALSE(dead);
+  EXPECT_THAT(dead.error(), HasSubstr("has exited already"));
+  EXPECT_FALSE(fs::exists(state_file()));
 }
 
 }  // namespace

@@ -14,6 +14,8 @@ struct DriverChangeError {
     InvalidArgument,  // a value the card cannot take (a count above its maximum, a limit above
                       // its memory)
     NoSuchInstance,   // a cXPU instance neither xpud nor the library knows
+    InUse,            // a cXPU instance would take what other instances hold (a share, or the
+                      // card's memory)
     Failed,           // the driver or the kernel refused, or a file could not be written
   };
   Kind kind;

@@ -63,8 +63,17 @@ std::string claim_cdi_spec_json(const PreparedClaim& claim) {
               {{"hookName", name}, {"path", claim.instance_hook.front()}, {"args", args}});
         };
         const std::string index = std::to_string(device.index);
-        hook("createContainer",
-             {"hook-create-instance", index, std::to_string(device.memory_limit)});
+        // The share and its claim, so that xpud holds one bound per share however many
+        // containers use the claim, and the instance's owner is in the claim's namespace
+        // whatever the container's annotations say (docs/dra-sharing.md, "One bound per share");
+        // not to an xpud whose xpuctl predates them, which would refuse the hook.
+        std::vector<std::string> create = {"hook-create-instance", index,
+                                           std::to_string(device.memory_limit)};
+        if (claim.instance_hook_names_share) {
+          create.push_back(claim.uid + "/" + device.share_id);
+          create.push_back(claim.namespace_name + "/" + claim.name);
+        }
+        hook("createContainer", std::move(create));
         hook("poststop", {"hook-destroy-instance", index});
       }
       edits["hooks"] = std::move(hooks);

@@ -36,6 +36,9 @@ struct PreparedClaim {
   // With shares: the command (Manager.InstanceHook) whose OCI hooks make and destroy each
   // container's cXPU instance of the shares' cards; empty: no hooks, the runtime enforces.
   std::vector<std::string> instance_hook{};
+  // Whether the hook names the share and its claim (xpud's ShareInstancesSupported): then xpud
+  // bounds each share by one container at a time. An older xpud's xpuctl takes only INDEX BYTES.
+  bool instance_hook_names_share = false;
 
   bool operator==(const PreparedClaim&) const = default;
 };

@@ -99,7 +99,11 @@ xpu::Result<PreparedClaim> DraService::prepare(const drapb::Claim& claim) {
   if (!prepared) return prepared;
   const bool has_share = std::any_of(prepared->devices.begin(), prepared->devices.end(),
                                      [](const PreparedDevice& d) { return !d.share_id.empty(); });
-  if (has_share && instance_hook_) prepared->instance_hook = instance_hook_();
+  if (has_share && instance_hook_) {
+    InstanceHook hook = instance_hook_();
+    prepared->instance_hook = std::move(hook.command);
+    prepared->instance_hook_names_share = hook.names_share && !prepared->instance_hook.empty();
+  }
   // The spec before the record: a crash in between leaves a spec that the kubelet's next
   // prepare rewrites, never a record without its spec.
   if (auto written = specs_.write(*prepared); !written)

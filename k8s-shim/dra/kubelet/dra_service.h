@@ -28,9 +28,14 @@ using ClaimLookup = std::function<xpu::Result<AllocatedClaim>(std::string_view n
                                                               std::string_view name)>;
 // The cards on this node now (from xpud).
 using CardSource = std::function<std::vector<xpu::DeviceInfo>()>;
-// The command OCI hooks run to make a share's cXPU instance through xpud (Manager.InstanceHook);
-// empty: the shares' CDI specs carry no hooks.
-using HookSource = std::function<std::vector<std::string>()>;
+// The command OCI hooks run to make a share's cXPU instance through xpud (Manager.InstanceHook;
+// empty: the shares' CDI specs carry no hooks), and whether it takes the share and its claim
+// (Manager.ShareInstancesSupported).
+struct InstanceHook {
+  std::vector<std::string> command;
+  bool names_share = false;
+};
+using HookSource = std::function<InstanceHook()>;
 
 class DraService final : public drapb::DRAPlugin::Service {
  public:

@@ -44,6 +44,7 @@ json to_json(const Claims& claims) {
     }
     out[uid] = {{"namespace", claim.namespace_name}, {"name", claim.name}, {"devices", devices}};
     if (!claim.instance_hook.empty()) out[uid]["instanceHook"] = claim.instance_hook;
+    if (claim.instance_hook_names_share) out[uid]["instanceHookNamesShare"] = true;
   }
   return out;
 }
@@ -89,6 +90,9 @@ Claims from_json(const json& in) {
     }
     if (entry.contains("instanceHook"))
       claim.instance_hook = entry.at("instanceHook").get<std::vector<std::string>>();
+    // A record from before the field: its spec was written without the share, and stays so.
+    if (entry.contains("instanceHookNamesShare"))
+      claim.instance_hook_names_share = entry.at("instanceHookNamesShare").get<bool>();
     claims.emplace(uid, std::move(claim));
   }
   return claims;

@@ -117,6 +117,7 @@ TEST(dra_ClaimCdiSpec, WithXpudsHookEachSharedCardGetsItsInstanceMadeAndDestroye
   c.devices.push_back({{"two"}, "node-a", "xpu-0-shared", 0, "UUID-0", {}, "s2", 4 * kGiBytes});
   c.devices.push_back({{"whole"}, "node-a", "xpu-2", 2, "UUID-2", {}});
   c.instance_hook = {"/usr/bin/xpuctl", "--bus-address", "unix:path=/run/x"};
+  c.instance_hook_names_share = true;
   auto spec = nlohmann::json::parse(claim_cdi_spec_json(c));
   ASSERT_EQ(spec["devices"].size(), 2u);
   const auto& hooks = spec["devices"][0]["containerEdits"]["hooks"];
@@ -124,15 +125,36 @@ TEST(dra_ClaimCdiSpec, WithXpudsHookEachSharedCardGetsItsInstanceMadeAndDestroye
   auto args = [&](std::size_t i) { return hooks[i]["args"].get<std::vector<std::string>>(); };
   EXPECT_EQ(hooks[0]["hookName"], "createContainer");
   EXPECT_EQ(hooks[0]["path"], "/usr/bin/xpuctl");
+  // Each names its share (claim UID and shareID) and its claim (namespace and name): xpud holds
+  // one bound per share however many containers use the claim, and the instance's owner is of
+  // the claim's namespace.
+  const std::string claim_ref = "team/shares";
   EXPECT_THAT(args(0), ElementsAre("/usr/bin/xpuctl", "--bus-address", "unix:path=/run/x",
-                                   "hook-create-instance", "1", "6442450944"));
+                                   "hook-create-instance", "1", "6442450944",
+                                   std::string(kUid) + "/s1", claim_ref));
   EXPECT_EQ(hooks[1]["hookName"], "poststop");
   EXPECT_THAT(args(1), ElementsAre("/usr/bin/xpuctl", "--bus-address", "unix:path=/run/x",
                                    "hook-destroy-instance", "1"));
   EXPECT_THAT(args(2), ElementsAre("/usr/bin/xpuctl", "--bus-address", "unix:path=/run/x",
-                                   "hook-create-instance", "0", "4294967296"));
+                                   "hook-create-instance", "0", "4294967296",
+                                   std::string(kUid) + "/s2", claim_ref));
+  EXPECT_THAT(args(3), ElementsAre("/usr/bin/xpuctl", "--bus-address", "unix:path=/run/x",
+                                   "hook-destroy-instance", "0"));
   // A whole card has no instance to make.
   EXPECT_FALSE(spec["devices"][1]["containerEdits"].contains("hooks"));
+}
+
+// An xpud from before ShareInstancesSupported has an xpuctl that takes only INDEX BYTES: the
+// share's arguments would fail every container, so the hook goes without them.
+TEST(dra_ClaimCdiSpec, AnOlderXpudsHookNamesNoShare) {
+  PreparedClaim c{kUid, "team", "shares", {}};
+  c.devices.push_back(
+      {{"one"}, "node-a", "xpu-1-shared", 1, "UUID-1", {}, "s1", std::int64_t{1} << 30});
+  c.instance_hook = {"/usr/bin/xpuctl"};
+  auto spec = nlohmann::json::parse(claim_cdi_spec_json(c));
+  EXPECT_THAT(
+      spec["devices"][0]["containerEdits"]["hooks"][0]["args"].get<std::vector<std::string>>(),
+      ElementsAre("/usr/bin/xpuctl", "hook-create-instance", "1", "1073741824"));
 }
 
 }  // namespace

@@ -150,12 +150,14 @@ TEST(dra_PreparedClaims, AShareKeepsItsShareIdAndGrantAcrossARestart) {
   shared.devices[0].share_id = "0b5c2a4e-7d1f-4c55-9a1e-2f3b4c5d6e7f";
   shared.devices[0].memory_limit = std::int64_t{8} << 30;
   shared.instance_hook = {"/usr/bin/xpuctl"};
+  shared.instance_hook_names_share = true;
   {
     PreparedClaims store = PreparedClaims::load(file);
     ASSERT_TRUE(store.add(shared));
     ASSERT_TRUE(store.add(claim("uid-w", 1)));
   }
   EXPECT_THAT(read(file), HasSubstr("\"memoryLimit\": 8589934592"));
+  EXPECT_THAT(read(file), HasSubstr("\"instanceHookNamesShare\": true"));
   PreparedClaims reloaded = PreparedClaims::load(file);
   ASSERT_NE(reloaded.find("uid-s"), nullptr);
   EXPECT_EQ(*reloaded.find("uid-s"), shared);
