@@ -315,15 +315,17 @@ TEST_F(XpudTest, WatcherSeesAHungXpudWithinSecondsAndItsReturnWithinOne) {
     ~Resume() { xpud.signal(SIGCONT); }
   } resume{*xpud_};
   const auto stopped = std::chrono::steady_clock::now();
-  // At most one probe interval (5 s) and one call timeout (2 s), with slack for a loaded machine.
-  ASSERT_TRUE(wait_until([&] { return !last().xpud_present; }, 10s));
+  // One probe interval (5 s) and one call timeout (2 s) by design; the deadline is what tells it
+  // from the 30 s safety refresh this replaced, with room for a machine whose cores are busy
+  // (10 s failed once beside two busy loops and four builds).
+  ASSERT_TRUE(wait_until([&] { return !last().xpud_present; }, 20s));
   EXPECT_EQ(last().devices.size(), 8u) << "the last known cards stay listed";
   EXPECT_GE(std::chrono::steady_clock::now() - stopped, 2s)
       << "absent before a call could time out";
 
   xpud_->signal(SIGCONT);
-  // The retry every second, plus slack: not the 30 s safety refresh.
-  ASSERT_TRUE(wait_until([&] { return last().xpud_present && last().devices.size() == 8; }, 3s));
+  // The retry every second, plus room for a busy machine: not the 30 s safety refresh.
+  ASSERT_TRUE(wait_until([&] { return last().xpud_present && last().devices.size() == 8; }, 10s));
 }
 
 TEST_F(XpudTest, SimulatorErrorsAreNamedDbusErrors) {
