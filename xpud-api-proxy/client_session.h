@@ -39,6 +39,10 @@ class ClientSession {
   bool said_hello() const { return !unique_name_.empty(); }
   const std::string& peer() const { return peer_; }
   std::optional<uid_t> uid() const { return peer_uid_; }
+  // The client's socket (-1 once closed), and closing the session when it has hung up: the
+  // server looks before it refuses a new client for want of room (close_hung_up_clients).
+  int client_socket() const { return closed_ ? -1 : stream_->client_socket(); }
+  void client_hung_up() { close("it hung up"); }
 
   // Sends the client a copy of `signal` (from xpud or the bus) with `sender` as its sender.
   void relay_signal(sd_bus_message* signal, const std::string& sender);

@@ -59,6 +59,8 @@ class ClientStream {
   // Stops moving bytes (the session is closing).
   void stop();
 
+  // The client's socket, for a poll outside the loop (ProxyServer::close_hung_up_clients).
+  int client_socket() const { return client_.get(); }
   std::size_t queued_output() const { return to_client_.size(); }
   std::uint64_t refused_messages() const { return filter_.refused(); }
   bool authenticated() const { return filter_.authenticated(); }

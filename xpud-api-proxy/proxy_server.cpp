@@ -1,5 +1,6 @@
 #include "xpud-api-proxy/proxy_server.h"
 
+#include <poll.h>
 #include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX sigset_t, not in <csignal>
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -301,7 +303,9 @@ void ProxyServer::accept_clients(Listener& listener) {
     std::optional<uid_t> uid;
     if (credentials) uid = credentials->uid;
     const std::string peer = describe_peer(credentials);
-    if (auto refusal = connections_.take(uid)) {
+    auto refusal = connections_.take(uid);
+    if (refusal && close_hung_up_clients()) refusal = connections_.take(uid);
+    if (refusal) {
       // Closed at once: the clients already connected (the node's shim) keep working, and root
       // keeps its share whatever the other uids hold.
       count_refused_client(peer, listener.socket.name, *refusal);
@@ -475,13 +479,45 @@ void ProxyServer::session_closed() {
 }
 
 int ProxyServer::on_reap(sd_event_source*, void* userdata) {
-  auto* self = static_cast<ProxyServer*>(userdata);
-  std::erase_if(self->sessions_, [self](const auto& entry) {
+  static_cast<ProxyServer*>(userdata)->reap_closed_sessions();
+  return 0;
+}
+
+void ProxyServer::reap_closed_sessions() {
+  std::erase_if(sessions_, [this](const auto& entry) {
     if (!entry.second->closed()) return false;
-    self->connections_.give_back(entry.second->uid());
+    connections_.give_back(entry.second->uid());
     return true;
   });
-  return 0;
+}
+
+// Before a client is refused for want of room: the clients that hung up since the loop last
+// looked, and the sessions closed but not reaped yet, hold places they no longer use. A client
+// that closes its connections and connects again at once (a busy proxy sees both together) would
+// otherwise be refused for connections it no longer has. One poll for all the sessions, only when
+// a refusal is due. Safe here: on_accept runs outside any session's sd-bus callback. True when
+// a place was given back.
+bool ProxyServer::close_hung_up_clients() {
+  std::vector<pollfd> sockets;
+  std::vector<ClientSession*> polled;
+  bool any_closed = false;
+  for (auto& [id, session] : sessions_) {
+    any_closed = any_closed || session->closed();
+    if (session->closed()) continue;
+    sockets.push_back(pollfd{session->client_socket(), POLLRDHUP, 0});
+    polled.push_back(session.get());
+  }
+  if (!sockets.empty() && ::poll(sockets.data(), sockets.size(), 0) > 0) {
+    for (std::size_t i = 0; i < sockets.size(); ++i) {
+      // Hung up as on_client sees it (ClientStream::on_client): the client cannot read an answer.
+      if (sockets[i].revents & (POLLHUP | POLLERR)) {
+        polled[i]->client_hung_up();
+        any_closed = true;
+      }
+    }
+  }
+  if (any_closed) reap_closed_sessions();
+  return any_closed;
 }
 
 int ProxyServer::on_status_timer(sd_event_source* source, std::uint64_t, void* userdata) {

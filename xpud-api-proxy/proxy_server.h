@@ -118,6 +118,8 @@ class ProxyServer {
   void connect_upstream();
   void drop_upstream();
   void accept_clients(Listener& listener);
+  bool close_hung_up_clients();
+  void reap_closed_sessions();
   void count_refused_client(const std::string& peer, const std::string& socket,
                             const std::string& why);
   std::optional<CallRefusal> take_call_budget(const ClientSession& session);
