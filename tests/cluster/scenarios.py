@@ -1802,12 +1802,19 @@ class Suite:
         identities = {name: container_identity(self.pod(name)) for name in names}
         logged, kubelet_started = self.reboot("DRA")
 
+        back = {}  # pod name -> seconds from the kubelet's start to seeing it run again
+
+        def all_back():
+            for pod in self.node.get_json("pods", "-n", "default")["items"]:
+                name, status = pod["metadata"]["name"], pod["status"]
+                if (name in names and name not in back and status.get("phase") == "Running"
+                        and all(c.get("ready") for c in status.get("containerStatuses", [{}]))
+                        and container_identity(pod)[1] != identities[name][1]):
+                    back[name] = time.monotonic() - kubelet_started
+            return len(back) == len(names)
+        wait_for(f"{', '.join(names)} running again in new containers", all_back, 180)
         for name in names:
-            wait_for(f"{name} running again in a new container", lambda name=name: (
-                (pod := self.pod(name))["status"].get("phase") == "Running"
-                and all(c.get("ready") for c in pod["status"].get("containerStatuses", [{}]))
-                and container_identity(pod)[1] != identities[name][1]), 180)
-            figure(f"DRA: kubelet start to {name} running again", time.monotonic() - kubelet_started)
+            figure(f"DRA: kubelet start to {name} running again", back[name])
         for name in names:
             claim_uid, results, indices = before[name]
             after = self.reboot_claim_view(name)
