@@ -1669,6 +1669,11 @@ class Suite:
         try:
             wait_for("the DRA driver ready", self.dra_driver_ready, 120)
             wait_for("the pool with the node's cards", lambda: self.dra_pool_sizes() == ((16, 8) if newer else (8, 0)), 90)
+            # The scheduler hands an extended resource to DRA only where the node's allocatable
+            # for it is 0 (shouldDelegateResourceToDRA in pkg/scheduler/framework/plugins/
+            # noderesources/fit.go): until the kubelet says the device plugin is gone, a pod
+            # asking limits goes the device plugin's way and the kubelet refuses it.
+            self.wait_allocatable(0, 90)
             self.reboot_dra(newer)
         finally:
             self.back_to_device_plugin()
