@@ -27,13 +27,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import images  # noqa: E402
-from node import NODE_DIRECTORIES  # noqa: E402
+from node import NODE_DIRECTORIES, remove_kubepods_cgroups  # noqa: E402
 
 # Set by the kubelet on start (it wants the kernel to panic rather than run on after an oops and
 # to allow overcommitting memory); the machine's own values come back at the end.
 KUBELET_SYSCTLS = ["vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops"]
 CARD_NODES = [f"/dev/xpu{i}" for i in range(8)] + ["/dev/xpuctrl"]
-CGROUP_ROOT = "/sys/fs/cgroup"
 # The releases the suite builds (kube/<release>/go.mod pins the exact version): the newest, which
 # runs every scenario in .ci/run, the oldest still supported, and the next while it is a
 # pre-release (README.md: what runs where).
@@ -137,7 +136,7 @@ def run_outside(source_dir, build_dir, args):
     finally:
         # A second Ctrl-C must not cut the restoring short.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        remove_cgroups()
+        remove_kubepods_cgroups()
         for path in reversed(made):
             try:
                 os.rmdir(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
@@ -180,24 +179,6 @@ def make_directories(path):
         os.mkdir(directory)
         made.append(directory)
     return made
-
-
-def remove_cgroups():
-    """The kubelet's cgroupfs driver makes kubepods under every v1 controller; cgroups outlive
-    the processes in them, so remove them deepest first."""
-    if not os.path.isdir(CGROUP_ROOT):
-        return
-    for controller in os.listdir(CGROUP_ROOT):
-        top = os.path.join(CGROUP_ROOT, controller, "kubepods")
-        if not os.path.isdir(top) or os.path.islink(os.path.join(CGROUP_ROOT, controller)):
-            continue
-        for directory, _, _ in sorted(os.walk(top), key=lambda entry: -entry[0].count("/")):
-            for _ in range(50):
-                try:
-                    os.rmdir(directory)
-                    break
-                except OSError:
-                    time.sleep(0.1)  # a process of the ending namespace may still be leaving it
 
 
 def read(path):

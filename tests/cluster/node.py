@@ -15,6 +15,7 @@ The host side is xpud on the sim backend, on a system-type bus with the package'
 import json
 import os
 import shutil
+import signal
 import sys
 import time
 
@@ -96,12 +97,7 @@ class Node:
             os.makedirs(backing, exist_ok=True)
             os.chmod(backing, 0o755)  # as on a node, whatever this process's umask
             run(["mount", "--bind", backing, path])
-        for path in ["/run/dbus", "/run/containerd", CDI_DIR]:
-            os.makedirs(path, exist_ok=True)
-        # As systemd makes them for the proxy's socket units: root's, with their DirectoryMode=.
-        for _, path, _, directory_mode in API_PROXY_SOCKETS:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            os.chmod(os.path.dirname(path), directory_mode)
+        self.make_run_directories()
         run(["ip", "link", "set", "lo", "up"])
         # The kernels of these machines have no veth (nor dummy), so the pods' network is
         # macvlan: an interface per pod on a bridge that has no uplink, and one more for the
@@ -129,6 +125,53 @@ class Node:
                               "ranges": [[{"subnet": POD_SUBNET, "rangeStart": POD_RANGE_START}]]}},
                 ],
             }, f)
+
+    def make_run_directories(self):
+        """What a booting host finds or makes in its empty /run (a tmpfs; /var/run is a link to
+        it, so CDI_DIR is on it too, as on the hosts the field's DRA drivers lose claims on)."""
+        for path in ["/run/dbus", "/run/containerd", CDI_DIR]:
+            os.makedirs(path, exist_ok=True)
+        # As systemd makes them for the proxy's socket units: root's, with their DirectoryMode=.
+        for _, path, _, directory_mode in API_PROXY_SOCKETS:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.chmod(os.path.dirname(path), directory_mode)
+
+    # ---- a reboot ---------------------------------------------------------------------------
+
+    def power_off(self):
+        """What a reboot takes from the node, the control plane (other machines) left running:
+        the services stopped as systemd stops them (SIGTERM; the kubelet first, and with no
+        graceful node shutdown configured it stops no pod), then every process left (the
+        runtime's shims, every container, the shim's pods among them) killed, every mount the
+        node made under /run and in the kubelet's and the runtime's directories (pods' volumes,
+        network namespaces, root filesystems) gone, /run a new empty tmpfs, the kubepods cgroups
+        gone. What is on disk stays: /var/lib/kubelet (the device manager's and the DRA
+        driver's checkpoints) and /var/lib/containerd (images, the runtime's metadata)."""
+        for name in ["kubelet", "containerd", "xpud-api-proxy", "xpud", "dbus-daemon"]:
+            self.components[name].stop()
+        keep = {1, os.getpid()} | {self.components[name].process.pid for name in CONTROL_PLANE}
+        wait_for("every node process ended", lambda: kill_all_but(keep), 30)
+        for top in ["/var/lib/kubelet/", "/var/lib/containerd/"]:
+            for path in sorted(mounts_under(top), key=len, reverse=True):
+                run(["umount", "-l", path])
+        run(["umount", "-l", "/run"])  # with every mount below it
+        run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/run"])
+        remove_kubepods_cgroups()
+
+    def boot(self):
+        """The services in boot order, as their units order them: the system bus, xpud, the
+        proxy's sockets and the proxy, containerd, the kubelet (which brings the pods back).
+        Returns {step: seconds from the boot's start} and the monotonic time the kubelet was
+        started at."""
+        started = time.monotonic()
+        self.make_run_directories()
+        self.start_host_services()
+        host_services = time.monotonic() - started
+        self.start_runtime()
+        kubelet_started = time.monotonic()
+        self.start_kubelet()
+        return {"the bus, xpud and the proxy serving": host_services,
+                "containerd serving, the kubelet started": kubelet_started - started}, kubelet_started
 
     # ---- host side: xpud and its API proxy's sockets ---------------------------------------
 
@@ -354,6 +397,57 @@ featureGates: {{ResourceHealthStatus: true}}
             if names is None or name in names:
                 print(f"---- {name} ({program.log_path})", flush=True)
                 print(program.tail(lines), flush=True)
+
+
+CONTROL_PLANE = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"]
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def kill_all_but(keep):
+    """SIGKILLs every process of the namespace but `keep`, reaping those that were (or became,
+    as orphans of PID 1) this process's children; True when none is left."""
+    left = [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and int(entry) not in keep]
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass  # not ours: its parent, killed too, leaves it to this PID 1
+    return not left
+
+
+def mounts_under(top):
+    """Mount points strictly below `top` (which ends in /), as this namespace sees them."""
+    points = []
+    with open("/proc/self/mountinfo", encoding="utf-8") as f:
+        for line in f:
+            # Field 5 is the mount point, with space, tab, newline and backslash octal-escaped.
+            point = line.split()[4].encode().decode("unicode_escape")
+            if point.startswith(top):
+                points.append(point)
+    return points
+
+
+def remove_kubepods_cgroups():
+    """The kubelet's cgroupfs driver makes kubepods under every v1 controller; cgroups outlive
+    the processes in them (and, on this machine, the node's namespaces), so remove them deepest
+    first, as a reboot and the suite's end do."""
+    if not os.path.isdir(CGROUP_ROOT):
+        return
+    for controller in os.listdir(CGROUP_ROOT):
+        top = os.path.join(CGROUP_ROOT, controller, "kubepods")
+        if not os.path.isdir(top) or os.path.islink(os.path.join(CGROUP_ROOT, controller)):
+            continue
+        for directory, _, _ in sorted(os.walk(top), key=lambda entry: -entry[0].count("/")):
+            for _ in range(50):
+                try:
+                    os.rmdir(directory)
+                    break
+                except OSError:
+                    time.sleep(0.1)  # a process that was killed may still be leaving it
 
 
 def remove_tree(path):

@@ -726,12 +726,7 @@ class Suite:
                      lambda: self.unschedulable("share-other"), 60)
             print(f"  xpu-{other} held whole (no memory limit): a 1Gi share of it waits")
         finally:
-            self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
-            self.node.kubectl("delete", "resourceclaimtemplate", "-n", "default", "--all", check=False)
-            self.helm_install("--reuse-values", "--set", "allocation=devicePlugin", "--set", "dra.sharing.enabled=false")
-            wait_for("three DaemonSets ready", self.daemonsets_ready, 120)
-            self.wait_plugin_serving()
-            self.wait_allocatable(8, 90)
+            self.back_to_device_plugin()
 
     def s20_one_bound_per_share(self):
         """One memory share used by two pods (both name one ResourceClaim of 8Gi): xpud holds one
@@ -1733,6 +1728,214 @@ class Suite:
         wait_for(f"the exporter labels {pod_name}'s cards", labelled, 90)
         print(f"  exporter: xpu_healthy of cards {indices} carries pod=\"{pod_name}\"")
 
+    # ---- a reboot ----------------------------------------------------------------------------
+
+    def s19_reboot(self):
+        """A reboot (services stopped, every node process ended, /run emptied, everything started
+        again in boot order): a bare pod holding a device plugin's card is rejected
+        (UnexpectedAdmissionError) while a Deployment's pod is replaced and gets a card; a pod
+        with a DRA claim and a bare pod asking limits kunlunxin.com/xpu through DRA both come
+        back with the same claims and cards, the claim's CDI spec rewritten."""
+        self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
+        self.wait_plugin_serving()
+        self.wait_allocatable(8, 90)
+        try:
+            self.reboot_device_plugin()
+        finally:
+            self.node.kubectl("delete", "deployment", "-n", "default", "xpu-reboot-owned", "--ignore-not-found")
+            self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
+        self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable", "--overwrite")
+        # Memory shares and extended resources through DRA are on by default from 1.36.
+        newer = self.server_minor() >= 36
+        self.helm_install("--reuse-values", "--set", "allocation=dra", "--set", f"dra.sharing.enabled={str(newer).lower()}")
+        try:
+            wait_for("the DRA driver ready", self.dra_driver_ready, 120)
+            wait_for("the pool with the node's cards", lambda: self.dra_pool_sizes() == ((16, 8) if newer else (8, 0)), 90)
+            # The scheduler hands an extended resource to DRA only where the node's allocatable
+            # for it is 0 (shouldDelegateResourceToDRA in pkg/scheduler/framework/plugins/
+            # noderesources/fit.go): until the kubelet says the device plugin is gone, a pod
+            # asking limits goes the device plugin's way and the kubelet refuses it.
+            self.wait_allocatable(0, 90)
+            self.reboot_dra(newer)
+        finally:
+            self.back_to_device_plugin()
+
+    def back_to_device_plugin(self):
+        """No workload pods and claim templates left, the chart back to the device plugin without
+        shares, and the plugin serving the node's 8 cards."""
+        self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
+        self.node.kubectl("delete", "resourceclaimtemplate", "-n", "default", "--all", check=False)
+        self.helm_install("--reuse-values", "--set", "allocation=devicePlugin", "--set", "dra.sharing.enabled=false")
+        wait_for("three DaemonSets ready", self.daemonsets_ready, 120)
+        self.wait_plugin_serving()
+        self.wait_allocatable(8, 90)
+
+    def reboot(self, label):
+        """Node.power_off and Node.boot, checking what the reboot emptied and what it kept;
+        returns a function giving what the kubelet logged since it was started, and when (the
+        monotonic clock) it was."""
+        kept = ["/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"]
+        if self.dra_driver_pod():
+            kept.append(os.path.join(DRA_PLUGIN_DIR, "checkpoint.json"))
+        started = time.monotonic()
+        self.node.power_off()
+        figure(f"{label}: power off (services stopped, every node process ended, /run emptied)",
+               time.monotonic() - started)
+        expect(os.listdir("/run") == [], f"/run after the power off: {os.listdir('/run')}")
+        expect(not os.path.exists(CDI_DIR), f"{CDI_DIR} survived the power off")
+        expect(all(os.path.exists(path) for path in kept), f"a reboot keeps {kept}")
+        kubelet_log = self.node.components["kubelet"].log_path
+        offset = os.path.getsize(kubelet_log)
+        steps, kubelet_started = self.node.boot()
+        for step, seconds in steps.items():
+            figure(f"{label}: boot to {step}", seconds)
+
+        def logged():
+            with open(kubelet_log, "rb") as log:
+                log.seek(offset)
+                return log.read()
+        return logged, kubelet_started
+
+    def deployment_pod(self, name):
+        """The running, ready pod of Deployment `name`, or None."""
+        for pod in self.node.get_json("pods", "-n", "default", "-l", f"app={name}")["items"]:
+            status = pod["status"]
+            if (pod["metadata"].get("deletionTimestamp") is None and status.get("phase") == "Running"
+                    and all(c.get("ready") for c in status.get("containerStatuses", [{}]))):
+                return pod
+        return None
+
+    def expect_cards_shown(self, name, uids_or_indices, devices):
+        """The container of pod `name` (its current one) sees exactly those cards."""
+        indices = sorted(devices[u]["index"] if isinstance(u, str) else u for u in uids_or_indices)
+        view = self.workload_view(name)
+        shown = sorted(int(i) for i in view["XPU_VISIBLE_DEVICES"].split(",") if i)
+        expect(shown == indices, f"{name}: XPU_VISIBLE_DEVICES {view['XPU_VISIBLE_DEVICES']}, allocated {indices}")
+        expect(sorted(view["NODES"].split()) == sorted([f"xpu{i}" for i in indices] + ["xpuctrl"]),
+               f"{name}: device nodes {view['NODES']}, allocated {indices}")
+        return indices
+
+    def reboot_device_plugin(self):
+        devices = {d["uuid"]: d for d in self.devices()}
+        one = {"limits": {RESOURCE: "1"}}
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(reboot_pod("xpu-reboot-bare", one)))
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(reboot_deployment("xpu-reboot-owned", one)))
+        self.wait_pod_running("xpu-reboot-bare")
+        bare_uid = self.pod("xpu-reboot-bare")["metadata"]["uid"]
+        owned = wait_for("the Deployment's pod running", lambda: self.deployment_pod("xpu-reboot-owned"), 90)
+        bare_cards = self.allocated_ids(bare_uid)
+        expect(len(bare_cards) == 1, f"xpu-reboot-bare holds {bare_cards}")
+        logged, kubelet_started = self.reboot("device plugin")
+
+        registration = b"Got registration request from device plugin with resource"
+        wait_for("the device plugin registered with the booted kubelet", lambda: registration in logged(), 120)
+        figure("device plugin: kubelet start to the plugin's registration", time.monotonic() - kubelet_started)
+
+        def rejected():
+            status = self.pod("xpu-reboot-bare")["status"]
+            return status if status.get("phase") == "Failed" else None
+        status = wait_for("the bare pod's fate after the reboot", rejected, 120)
+        figure("device plugin: kubelet start to the bare pod rejected", time.monotonic() - kubelet_started)
+        # What the kubelet's device manager answers a pod it admits before the plugin registered
+        # (devicesToAllocate in pkg/kubelet/cm/devicemanager/manager.go; tests/cluster/README.md,
+        # "A reboot and the device plugin"): the pod fails for good.
+        expect(status.get("reason") == "UnexpectedAdmissionError"
+               and "no healthy devices present" in status.get("message", ""),
+               f"xpu-reboot-bare after the reboot: {status.get('reason')}: {status.get('message')}")
+        print(f"  bare pod: {status['reason']}: {status['message']}")
+
+        replaced = wait_for("the Deployment's pod replaced and running", lambda: (
+            (pod := self.deployment_pod("xpu-reboot-owned")) and pod["metadata"]["uid"] != owned["metadata"]["uid"]
+            and pod), 180)
+        figure("device plugin: kubelet start to the Deployment's new pod running", time.monotonic() - kubelet_started)
+        old_owned = self.node.get_json("pods", "-n", "default", "-l", "app=xpu-reboot-owned")["items"]
+        print(f"  Deployment: {owned['metadata']['name']} -> {replaced['metadata']['name']}; its pods now: "
+              + ", ".join(f"{p['metadata']['name']} {p['status'].get('phase')} {p['status'].get('reason', '')}"
+                          for p in old_owned))
+        cards = self.allocated_ids(replaced["metadata"]["uid"])
+        expect(len(cards) == 1, f"the Deployment's new pod holds {cards}")
+        indices = self.expect_cards_shown(replaced["metadata"]["name"], cards, devices)
+        print(f"  the Deployment's new pod holds card {indices}")
+        self.wait_allocatable(8, 90)
+        wait_for("the chart's DaemonSets ready again", self.daemonsets_ready, 120)
+        figure("device plugin: kubelet start to the chart's DaemonSets ready", time.monotonic() - kubelet_started)
+        expect(os.path.exists(os.path.join(CDI_DIR, "kunlunxin-xpu.json")), "xpud did not rewrite its CDI spec")
+        registrations = logged().count(registration)
+        expect(registrations == 1, f"the plugin registered {registrations} times with the booted kubelet")
+
+    def reboot_dra(self, newer):
+        devices = {d["index"]: d for d in self.devices()}
+        share_card, grant = 3, 8 * GIB
+        names = []
+        if newer:
+            # An 8 GiB share of card 3 first (a card held whole takes no share), then the add-on's
+            # demo pod's request through the DeviceClass's extendedResourceName.
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(share_template("xpu-reboot-share", "8Gi", share_card)))
+            shared = dra_workload("xpu-reboot-share", "xpu-reboot-share")
+            del shared["spec"]["restartPolicy"]  # the default, Always: the pod comes back
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(shared))
+            self.wait_pod_running("xpu-reboot-share")
+            self.node.kubectl("apply", "-f", "-", input_text=json.dumps(
+                reboot_pod("xpu-reboot-extended", {"limits": {RESOURCE: "1"}})))
+            self.wait_pod_running("xpu-reboot-extended")
+            names += ["xpu-reboot-share", "xpu-reboot-extended"]
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(claim_template("xpu-reboot-pair", 2)))
+        claimed = dra_workload("xpu-reboot-claim", "xpu-reboot-pair")
+        del claimed["spec"]["restartPolicy"]
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(claimed))
+        self.wait_pod_running("xpu-reboot-claim")
+        names.append("xpu-reboot-claim")
+        before = {name: self.reboot_claim_view(name) for name in names}
+        identities = {name: container_identity(self.pod(name)) for name in names}
+        logged, kubelet_started = self.reboot("DRA")
+
+        back = {}  # pod name -> seconds from the kubelet's start to seeing it run again
+
+        def all_back():
+            for pod in self.node.get_json("pods", "-n", "default")["items"]:
+                name, status = pod["metadata"]["name"], pod["status"]
+                if (name in names and name not in back and status.get("phase") == "Running"
+                        and all(c.get("ready") for c in status.get("containerStatuses", [{}]))
+                        and container_identity(pod)[1] != identities[name][1]):
+                    back[name] = time.monotonic() - kubelet_started
+            return len(back) == len(names)
+        wait_for(f"{', '.join(names)} running again in new containers", all_back, 180)
+        for name in names:
+            figure(f"DRA: kubelet start to {name} running again", back[name])
+        for name in names:
+            claim_uid, results, indices = before[name]
+            after = self.reboot_claim_view(name)
+            expect(after[0] == claim_uid and after[1] == results,
+                   f"{name}: claim {claim_uid} {results} before the reboot, {after[0]} {after[1]} after")
+            spec = os.path.join(CDI_DIR, f"kunlunxin-claim-{claim_uid}.json")
+            expect(os.path.exists(spec), f"{name}: {spec} not rewritten")
+            expect(claim_uid in self.dra_checkpoint(), f"{name}: its claim left the driver's checkpoint")
+            if name == "xpu-reboot-share":
+                self.expect_share(name, share_card, grant)
+                # xpud, started afresh, made the new container's cXPU instance through the hooks.
+                expected = {(share_card, self.instance_id(name), grant)}
+                on_card = {i for i in self.xpud_instances() if i[0] == share_card}
+                expect(on_card == expected, f"xpud's instances on card {share_card}: {on_card}, expected {expected}")
+            else:
+                self.expect_cards_shown(name, indices, devices)
+            uid = self.pod(name)["metadata"]["uid"]
+            expect(uid == identities[name][0], f"{name} is a new pod")
+            print(f"  {name}: the same pod and claim ({claim_uid}), cards {indices}, {spec} rewritten")
+        wait_for("the DRA driver ready again", self.dra_driver_ready, 120)
+        figure("DRA: kubelet start to the driver ready", time.monotonic() - kubelet_started)
+
+    def reboot_claim_view(self, name):
+        """(claim UID, allocation results, card indices) of pod `name`'s claim: its own, or the
+        one the scheduler made for its extended resource."""
+        status = self.pod(name)["status"]
+        claim_name = (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+        claim = (self.node.get_json("resourceclaim", "-n", "default", claim_name) if claim_name
+                 else self.claim_of(name))
+        results = claim["status"]["allocation"]["devices"]["results"]
+        expect(results and all(r["driver"] == DRA_DRIVER for r in results), f"{name}'s claim: {results}")
+        return (claim["metadata"]["uid"], results,
+                sorted(int(r["device"].split("-")[1]) for r in results))
+
     def s11_pod_security(self):
         """The chart's README says its namespace needs the privileged Pod Security level; the API
         server agrees: baseline warns about the hostPath volumes, privileged does not."""
@@ -2194,6 +2397,24 @@ def status_message(body):
         return ""
 
 
+def reboot_pod(name, resources):
+    """A bare pod (no controller) that holds what `resources` asks for and, as any pod of the
+    default restartPolicy, comes back after a reboot if the kubelet admits it."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"terminationGracePeriodSeconds": 1, "containers": [workload_container(resources)]}}
+
+
+def reboot_deployment(name, resources):
+    """The same pod owned by a Deployment (through its ReplicaSet)."""
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"terminationGracePeriodSeconds": 1,
+                                           "containers": [workload_container(resources)]}}}}
+
+
 def expect(condition, message):
     if not condition:
         raise AssertionError(message)
@@ -2205,7 +2426,7 @@ SCENARIOS = [
     (10, "s10_bus_boundary"), (11, "s11_pod_security"), (13, "s13_cdi"), (9, "s9_upgrades"),
     (12, "s12_readme"), (14, "s14_dra"), (15, "s15_takeover"), (16, "s16_memory_shares"),
     (17, "s17_device_plugin_memory_shares"), (18, "s18_dra_virtual_functions"),
-    (20, "s20_one_bound_per_share"),
+    (19, "s19_reboot"), (20, "s20_one_bound_per_share"),
 ]
 
 
