@@ -25,6 +25,13 @@ setsid sh -c 'i=0; while [ "$i" -lt "$1" ]; do (while :; do :; done) & i=$((i + 
 load_pid=$!
 trap 'kill -TERM "-$load_pid" 2>/dev/null || true' EXIT INT TERM
 
+# The names ctest lists under "The following tests FAILED:" in one run's log (not the skipped ones
+# it lists under "did not run").
+failed_in() {
+  awk '/^The following tests FAILED:/ { on = 1; next } on && /^[[:space:]]*[0-9]+ - / {
+         sub(/^[[:space:]]*[0-9]+ - /, ""); sub(/ \(.*$/, ""); print; next } on { on = 0 }' "$1"
+}
+
 failed_runs=0
 run=1
 while [ "$run" -le "$runs" ]; do
@@ -33,12 +40,12 @@ while [ "$run" -le "$runs" ]; do
     echo "test-under-load: run $run of $runs passed ($(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2 tests/p' "$log"))"
   else
     failed_runs=$((failed_runs + 1))
-    echo "test-under-load: run $run of $runs FAILED: $(sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (.*/\1/p' "$log" | tr '\n' ' ')"
+    echo "test-under-load: run $run of $runs FAILED: $(failed_in "$log" | tr '\n' ' ')"
   fi
   run=$((run + 1))
 done
 
 echo "== tests that failed under load, with the number of runs each failed =="
-cat "$logs"/run-*.log | sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*/\1/p' | sort | uniq -c | sort -rn
+for log in "$logs"/run-*.log; do failed_in "$log"; done | sort | uniq -c | sort -rn
 echo "$failed_runs of $runs runs failed"
 [ "$failed_runs" -eq 0 ]
