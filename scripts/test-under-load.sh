@@ -6,9 +6,9 @@
 #
 # Usage: scripts/test-under-load.sh [RUNS [BUILD_DIR]]     (defaults: 20, build)
 # The load: one busy loop per core at nice 0 in a session of its own, for as long as the runs
-# take; the tests run as ctest -j<cores>, as scripts/test.sh runs them. Each run's failures go
-# to BUILD_DIR/under-load/run-N.log; the end is a table of the tests that failed at least once
-# (none: "0 of N runs failed"). Exits 1 if any run failed.
+# take; the tests run as ctest -j<cores>, as scripts/test.sh runs them. Each run's log, with the
+# output of every test that failed, goes to BUILD_DIR/under-load/run-N.log; the end is a table of
+# the tests that failed at least once (none: "0 of N runs failed"). Exits 1 if any run failed.
 set -eu
 cd "$(dirname "$0")/.."
 runs=${1:-20}
@@ -36,7 +36,7 @@ failed_runs=0
 run=1
 while [ "$run" -le "$runs" ]; do
   log="$logs/run-$run.log"
-  if (cd "$build" && ctest -j"$cores" --no-tests=error --timeout 300 -LE "$slow_labels") >"$log" 2>&1; then
+  if (cd "$build" && ctest -j"$cores" --output-on-failure --no-tests=error --timeout 300 -LE "$slow_labels") >"$log" 2>&1; then
     echo "test-under-load: run $run of $runs passed ($(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2 tests/p' "$log"))"
   else
     failed_runs=$((failed_runs + 1))

@@ -4,8 +4,12 @@
 #   --no-deps  skip the apt step
 #   --fast     skip the sanitizer builds
 # XPU_TEST_LABELS (a ctest -L regex) adds the labelled slow suites, e.g. XPU_TEST_LABELS='packaging|e2e|hostile'.
-# XPU_TEST_LAST_LABELS (a ctest -L regex) runs those suites last, after the sanitizer pass, e.g.
-#   fresh (the fresh-machine test, whose builds reuse the compiler cache this run filled).
+# XPU_TEST_BESIDE_LABELS (a ctest -L regex) runs those labelled suites in a second ctest beside
+#   XPU_TEST_LABELS's, e.g. 'cluster|soak': suites that mostly wait on a node or a clock, so that
+#   their waiting and the others' compiling overlap instead of adding up.
+# XPU_TEST_LAST_LABELS (a ctest -L regex) runs those suites last, beside the sanitizer and fuzz
+#   passes, e.g. fresh (the fresh-machine test, whose builds reuse the compiler cache this run
+#   filled, so it starts only once the background builds are done).
 # XPU_TEST_TSAN=1 adds, after the ASan pass, the default set again built with ThreadSanitizer
 #   (build-tsan); any report, in a test or in a daemon it started, fails the pass.
 # XPU_TEST_FUZZ_SECONDS (seconds) runs every fuzzer that long after the sanitizer pass
@@ -35,7 +39,7 @@ done
 # Every stage prints its time when it ends, and the run ends with a table of them (also when a
 # stage fails), so that CI's log says where the time went.
 run_started=$(date +%s)
-stage_times="" stage_name="" stage_started=0 background_pid="" tidy_pid=""
+stage_times="" stage_name="" stage_started=0 background_pid="" tidy_pid="" lane_pid="" lane_log=""
 begin_stage() {
   stage_name=$1
   stage_started=$(date +%s)
@@ -53,6 +57,11 @@ finish() {
   # dash's kill takes a process group as a negative number, without "--".
   if [ -n "$background_pid" ]; then kill -TERM "-$background_pid" 2>/dev/null || true; fi
   if [ -n "$tidy_pid" ]; then kill -TERM "-$tidy_pid" 2>/dev/null || true; fi
+  if [ -n "$lane_pid" ]; then
+    kill -TERM "-$lane_pid" 2>/dev/null || true
+    echo "== the lane beside the failed stage, until it was stopped (log: $lane_log) =="
+    tail -n 80 "$lane_log" 2>/dev/null || true
+  fi
   [ -z "$stage_name" ] ||
     stage_times="$stage_times$(printf '%-52s %5d s, failed' "$stage_name" $(( $(date +%s) - stage_started )))
 "
@@ -73,6 +82,34 @@ trap 'exit 130' INT TERM
 in_background() {
   # shellcheck disable=SC2016
   exec setsid sh -c 'echo 19 2>/dev/null >/proc/self/autogroup || true; exec "$@"' in_background "$@"
+}
+
+# start_lane LOG COMMAND...: runs COMMAND beside the stage that follows, as a lane of its own: a
+# session (so that a failed run stops it whole), at the priority of the stage beside it (a new
+# session is a new autogroup: the two share the cores as equals), its output in LOG and, when it
+# ends, its length in seconds in LOG.seconds. Only as `start_lane ... &`, for in_background's reason.
+start_lane() {
+  log=$1
+  shift
+  # shellcheck disable=SC2016
+  exec setsid sh -c 'started=$(date +%s); status=0; "$@" || status=$?
+    echo $(( $(date +%s) - started )) >"$0.seconds"; exit "$status"' "$log" "$@" >"$log" 2>&1 </dev/null
+}
+
+# end_lane NAME: waits for the lane, shows its output, adds its own line to the table of stage
+# times and fails the run if the lane failed.
+end_lane() {
+  lane_status=0
+  wait "$lane_pid" || lane_status=$?
+  lane_pid=""
+  echo "== $1 (the lane beside; log: $lane_log) =="
+  cat "$lane_log"
+  stage_times="$stage_times$(printf '%-52s %5s s' "  beside: $1" "$(cat "$lane_log.seconds" 2>/dev/null || echo '?')")
+"
+  if [ "$lane_status" -ne 0 ]; then
+    echo "test.sh: $1 failed (above)" >&2
+    exit 1
+  fi
 }
 
 # The labelled suites (packaging, boot, fresh machine), the fuzzers (clang) and the compiler cache
@@ -146,8 +183,20 @@ fi
 
 if [ -n "${XPU_TEST_LABELS:-}" ]; then
   begin_stage "labelled suites: ${XPU_TEST_LABELS}"
-  (cd build && ctest -j1 --output-on-failure --timeout 1200 -L "$XPU_TEST_LABELS")
+  set -- -L "$XPU_TEST_LABELS"
+  if [ -n "${XPU_TEST_BESIDE_LABELS:-}" ]; then
+    # The fixture both lanes may need (helm, built once with Go) first, by itself: two ctests
+    # would each start it, and both would write the same binary. Then neither adds it again (-FA).
+    (cd build && ctest -j1 --output-on-failure --timeout 1200 -R '^packaging[.]helm_tool$')
+    set -- "$@" -E '^packaging[.]helm_tool$' -FA helm
+    lane_log=$(pwd)/build/beside-labelled.log
+    start_lane "$lane_log" sh -c 'cd build && exec ctest -j1 --output-on-failure --timeout 1200 -FA helm -L "$1"' \
+      beside "$XPU_TEST_BESIDE_LABELS" &
+    lane_pid=$!
+  fi
+  (cd build && ctest -j1 --output-on-failure --timeout 1200 "$@")
   end_stage
+  [ -z "$lane_pid" ] || end_lane "labelled suites: $XPU_TEST_BESIDE_LABELS"
 fi
 
 if [ -n "$background_pid" ]; then
@@ -161,6 +210,15 @@ if [ -n "$background_pid" ]; then
   background_pid=""
   end_stage
   sed -n 's/^build-variants.sh: /  /p' "$background_log"
+fi
+
+# The last suites (the fresh-machine test) beside the sanitizer and fuzz passes: its builds hit the
+# compiler cache the builds above filled, and the two share the cores.
+if [ -n "${XPU_TEST_LAST_LABELS:-}" ]; then
+  lane_log=$(pwd)/build/beside-last.log
+  # -V: the fresh-machine test's report (its steps, their times, the packages each tier added).
+  start_lane "$lane_log" sh -c 'cd build && exec ctest -j1 -V --timeout 3600 -L "$1"' last "$XPU_TEST_LAST_LABELS" &
+  lane_pid=$!
 fi
 
 if [ "$fast" -eq 0 ]; then
@@ -193,10 +251,9 @@ if [ -n "${XPU_TEST_FUZZ_SECONDS:-}" ]; then
   end_stage
 fi
 
-if [ -n "${XPU_TEST_LAST_LABELS:-}" ]; then
-  begin_stage "last: ${XPU_TEST_LAST_LABELS}"
-  # -V: the fresh-machine test's report (its steps, their times, the packages each tier added).
-  (cd build && ctest -j1 -V --timeout 3600 -L "$XPU_TEST_LAST_LABELS")
+if [ -n "$lane_pid" ]; then
+  begin_stage "the rest of the last suites: ${XPU_TEST_LAST_LABELS}"
+  end_lane "last suites: ${XPU_TEST_LAST_LABELS}"
   end_stage
 fi
 
