@@ -1,5 +1,6 @@
 // xpu-k8s-shim: one binary, four roles (device-plugin, exporter, token-sync, dra-driver),
-// bridging xpud on D-Bus to the kubelet, Prometheus, the XPU runtime and the API server.
+// bridging xpud on D-Bus to the kubelet, Prometheus, the XPU runtime and the API server, and a
+// fifth (validate) that the chart's test pod runs on the cards it was given.
 #include <string>
 #include <vector>
 
@@ -18,8 +19,8 @@ int run(const std::vector<std::string>& args) {
   xpu::StopSignals stop;
   shim::ShimOptions options;
   xpu::HelpAndVersion flags;
-  xpu::CommandLine cli(kProgram,
-                       "[OPTIONS] device-plugin|exporter|token-sync|dra-driver [ROLE OPTIONS]");
+  xpu::CommandLine cli(
+      kProgram, "[OPTIONS] device-plugin|exporter|token-sync|dra-driver|validate [ROLE OPTIONS]");
   xpu::add_help_flag(cli, flags);
   xpu::add_version_flag(cli, flags);
   shim::add_common_options(cli, options);
@@ -29,16 +30,18 @@ int run(const std::vector<std::string>& args) {
       "  device-plugin   kubelet device plugin for kunlunxin.com/xpu\n"
       "  exporter        Prometheus exporter on :9507\n"
       "  token-sync      copies the service-account token to /xpu-runtime/auth\n"
-      "  dra-driver      Dynamic Resource Allocation driver xpu.kunlunxin.com\n");
+      "  dra-driver      Dynamic Resource Allocation driver xpu.kunlunxin.com\n"
+      "  validate        checks the cards this container was given, then exits\n");
   if (rest.empty())
-    xpu::exit_usage_error(kProgram,
-                          "missing role: device-plugin, exporter, token-sync or dra-driver");
+    xpu::exit_usage_error(
+        kProgram, "missing role: device-plugin, exporter, token-sync, dra-driver or validate");
   const std::string& role = rest.front();
   std::span<const std::string> role_args(rest.begin() + 1, rest.end());
   if (role == "device-plugin") return shim::run_device_plugin(options, role_args, stop);
   if (role == "exporter") return shim::run_exporter(options, role_args, stop);
   if (role == "token-sync") return shim::run_token_sync(options, role_args, stop);
   if (role == "dra-driver") return shim::run_dra_driver(options, role_args, stop);
+  if (role == "validate") return shim::run_validate(options, role_args, stop);
   xpu::exit_usage_error(kProgram, "unknown role '" + role + "'");
 }
 

@@ -1,5 +1,6 @@
-// The four roles of xpu-k8s-shim. Each parses its own arguments (after the role name), runs
-// until SIGTERM/SIGINT and returns the process exit status.
+// The roles of xpu-k8s-shim: four that serve, and validate, which checks once and exits. Each
+// parses its own arguments (after the role name), runs until SIGTERM/SIGINT and returns the process
+// exit status.
 #pragma once
 
 #include <span>
@@ -15,5 +16,6 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args,
 int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
 int run_token_sync(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
 int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
+int run_validate(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
 
 }  // namespace shim

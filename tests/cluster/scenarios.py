@@ -229,6 +229,68 @@ class Suite:
         self.wait_allocatable(8, 60)
         figure("recovery to allocatable 8", time.monotonic() - started)
 
+    def helm_test(self, timeout):
+        """helm test with the validator's log; returns (passed, what helm printed)."""
+        result = self.node.helm("test", RELEASE, "--namespace", CHART_NAMESPACE, "--logs",
+                                "--timeout", f"{timeout}s", timeout=timeout + 60, check=False)
+        return result.returncode == 0, (result.stdout + result.stderr).strip()
+
+    def validator_passes(self, mode):
+        started = time.monotonic()
+        passed, output = self.helm_test(120)
+        expect(passed, f"helm test on a healthy node ({mode}) failed:\n{output}")
+        expect("xpu validation passed" in output and "ok: XPU_VISIBLE_DEVICES=" in output,
+               f"helm test ({mode}) passed without the validator's report:\n{output}")
+        figure(f"helm test on a healthy node, {mode}", time.monotonic() - started)
+        report = [line for line in output.splitlines() if line.startswith(("ok: ", "FAILED: ", "xpu validation"))]
+        for line in dict.fromkeys(report):  # helm prints the log once per hook it ran
+            print(f"  {mode}: {line}")
+
+    def s21_validator(self):
+        """helm test: the validator pod gets a card through the device plugin and passes; on a
+        node whose cards are all unhealthy it gets none and helm test fails; with allocation=dra
+        it gets its card through a ResourceClaim and passes."""
+        self.validator_passes("devicePlugin")
+        for index in range(8):
+            self.node.set_health(index, False, "validator test")
+        try:
+            self.wait_allocatable(0, 60)
+            started = time.monotonic()
+            passed, output = self.helm_test(20)
+            expect(not passed, f"helm test passed on a node without a healthy card:\n{output}")
+            pod = self.pod("xpu-validator", CHART_NAMESPACE)
+            conditions = {c["type"]: c for c in pod["status"].get("conditions", [])}
+            scheduled = conditions.get("PodScheduled", {})
+            expect(pod["status"]["phase"] == "Pending" and scheduled.get("status") == "False",
+                   f"the validator on a node without a healthy card: {pod['status']}")
+            figure("helm test on a node without a healthy card, to its failure", time.monotonic() - started)
+            print(f"  broken node: helm: {output.splitlines()[-1] if output else ''}")
+            print(f"  broken node: the validator pod: Pending, {scheduled.get('message', '')}")
+        finally:
+            for index in range(8):
+                self.node.set_health(index, True)
+            self.wait_allocatable(8, 60)
+        self.node.kubectl("delete", "pod", "-n", CHART_NAMESPACE, "xpu-validator", "--wait=true", "--timeout=60s")
+        self.helm_install("--reuse-values", "--set", "allocation=dra")
+        try:
+            wait_for("the DRA driver ready", self.dra_driver_ready, 120)
+            wait_for("a ResourceSlice with the node's 8 cards", lambda: len(self.dra_devices()) == 8, 90)
+            self.validator_passes("dra")
+            # The claim made from the template goes with the finished pod; its name stays.
+            statuses = self.pod("xpu-validator", CHART_NAMESPACE)["status"].get("resourceClaimStatuses", [])
+            expect([c["name"] for c in statuses] == ["xpu"] and statuses[0].get("resourceClaimName"),
+                   f"helm test with allocation=dra: the pod's claims {statuses}")
+            print(f"  dra: the validator's claim {statuses[0]['resourceClaimName']}")
+        finally:
+            self.node.kubectl("delete", "pod", "-n", CHART_NAMESPACE, "xpu-validator", "--wait=true",
+                              "--timeout=60s", check=False)
+            self.node.kubectl("delete", "resourceclaimtemplate", "-n", CHART_NAMESPACE, "xpu-validator",
+                              "--ignore-not-found", check=False)
+            self.helm_install("--reuse-values", "--set", "allocation=devicePlugin")
+            wait_for("three DaemonSets ready", self.daemonsets_ready, 120)
+            self.wait_plugin_serving()
+            self.wait_allocatable(8, 90)
+
     def s5_kubelet_restart(self):
         """Restarting the kubelet: the plugin registers again, once, running pods are untouched,
         and the exporter's pod-resources connection comes back."""
@@ -1970,7 +2032,7 @@ class Suite:
         try:
             output = self.run_readme_block("### Try it on a real node")
             for wanted in ["xpu-device-plugin-daemonset", "xpu-exporter", "xpu-rbac-token-gen",
-                           "XPU_VISIBLE_DEVICES=", "KUNLUNXIN_XPU_UUIDS=", "/dev/xpu"]:
+                           "XPU_VISIBLE_DEVICES=", "KUNLUNXIN_XPU_UUIDS=", "/dev/xpu", "xpu validation passed"]:
                 expect(wanted in output, f"the README's block printed no {wanted!r}:\n{output}")
             # kubectl aligns the column to the longest resource name the node has had.
             capacity = [line for line in output.splitlines() if line.split() == [f"{RESOURCE}:", "8"]]
@@ -1978,6 +2040,9 @@ class Suite:
             print("  " + "\n  ".join(line for line in output.splitlines() if "XPU" in line or "/dev/xpu" in line))
         finally:
             self.node.kubectl("delete", "pod", "xpu-demo", "--ignore-not-found", "--wait=true", check=False)
+            # helm uninstall leaves test hooks (the validator pod) behind.
+            self.node.kubectl("delete", "pod", "-n", CHART_NAMESPACE, "xpu-validator", "--ignore-not-found",
+                              "--wait=true", check=False)
             self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait", check=False)
             self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}-", check=False)
             shutil.rmtree("/tmp/xpu-image", ignore_errors=True)  # where the block builds the image
@@ -2421,7 +2486,7 @@ def expect(condition, message):
 
 
 SCENARIOS = [
-    (1, "s1_install"), (2, "s2_capacity"), (3, "s3_allocation"), (4, "s4_fault"),
+    (1, "s1_install"), (2, "s2_capacity"), (3, "s3_allocation"), (4, "s4_fault"), (21, "s21_validator"),
     (5, "s5_kubelet_restart"), (6, "s6_xpud_killed"), (7, "s7_prometheus_labels"), (8, "s8_token"),
     (10, "s10_bus_boundary"), (11, "s11_pod_security"), (13, "s13_cdi"), (9, "s9_upgrades"),
     (12, "s12_readme"), (14, "s14_dra"), (15, "s15_takeover"), (16, "s16_memory_shares"),

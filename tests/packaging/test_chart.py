@@ -178,6 +178,8 @@ class DefaultRender(unittest.TestCase):
                      for account in ("xpu-device-plugin", "xpu-exporter", "klx-xpu-serviceaccount")}
         expected |= {("ClusterRole", "klx-xpu-clusterrole"), ("ClusterRoleBinding", "klx-xpu-binding"),
                      ("Service", "xpu-exporter")}
+        # And the validator, a test hook that only `helm test` creates.
+        expected.add(("Pod", "xpu-validator"))
         self.assertEqual(set(self.objects), expected)
 
     def test_namespaced_objects_live_in_the_release_namespace(self):
@@ -900,6 +902,71 @@ class ArgumentsMeetTheShim(unittest.TestCase):
                              "devicePlugin.useDetailResName=true")
             self.assertIn("--xpu-share-memory-unit-mib", args_of(objects, DEVICE_PLUGIN))
             self.assert_accepted(objects)
+
+
+class Validator(unittest.TestCase):
+    """The `helm test` pod: it gets cards the way the release hands them out, runs the shim's
+    validate role on them, and reaches nothing else."""
+
+    def validator(self, *set_args):
+        objects = render(*set_args)
+        return objects.get(("Pod", "xpu-validator")), objects.get(("ResourceClaimTemplate", "xpu-validator"))
+
+    def test_device_plugin_mode_asks_the_extended_resource(self):
+        pod, claim = self.validator()
+        self.assertIsNone(claim)
+        self.assertEqual(pod["metadata"]["annotations"]["helm.sh/hook"], "test")
+        container = pod["spec"]["containers"][0]
+        self.assertEqual(container["args"], ["validate", "--expect-cards", "1"])
+        self.assertEqual(container["resources"]["limits"]["kunlunxin.com/xpu"], "1")
+        self.assertEqual(pod["spec"]["nodeSelector"], {"kunlun-device-enable": "enable"})
+
+    def test_it_reaches_nothing_but_its_cards(self):
+        pod, _ = self.validator()
+        spec = pod["spec"]
+        self.assertIs(spec["automountServiceAccountToken"], False)
+        self.assertNotIn("volumes", spec)
+        for key in ("hostNetwork", "hostPID", "hostIPC"):
+            self.assertNotIn(key, spec)
+        security = spec["containers"][0]["securityContext"]
+        self.assertEqual((security["runAsUser"], security["runAsNonRoot"], security["privileged"],
+                          security["allowPrivilegeEscalation"], security["capabilities"]["drop"]),
+                         (65534, True, False, False, ["ALL"]))
+
+    def test_the_binary_accepts_its_arguments(self):
+        pod, _ = self.validator("validator.cards=4")
+        args = pod["spec"]["containers"][0]["args"]
+        self.assertEqual(args, ["validate", "--expect-cards", "4"])
+        result = subprocess.run([SHIM, *args, "--help"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+    def test_dra_mode_asks_a_claim_of_the_class(self):
+        pod, claim = self.validator("allocation=dra", "validator.cards=2")
+        request = claim["spec"]["spec"]["devices"]["requests"][0]
+        self.assertEqual(request["exactly"], {"deviceClassName": "xpu.kunlunxin.com", "count": 2})
+        self.assertEqual(pod["spec"]["resourceClaims"],
+                         [{"name": "xpu", "resourceClaimTemplateName": "xpu-validator"}])
+        resources = pod["spec"]["containers"][0]["resources"]
+        self.assertEqual(resources["claims"], [{"name": "xpu"}])
+        self.assertNotIn("kunlunxin.com/xpu", resources["limits"])
+        # The template first, then the pod that names it.
+        self.assertLess(int(claim["metadata"]["annotations"]["helm.sh/hook-weight"]), 0)
+
+    def test_at_install_runs_it_after_install_and_upgrade_too(self):
+        pod, _ = self.validator("validator.atInstall=true")
+        self.assertEqual(pod["metadata"]["annotations"]["helm.sh/hook"], "test,post-install,post-upgrade")
+
+    def test_the_resource_follows_the_device_plugins_name(self):
+        pod, _ = self.validator("devicePlugin.customizedResourceName=example.com/xpu")
+        self.assertEqual(pod["spec"]["containers"][0]["resources"]["limits"]["example.com/xpu"], "1")
+        pod, _ = self.validator("devicePlugin.useDetailResName=true")
+        self.assertIsNone(pod, "per-model names: no one resource to ask without validator.resourceName")
+        pod, _ = self.validator("devicePlugin.useDetailResName=true", "validator.resourceName=kunlunxin.com/R200")
+        self.assertEqual(pod["spec"]["containers"][0]["resources"]["limits"]["kunlunxin.com/R200"], "1")
+
+    def test_bad_values_are_refused(self):
+        for value in ("validator.cards=0", "validator.cards=257", "validator.unknown=1"):
+            self.assertNotEqual(run_helm("template", "rel", CHART, "--set", value).returncode, 0, value)
 
 
 DRA_DRIVER = "xpu-dra-driver"
