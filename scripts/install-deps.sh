@@ -110,8 +110,10 @@ extract_programs containerd containerd ctr containerd-shim-runc-v2
 # ci, the real-node suite (tests/cluster): runc, the CNI plugins, busybox for its workload image,
 # iptables (the one DNAT rule that stands in for kube-proxy). Kubernetes, etcd and containerd 2
 # are built from the Go module proxy by the suite itself (Debian 12's etcd, 3.4.23, is below the
-# 3.5.24 kubeadm accepts for Kubernetes 1.35 and 1.37).
-apt_install runc containernetworking-plugins busybox-static iproute2 iptables
+# 3.5.24 kubeadm accepts for Kubernetes 1.35 and 1.37). The registry scenario: skopeo (the README's
+# push of the image index) and apache2-utils (htpasswd: the registry's bcrypt password file); the
+# registry itself is built from the Go module proxy (tests/cluster/build-registry.sh).
+apt_install runc containernetworking-plugins busybox-static iproute2 iptables skopeo apache2-utils
 # The arm64 packages (tests/packaging/test_deb_arm64.py, test_rpm_arm64.py), image
 # (packaging/container/build-image.sh) and build (scripts/build-variants.sh arm64): Debian's
 # cross compilers and binutils; qemu-user-static to run arm64 programs (its binfmt entries

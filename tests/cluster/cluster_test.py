@@ -40,7 +40,8 @@ DEFAULT_RELEASE = "v1.37"
 RELEASES = [DEFAULT_RELEASE, "v1.35", "v1.38"]
 # Where the node's programs write by default: the test fails if one of them appears on the host.
 WATCHED_PATHS = ["/opt/containerd", "/run/containerd", "/etc/cni", "/var/lib/kubelet",
-                 "/var/lib/containerd", "/etc/kubernetes", "/var/run/cdi", "/xpu-runtime"]
+                 "/var/lib/containerd", "/etc/kubernetes", "/var/run/cdi", "/xpu-runtime",
+                 "/var/lib/containers", "/etc/containerd"]
 
 
 def main():
@@ -64,6 +65,11 @@ def main():
 
 def run_directory(build_dir):
     return os.path.join(build_dir, "cluster", "run")
+
+
+def tools_directory(build_dir):
+    """Where build-registry.sh puts the registry, whatever the Kubernetes release."""
+    return os.path.join(build_dir, "cluster", "tools")
 
 
 def programs_directory(build_dir, release):
@@ -99,6 +105,8 @@ def run_outside(source_dir, build_dir, args):
     subprocess.run([os.path.join(HERE, "build-node.sh"), programs, args.kubernetes], check=True)
     print(f"[outer] Kubernetes {args.kubernetes}, etcd and containerd programs ready "
           f"({time.monotonic() - started:.0f} s)", flush=True)
+    subprocess.run([os.path.join(HERE, "build-registry.sh"), tools_directory(build_dir)], check=True)
+    print(f"[outer] the registry program ready ({time.monotonic() - started:.0f} s)", flush=True)
     image_dir = os.path.join(build_dir, "cluster", "images")
     archives = images.build_all(source_dir, build_dir, image_dir)
     print(f"[outer] images ready ({time.monotonic() - started:.0f} s)", flush=True)

@@ -35,8 +35,9 @@ CDI_DIR = "/var/run/cdi"
 # Directories the node writes, each a bind mount of a fresh directory under the run directory, so
 # that nothing of the node lands on the host (their mount points are made and removed by the
 # outer process).
+# /var/lib/containers: where skopeo (the registry scenario's push) keeps its blob cache.
 NODE_DIRECTORIES = ["/var/lib/kubelet", "/var/lib/containerd", "/etc/cni/net.d", "/var/log/pods",
-                    "/var/log/containers", "/xpu-runtime", "/etc/cdi"]
+                    "/var/log/containers", "/xpu-runtime", "/etc/cdi", "/var/lib/containers"]
 
 # xpud-api-proxy's two sockets as its socket units declare them: (FileDescriptorName=, path,
 # SocketMode=, DirectoryMode=). The read-only one is everyone's; the SR-IOV one, the only one that
@@ -277,6 +278,9 @@ class Node:
 
     def start_runtime(self):
         config = self.containerd_config = os.path.join(self.run_dir, "containerd.toml")
+        # Registries' hosts.toml (the registry scenario's CA): here, not the host's /etc/containerd.
+        self.registry_config_path = os.path.join(self.run_dir, "certs.d")
+        os.makedirs(self.registry_config_path, exist_ok=True)
         with open(config, "w", encoding="utf-8") as f:
             f.write(f"""version = 3
 root = "/var/lib/containerd"
@@ -290,6 +294,8 @@ state = "/run/containerd"
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = "{PAUSE_IMAGE}"
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = "{self.registry_config_path}"
 [plugins.'io.containerd.cri.v1.runtime']
   # No CAP_SYS_RESOURCE on these machines: lowering a sandbox's oom_score_adj would fail.
   restrict_oom_score_adj = true

@@ -26,6 +26,7 @@ import yaml
 import images
 from node import CDI_DIR, NODE_IP, NODE_NAME, Node
 from processes import Deadline, run, timed, wait_for
+from registry import USER, Registry, relabelled_archive
 
 CHART_NAMESPACE = "kube-system"
 RELEASE = "xpu"
@@ -250,6 +251,13 @@ class Suite:
         """helm test: the validator pod gets a card through the device plugin and passes; on a
         node whose cards are all unhealthy it gets none and helm test fails; with allocation=dra
         it gets its card through a ResourceClaim and passes."""
+        # Whatever the scenarios before left: the release in devicePlugin mode, every card free.
+        self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=90s")
+        self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable", "--overwrite")
+        self.helm_install("--reuse-values", "--set", "allocation=devicePlugin")
+        wait_for("three DaemonSets ready", self.daemonsets_ready, 180)
+        self.wait_plugin_serving()
+        self.wait_allocatable(8, 90)
         self.validator_passes("devicePlugin")
         for index in range(8):
             self.node.set_health(index, False, "validator test")
@@ -288,6 +296,82 @@ class Suite:
                               "--ignore-not-found", check=False)
             self.helm_install("--reuse-values", "--set", "allocation=devicePlugin")
             wait_for("three DaemonSets ready", self.daemonsets_ready, 120)
+            self.wait_plugin_serving()
+            self.wait_allocatable(8, 90)
+
+    def s22_registry(self):
+        """Installed the way users install: the image index and the packaged chart pushed to an OCI
+        registry with TLS and a password; `helm install oci://...` with global.image.host at the
+        registry and a pull secret: the pods pull their image from it and serve; a pod without
+        the secret is refused the same image."""
+        self.remove_chart_and_pods()
+        registry = Registry(self.node, os.path.join(self.node.build_dir, "cluster", "tools", "registry"), NODE_IP)
+        registry.start()
+        helm_home = os.path.join(self.node.run_dir, "helm-home")
+        # The README's block as an operator runs it: their registry's address and credentials in
+        # the environment, its CA among those the tools trust (Go's SSL_CERT_FILE, which helm,
+        # skopeo and kubectl read), helm's and skopeo's state in this run's directories.
+        bundle = os.path.join(registry.directory, "ca-bundle.crt")
+        with open(bundle, "w", encoding="utf-8") as out:
+            for path in ("/etc/ssl/certs/ca-certificates.crt", self.node.pki.ca_cert):
+                with open(path, encoding="utf-8") as f:
+                    out.write(f.read())
+        env = {"REGISTRY": registry.host, "REGISTRY_USER": USER, "REGISTRY_PASSWORD": registry.password,
+               "SSL_CERT_FILE": bundle, "HELM_CACHE_HOME": f"{helm_home}/cache",
+               "HELM_CONFIG_HOME": f"{helm_home}/config", "HELM_DATA_HOME": f"{helm_home}/data"}
+        image_dir = os.path.join(registry.directory, "image")
+        os.makedirs(image_dir, exist_ok=True)
+        relabelled_archive(self.archives["shim"], os.path.join(image_dir, os.path.basename(self.archives["shim"])),
+                           "com.kunlunxin.xpu-test", "registry scenario")
+        try:
+            with open(os.path.join(self.chart, "Chart.yaml"), encoding="utf-8") as f:
+                tag = str(yaml.safe_load(f)["appVersion"])
+            self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable", "--overwrite")
+            started = time.monotonic()
+            output = self.run_readme_block("### Installing from your own registry", env=env,
+                                           replace={"/tmp/xpu-image/": f"{image_dir}/",
+                                                    "/tmp/xpu-chart": os.path.join(registry.directory, "chart")})
+            for line in output.splitlines():
+                if line.startswith(("Login Succeeded", "Writing manifest", "Pushed:", "Digest:", "STATUS:",
+                                    "secret/", "Successfully packaged")):
+                    print(f"  README block: {line}")
+            wait_for("three DaemonSets ready from the registry's image", self.daemonsets_ready, 180)
+            self.wait_plugin_serving()
+            self.wait_allocatable(8, 90)
+            figure("the README's registry block (push, helm install oci://) to 8 cards allocatable",
+                   time.monotonic() - started)
+            wanted = f"{registry.host}/kunlunxin/xpu-k8s-shim:{tag}"
+            for pod in self.shim_pods():
+                status = pod["status"]["containerStatuses"][0]
+                expect(status["image"] == wanted and status["imageID"].startswith(f"{registry.host}/kunlunxin/xpu-k8s-shim@sha256:"),
+                       f"{pod['metadata']['name']}: image {status['image']}, id {status['imageID']}, expected {wanted}")
+            # The node's pulls: containerd's GETs of the manifest, as the pull secret's user.
+            pulls = [line for line in registry.log_lines("http.request.method=GET")
+                     if f"auth.user.name={USER} " in line and "/v2/kunlunxin/xpu-k8s-shim/manifests/" in line
+                     and "http.request.useragent=containerd/" in line and "http.response.status=200" in line]
+            expect(pulls, "the registry's log shows no manifest fetched by containerd with the pull secret's user")
+            print(f"  pods run {wanted} ({self.shim_pods()[0]['status']['containerStatuses'][0]['imageID'].split('@')[1][:19]}...)")
+
+            # The same image without the pull secret: the registry refuses it.
+            # Always: the image is on the node now, and IfNotPresent would not ask the registry.
+            self.node.kubectl("run", "xpu-no-secret", "-n", "default", f"--image={wanted}", "--restart=Never",
+                              "--image-pull-policy=Always", "--command", "--", "/usr/bin/xpu-k8s-shim", "--version")
+            def refused():
+                statuses = self.pod("xpu-no-secret").get("status", {}).get("containerStatuses", [])
+                waiting = statuses[0]["state"].get("waiting", {}) if statuses else {}
+                return waiting if waiting.get("reason") in ("ErrImagePull", "ImagePullBackOff") else None
+            waiting = wait_for("the pod without the pull secret refused its image", refused, 90)
+            print(f"  without the secret: {waiting['reason']}: {waiting.get('message', '')[:160]}")
+        finally:
+            self.node.kubectl("delete", "pod", "-n", "default", "xpu-no-secret", "--ignore-not-found", "--wait=true",
+                              check=False)
+            self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait", check=False)
+            self.node.kubectl("delete", "secret", "-n", CHART_NAMESPACE, "xpu-registry", "--ignore-not-found",
+                              check=False)
+            registry.stop()
+            self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable", "--overwrite")
+            self.helm_install()
+            wait_for("three DaemonSets ready", self.daemonsets_ready, 180)
             self.wait_plugin_serving()
             self.wait_allocatable(8, 90)
 
@@ -2159,15 +2243,18 @@ class Suite:
         wait_for("kube-apiserver ready", lambda: self.node.kubectl(
             "get", "--raw", "/readyz", check=False).returncode == 0, 120)
 
-    def run_readme_block(self, heading):
+    def run_readme_block(self, heading, env=None, replace=None):
         """The first sh block under HEADING in the README, run as written on this node (with
-        <node> filled in and the build directory the suite's); returns what it printed."""
+        <node> filled in, the build directory the suite's, and each of `replace`'s paths made
+        this run's); `env` adds to its environment. Returns what it printed."""
         readme = open(os.path.join(self.source_dir, "README.md"), encoding="utf-8").read()
         block = readme.split(heading + "\n", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
         script = block.replace("<node>", NODE_NAME)
+        for old, new in (replace or {}).items():
+            script = script.replace(old, new)
         if os.path.realpath(self.node.build_dir) != os.path.realpath(os.path.join(self.source_dir, "build")):
             script = script.replace(" build/", f" {self.node.build_dir}/")
-        env = {"KUBECONFIG": self.node.kubeconfig,
+        env = {**(env or {}), "KUBECONFIG": self.node.kubeconfig,
                "PATH": f"{self.node.programs}:{os.path.join(self.node.build_dir, 'tools')}:{os.environ['PATH']}"}
         result = subprocess.run(["sh", "-e", "-x", "-c", script], cwd=self.source_dir, env={**os.environ, **env},
                                 capture_output=True, text=True, timeout=600)
@@ -2486,12 +2573,14 @@ def expect(condition, message):
 
 
 SCENARIOS = [
-    (1, "s1_install"), (2, "s2_capacity"), (3, "s3_allocation"), (4, "s4_fault"), (21, "s21_validator"),
+    (1, "s1_install"), (2, "s2_capacity"), (3, "s3_allocation"), (4, "s4_fault"),
     (5, "s5_kubelet_restart"), (6, "s6_xpud_killed"), (7, "s7_prometheus_labels"), (8, "s8_token"),
     (10, "s10_bus_boundary"), (11, "s11_pod_security"), (13, "s13_cdi"), (9, "s9_upgrades"),
     (12, "s12_readme"), (14, "s14_dra"), (15, "s15_takeover"), (16, "s16_memory_shares"),
     (17, "s17_device_plugin_memory_shares"), (18, "s18_dra_virtual_functions"),
     (19, "s19_reboot"), (20, "s20_one_bound_per_share"),
+    # Last: each switches the node's mode or release and puts back only the chart's defaults.
+    (21, "s21_validator"), (22, "s22_registry"),
 ]
 
 
