@@ -12,6 +12,7 @@ import socket
 import ssl
 import stat
 import sys
+import threading
 import time
 import shutil
 import signal
@@ -23,6 +24,7 @@ import urllib.request
 
 import yaml
 
+import footprint
 import images
 from node import CDI_DIR, NODE_IP, NODE_NAME, Node
 from processes import Deadline, run, timed, wait_for
@@ -36,9 +38,9 @@ DAEMONSETS = ["xpu-device-plugin-daemonset", "xpu-exporter", "xpu-rbac-token-gen
 FIGURES = []
 
 
-def figure(name, seconds):
-    FIGURES.append((name, seconds))
-    print(f"  figure: {name}: {seconds:.1f} s", flush=True)
+def figure(name, value, unit="s"):
+    FIGURES.append((name, value, unit))
+    print(f"  figure: {name}: {value:.1f} {unit}", flush=True)
 
 
 class Suite:
@@ -251,13 +253,7 @@ class Suite:
         """helm test: the validator pod gets a card through the device plugin and passes; on a
         node whose cards are all unhealthy it gets none and helm test fails; with allocation=dra
         it gets its card through a ResourceClaim and passes."""
-        # Whatever the scenarios before left: the release in devicePlugin mode, every card free.
-        self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=90s")
-        self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable", "--overwrite")
-        self.helm_install("--reuse-values", "--set", "allocation=devicePlugin")
-        wait_for("three DaemonSets ready", self.daemonsets_ready, 180)
-        self.wait_plugin_serving()
-        self.wait_allocatable(8, 90)
+        self.reset_to_device_plugin()
         self.validator_passes("devicePlugin")
         for index in range(8):
             self.node.set_health(index, False, "validator test")
@@ -374,6 +370,98 @@ class Suite:
             wait_for("three DaemonSets ready", self.daemonsets_ready, 180)
             self.wait_plugin_serving()
             self.wait_allocatable(8, 90)
+
+    def reset_to_device_plugin(self):
+        """Whatever the scenarios before left: the release in devicePlugin mode, every card free."""
+        self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=90s")
+        self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable", "--overwrite")
+        self.helm_install("--reuse-values", "--set", "allocation=devicePlugin")
+        wait_for("three DaemonSets ready", self.daemonsets_ready, 180)
+        self.wait_plugin_serving()
+        self.wait_allocatable(8, 90)
+
+    def role_pods(self):
+        """{role: pod} of the chart's running pods, the role named by the pod's component label."""
+        return {p["metadata"]["labels"]["app.kubernetes.io/component"]: p for p in self.shim_pods()
+                if p["status"].get("phase") == "Running"}
+
+    def scrape_for(self, seconds, workers=4):
+        """`workers` clients scraping /metrics back to back for `seconds`; returns the count."""
+        url = f"http://{self.exporter_address()}/metrics"
+        deadline = time.monotonic() + seconds
+        counts = []
+
+        def scrape():
+            done = 0
+            while time.monotonic() < deadline:
+                with urllib.request.urlopen(url, timeout=10) as response:
+                    response.read()
+                done += 1
+            counts.append(done)
+        threads = [threading.Thread(target=scrape) for _ in range(workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return sum(counts)
+
+    def s23_footprint(self):
+        """What a node costs: each role's memory from its pod's cgroup (the working set, as the
+        kubelet counts it, and the peak since the pod started and through a 30 s scrape storm)
+        and xpud's and the proxy's (VmRSS, VmHWM); the chart's requests and limits of the roles
+        the replaced add-on did not size keep their stated margin over the peaks (README: "What a
+        node costs")."""
+        self.reset_to_device_plugin()
+        with open(os.path.join(self.chart, "values.yaml"), encoding="utf-8") as f:
+            values = yaml.safe_load(f)
+        sized = {"device-plugin": values["devicePlugin"]["resources"],
+                 "token-sync": values["rbacTokenGen"]["resources"],
+                 "dra-driver": values["dra"]["resources"],
+                 "exporter": values["exporter"]["resources"]}
+        rows = {}  # name: (idle, through the storm, peak), bytes
+        pods = self.role_pods()
+        started_peak = {role: footprint.pod_memory(pod["metadata"]["uid"])["peak"] for role, pod in pods.items()}
+        idle = {role: footprint.pod_memory(pod["metadata"]["uid"])["working_set"] for role, pod in pods.items()}
+        for pod in pods.values():
+            footprint.reset_pod_peak(pod["metadata"]["uid"])
+        started = time.monotonic()
+        scrapes = self.scrape_for(30)
+        figure("scrapes in the storm (4 clients, back to back)", scrapes / (time.monotonic() - started), "per s")
+        for role, pod in pods.items():
+            loaded = footprint.pod_memory(pod["metadata"]["uid"])
+            rows[role] = (idle[role], loaded["working_set"], max(started_peak[role], loaded["peak"]))
+        for name in ("xpud", "xpud-api-proxy"):
+            memory = footprint.process_memory(self.node.components[name].process.pid)
+            rows[name] = (memory["rss"], memory["rss"], memory["peak"])
+
+        self.helm_install("--reuse-values", "--set", "allocation=dra")
+        try:
+            wait_for("the DRA driver ready", self.dra_driver_ready, 120)
+            wait_for("a ResourceSlice with the node's 8 cards", lambda: len(self.dra_devices()) == 8, 90)
+            driver = footprint.pod_memory(self.role_pods()["dra-driver"]["metadata"]["uid"])
+            rows["dra-driver"] = (driver["working_set"], driver["working_set"], driver["peak"])
+        finally:
+            self.reset_to_device_plugin()
+
+        mib = footprint.MIB
+        print(f"  {'MiB':16} {'idle':>8} {'scraped':>8} {'peak':>8}  chart request / limit")
+        for name, (steady, scraped, peak) in rows.items():
+            chart = sized.get(name)
+            print(f"  {name:16} {steady / mib:8.1f} {scraped / mib:8.1f} {peak / mib:8.1f}  " +
+                  (f"{chart['requests']['memory']} / {chart['limits']['memory']}" if chart else "(host)"))
+            figure(f"memory of {name}, idle", steady / mib, "MiB")
+            figure(f"memory of {name}, peak", peak / mib, "MiB")
+        total = sum(row[1] for name, row in rows.items() if name != "dra-driver")
+        figure("the node's total in device-plugin mode, scraped", total / mib, "MiB")
+        # The margins the chart's README states: a request of at least twice the peak and a limit
+        # of at least eight times it (the exporter keeps the replaced add-on's sizes, far above).
+        for role, resources in sized.items():
+            peak = rows[role][2]
+            request = footprint.quantity_bytes(resources["requests"]["memory"])
+            limit = footprint.quantity_bytes(resources["limits"]["memory"])
+            expect(request >= 2 * peak and limit >= 8 * peak,
+                   f"{role}: peak {peak / mib:.1f} MiB, chart request {resources['requests']['memory']} "
+                   f"(needs 2x) and limit {resources['limits']['memory']} (needs 8x)")
 
     def s5_kubelet_restart(self):
         """Restarting the kubelet: the plugin registers again, once, running pods are untouched,
@@ -2580,7 +2668,7 @@ SCENARIOS = [
     (17, "s17_device_plugin_memory_shares"), (18, "s18_dra_virtual_functions"),
     (19, "s19_reboot"), (20, "s20_one_bound_per_share"),
     # Last: each switches the node's mode or release and puts back only the chart's defaults.
-    (21, "s21_validator"), (22, "s22_registry"),
+    (21, "s21_validator"), (22, "s22_registry"), (23, "s23_footprint"),
 ]
 
 
@@ -2632,8 +2720,8 @@ def run_inside(source_dir, build_dir, run_dir, programs, only):
     finally:
         node.stop()
     print("== figures")
-    for name, seconds in FIGURES:
-        print(f"  {name}: {seconds:.1f} s")
+    for name, value, unit in FIGURES:
+        print(f"  {name}: {value:.1f} {unit}")
     if failed:
         print(f"FAIL: scenarios {failed}; logs in {node.log_dir} (kept with --keep)")
         return 1
