@@ -140,16 +140,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::filesystem::remove_all(scratch.path() / "plugin");
   std::filesystem::remove_all(scratch.path() / "cdi");
   const dra::ClaimCdiSpecs specs(scratch.path() / "cdi");
-  dra::DraService service(lookup_for(prepare_request), cards, std::string(kNode),
-                          dra::PreparedClaims::load(scratch.path() / "plugin" / "checkpoint.json"),
-                          specs);
+  dra::ClaimState state(lookup_for(prepare_request), cards, std::string(kNode),
+                        dra::PreparedClaims::load(scratch.path() / "plugin" / "checkpoint.json"),
+                        specs);
+  dra::DraService service(state);
 
   drapb::NodePrepareResourcesResponse prepared;
   const grpc::Status status = service.NodePrepareResources(nullptr, &prepare_request, &prepared);
   if (prepare_request.claims_size() > dra::DraService::kMaxClaimsPerCall) {
     check(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT, "too many claims not refused",
           status.error_message());
-    check(service.prepared_count() == 0, "a refused call prepared claims");
+    check(state.prepared_count() == 0, "a refused call prepared claims");
     return 0;
   }
   check(status.ok(), "prepare failed as a whole", status.error_message());
@@ -167,7 +168,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(service.NodeUnprepareResources(nullptr, &unprepare_request, &unprepared).ok(),
         "unprepare failed as a whole");
   check_entries(uids, unprepared.claims(), "unprepare");
-  check(service.prepared_count() == 0, "a claim is still recorded after its unprepare");
+  check(state.prepared_count() == 0, "a claim is still recorded after its unprepare");
   check(directory_empty(specs.directory()), "a CDI spec is left after its claim's unprepare");
   return 0;
 }

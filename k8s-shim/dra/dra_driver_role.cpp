@@ -31,6 +31,7 @@
 #include "k8s-shim/dra/kube/kube_api_config.h"
 #include "k8s-shim/dra/kube/slice_publisher.h"
 #include "k8s-shim/dra/kubelet/claim_cdi_spec.h"
+#include "k8s-shim/dra/kubelet/claim_state.h"
 #include "k8s-shim/dra/kubelet/dra_service.h"
 #include "k8s-shim/dra/kubelet/kubelet_plugin.h"
 #include "k8s-shim/dra/kubelet/prepared_claims.h"
@@ -119,7 +120,8 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
       return allocated_claim(claim.value());
     };
     auto card_source = [&cards] { return cards.cards_at(Clock::now()); };
-    auto service = std::make_unique<dra::DraService>(
+    // Declared before the plugin, whose DRA service calls it until the plugin goes.
+    dra::ClaimState claim_state(
         lookup, card_source, driver.node_name,
         dra::PreparedClaims::load(std::filesystem::path(driver.plugin_dir) / "checkpoint.json"),
         dra::ClaimCdiSpecs(driver.cdi_dir),
@@ -146,6 +148,7 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
                 manager.version);
           return dra::InstanceHook{std::move(hook), manager.share_instances_supported};
         });
+    auto service = std::make_unique<dra::DraService>(claim_state);
     auto plugin = dra::KubeletPlugin::start(
         dra::KubeletPluginPaths{.plugin_directory = driver.plugin_dir,
                                 .registry_directory = driver.registry_dir},
@@ -171,7 +174,7 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
       const CardState::Snapshot snapshot = cards.at(now);
       const std::uint64_t claims_now = claims_changed.load();
       if (snapshot.generation != published_generation || claims_now != claims_seen) {
-        claim_status.set((*plugin)->service().prepared_claims(), *snapshot.view, snapshot.xpud_lost,
+        claim_status.set(claim_state.prepared_claims(), *snapshot.view, snapshot.xpud_lost,
                          std::chrono::system_clock::now());
         claims_seen = claims_now;
       }
@@ -205,7 +208,7 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
     spdlog::info(
         "stopping: {} claims prepared stay in the checkpoint; {} slice writes and {} claim status "
         "writes this run",
-        (*plugin)->service().prepared_count(), publisher.writes(), claim_status.writes());
+        claim_state.prepared_count(), publisher.writes(), claim_status.writes());
     // The plugin goes first (its sockets are removed), then the xpud client's watcher.
     plugin->reset();
   }

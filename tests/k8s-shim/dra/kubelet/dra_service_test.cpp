@@ -52,14 +52,16 @@ struct FakeApiServer {
 
 // One "run" of the plugin: the service over the checkpoint and CDI directory, on a socket.
 struct Plugin {
+  std::unique_ptr<ClaimState> state;
   std::unique_ptr<DraService> service;
   std::unique_ptr<UnixSocketServer> server;
   std::shared_ptr<grpc::Channel> channel;
 
   Plugin(const std::filesystem::path& dir, ClaimLookup lookup, CardSource source = cards) {
-    service = std::make_unique<DraService>(std::move(lookup), std::move(source), kNode,
-                                           PreparedClaims::load(dir / "plugin" / "checkpoint.json"),
-                                           ClaimCdiSpecs(dir / "cdi"));
+    state = std::make_unique<ClaimState>(std::move(lookup), std::move(source), kNode,
+                                         PreparedClaims::load(dir / "plugin" / "checkpoint.json"),
+                                         ClaimCdiSpecs(dir / "cdi"));
+    service = std::make_unique<DraService>(*state);
     auto started = UnixSocketServer::start(dir / "dra.sock", *service);
     if (!started) throw std::runtime_error(started.error());
     server = std::move(*started);
@@ -119,7 +121,7 @@ TEST(dra_DraService, PrepareAnswersTheCardsAndWritesSpecAndCheckpoint) {
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "cdi" /
                                       (std::string("kunlunxin-claim-") + kUidA + ".json")));
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "plugin" / "checkpoint.json"));
-  EXPECT_EQ(plugin.service->prepared_count(), 1u);
+  EXPECT_EQ(plugin.state->prepared_count(), 1u);
 }
 
 TEST(dra_DraService, AfterARestartPrepareAnswersTheSameWithoutLookingUpAndUnprepareCleansUp) {
@@ -139,7 +141,7 @@ TEST(dra_DraService, AfterARestartPrepareAnswersTheSameWithoutLookingUpAndUnprep
                      ADD_FAILURE() << "a recorded claim must not be looked up again";
                      return xpu::Error{"no lookup expected"};
                    });
-  EXPECT_EQ(restarted.service->prepared_count(), 1u);
+  EXPECT_EQ(restarted.state->prepared_count(), 1u);
   auto again = restarted.prepare({{"team", kUidA, "claim-a"}});
   EXPECT_EQ(again.SerializeAsString(), first.SerializeAsString());
   const auto spec = dir.path() / "cdi" / (std::string("kunlunxin-claim-") + kUidA + ".json");
@@ -149,7 +151,7 @@ TEST(dra_DraService, AfterARestartPrepareAnswersTheSameWithoutLookingUpAndUnprep
   ASSERT_EQ(unprepared.claims().count(kUidA), 1u);
   EXPECT_EQ(unprepared.claims().at(kUidA).error(), "");
   EXPECT_FALSE(std::filesystem::exists(spec));
-  EXPECT_EQ(restarted.service->prepared_count(), 0u);
+  EXPECT_EQ(restarted.state->prepared_count(), 0u);
   EXPECT_TRUE(PreparedClaims::load(dir.path() / "plugin" / "checkpoint.json").claims().empty());
   // Unprepare again, or of a claim never seen: success.
   auto unknown = restarted.unprepare({{"team", kUidA, "claim-a"}, {"team", kUidB, "claim-b"}});
@@ -176,7 +178,7 @@ TEST(dra_DraService, OneClaimsErrorLeavesTheOthersPrepared) {
   EXPECT_THAT(response.claims().at("cccccccc-1111-4222-8333-444455556666").error(),
               HasSubstr("not found"));
   EXPECT_THAT(response.claims().at("").error(), HasSubstr("empty"));
-  EXPECT_EQ(plugin.service->prepared_count(), 1u);
+  EXPECT_EQ(plugin.state->prepared_count(), 1u);
 }
 
 // Found by fuzz/dra_prepare_fuzzer: the second copy of a UID appended its devices to the first
@@ -195,7 +197,7 @@ TEST(dra_DraService, AUidSentTwiceInOneCallIsRefusedAndOthersArePrepared) {
   EXPECT_EQ(twice.devices_size(), 0);
   EXPECT_EQ(response.claims().at(kUidB).error(), "");
   EXPECT_EQ(response.claims().at(kUidB).devices_size(), 1);
-  EXPECT_EQ(plugin.service->prepared_count(), 1u);
+  EXPECT_EQ(plugin.state->prepared_count(), 1u);
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "cdi" /
                                        (std::string("kunlunxin-claim-") + kUidA + ".json")));
 }

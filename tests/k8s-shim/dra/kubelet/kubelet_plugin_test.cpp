@@ -19,22 +19,24 @@ namespace {
 
 using ::testing::ElementsAre;
 
-std::unique_ptr<DraService> service(const std::filesystem::path& dir) {
-  return std::make_unique<DraService>(
-      [](std::string_view, std::string_view) -> xpu::Result<AllocatedClaim> {
-        return xpu::Error{"not found"};
-      },
-      [] { return std::vector<xpu::DeviceInfo>{}; }, "node-a",
-      PreparedClaims::load(dir / "checkpoint.json"), ClaimCdiSpecs(dir / "cdi"));
-}
-
 struct Fixture {
   xpu::test::TempDir dir;
   KubeletPluginPaths paths;
+  // The claim state each service() made: it outlives the plugins, which are the tests' locals.
+  std::vector<std::unique_ptr<ClaimState>> states;
   Fixture() {
     paths.plugin_directory = dir.path() / "plugins" / "xpu.kunlunxin.com";
     paths.registry_directory = dir.path() / "plugins_registry";
     std::filesystem::create_directories(paths.registry_directory);
+  }
+  std::unique_ptr<DraService> service(const std::filesystem::path& directory) {
+    states.push_back(std::make_unique<ClaimState>(
+        [](std::string_view, std::string_view) -> xpu::Result<AllocatedClaim> {
+          return xpu::Error{"not found"};
+        },
+        [] { return std::vector<xpu::DeviceInfo>{}; }, "node-a",
+        PreparedClaims::load(directory / "checkpoint.json"), ClaimCdiSpecs(directory / "cdi")));
+    return std::make_unique<DraService>(*states.back());
   }
   std::unique_ptr<KubeletPlugin> start() {
     auto plugin = KubeletPlugin::start(paths, service(paths.plugin_directory));
@@ -143,7 +145,7 @@ TEST(dra_KubeletPlugin, StaleSocketsAreReplacedAndOwnSocketsRemovedAtTheEnd) {
 TEST(dra_KubeletPlugin, AMissingRegistryIsAnError) {
   Fixture f;
   f.paths.registry_directory = f.dir.path() / "no-such-dir";
-  auto plugin = KubeletPlugin::start(f.paths, service(f.paths.plugin_directory));
+  auto plugin = KubeletPlugin::start(f.paths, f.service(f.paths.plugin_directory));
   EXPECT_FALSE(plugin);
 }
 

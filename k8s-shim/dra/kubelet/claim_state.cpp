@@ -1,0 +1,102 @@
+#include "k8s-shim/dra/kubelet/claim_state.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "k8s-shim/dra/kubelet/claim_cdi_names.h"
+
+namespace shim::dra {
+
+ClaimState::ClaimState(ClaimLookup lookup, CardSource cards, std::string node_name,
+                       PreparedClaims claims, ClaimCdiSpecs specs,
+                       std::function<void()> claims_changed, HookSource instance_hook)
+    : lookup_(std::move(lookup)),
+      cards_(std::move(cards)),
+      node_name_(std::move(node_name)),
+      claims_(std::move(claims)),
+      specs_(std::move(specs)),
+      claims_changed_(std::move(claims_changed)),
+      instance_hook_(std::move(instance_hook)) {
+  std::lock_guard lock(mutex_);
+  publish_claims();
+}
+
+void ClaimState::publish_claims() {
+  std::vector<PreparedClaim> claims;
+  for (const auto& [uid, claim] : claims_.claims()) claims.push_back(claim);
+  std::lock_guard lock(published_mutex_);
+  published_ = std::move(claims);
+}
+
+std::size_t ClaimState::prepared_count() const {
+  std::lock_guard lock(published_mutex_);
+  return published_.size();
+}
+
+std::vector<PreparedClaim> ClaimState::prepared_claims() const {
+  std::lock_guard lock(published_mutex_);
+  return published_;
+}
+
+xpu::Result<PreparedClaim> ClaimState::prepare(const ClaimReference& claim) {
+  const std::string label = claim_label(claim.namespace_name, claim.name);
+  if (claim.uid.empty() || claim.name.empty() || claim.namespace_name.empty())
+    return xpu::Error{"claim " + label + ": the kubelet sent an empty namespace, name or UID"};
+  if (!is_claim_uid(claim.uid))
+    return xpu::Error{"claim " + label + ": invalid UID \"" + claim.uid + "\""};
+
+  std::lock_guard lock(mutex_);
+  if (const PreparedClaim* recorded = claims_.find(claim.uid)) {
+    // Prepared before (perhaps before a restart): answer the same cards without asking anyone,
+    // and put the spec back in case /var/run was emptied by a reboot.
+    if (auto written = specs_.write(*recorded); !written)
+      return xpu::Error{"claim " + label + ": " + written.error()};
+    return *recorded;
+  }
+  xpu::Result<AllocatedClaim> allocated = lookup_(claim.namespace_name, claim.name);
+  if (!allocated) return xpu::Error{"claim " + label + ": " + allocated.error()};
+  xpu::Result<PreparedClaim> prepared = prepare_claim(claim, *allocated, node_name_, cards_());
+  if (!prepared) return prepared;
+  const bool has_share = std::any_of(prepared->devices.begin(), prepared->devices.end(),
+                                     [](const PreparedDevice& d) { return !d.share_id.empty(); });
+  if (has_share && instance_hook_) {
+    InstanceHook hook = instance_hook_();
+    prepared->instance_hook = std::move(hook.command);
+    prepared->instance_hook_names_share = hook.names_share && !prepared->instance_hook.empty();
+  }
+  // The spec before the record: a crash in between leaves a spec that the kubelet's next
+  // prepare rewrites, never a record without its spec.
+  if (auto written = specs_.write(*prepared); !written)
+    return xpu::Error{"claim " + label + ": " + written.error()};
+  if (auto recorded = claims_.add(*prepared); !recorded) {
+    if (auto removed = specs_.remove(claim.uid); !removed)
+      spdlog::warn("claim {}: {}", label, removed.error());
+    return xpu::Error{"claim " + label + ": cannot record it: " + recorded.error()};
+  }
+  publish_claims();
+  if (claims_changed_) claims_changed_();
+  return prepared;
+}
+
+xpu::Result<std::optional<PreparedClaim>> ClaimState::unprepare(const ClaimReference& claim) {
+  const std::string label = claim_label(claim.namespace_name, claim.name);
+  if (claim.uid.empty()) return xpu::Error{"claim " + label + ": the kubelet sent an empty UID"};
+  // A UID we could never have prepared: nothing to undo.
+  if (!is_claim_uid(claim.uid)) return std::optional<PreparedClaim>();
+  std::lock_guard lock(mutex_);
+  std::optional<PreparedClaim> recorded;
+  if (const PreparedClaim* found = claims_.find(claim.uid)) recorded = *found;
+  // Spec first, then the record: a crash in between leaves a record whose unprepare the kubelet
+  // repeats, never a spec nobody will remove.
+  if (auto removed = specs_.remove(claim.uid); !removed)
+    return xpu::Error{"claim " + label + ": " + removed.error()};
+  auto forgotten = claims_.remove(claim.uid);
+  publish_claims();
+  if (!forgotten)
+    return xpu::Error{"claim " + label + ": cannot update the checkpoint: " + forgotten.error()};
+  if (recorded && claims_changed_) claims_changed_();
+  return recorded;
+}
+
+}  // namespace shim::dra
