@@ -10,9 +10,9 @@
 #include <string_view>
 
 #include "common/command_line.h"
-#include "k8s-shim/dra/kube/device_taints.h"
 #include "k8s-shim/dra/kubelet/plugin_directory.h"
 #include "k8s-shim/dra/share_policy.h"
+#include "k8s-shim/dra/slices/device_taints.h"
 #include "k8s-shim/shim_options.h"
 
 namespace shim::dra {

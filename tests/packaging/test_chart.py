@@ -1080,7 +1080,7 @@ class Allocation(unittest.TestCase):
         # An update checks the slice it replaces as well as the one it writes.
         self.assertEqual(variables["slices"], 'request.operation == "DELETE" ? [oldObject] : '
                          'request.operation == "UPDATE" ? [oldObject, object] : [object]')
-        # The driver names its pool after its node (k8s-shim/dra/kube/slice_content.cpp).
+        # The driver names its pool after its node (k8s-shim/dra/slices/slice_content.cpp).
         self.assertEqual([v["expression"] for v in spec["validations"][1:]], [
             'variables.slices.all(s, s.spec.?nodeName.orValue("") == variables.tokenNode)',
             "variables.slices.all(s, s.spec.pool.name == variables.tokenNode)",

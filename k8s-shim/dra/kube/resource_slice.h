@@ -13,9 +13,28 @@
 #include <vector>
 
 #include "common/result.h"
-#include "k8s-shim/dra/kube/device_taints.h"
 
 namespace shim::dra {
+
+// The v1 effects (k8s.io/api resource/v1 DeviceTaintEffect).
+namespace taint_effect {
+inline constexpr std::string_view kNone = "None";
+inline constexpr std::string_view kNoSchedule = "NoSchedule";
+inline constexpr std::string_view kNoExecute = "NoExecute";
+}  // namespace taint_effect
+
+// A device's taint as the API holds it. time_added is the server's (set on the write that added
+// the taint) and not part of what the driver decides, so equality leaves it out.
+struct DeviceTaint {
+  std::string key;
+  std::string value;  // empty: none
+  std::string effect;
+  std::string time_added;  // RFC 3339 as the API returned it; empty: let the server set it
+
+  bool operator==(const DeviceTaint& other) const {
+    return key == other.key && value == other.value && effect == other.effect;
+  }
+};
 
 // A semantic version attribute ({"version": "5.0.21"}), kept apart from plain strings.
 struct Version {
@@ -63,7 +82,7 @@ struct SliceDevice {
   std::map<std::string, std::int64_t> capacity;  // {"memory": {"value": "34359738368"}}
   // capacity[name].requestPolicy, for the capacities that have one.
   std::map<std::string, CapacityRequestPolicy> request_policies{};
-  std::vector<DeviceTaint> taints;  // an unhealthy card's (device_taints.h)
+  std::vector<DeviceTaint> taints;  // an unhealthy card's (slices/device_taints.h)
   bool allow_multiple_allocations = false;
   std::vector<CounterConsumption> consumes_counters{};
 

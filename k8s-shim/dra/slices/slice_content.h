@@ -13,6 +13,7 @@
 #include "common/xpud_client.h"
 #include "k8s-shim/dra/kube/resource_slice.h"
 #include "k8s-shim/dra/share_policy.h"
+#include "k8s-shim/dra/slices/device_taints.h"
 
 namespace shim::dra {
 

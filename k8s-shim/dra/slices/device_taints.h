@@ -1,6 +1,7 @@
 // The taint an unhealthy card carries in the ResourceSlice (resource.k8s.io/v1 DeviceTaint,
-// KEP-5055, GA in Kubernetes 1.37), and the operator's policy for its effect. Pure: the policy is
-// parsed from flags, the taint computed from the card xpud reports.
+// KEP-5055, GA in Kubernetes 1.37; the type itself is the API's: kube/resource_slice.h), and the
+// operator's policy for its effect. Pure: the policy is parsed from flags, the taint computed from
+// the card xpud reports.
 //
 // Why taints as well as the `healthy` attribute: the attribute only keeps a card from claims whose
 // class or selector filters on it (the chart's class does, a user's own class need not), and it
@@ -16,28 +17,9 @@
 #include "common/result.h"
 #include "common/xpud_client.h"
 #include "k8s-shim/card_state.h"
+#include "k8s-shim/dra/kube/resource_slice.h"
 
 namespace shim::dra {
-
-// The v1 effects (k8s.io/api resource/v1 DeviceTaintEffect).
-namespace taint_effect {
-inline constexpr std::string_view kNone = "None";
-inline constexpr std::string_view kNoSchedule = "NoSchedule";
-inline constexpr std::string_view kNoExecute = "NoExecute";
-}  // namespace taint_effect
-
-// A device's taint as the API holds it. time_added is the server's (set on the write that added
-// the taint) and not part of what the driver decides, so equality leaves it out.
-struct DeviceTaint {
-  std::string key;
-  std::string value;  // empty: none
-  std::string effect;
-  std::string time_added;  // RFC 3339 as the API returned it; empty: let the server set it
-
-  bool operator==(const DeviceTaint& other) const {
-    return key == other.key && value == other.value && effect == other.effect;
-  }
-};
 
 struct TaintPolicy {
   // Every unhealthy card's taint: NoSchedule (the default) or None (report only).

@@ -1,10 +1,10 @@
-#include "k8s-shim/dra/kube/slice_publisher.h"
+#include "k8s-shim/dra/slices/slice_publisher.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "k8s-shim/dra/kube/slice_content.h"
+#include "k8s-shim/dra/slices/slice_content.h"
 #include "tests/k8s-shim/dra/kube/fake_slice_server.h"
 #include "tests/support/card_builder.h"
 

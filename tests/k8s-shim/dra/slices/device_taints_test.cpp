@@ -1,4 +1,4 @@
-#include "k8s-shim/dra/kube/device_taints.h"
+#include "k8s-shim/dra/slices/device_taints.h"
 
 #include <gtest/gtest.h>
 

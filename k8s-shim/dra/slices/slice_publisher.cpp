@@ -1,11 +1,11 @@
-#include "k8s-shim/dra/kube/slice_publisher.h"
+#include "k8s-shim/dra/slices/slice_publisher.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 #include "k8s-shim/dra/dra_names.h"
-#include "k8s-shim/dra/kube/slice_content.h"
+#include "k8s-shim/dra/slices/slice_content.h"
 
 namespace shim::dra {
 

@@ -26,6 +26,7 @@
 #include "k8s-shim/dra/kube/kube_api.h"
 #include "k8s-shim/dra/kube/resource_slice.h"
 #include "k8s-shim/dra/share_policy.h"
+#include "k8s-shim/dra/slices/device_taints.h"
 
 namespace shim::dra {
 

@@ -1,4 +1,4 @@
-#include "k8s-shim/dra/kube/slice_content.h"
+#include "k8s-shim/dra/slices/slice_content.h"
 
 #include <algorithm>
 #include <charconv>
