@@ -463,6 +463,77 @@ class Suite:
                    f"{role}: peak {peak / mib:.1f} MiB, chart request {resources['requests']['memory']} "
                    f"(needs 2x) and limit {resources['limits']['memory']} (needs 8x)")
 
+    def upgrade_xpud(self, watch):
+        """xpud replaced as a package upgrade replaces it (systemd stops the old one with SIGTERM
+        and starts the new): returns the seconds xpud was away; `watch` runs until the shim's
+        grace period after it is over."""
+        started = time.monotonic()
+        self.node.components["xpud"].stop()
+        self.node.components["xpud"].start()
+        wait_for("xpud back on the bus",
+                 lambda: run([self.node.binary("xpuctl/xpuctl"), "list"], check=False).returncode == 0, 30)
+        away = time.monotonic() - started
+        # The roles keep the last view for their grace period (10 s): watch past it.
+        watch(time.monotonic() + 15)
+        return away
+
+    def upgrade_chart(self, verbosity):
+        """helm upgrade with a changed pod template (as a new chart or image does): the
+        DaemonSets roll; returns the seconds to the plugin serving 8 cards again."""
+        started = time.monotonic()
+        self.helm_install("--reuse-values", "--set", f"config.logVerbose={verbosity}")
+        wait_for("the DaemonSets rolled out", self.daemonsets_ready, 180)
+        self.wait_plugin_serving()
+        self.wait_allocatable(8, 90)
+        return time.monotonic() - started
+
+    def s24_upgrades_under_pods(self):
+        """Upgrading under running pods, in both orders (xpud's package then the chart, and the
+        chart then xpud's package): the pods' containers run on untouched with their cards, the
+        node advertises every card while xpud is replaced, and a pod created after each step gets
+        a card."""
+        self.reset_to_device_plugin()
+        devices = {d["uuid"]: d for d in self.devices()}
+        holders = {"xpu-upgrade-one": 1, "xpu-upgrade-two": 2}
+        for name, count in holders.items():
+            self.workload(name, count)
+        before = {name: (container_identity(self.pod(name)),
+                         self.allocated_ids(self.pod(name)["metadata"]["uid"])) for name in holders}
+        lowest = [8]
+
+        def watch(until):
+            while time.monotonic() < until:
+                lowest[0] = min(lowest[0], self.allocatable())
+                time.sleep(0.5)  # a sampling interval, not a wait for a condition
+
+        def expect_pods_untouched(step):
+            for name in holders:
+                identity, cards = before[name]
+                now = container_identity(self.pod(name))
+                expect(now == identity, f"after {step}: {name}'s container {identity} became {now}")
+                expect(self.allocated_ids(self.pod(name)["metadata"]["uid"]) == cards,
+                       f"after {step}: {name}'s cards in the kubelet's checkpoint changed")
+                self.expect_cards_shown(name, cards, devices)
+            expect(lowest[0] == 8, f"after {step}: the node advertised {lowest[0]} cards at its lowest "
+                                   "while xpud was replaced")
+            newcomer = f"xpu-after-{step.replace(' ', '-')}"
+            self.workload(newcomer, 1)
+            self.delete_pods(newcomer)
+
+        try:
+            for order in (("xpud", "chart"), ("chart", "xpud")):
+                for step in order:
+                    if step == "xpud":
+                        away = self.upgrade_xpud(watch)
+                        figure(f"xpud upgraded ({' then '.join(order)}): away", away)
+                    else:
+                        seconds = self.upgrade_chart(4 if order[0] == "xpud" else 5)
+                        figure(f"chart upgraded ({' then '.join(order)}): rolled out to 8 cards", seconds)
+                    expect_pods_untouched(f"{step} in {'-'.join(order)}")
+                print(f"  {' then '.join(order)}: pods untouched, 8 cards advertised throughout, a new pod served")
+        finally:
+            self.delete_pods(*holders)
+
     def s5_kubelet_restart(self):
         """Restarting the kubelet: the plugin registers again, once, running pods are untouched,
         and the exporter's pod-resources connection comes back."""
@@ -2669,6 +2740,7 @@ SCENARIOS = [
     (19, "s19_reboot"), (20, "s20_one_bound_per_share"),
     # Last: each switches the node's mode or release and puts back only the chart's defaults.
     (21, "s21_validator"), (22, "s22_registry"), (23, "s23_footprint"),
+    (24, "s24_upgrades_under_pods"),
 ]
 
 
