@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_state.h"
 #include "k8s-shim/device_plugin/resource_feed.h"
 #include "k8s-shim/device_plugin/resource_plan.h"
 

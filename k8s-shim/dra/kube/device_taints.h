@@ -15,7 +15,7 @@
 
 #include "common/result.h"
 #include "common/xpud_client.h"
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_state.h"
 
 namespace shim::dra {
 
