@@ -22,8 +22,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
-using xpu::test::binary_path;
-using xpu::test::ChildProcess;
 using xpu::test::wait_until;
 using Clock = CardFeed::Clock;
 
@@ -39,9 +37,9 @@ class CardFeedTest : public ::testing::Test {
   void start_xpud() {
     const auto config = dir_.path() / "xpud.conf";
     xpu::test::write_file(config, "[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 200\n");
-    xpud_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(),
-                                 "--config", config.string()},
+    xpud_ = std::make_unique<xpu::test::ChildProcess>(
+        std::vector<std::string>{xpu::test::binary_path("xpud/xpud").string(), "--bus-address",
+                                 bus_.address(), "--config", config.string()},
         dir_.path() / "xpud.log");
   }
 
@@ -63,7 +61,7 @@ class CardFeedTest : public ::testing::Test {
 
   xpu::test::TempDir dir_;
   xpu::test::PrivateBus bus_;
-  std::unique_ptr<ChildProcess> xpud_;
+  std::unique_ptr<xpu::test::ChildProcess> xpud_;
 };
 
 TEST_F(CardFeedTest, XpudsCardsReachTheStateThenTheListenerThenTheWakeUp) {
