@@ -33,7 +33,6 @@ class CardFeed {
   // it belongs after whatever the listener uses. The write answers an error once it has ended.
   class [[nodiscard]] Watch {
    public:
-    explicit Watch(CardFeed& feed) : feed_(&feed) {}
     ~Watch();
     Watch(Watch&& other) noexcept : feed_(std::exchange(other.feed_, nullptr)) {}
     Watch(const Watch&) = delete;
@@ -41,6 +40,8 @@ class CardFeed {
     Watch& operator=(Watch&&) = delete;
 
    private:
+    friend class CardFeed;  // only watch() makes one
+    explicit Watch(CardFeed& feed) : feed_(&feed) {}
     CardFeed* feed_;
   };
 
