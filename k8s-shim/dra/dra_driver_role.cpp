@@ -199,7 +199,7 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
         "stopping: {} claims prepared stay in the checkpoint; {} slice writes and {} claim status "
         "writes this run",
         (*plugin)->service().prepared_count(), publisher.writes(), claim_status.writes());
-    // The plugin goes first (its sockets are removed), then the card feed's watcher.
+    // The plugin goes first (its sockets are removed), then the xpud client's watcher.
     plugin->reset();
   }
   spdlog::info("stopped");
