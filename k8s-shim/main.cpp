@@ -1,11 +1,16 @@
 // xpu-k8s-shim: one binary, four roles (device-plugin, exporter, token-sync, dra-driver),
 // bridging xpud on D-Bus to the kubelet, Prometheus, the XPU runtime and the API server, and a
 // fifth (validate) that the chart's test pod runs on the cards it was given.
+#include <chrono>
 #include <string>
 #include <vector>
 
 #include "common/command_line.h"
 #include "common/stop_signals.h"
+#include "k8s-shim/cards/card_feed.h"
+#include "k8s-shim/device_plugin/device_plugin_options.h"
+#include "k8s-shim/dra/dra_driver_options.h"
+#include "k8s-shim/exporter/exporter_options.h"
 #include "k8s-shim/roles.h"
 
 namespace {
@@ -37,10 +42,27 @@ int run(const std::vector<std::string>& args) {
         kProgram, "missing role: device-plugin, exporter, token-sync, dra-driver or validate");
   const std::string& role = rest.front();
   std::span<const std::string> role_args(rest.begin() + 1, rest.end());
-  if (role == "device-plugin") return shim::run_device_plugin(options, role_args, stop);
-  if (role == "exporter") return shim::run_exporter(options, role_args, stop);
+  // A role that reads cards gets them from one feed, made here after its flags (the grace
+  // period); its watcher starts when the role is ready for the first view.
+  if (role == "device-plugin") {
+    const auto plugin = shim::parse_device_plugin_command_line(options, role_args);
+    shim::CardFeed cards({.bus_address = options.bus_address}, plugin.xpud_grace_period,
+                         std::chrono::steady_clock::now());
+    return shim::run_device_plugin(options, plugin, cards, stop);
+  }
+  if (role == "exporter") {
+    const auto flags = shim::exporter::parse_exporter_command_line(options, role_args);
+    shim::CardFeed cards({options.bus_address, shim::exporter::kXpudCallTimeout},
+                         flags.xpud_grace_period, std::chrono::steady_clock::now());
+    return shim::run_exporter(options, flags, cards, stop);
+  }
   if (role == "token-sync") return shim::run_token_sync(options, role_args, stop);
-  if (role == "dra-driver") return shim::run_dra_driver(options, role_args, stop);
+  if (role == "dra-driver") {
+    const auto driver = shim::dra::parse_dra_driver_command_line(options, role_args);
+    shim::CardFeed cards({.bus_address = options.bus_address}, driver.xpud_grace_period,
+                         std::chrono::steady_clock::now());
+    return shim::run_dra_driver(driver, cards, stop);
+  }
   if (role == "validate") return shim::run_validate(options, role_args, stop);
   xpu::exit_usage_error(kProgram, "unknown role '" + role + "'");
 }

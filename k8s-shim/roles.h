@@ -1,6 +1,8 @@
-// The roles of xpu-k8s-shim: four that serve, and validate, which checks once and exits. Each
-// parses its own arguments (after the role name), runs until SIGTERM/SIGINT and returns the process
-// exit status.
+// The roles of xpu-k8s-shim: four that serve, and validate, which checks once and exits. Each runs
+// until SIGTERM/SIGINT and returns the process exit status. The three that read cards are handed
+// their parsed flags and the process's one CardFeed (k8s-shim/cards/README.md), made by main.cpp:
+// none of them reaches xpud's cards another way. token-sync and validate read no cards and parse
+// their own arguments (after the role name).
 #pragma once
 
 #include <span>
@@ -11,11 +13,23 @@
 
 namespace shim {
 
-int run_device_plugin(ShimOptions options, std::span<const std::string> args,
-                      xpu::StopSignals& stop);
-int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
+// Declared only: each role's own headers stay out of the others' (token-sync needs no gRPC
+// stubs of the exporter's).
+class CardFeed;
+struct DevicePluginOptions;
+namespace dra {
+struct DraDriverOptions;
+}
+namespace exporter {
+struct ExporterOptions;
+}
+
+int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plugin,
+                      CardFeed& cards, xpu::StopSignals& stop);
+int run_exporter(const ShimOptions& options, const exporter::ExporterOptions& flags,
+                 CardFeed& cards, xpu::StopSignals& stop);
 int run_token_sync(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
-int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
+int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::StopSignals& stop);
 int run_validate(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop);
 
 }  // namespace shim

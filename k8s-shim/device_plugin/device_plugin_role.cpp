@@ -1,11 +1,12 @@
 // The device-plugin role: xpud's devices (over D-Bus) advertised to the kubelet (over gRPC).
 //
-// Threads: the xpud client's watcher thread hands each view to the role's CardState and has the
-// ResourceTracker plan from it, which publishes to the ListAndWatch streams directly (gRPC
-// threads); this thread owns the KubeletConnector (servers, registration, directory watch), the
-// grace-period timer (the tracker plans again when the CardState's deadline comes) and the NFD
-// feature file (written here, never on the watcher thread, so a slow disk cannot delay health
-// updates), and handles stop signals.
+// Threads: the card feed's watcher thread, after each view from xpud, has the ResourceTracker plan
+// from the feed's state, which publishes to the ListAndWatch streams directly (gRPC threads), and
+// renders the node-feature labels; this thread owns the KubeletConnector (servers, registration,
+// directory watch), the grace-period timer (the tracker plans again when the state's deadline
+// comes), the virtual-function reconfiguration (the feed's one write) and the NFD feature file
+// (written here, never on the watcher thread, so a slow disk cannot delay health updates), and
+// handles stop signals.
 #include <poll.h>
 
 #include <algorithm>
@@ -18,8 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/names.h"
-#include "common/xpud_client.h"
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_feed.h"
 #include "k8s-shim/device_plugin/device_plugin_options.h"
 #include "k8s-shim/device_plugin/kubelet_connector.h"
 #include "k8s-shim/device_plugin/node_feature_file.h"
@@ -28,7 +28,6 @@
 #include "k8s-shim/device_plugin/vf_reconfiguration.h"
 #include "k8s-shim/poll_timeout.h"
 #include "k8s-shim/roles.h"
-#include "k8s-shim/wake_event.h"
 
 namespace shim {
 namespace {
@@ -50,10 +49,8 @@ constexpr std::chrono::seconds kReconfigureTimeout{60};
 
 }  // namespace
 
-int run_device_plugin(ShimOptions options, std::span<const std::string> args,
-                      xpu::StopSignals& stop) {
-  const DevicePluginOptions plugin = parse_device_plugin_command_line(options, args);
-
+int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plugin,
+                      CardFeed& cards, xpu::StopSignals& stop) {
   const std::filesystem::path plugin_dir = std::filesystem::absolute(plugin.plugin_dir);
   spdlog::info("starting: resource {}{}, plugin directory {}, xpud grace period {} s",
                plugin.resource_name, plugin.resource_per_model ? " (per model)" : "",
@@ -90,35 +87,32 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args,
   }
   const NodeFeatureOptions feature_options = node_feature_options(plugin, options.memory_unit);
 
-  CardState cards(plugin.xpud_grace_period, Clock::now());
-  ResourceTracker tracker(resource_config(plugin), cards, Clock::now());
-  WakeEvent wake;
+  ResourceTracker tracker(resource_config(plugin), cards.state(), Clock::now());
   KubeletConnector connector(KubeletConnector::Options{.plugin_dir = plugin_dir,
                                                        .memory_unit = options.memory_unit,
                                                        .cdi = plugin.cdi,
                                                        .stop_fd = stop.fd()});
   int status = 0;
   {
-    // Declared after what its listener uses, so it stops calling back before they go away.
     const Clock::time_point register_anyway_at = Clock::now() + kFirstAnswerWait;
     std::atomic<bool> answered{false};
-    xpu::XpudClient client(xpu::ClientOptions{.bus_address = options.bus_address});
-    client.watch([&cards, &tracker, &wake, &features, &feature_options,
-                  &answered](const xpu::DeviceView& view) {
-      if (features)
-        if (auto labels = node_feature_labels(view, feature_options))
-          features->set_content(render_feature_file(*labels));
-      const auto now = Clock::now();
-      cards.update(view, now);
-      tracker.refresh(now);
-      answered = true;
-      wake.signal();  // a new resource may need a server, or may register now
-    });
+    // Declared after what its listener uses, so it stops calling back before they go away. The
+    // feed then wakes this thread: a new resource may need a server, or may register now.
+    const CardFeed::Watch watching = cards.watch(
+        [&cards, &tracker, &features, &feature_options, &answered](Clock::time_point now) {
+          // While xpud is there the view is xpud's own; while it is gone there are no labels to
+          // render (the file keeps the last ones).
+          if (features)
+            if (auto labels = node_feature_labels(*cards.at(now).view, feature_options))
+              features->set_content(render_feature_file(*labels));
+          tracker.refresh(now);
+          answered = true;
+        });
 
     std::optional<VfReconfiguration> reconfiguration;
     if (plugin.reconfig_vxpu && plugin.sriov_num_vfs > 0)
-      reconfiguration.emplace(plugin.sriov_num_vfs, [&client](unsigned index, unsigned count) {
-        return client.configure_virtual_functions(index, count, kReconfigureTimeout);
+      reconfiguration.emplace(plugin.sriov_num_vfs, [&cards](unsigned index, unsigned count) {
+        return cards.configure_virtual_functions(index, count, kReconfigureTimeout);
       });
 
     while (true) {
@@ -132,19 +126,20 @@ int run_device_plugin(ShimOptions options, std::span<const std::string> args,
       Clock::time_point deadline = Clock::now() + kIdleCheck;
       if (!may_register) deadline = std::min(deadline, register_anyway_at);
       // One card per pass: a stop signal never waits for more than one call.
-      if (reconfiguration && reconfiguration->step(client.current_view())) deadline = Clock::now();
+      if (reconfiguration && reconfiguration->step(*cards.at(Clock::now()).view))
+        deadline = Clock::now();
       if (auto next = connector.next_deadline()) deadline = std::min(deadline, *next);
       if (auto next = tracker.next_deadline()) deadline = std::min(deadline, *next);
 
       pollfd fds[] = {
-          {stop.fd(), POLLIN, 0}, {connector.watch_fd(), POLLIN, 0}, {wake.fd(), POLLIN, 0}};
+          {stop.fd(), POLLIN, 0}, {connector.watch_fd(), POLLIN, 0}, {cards.wake_fd(), POLLIN, 0}};
       if (::poll(fds, std::size(fds), poll_timeout_ms(deadline)) < 0 && errno != EINTR) {
         spdlog::error("poll failed: {}", std::strerror(errno));
         status = 1;
         break;
       }
       if (fds[1].revents & POLLIN) connector.handle_directory_events();
-      if (fds[2].revents & POLLIN) wake.clear();
+      if (fds[2].revents & POLLIN) cards.clear_wake();
       tracker.refresh(Clock::now());
       // Every pass, not only after news: puts back a file someone removed, retries a failure.
       if (features) features->sync();

@@ -7,6 +7,7 @@
 #include "common/ascii.h"
 #include "common/fnv1a.h"
 #include "common/names.h"
+#include "k8s-shim/cards/sriov_physical_function.h"
 #include "k8s-shim/resource_name.h"
 
 namespace shim {
@@ -179,9 +180,8 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
   for (const auto* device : ordered) {
     const std::string name = xpu::names::device_name(device->index);
     const std::string where = "device " + name;
-    // No compute of its own (its virtual functions have it), with or without --enable-sriov,
-    // whole or shared: the vendor's device plugin skips such a PF too.
-    if (device->sriov_enabled) {
+    // With or without --enable-sriov, whole or shared (the rule the DRA driver applies too).
+    if (is_sriov_physical_function(*device)) {
       sriov_physical_functions += (sriov_physical_functions.empty() ? "" : ", ") + name;
       continue;
     }

@@ -1,6 +1,6 @@
 // Turns the process's card view into the resources' feeds: plans the resources from the
 // CardState (which applies the grace period) and publishes each one that changed. refresh() is
-// called from the xpud client's watcher thread, after each view it hands the CardState, and from
+// called from the card feed's watcher thread, after each view has reached the CardState, and from
 // the role's loop at next_deadline (the grace period running out); every member is guarded by one
 // mutex, held only while planning, never across a send.
 #pragma once
@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_state.h"
 #include "k8s-shim/device_plugin/resource_feed.h"
 #include "k8s-shim/device_plugin/resource_plan.h"
 

@@ -8,7 +8,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_state.h"
 #include "k8s-shim/dra/dra_names.h"
 #include "k8s-shim/dra/kubelet/claim_preparation.h"
 #include "k8s-shim/printable.h"

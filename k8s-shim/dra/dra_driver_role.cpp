@@ -3,10 +3,10 @@
 // streamed to the kubelet (DRA health, v1alpha1 and v1: kubelet/health_service.h), which shows
 // it in the pods' status.
 //
-// Threads: the xpud client's watcher thread hands each view to the role's CardState and wakes
-// this thread; gRPC's threads serve NodePrepare/UnprepareResources, reading claims through their
-// own HTTP handle and the cards from the same CardState as the slice and the health stream (the
-// grace period applied once, for all three); this thread owns the slice publisher (every API
+// Threads: the card feed's watcher thread hands each view to its CardState and wakes this thread;
+// gRPC's threads serve NodePrepare/UnprepareResources, reading claims through their own HTTP
+// handle and the cards from the same feed as the slice and the health stream (the grace period
+// applied once, for all three); this thread owns the slice publisher (every API
 // write: the slice, and each prepared claim's status.devices), the kubelet plugin's sockets and
 // the stop signals. A slow API server can so delay a slice update or a claim's status but never a
 // prepare, and the reverse.
@@ -21,8 +21,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/xpud_client.h"
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_feed.h"
 #include "k8s-shim/dra/claim_device_status.h"
 #include "k8s-shim/dra/dra_driver_options.h"
 #include "k8s-shim/dra/dra_names.h"
@@ -83,8 +82,7 @@ dra::AllocatedClaim allocated_claim(const dra::ResourceClaim& claim) {
 
 }  // namespace
 
-int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop) {
-  const dra::DraDriverOptions driver = dra::parse_dra_driver_command_line(options, args);
+int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::StopSignals& stop) {
   auto config = api_config(driver);
   if (!config) {
     spdlog::error("{}", config.error());
@@ -106,13 +104,10 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
   dra::KubeApi claim_api(**claim_transport);
   dra::SlicePublisher publisher(slice_api, driver.node_name, driver.taints, driver.shares);
   dra::DeviceStatusWriter claim_status(slice_api);
-  CardState cards(driver.xpud_grace_period, Clock::now());
-  WakeEvent wake;
+  WakeEvent wake;  // claims changed (the cards' news wakes this thread through the feed)
   std::atomic<std::uint64_t> claims_changed{0};  // bumped by gRPC threads, read by this one
   int status = 0;
   {
-    // Declared after what its listener uses, so it stops calling back before they go away.
-    xpu::XpudClient client(xpu::ClientOptions{.bus_address = options.bus_address});
     auto lookup = [&claim_api](std::string_view ns,
                                std::string_view name) -> xpu::Result<dra::AllocatedClaim> {
       auto claim = claim_api.get_resource_claim(ns, name);
@@ -160,10 +155,7 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
     spdlog::info("serving {} and registering through {}", (*plugin)->paths().dra_socket().string(),
                  (*plugin)->paths().registration_socket().string());
 
-    client.watch([&cards, &wake](const xpu::DeviceView& view) {
-      cards.update(view, Clock::now());
-      wake.signal();
-    });
+    const CardFeed::Watch watching = cards.watch();
 
     bool was_registered = false;
     std::uint64_t published_generation = 0;
@@ -196,7 +188,7 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
         if (was_registered) spdlog::info("the kubelet registered the driver");
       }
 
-      pollfd fds[] = {{stop.fd(), POLLIN, 0}, {wake.fd(), POLLIN, 0}};
+      pollfd fds[] = {{stop.fd(), POLLIN, 0}, {wake.fd(), POLLIN, 0}, {cards.wake_fd(), POLLIN, 0}};
       if (::poll(fds, std::size(fds), poll_timeout_ms(deadline)) < 0 && errno != EINTR) {
         spdlog::error("poll failed: {}", std::strerror(errno));
         status = 1;
@@ -204,6 +196,7 @@ int run_dra_driver(ShimOptions options, std::span<const std::string> args, xpu::
       }
       if (fds[0].revents & POLLIN) stop.take();
       if (fds[1].revents & POLLIN) wake.clear();
+      if (fds[2].revents & POLLIN) cards.clear_wake();
     }
     spdlog::info(
         "stopping: {} claims prepared stay in the checkpoint; {} slice writes and {} claim status "

@@ -1,16 +1,16 @@
 // Which of xpud's devices the DRA driver publishes, prepares and reports health for: physical
-// cards and SR-IOV virtual functions, never a physical function whose virtual functions are on:
-// it has no compute of its own (the vendor's device plugin skips it as a "PF node"), its VFs
-// have it. xpud still lists it, and the exporter still reports it.
+// cards and SR-IOV virtual functions, never a physical function whose virtual functions are on
+// (the rule the device plugin applies too: k8s-shim/cards/sriov_physical_function.h).
 #pragma once
 
 #include "common/xpud_client.h"
+#include "k8s-shim/cards/sriov_physical_function.h"
 
 namespace shim::dra {
 
 // A whole physical card: published as xpu-<index> (and with memory shares on, shared too).
 inline bool is_offered_card(const xpu::DeviceInfo& device) {
-  return !device.is_virtual_function && !device.sriov_enabled;
+  return !device.is_virtual_function && !is_sriov_physical_function(device);
 }
 
 // What may be prepared and reported on: a card or a VF (slice_content.h publishes the VFs whose

@@ -26,6 +26,11 @@ struct ExporterOptions {
   std::chrono::seconds xpud_grace_period{kDefaultXpudGracePeriod};
 };
 
+// The exporter's calls to xpud (its card feed's watcher, each scrape's GetMetrics) wait this long
+// at most: a scrape answers within about a second even when xpud or the kubelet hangs (the
+// pod-resources deadline, exporter_role.cpp, comes on top).
+inline constexpr std::chrono::milliseconds kXpudCallTimeout{500};
+
 // --listen HOST:PORT, --podresources-socket PATH, --resource-name NAME (validated),
 // --resource-per-model, --web-config-file PATH, --xpud-grace-period SECONDS.
 void add_exporter_options(xpu::CommandLine& cli, ExporterOptions& options);

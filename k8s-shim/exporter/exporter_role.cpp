@@ -1,10 +1,11 @@
 // The exporter role: Prometheus metrics for every XPU on :9507, labelled with the pod that holds
 // the card.
 //
-// Threads: the xpud client's watcher thread hands each view to the role's CardState; the HTTP
+// Threads: the card feed's watcher thread hands each view to the feed's CardState; the HTTP
 // server's threads scrape, reading the cards from it (so past xpud's grace period every card is
-// unhealthy, as the device plugin and the DRA driver have it); this thread reloads the web config
-// and waits for a stop signal.
+// unhealthy, as the device plugin and the DRA driver have it) and each scrape's sample through a
+// client of their own (metrics, not cards); this thread reloads the web config and waits for a
+// stop signal.
 #include <malloc.h>
 #include <sys/resource.h>
 
@@ -15,7 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/xpud_client.h"
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_feed.h"
 #include "k8s-shim/exporter/exporter_http_server.h"
 #include "k8s-shim/exporter/exporter_options.h"
 #include "k8s-shim/exporter/listen_address.h"
@@ -31,9 +32,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A scrape answers within about a second even when xpud or the kubelet hangs: the two waits
-// below run one after the other.
-constexpr auto kXpudCallTimeout = 500ms;
+// A scrape answers within about a second even when xpud or the kubelet hangs: this wait runs after
+// xpud's (kXpudCallTimeout, exporter_options.h).
 constexpr auto kListDeadline = 400ms;
 constexpr auto kPodMapMaxAge = 2000ms;
 // How often the web config and the files it names are checked for changes (cert-manager
@@ -95,8 +95,8 @@ class WebConfigReloader {
 
 }  // namespace
 
-int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::StopSignals& stop) {
-  const exporter::ExporterOptions flags = exporter::parse_exporter_command_line(options, args);
+int run_exporter(const ShimOptions& options, const exporter::ExporterOptions& flags,
+                 CardFeed& cards, xpu::StopSignals& stop) {
   const auto& listen = flags.listen;
   const auto& podresources_socket = flags.podresources_socket;
   const auto& web_config_file = flags.web_config_file;
@@ -116,29 +116,31 @@ int run_exporter(ShimOptions options, std::span<const std::string> args, xpu::St
   raise_open_file_limit(limits.max_connections + 256);
 
   try {
-    // Declared before the xpud client, whose watcher's listener updates it.
-    CardState cards(flags.xpud_grace_period, std::chrono::steady_clock::now());
-    xpu::XpudClient xpud(xpu::ClientOptions{options.bus_address, kXpudCallTimeout});
+    // Each scrape's GetMetrics, GetProcesses and ListInstances: one-shot calls of a sample,
+    // not the cards (those come from the feed).
+    xpu::XpudClient xpud(xpu::ClientOptions{options.bus_address, exporter::kXpudCallTimeout});
     exporter::PodResourcesClient kubelet(podresources_socket, kListDeadline);
     exporter::PodOwnersCache owners([&kubelet] { return kubelet.list(); }, kPodMapMaxAge,
                                     exporter::PodMapBuilder(resource_domain));
-    exporter::Scraper scraper(xpud, owners, cards);
+    exporter::Scraper scraper(xpud, owners, cards.state());
     // Every change the watcher reports (a card's health, a card added or gone, xpud leaving)
     // moves the cards' generation, which tells the scraper that its cached body is out of date.
-    xpud.watch([&cards, grace = flags.xpud_grace_period,
-                last_present = std::optional<bool>()](const xpu::DeviceView& view) mutable {
-      cards.update(view, std::chrono::steady_clock::now());
-      if (last_present == view.xpud_present) return;
-      last_present = view.xpud_present;
-      if (view.xpud_present)
-        spdlog::info("xpud {} ({} backend) is up with {} devices", view.manager.version,
-                     view.manager.backend, view.devices.size());
-      else
-        spdlog::warn(
-            "xpud is absent (gone from the bus, or not answering); scrapes report "
-            "xpu_exporter_xpud_up 0, and every card unhealthy if it stays away for {} s",
-            grace.count());
-    });
+    const CardFeed::Watch watching =
+        cards.watch([&cards, grace = flags.xpud_grace_period, last_present = std::optional<bool>()](
+                        CardFeed::Clock::time_point now) mutable {
+          const auto snapshot = cards.at(now);
+          const xpu::DeviceView& view = *snapshot.view;
+          if (last_present == view.xpud_present) return;
+          last_present = view.xpud_present;
+          if (view.xpud_present)
+            spdlog::info("xpud {} ({} backend) is up with {} devices", view.manager.version,
+                         view.manager.backend, view.devices.size());
+          else
+            spdlog::warn(
+                "xpud is absent (gone from the bus, or not answering); scrapes report "
+                "xpu_exporter_xpud_up 0, and every card unhealthy if it stays away for {} s",
+                grace.count());
+        });
 
     // Declared last, so it stops (and finishes requests in flight) before what it uses goes.
     const bool tls = web.config.tls.has_value();

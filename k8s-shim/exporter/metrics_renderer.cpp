@@ -8,7 +8,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "common/names.h"
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_state.h"
 
 namespace shim::exporter {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "common/xpud_client.h"
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_state.h"
 #include "k8s-shim/exporter/metrics_body_cache.h"
 #include "k8s-shim/exporter/metrics_renderer.h"
 #include "k8s-shim/exporter/pod_owners_cache.h"

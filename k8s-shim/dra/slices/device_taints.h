@@ -16,7 +16,7 @@
 
 #include "common/result.h"
 #include "common/xpud_client.h"
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_state.h"
 #include "k8s-shim/dra/kube/resource_slice.h"
 
 namespace shim::dra {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_state.h"
 #include "tests/support/card_builder.h"
 
 namespace shim {

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_state.h"
 #include "tests/k8s-shim/dra/kube/replay_transport.h"
 #include "tests/support/card_builder.h"
 

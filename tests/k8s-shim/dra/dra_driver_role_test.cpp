@@ -1,5 +1,5 @@
 // The role's own pieces: its flags. The view it publishes (and prepares from) while xpud is away
-// is the process's CardState (tests/k8s-shim/card_state_test.cpp).
+// is the process's CardState (tests/k8s-shim/cards/card_state_test.cpp).
 #include <gtest/gtest.h>
 
 #include "k8s-shim/dra/dra_driver_options.h"

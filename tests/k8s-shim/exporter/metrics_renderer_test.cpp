@@ -11,7 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_state.h"
 #include "tests/support/card_builder.h"
 
 namespace shim::exporter {

@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_state.h"
 #include "k8s-shim/dra/slices/slice_content.h"
 #include "k8s-shim/grpc/unix_socket_server.h"
 #include "tests/k8s-shim/dra/kubelet/kubelet_client.h"

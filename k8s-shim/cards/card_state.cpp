@@ -1,4 +1,4 @@
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_state.h"
 
 #include <algorithm>
 #include <string>

@@ -1,6 +1,6 @@
 // The one owner of a shim process's cards: the grace period, the generations and the deadline
 // every role reads.
-#include "k8s-shim/card_state.h"
+#include "k8s-shim/cards/card_state.h"
 
 #include <atomic>
 #include <thread>
