@@ -18,6 +18,7 @@ Environment: XPU_SOURCE_DIR, XPU_BINARY_DIR.
 import os
 import re
 import resource
+import shlex
 import shutil
 import subprocess
 import unittest
@@ -90,8 +91,13 @@ class PodmanReadme(unittest.TestCase):
         script = os.path.join(cls.workdir, "readme.sh")
         with open(script, "w", encoding="utf-8") as f:
             f.write("set -e\n" + readme_commands() + FOLLOW_UP.replace("{mark}", MARK))
-        inner = ("for d in /tmp /run /var/lib /var/tmp; do mount -t tmpfs -o mode=1777 xpu-cdi-test $d; done && "
-                 f"cd {SOURCE_DIR} && exec sh {script}")
+        # The tree itself stays in sight where it is, also when it lies under /tmp (a clone in
+        # /tmp/fresh): held at /mnt while the tmpfs go on, then bound back at its own path.
+        source = shlex.quote(os.path.realpath(SOURCE_DIR))
+        inner = (f"mount --rbind {source} /mnt && "
+                 "for d in /tmp /run /var/lib /var/tmp; do mount -t tmpfs -o mode=1777 xpu-cdi-test $d; done && "
+                 f"mkdir -p {source} && mount --rbind /mnt {source} && umount -l /mnt && "
+                 f"cd {source} && exec sh {shlex.quote(script)}")
         env = dict(os.environ, CONTAINERS_CONF=containers_conf, CONTAINERS_STORAGE_CONF=storage_conf)
         # --kill-child: should this test be stopped, the namespace's first process (and with it every
         # process of the namespace) goes too.
