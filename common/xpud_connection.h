@@ -9,7 +9,7 @@
 #include <sdbus-c++/Error.h>
 #include <sdbus-c++/IConnection.h>
 
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 
 namespace xpu {
 

@@ -12,7 +12,7 @@
 #include <sdbus-c++/Types.h>
 
 #include "common/result.h"
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 
 namespace xpu {
 

@@ -18,7 +18,7 @@
 #include <sdbus-c++/IConnection.h>
 
 #include "common/unique_fd.h"
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 
 namespace xpu {
 

@@ -25,7 +25,7 @@
 #include "xpud/backends/simulator.h"
 #include "xpud/backends/sriov_numvfs.h"
 #include "xpud/backends/sysfs_attribute.h"
-#include "xpud/method_arguments.h"
+#include "xpud/requests/method_arguments.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 
 #include "common/command_line.h"
 #include "common/logging.h"
-#include "xpud/cdi_spec_file.h"
+#include "xpud/cdi/cdi_spec_file.h"
 
 namespace xpud {
 namespace {

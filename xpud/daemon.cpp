@@ -14,12 +14,13 @@
 #include "common/names.h"
 #include "common/unique_fd.h"
 #include "xpud/backends/backend_factory.h"
-#include "xpud/cdi_spec_writer.h"
-#include "xpud/dbus_service.h"
-#include "xpud/device_event_watcher.h"
-#include "xpud/driver_requests.h"
-#include "xpud/instance_registry.h"
-#include "xpud/sampler.h"
+#include "xpud/bus/dbus_service.h"
+#include "xpud/cdi/cdi_spec_writer.h"
+#include "xpud/events/device_event_watcher.h"
+#include "xpud/requests/driver_requests.h"
+#include "xpud/requests/instance_registry.h"
+#include "xpud/sampling/device_table.h"
+#include "xpud/sampling/sampler.h"
 #include "xpud/systemd_notifier.h"
 #include "xpud/watchdog_allowance.h"
 
@@ -36,15 +37,15 @@ SamplerSettings sampler_settings(const Config& config) {
 
 // Physical functions with SR-IOV on count among the devices but are offered to no pod: an
 // operator who sees "8 devices" and 6 allocatable cards reads why here.
-std::string status_line(const DbusService& service) {
-  const unsigned sriov_pfs = service.sriov_enabled_count();
-  std::string line = std::to_string(service.device_count()) + " devices, " +
-                     std::to_string(service.healthy_device_count()) + " healthy, ";
+std::string status_line(const DeviceTable& table) {
+  const unsigned sriov_pfs = table.sriov_enabled_count();
+  std::string line = std::to_string(table.device_count()) + " devices, " +
+                     std::to_string(table.healthy_device_count()) + " healthy, ";
   if (sriov_pfs > 0)
     line += std::to_string(sriov_pfs) + (sriov_pfs == 1 ? " PF" : " PFs") +
             " with SR-IOV on (not offered), ";
-  return line + "backend " + service.backend() +
-         (service.driver_stalled() ? ", driver stalled" : "");
+  return line + "backend " + table.manager().backend +
+         (table.driver_stalled() ? ", driver stalled" : "");
 }
 
 // Keys that choose or build the backend; a reload cannot swap the backend under the clients.
@@ -151,13 +152,15 @@ class Daemon {
       return 1;
     }
     try {
+      table_ = std::make_unique<DeviceTable>(ManagerModel{std::string(shared_backend->name()),
+                                                          shared_backend->library_path(),
+                                                          sampler_->driver_version()});
       service_ = std::make_unique<DbusService>(
-          *connection_,
-          ManagerFacts{std::string(shared_backend->name()), shared_backend->library_path(),
-                       sampler_->driver_version(), config_.sysfs_root / "proc",
-                       config_.allow_cluster_reconfigure, instance_hook()},
+          *connection_, *table_,
+          ManagerFacts{config_.sysfs_root / "proc", config_.allow_cluster_reconfigure,
+                       instance_hook()},
           simulator_.get(), [this] { sampler_->request_sample(); }, *driver_requests_, *instances_);
-      service_->publish(first);
+      publish(first);
       published_sequence_ = first->sequence;
       // Before the name and READY=1: a unit ordered after xpud finds the spec.
       apply_cdi_settings(*first);
@@ -171,8 +174,8 @@ class Daemon {
                  options_.bus_address
                      ? *options_.bus_address
                      : (options_.session_bus ? "the session bus" : "the system bus"),
-                 status_line(*service_));
-    notifier_.ready(status_line(*service_));
+                 status_line(*table_));
+    notifier_.ready(status_line(*table_));
     int status = loop();
     notifier_.stopping();
     spdlog::info("stopping");
@@ -284,12 +287,20 @@ class Daemon {
     if (!snapshot || snapshot->sequence == published_sequence_) return;
     published_sequence_ = snapshot->sequence;
     try {
-      service_->publish(snapshot);
+      publish(snapshot);
     } catch (const sdbus::Error& e) {
       spdlog::error("publishing a snapshot failed: {}", e.getMessage());
     }
     if (cdi_) cdi_->update(cards_of(*snapshot));
-    notifier_.status(status_line(*service_));
+    notifier_.status(status_line(*table_));
+  }
+
+  // The table first, then what it changed: the cards' instances and the bus.
+  void publish(std::shared_ptr<const Snapshot> snapshot) {
+    const DeviceTableChanges changes = table_->apply(std::move(snapshot));
+    // A card that is gone (or swapped) takes its instances with it.
+    for (const auto& card : changes.removed) instances_->forget_card(card.index);
+    service_->publish(changes);
   }
 
   // The spec's place for the running configuration: none when [cdi] turns it off (or `auto` on
@@ -324,7 +335,7 @@ class Daemon {
   // card count (watchdog_allowance.h).
   void feed_watchdog() {
     auto allowed =
-        watchdog_allowance(config_.interval, config_.call_timeout, service_->device_count());
+        watchdog_allowance(config_.interval, config_.call_timeout, table_->device_count());
     auto age = Clock::now() - sampler_->last_cycle();
     if (age <= allowed) {
       notifier_.watchdog_ping();
@@ -341,7 +352,7 @@ class Daemon {
     auto fresh = load_effective_config(options_);
     if (!fresh) {
       spdlog::error("reload failed, keeping the running configuration: {}", fresh.error());
-      notifier_.ready(status_line(*service_));
+      notifier_.ready(status_line(*table_));
       return;
     }
     if (backend_settings_differ(config_, *fresh))
@@ -354,7 +365,7 @@ class Daemon {
     if (auto snapshot = sampler_->latest()) apply_cdi_settings(*snapshot);
     spdlog::info("configuration reloaded (interval {} ms, log level {})", config_.interval.count(),
                  spdlog::level::to_string_view(config_.log_level));
-    notifier_.ready(status_line(*service_));
+    notifier_.ready(status_line(*table_));
   }
 
   const DaemonOptions& options_;
@@ -370,6 +381,7 @@ class Daemon {
   std::unique_ptr<InstanceRegistry> instances_;
   std::unique_ptr<DeviceEventWatcher> device_events_;  // calls sampler_: declared after it
   std::unique_ptr<sdbus::IConnection> connection_;
+  std::unique_ptr<DeviceTable> table_;  // the model the bus reads; main thread only
   std::unique_ptr<DbusService> service_;
   std::string host_node_stand_in_;      // for the CDI spec's hostPath (backend_factory.h)
   std::unique_ptr<CdiSpecWriter> cdi_;  // null while no spec is written

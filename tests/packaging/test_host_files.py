@@ -275,7 +275,7 @@ class UdevRules(unittest.TestCase):
         tagging = [r for r in rules if 'TAG+="systemd"' in r]
         self.assertEqual(len(tagging), 1, rules)
         self.assertIn('KERNEL=="xpu[0-9]*|xpuctrl"', tagging[0])
-        self.assertIn('TAG+="xpud"', tagging[0])  # kUdevTag in xpud/uevent_monitor.h
+        self.assertIn('TAG+="xpud"', tagging[0])  # kUdevTag in xpud/events/uevent_monitor.h
         # A driver loaded after xpud started: its major joins the device policy by a restart.
         self.assertIn('ACTION=="add", KERNEL=="xpuctrl", RUN+="/bin/systemctl --no-block try-restart xpud.service"',
                       rules)

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 #include "xpud/device.h"
 
 namespace xpu::test {

@@ -9,7 +9,7 @@
 #include "tests/support/wait.h"
 #include "tests/xpud/backends/xpuml/fake_xpuml_host.h"
 #include "xpud/backends/xpuml/xpuml_backend.h"
-#include "xpud/sampler.h"
+#include "xpud/sampling/sampler.h"
 
 namespace xpud {
 namespace {
