@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 
 namespace shim {
 

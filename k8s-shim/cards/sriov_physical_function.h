@@ -5,7 +5,7 @@
 // it.
 #pragma once
 
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 
 namespace shim {
 

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 #include "k8s-shim/label_value.h"
 #include "k8s-shim/shim_options.h"
 

@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 #include "k8s-shim/resource_name.h"  // kReplicaSeparator
 
 namespace shim {

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 
 namespace shim {
 

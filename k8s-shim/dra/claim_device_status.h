@@ -29,7 +29,7 @@
 #include <tuple>
 #include <vector>
 
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 #include "k8s-shim/dra/kube/kube_api.h"
 #include "k8s-shim/dra/kubelet/claim_preparation.h"
 

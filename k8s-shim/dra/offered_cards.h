@@ -3,7 +3,7 @@
 // (the rule the device plugin applies too: k8s-shim/cards/sriov_physical_function.h).
 #pragma once
 
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 #include "k8s-shim/cards/sriov_physical_function.h"
 
 namespace shim::dra {

@@ -10,7 +10,7 @@
 
 #include <prometheus/metric_family.h>
 
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 #include "k8s-shim/exporter/pod_map.h"
 
 namespace shim::exporter {

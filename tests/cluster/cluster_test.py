@@ -60,6 +60,10 @@ def main():
         return scenarios.run_inside(source_dir, build_dir, run_directory(build_dir),
                                     programs_directory(build_dir, args.kubernetes),
                                     [int(n) for n in args.only.split(",") if n])
+    # SIGTERM (a CI run stopping this suite beside a failed stage, ctest's timeout) as an exception,
+    # so that the node's namespace is stopped and the host restored, as on Ctrl-C; Python's
+    # default would end the process at once and leave the node's paths and cgroups behind.
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     return run_outside(source_dir, build_dir, args)
 
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 #include "k8s-shim/dra/kubelet/allocated_claim.h"
 
 namespace shim::dra {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 #include "k8s-shim/dra/kubelet/allocated_claim.h"
 #include "k8s-shim/dra/kubelet/claim_cdi_spec.h"
 #include "k8s-shim/dra/kubelet/claim_preparation.h"

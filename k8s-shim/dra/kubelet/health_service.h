@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 #include "dra_health_v1.grpc.pb.h"
 #include "dra_health_v1alpha1.grpc.pb.h"
 

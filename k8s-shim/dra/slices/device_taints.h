@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 #include "k8s-shim/cards/card_state.h"
 #include "k8s-shim/dra/kube/resource_slice.h"
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 #include "k8s-shim/dra/kube/resource_slice.h"
 #include "k8s-shim/dra/share_policy.h"
 #include "k8s-shim/dra/slices/device_taints.h"

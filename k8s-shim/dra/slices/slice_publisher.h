@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "common/xpud_client.h"
+#include "common/xpud_types.h"
 #include "k8s-shim/dra/kube/kube_api.h"
 #include "k8s-shim/dra/kube/resource_slice.h"
 #include "k8s-shim/dra/share_policy.h"
