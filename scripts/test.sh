@@ -4,9 +4,10 @@
 #   --no-deps  skip the apt step
 #   --fast     skip the sanitizer builds
 # XPU_TEST_LABELS (a ctest -L regex) adds the labelled slow suites, e.g. XPU_TEST_LABELS='packaging|e2e|hostile'.
-# XPU_TEST_BESIDE_LABELS (a ctest -L regex) runs those labelled suites in a second ctest beside
-#   XPU_TEST_LABELS's, e.g. 'cluster|soak': suites that mostly wait on a node or a clock, so that
-#   their waiting and the others' compiling overlap instead of adding up.
+# XPU_TEST_BESIDE_LABELS (a ctest -L regex) runs those labelled suites in a second ctest, from the
+#   end of the main build on, beside the default set and XPU_TEST_LABELS's suites, e.g. 'cluster':
+#   suites that mostly wait on a node or a clock, so that their waiting and the others' work
+#   overlap instead of adding up.
 # XPU_TEST_LAST_LABELS (a ctest -L regex) runs those suites last, beside the sanitizer and fuzz
 #   passes, e.g. fresh (the fresh-machine test, whose builds reuse the compiler cache this run
 #   filled, so it starts only once the background builds are done).
@@ -159,6 +160,19 @@ if [ "${XPU_TEST_TIDY:-0}" = 1 ]; then
   in_background $idle scripts/check-tidy.py build >"$tidy_log" 2>&1 </dev/null &
   tidy_pid=$!
 fi
+# The suites beside need only the main build: they start now, beside the default set too.
+if [ -n "${XPU_TEST_BESIDE_LABELS:-}" ]; then
+  begin_stage "helm, which both lanes of labelled suites use"
+  # Built once, by itself: two ctests would each start this fixture, and both would write the
+  # same binary. Neither lane adds it again (-FA).
+  (cd build && ctest -j1 --output-on-failure --timeout 1200 -R '^packaging[.]helm_tool$')
+  end_stage
+  lane_log=$(pwd)/build/beside-labelled.log
+  start_lane "$lane_log" sh -c 'cd build && exec ctest -j1 --output-on-failure --timeout 1200 -FA helm -L "$1"' \
+    beside "$XPU_TEST_BESIDE_LABELS" &
+  lane_pid=$!
+fi
+
 begin_stage "tests"
 (cd build && ctest -j"$jobs" --output-on-failure --no-tests=error --timeout 300 -LE "$slow_labels")
 end_stage
@@ -184,19 +198,14 @@ fi
 if [ -n "${XPU_TEST_LABELS:-}" ]; then
   begin_stage "labelled suites: ${XPU_TEST_LABELS}"
   set -- -L "$XPU_TEST_LABELS"
-  if [ -n "${XPU_TEST_BESIDE_LABELS:-}" ]; then
-    # The fixture both lanes may need (helm, built once with Go) first, by itself: two ctests
-    # would each start it, and both would write the same binary. Then neither adds it again (-FA).
-    (cd build && ctest -j1 --output-on-failure --timeout 1200 -R '^packaging[.]helm_tool$')
-    set -- "$@" -E '^packaging[.]helm_tool$' -FA helm
-    lane_log=$(pwd)/build/beside-labelled.log
-    start_lane "$lane_log" sh -c 'cd build && exec ctest -j1 --output-on-failure --timeout 1200 -FA helm -L "$1"' \
-      beside "$XPU_TEST_BESIDE_LABELS" &
-    lane_pid=$!
-  fi
+  [ -z "$lane_pid" ] || set -- "$@" -E '^packaging[.]helm_tool$' -FA helm
   (cd build && ctest -j1 --output-on-failure --timeout 1200 "$@")
   end_stage
-  [ -z "$lane_pid" ] || end_lane "labelled suites: $XPU_TEST_BESIDE_LABELS"
+fi
+if [ -n "$lane_pid" ]; then
+  begin_stage "the rest of the labelled suites beside: ${XPU_TEST_BESIDE_LABELS}"
+  end_lane "labelled suites: $XPU_TEST_BESIDE_LABELS"
+  end_stage
 fi
 
 if [ -n "$background_pid" ]; then
