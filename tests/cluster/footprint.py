@@ -51,12 +51,3 @@ def process_memory(pid):
             if key in ("VmRSS", "VmHWM"):
                 fields[key] = int(value.split()[0]) * 1024
     return {"rss": fields["VmRSS"], "peak": fields["VmHWM"]}
-
-
-def quantity_bytes(text):
-    """A Kubernetes memory quantity as the chart writes them (Ki, Mi, Gi or plain bytes)."""
-    units = {"Ki": 1024, "Mi": MIB, "Gi": 1024 * MIB}
-    for suffix, factor in units.items():
-        if text.endswith(suffix):
-            return int(text[:-len(suffix)]) * factor
-    return int(text)

@@ -275,10 +275,8 @@ class Suite:
                 self.node.set_health(index, True)
             self.wait_allocatable(8, 60)
         self.node.kubectl("delete", "pod", "-n", CHART_NAMESPACE, "xpu-validator", "--wait=true", "--timeout=60s")
-        self.helm_install("--reuse-values", "--set", "allocation=dra")
         try:
-            wait_for("the DRA driver ready", self.dra_driver_ready, 120)
-            wait_for("a ResourceSlice with the node's 8 cards", lambda: len(self.dra_devices()) == 8, 90)
+            self.switch_to_dra()
             self.validator_passes("dra")
             # The claim made from the template goes with the finished pod; its name stays.
             statuses = self.pod("xpu-validator", CHART_NAMESPACE)["status"].get("resourceClaimStatuses", [])
@@ -380,6 +378,12 @@ class Suite:
         self.wait_plugin_serving()
         self.wait_allocatable(8, 90)
 
+    def switch_to_dra(self):
+        """helm upgrade to allocation=dra, until the driver serves and publishes the 8 cards."""
+        self.helm_install("--reuse-values", "--set", "allocation=dra")
+        wait_for("the DRA driver ready", self.dra_driver_ready, 120)
+        wait_for("a ResourceSlice with the node's 8 cards", lambda: len(self.dra_devices()) == 8, 90)
+
     def role_pods(self):
         """{role: pod} of the chart's running pods, the role named by the pod's component label."""
         return {p["metadata"]["labels"]["app.kubernetes.io/component"]: p for p in self.shim_pods()
@@ -434,10 +438,8 @@ class Suite:
             memory = footprint.process_memory(self.node.components[name].process.pid)
             rows[name] = (memory["rss"], memory["rss"], memory["peak"])
 
-        self.helm_install("--reuse-values", "--set", "allocation=dra")
         try:
-            wait_for("the DRA driver ready", self.dra_driver_ready, 120)
-            wait_for("a ResourceSlice with the node's 8 cards", lambda: len(self.dra_devices()) == 8, 90)
+            self.switch_to_dra()
             driver = footprint.pod_memory(self.role_pods()["dra-driver"]["metadata"]["uid"])
             rows["dra-driver"] = (driver["working_set"], driver["working_set"], driver["peak"])
         finally:
@@ -457,8 +459,8 @@ class Suite:
         # of at least eight times it (the exporter keeps the replaced add-on's sizes, far above).
         for role, resources in sized.items():
             peak = rows[role][2]
-            request = footprint.quantity_bytes(resources["requests"]["memory"])
-            limit = footprint.quantity_bytes(resources["limits"]["memory"])
+            request = parse_quantity(resources["requests"]["memory"])
+            limit = parse_quantity(resources["limits"]["memory"])
             expect(request >= 2 * peak and limit >= 8 * peak,
                    f"{role}: peak {peak / mib:.1f} MiB, chart request {resources['requests']['memory']} "
                    f"(needs 2x) and limit {resources['limits']['memory']} (needs 8x)")
