@@ -38,6 +38,8 @@ CARD_NODES = [f"/dev/xpu{i}" for i in range(8)] + ["/dev/xpuctrl"]
 # pre-release (README.md: what runs where).
 DEFAULT_RELEASE = "v1.37"
 RELEASES = [DEFAULT_RELEASE, "v1.35", "v1.38"]
+# The machine-wide lock that keeps a second run (from any build directory) waiting.
+MACHINE_LOCK_DIRECTORY = "/run/lock"
 # Where the node's programs write by default: the test fails if one of them appears on the host.
 WATCHED_PATHS = ["/opt/containerd", "/run/containerd", "/etc/cni", "/var/lib/kubelet",
                  "/var/lib/containerd", "/etc/kubernetes", "/var/run/cdi", "/xpu-runtime",
@@ -96,14 +98,16 @@ def run_outside(source_dir, build_dir, args):
         print(f"FAIL: missing {', '.join(missing)} (scripts/install-deps.sh ci installs them; "
               "helm comes from the packaging.helm_tool test)")
         return 1
-    # One node per machine: a second run would share the host's mount points and device nodes.
-    os.makedirs(os.path.join(build_dir, "cluster"), exist_ok=True)
-    lock = open(os.path.join(build_dir, "cluster", ".lock"), "w")
+    # One node per machine, whichever build directory runs it: a second run would share the host's
+    # mount points, device nodes and ports. A second run waits its turn rather than failing, so
+    # several worktrees can queue their runs.
+    os.makedirs(MACHINE_LOCK_DIRECTORY, exist_ok=True)
+    lock = open(os.path.join(MACHINE_LOCK_DIRECTORY, "xpu-cluster-suite.lock"), "w")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        print("FAIL: another cluster suite is running from this build directory")
-        return 1
+        print("[outer] another cluster suite runs on this machine; waiting for it to end", flush=True)
+        fcntl.flock(lock, fcntl.LOCK_EX)
     started = time.monotonic()
     programs = programs_directory(build_dir, args.kubernetes)
     subprocess.run([os.path.join(HERE, "build-node.sh"), programs, args.kubernetes], check=True)
