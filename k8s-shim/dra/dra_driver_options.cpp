@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "k8s-shim/dra/kube/api_paths.h"
 #include "k8s-shim/dra/kube/quantity.h"
 
 namespace shim::dra {
@@ -116,6 +117,23 @@ void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options) {
                      options.shares.enforcement = ShareEnforcement::runtime;
                    else
                      return xpu::Error{"must be xpud or runtime"};
+                   return xpu::ok_status();
+                 });
+  cli.add_option("daemon-set", "NAMESPACE/NAME",
+                 "the DaemonSet that runs this driver: stopped while claims it prepared are held, "
+                 "the driver keeps serving their unprepare until none is left when that "
+                 "DaemonSet no longer places a pod on this node (default: stop at once)",
+                 [&options](std::string_view value) -> xpu::Status {
+                   const auto slash = value.find('/');
+                   if (slash == std::string_view::npos) return xpu::Error{"must be NAMESPACE/NAME"};
+                   const std::string_view ns = value.substr(0, slash);
+                   const std::string_view name = value.substr(slash + 1);
+                   if (!is_dns_label(ns))
+                     return xpu::Error{"namespace \"" + std::string(ns) + "\" is not a DNS label"};
+                   if (!is_dns_subdomain(name))
+                     return xpu::Error{"name \"" + std::string(name) + "\" is not a DNS subdomain"};
+                   options.daemon_set_namespace = std::string(ns);
+                   options.daemon_set_name = std::string(name);
                    return xpu::ok_status();
                  });
   cli.add_option("api-server", "URL",

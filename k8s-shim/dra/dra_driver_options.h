@@ -32,6 +32,11 @@ struct DraDriverOptions {
   TaintPolicy taints;
   // --memory-shares and --share-memory-{minimum,step,default}.
   SharePolicy shares;
+  // --daemon-set NAMESPACE/NAME: the DaemonSet that runs this driver. Asked, when the driver
+  // stops with claims prepared, whether it is replaced on this node or leaving it (then it
+  // drains: driver_departure.h). Empty: it never drains (it stops at once, as outside a chart).
+  std::string daemon_set_namespace;
+  std::string daemon_set_name;
 };
 
 // Whether `name` is a Kubernetes node name (a DNS subdomain: lower-case letters, digits, '-' and

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include "k8s-shim/dra/claim_device_status.h"
 #include "k8s-shim/dra/dra_driver_options.h"
 #include "k8s-shim/dra/dra_names.h"
+#include "k8s-shim/dra/driver_departure.h"
 #include "k8s-shim/dra/kube/http_transport.h"
 #include "k8s-shim/dra/kube/kube_api.h"
 #include "k8s-shim/dra/kube/kube_api_config.h"
@@ -45,6 +47,8 @@ using Clock = std::chrono::steady_clock;
 
 // Look at the sockets this often even when nothing else is due.
 constexpr std::chrono::seconds kIdleCheck{2};
+// While draining, name the claims still held this often.
+constexpr std::chrono::seconds kDrainReport{30};
 
 std::optional<std::string> environment(std::string_view name) {
   const char* value = std::getenv(std::string(name).c_str());
@@ -78,6 +82,41 @@ dra::AllocatedClaim allocated_claim(const dra::ResourceClaim& claim) {
     allocated.results.push_back({result.request, result.driver, result.pool, result.device,
                                  result.admin_access, result.share_id, result.consumed_memory});
   return allocated;
+}
+
+// The claims by namespace/name, for the drain's log lines.
+std::string claim_names(const std::vector<dra::PreparedClaim>& claims) {
+  std::string names;
+  for (const auto& claim : claims) {
+    if (!names.empty()) names += ", ";
+    names += claim.namespace_name + "/" + claim.name;
+  }
+  return names;
+}
+
+// Asked to stop with claims prepared: drain (keep serving until the kubelet has unprepared them
+// all) when the driver is leaving this node, go at once when a new pod of its DaemonSet takes
+// over. Without --daemon-set it cannot tell and goes, as it always did.
+bool should_drain(const dra::DraDriverOptions& driver, dra::KubeApi& api,
+                  std::size_t prepared_count) {
+  if (prepared_count == 0) return false;
+  if (driver.daemon_set_name.empty()) {
+    spdlog::info("stopping with {} claims prepared (no --daemon-set, so no drain)", prepared_count);
+    return false;
+  }
+  const dra::Departure departure = dra::judge_departure(
+      api.get_daemon_set_placement(driver.daemon_set_namespace, driver.daemon_set_name),
+      api.get_node_labels(driver.node_name));
+  if (!departure.leaving) {
+    spdlog::info("stopping with {} claims prepared: {}", prepared_count, departure.why);
+    return false;
+  }
+  spdlog::warn(
+      "asked to stop with {} claims prepared, but the driver is leaving this node ({}): it "
+      "publishes no card and keeps serving the kubelet until their pods are gone, so that they "
+      "can be deleted; a second stop signal ends the wait",
+      prepared_count, departure.why);
+  return true;
 }
 
 }  // namespace
@@ -161,7 +200,37 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
     std::uint64_t published_generation = 0;
     // Differs from the counter so that the first pass writes the checkpoint's claims' status.
     std::uint64_t claims_seen = ~std::uint64_t{0};
-    while (!stop.stop_requested()) {
+    bool draining = false;
+    Clock::time_point next_drain_report{};
+    while (true) {
+      if (stop.stop_requested() && !draining) {
+        if (!should_drain(driver, slice_api, claim_state.prepared_count())) break;
+        draining = true;
+        // No new claim is allocated on this node's cards from now on.
+        xpu::DeviceView none = *cards.at(Clock::now()).view;
+        none.devices.clear();
+        publisher.set_devices(none);
+      }
+      if (draining) {
+        const std::vector<dra::PreparedClaim> held = claim_state.prepared_claims();
+        if (held.empty()) {
+          spdlog::info("drained: the kubelet unprepared every claim");
+          break;
+        }
+        if ((*plugin)->taken_over()) {
+          // A new driver pod (the chart installed again) bound our sockets: it loaded the same
+          // checkpoint and the kubelet now asks it.
+          spdlog::info(
+              "a new driver serves this node's sockets and checkpoint; {} claims are "
+              "its now",
+              held.size());
+          break;
+        }
+        if (Clock::now() >= next_drain_report) {
+          spdlog::info("draining: {} claims still prepared: {}", held.size(), claim_names(held));
+          next_drain_report = Clock::now() + kDrainReport;
+        }
+      }
       const auto now = Clock::now();
       const CardState::Snapshot snapshot = cards.at(now);
       const std::uint64_t claims_now = claims_changed.load();
@@ -171,7 +240,7 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
         claims_seen = claims_now;
       }
       if (snapshot.generation != published_generation) {
-        publisher.set_devices(*snapshot.view);
+        if (!draining) publisher.set_devices(*snapshot.view);
         // Sends only what changed for the kubelet (and resends on its own timer).
         (*plugin)->health().update(snapshot.view->devices);
         published_generation = snapshot.generation;
@@ -179,6 +248,7 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
       Clock::time_point deadline = std::min(publisher.reconcile(now), now + kIdleCheck);
       deadline = std::min(deadline, claim_status.reconcile(now));
       if (snapshot.changes_at) deadline = std::min(deadline, *snapshot.changes_at);
+      if (draining) deadline = std::min(deadline, next_drain_report);
       if (!(*plugin)->sockets_present()) {
         auto restarted = (*plugin)->restart_missing();
         if (!restarted) spdlog::warn("{}", restarted.error());
@@ -194,7 +264,12 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
         status = 1;
         break;
       }
-      if (fds[0].revents & POLLIN) stop.take();
+      const std::optional<int> signal = fds[0].revents & POLLIN ? stop.take() : std::nullopt;
+      if (draining && (signal == SIGTERM || signal == SIGINT)) {
+        spdlog::warn("a second stop signal: leaving {} claims prepared",
+                     claim_state.prepared_count());
+        break;
+      }
       if (fds[1].revents & POLLIN) wake.clear();
       if (fds[2].revents & POLLIN) cards.clear_wake();
     }

@@ -25,6 +25,7 @@ import urllib.request
 import yaml
 
 import footprint
+from arrivals import Arrivals, LABEL as ARRIVALS_KEY, LABEL_VALUE as ARRIVALS_VALUE
 import images
 from node import CDI_DIR, NODE_IP, NODE_NAME, Node
 from processes import Deadline, run, timed, wait_for
@@ -34,6 +35,9 @@ CHART_NAMESPACE = "kube-system"
 RELEASE = "xpu"
 RESOURCE = "kunlunxin.com/xpu"
 NODE_LABEL = "kunlun-device-enable"
+# The label that moves a node between the device plugin and the DRA driver with allocation=both.
+SWITCH_LABEL = "kunlunxin.com/allocation"
+ARRIVALS_LABEL = f"{ARRIVALS_KEY}={ARRIVALS_VALUE}"
 DAEMONSETS = ["xpu-device-plugin-daemonset", "xpu-exporter", "xpu-rbac-token-gen"]
 FIGURES = []
 
@@ -535,6 +539,92 @@ class Suite:
                 print(f"  {' then '.join(order)}: pods untouched, 8 cards advertised throughout, a new pod served")
         finally:
             self.delete_pods(*holders)
+
+    def s25_mode_switches(self):
+        """Pods of the add-on's spec (limits kunlunxin.com/xpu: 1, no controller) arriving one a
+        second, each holding its card 3 s, through every way a node changes hands: devicePlugin to
+        dra and back, a rolling update of the device plugin, and allocation=both with the node
+        relabelled to the DRA driver and back. None is rejected at admission, no card is held by
+        two pods at once, all finish, and every one can be deleted."""
+        self.reset_to_device_plugin()
+        both = ["--set", "allocation=both", "--set", f"dra.nodeSelector.{SWITCH_LABEL.replace('.', chr(92) + '.')}=dra"]
+        with Arrivals(self.node, RESOURCE) as arrivals:
+            def hold(seconds):
+                deadline = time.monotonic() + seconds
+                while time.monotonic() < deadline:
+                    time.sleep(0.5)  # pods keep arriving meanwhile; nothing to wait for
+
+            def timed_step(name, action):
+                arrivals.during(name)
+                started = time.monotonic()
+                action()
+                figure(f"mode switch: {name}", time.monotonic() - started)
+                hold(10)
+
+            def to_dra():
+                self.helm_install("--reuse-values", "--set", "allocation=dra")
+                wait_for("the DRA driver ready", self.dra_driver_ready, 120)
+                wait_for("the device plugin gone", lambda: not any(
+                    p["metadata"]["name"].startswith("xpu-device-plugin") for p in self.all_shim_pods()), 120)
+
+            def to_device_plugin(*extra):
+                self.helm_install("--reuse-values", "--set", "allocation=devicePlugin", *extra)
+                wait_for("the DaemonSets ready", self.daemonsets_ready, 180)
+                self.wait_plugin_serving()
+
+            def rolling_update():
+                self.node.kubectl("rollout", "restart", "daemonset", "-n", CHART_NAMESPACE, DAEMONSETS[0])
+                self.wait_rolled_out()
+                self.wait_plugin_serving()
+
+            def label(value):
+                def relabel():
+                    if value:
+                        self.node.kubectl("label", "node", NODE_NAME, f"{SWITCH_LABEL}={value}", "--overwrite")
+                    else:
+                        self.node.kubectl("label", "node", NODE_NAME, f"{SWITCH_LABEL}-")
+                    if value == "dra":
+                        wait_for("the DRA driver ready", self.dra_driver_ready, 120)
+                    else:
+                        self.wait_plugin_serving(120)
+                return relabel
+
+            try:
+                hold(5)
+                timed_step("devicePlugin to dra", to_dra)
+                timed_step("dra to devicePlugin", to_device_plugin)
+                timed_step("rolling update of the device plugin", rolling_update)
+                timed_step("devicePlugin to both (the node stays with the device plugin)",
+                           lambda: (self.helm_install("--reuse-values", *both), self.wait_rolled_out(),
+                                    self.wait_plugin_serving()))
+                timed_step("both: node relabelled to the DRA driver", label("dra"))
+                timed_step("both: node relabelled back to the device plugin", label(None))
+                arrivals.during("after the switches")
+                arrivals.stop_arriving()
+                started = time.monotonic()
+                arrivals.wait_all_finished(240)
+                figure("mode switch: the last arrivals finished", time.monotonic() - started)
+            finally:
+                arrivals.stop_arriving()
+                self.node.kubectl("label", "node", NODE_NAME, f"{SWITCH_LABEL}-", check=False)
+                started = time.monotonic()
+                self.node.kubectl("delete", "pod", "-n", "default", "-l", f"{ARRIVALS_LABEL}", "--wait=true",
+                                  "--timeout=120s", check=False)
+                left = self.node.get_json("pods", "-n", "default", "-l", ARRIVALS_LABEL)["items"]
+                figure("mode switch: every arrival deleted", time.monotonic() - started)
+                to_device_plugin("--set", "dra.nodeSelector=null")
+            print(f"  {arrivals.created} pods arrived: {arrivals.by_step()}")
+            expect(not arrivals.failures, f"the arrivals' own errors: {arrivals.failures[:5]}")
+            rejected = arrivals.rejected()
+            expect(not rejected, f"{len(rejected)} of {arrivals.created} pods failed: " + "; ".join(
+                f"{name} ({r['step']}): {r['reason']} {r['message'][:120]}" for name, r in sorted(rejected.items())[:8]))
+            twice = arrivals.cards_held_twice()
+            expect(not twice, f"{len(twice)} times a card was held by two pods at once: {twice[:8]}")
+            expect(not left, f"pods that could not be deleted: {[p['metadata']['name'] for p in left]}")
+
+    def all_shim_pods(self):
+        """The chart's pods, terminating ones included."""
+        return self.node.get_json("pods", "-n", CHART_NAMESPACE)["items"]
 
     def s5_kubelet_restart(self):
         """Restarting the kubelet: the plugin registers again, once, running pods are untouched,
@@ -2742,7 +2832,7 @@ SCENARIOS = [
     (19, "s19_reboot"), (20, "s20_one_bound_per_share"),
     # Last: each switches the node's mode or release and puts back only the chart's defaults.
     (21, "s21_validator"), (22, "s22_registry"), (23, "s23_footprint"),
-    (24, "s24_upgrades_under_pods"),
+    (24, "s24_upgrades_under_pods"), (25, "s25_mode_switches"),
 ]
 
 

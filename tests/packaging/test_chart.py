@@ -1043,7 +1043,18 @@ class Allocation(unittest.TestCase):
             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/driver"],
              "resourceNames": ["xpu.kunlunxin.com"], "verbs": ["associated-node:patch"]},
             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
-             "verbs": ["list", "create", "update", "delete"]}]))
+             "verbs": ["list", "create", "update", "delete"]},
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]))
+        # Asked when it stops with claims prepared: its own DaemonSet, by name, read-only.
+        self.assertEqual(normalized_rules(objects[("Role", DRA_DRIVER)]["rules"]), normalized_rules([
+            {"apiGroups": ["apps"], "resources": ["daemonsets"], "resourceNames": [DRA_DRIVER],
+             "verbs": ["get"]}]))
+        self.assertEqual(objects[("RoleBinding", DRA_DRIVER)]["subjects"],
+                         [{"kind": "ServiceAccount", "name": DRA_DRIVER, "namespace": NAMESPACE}])
+        pod = objects[("DaemonSet", DRA_DRIVER)]["spec"]["template"]["spec"]
+        self.assertEqual(pod["terminationGracePeriodSeconds"], 86400)
+        args = pod["containers"][0]["args"]
+        self.assertEqual(args[args.index("--daemon-set") + 1], f"{NAMESPACE}/{DRA_DRIVER}")
         binding = objects[("ClusterRoleBinding", DRA_DRIVER)]
         self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": DRA_DRIVER,
                                                 "namespace": NAMESPACE}])

@@ -70,4 +70,13 @@ std::string resource_slices_of_node_target(std::string_view driver, std::string_
   return resource_slices_path() + "?fieldSelector=" + percent_encode(selector);
 }
 
+std::string node_path(std::string_view name) {
+  return "/api/v1/nodes/" + percent_encode(name);
+}
+
+std::string daemon_set_path(std::string_view namespace_name, std::string_view name) {
+  return "/apis/apps/v1/namespaces/" + percent_encode(namespace_name) + "/daemonsets/" +
+         percent_encode(name);
+}
+
 }  // namespace shim::dra

@@ -31,4 +31,8 @@ std::string resource_slice_path(std::string_view name);
 // API; spec.pool.name does not, the server answers 400 to it).
 std::string resource_slices_of_node_target(std::string_view driver, std::string_view node);
 
+// GET targets of the objects the driver reads when it stops (workload_objects.h).
+std::string node_path(std::string_view name);
+std::string daemon_set_path(std::string_view namespace_name, std::string_view name);
+
 }  // namespace shim::dra

@@ -100,4 +100,22 @@ ApiResult<xpu::Ok> KubeApi::delete_resource_slice(std::string_view name) {
   return xpu::Ok{};
 }
 
+ApiResult<NodeLabels> KubeApi::get_node_labels(std::string_view name) {
+  if (!is_dns_subdomain(name)) return invalid("node name", name, "a DNS subdomain");
+  std::string target = node_path(name);
+  auto body = call("GET", target, {});
+  if (!body) return body.error();
+  return decoded(parse_node_labels(body.value()), "GET", target);
+}
+
+ApiResult<DaemonSetPlacement> KubeApi::get_daemon_set_placement(std::string_view namespace_name,
+                                                                std::string_view name) {
+  if (!is_dns_label(namespace_name)) return invalid("namespace", namespace_name, "a DNS label");
+  if (!is_dns_subdomain(name)) return invalid("DaemonSet name", name, "a DNS subdomain");
+  std::string target = daemon_set_path(namespace_name, name);
+  auto body = call("GET", target, {});
+  if (!body) return body.error();
+  return decoded(parse_daemon_set_placement(body.value()), "GET", target);
+}
+
 }  // namespace shim::dra

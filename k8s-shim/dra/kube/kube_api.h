@@ -1,6 +1,6 @@
-// Typed resource.k8s.io/v1 calls this driver makes, over an HttpTransport. Inputs that end up in
-// a path or query are validated before anything is sent; every failure is an ApiError naming the
-// method and the target.
+// Typed calls this driver makes (resource.k8s.io/v1; and reads of its node and its DaemonSet), over
+// an HttpTransport. Inputs that end up in a path or query are validated before anything is sent;
+// every failure is an ApiError naming the method and the target.
 #pragma once
 
 #include <string_view>
@@ -11,6 +11,7 @@
 #include "k8s-shim/dra/kube/http_transport.h"
 #include "k8s-shim/dra/kube/resource_claim.h"
 #include "k8s-shim/dra/kube/resource_slice.h"
+#include "k8s-shim/dra/kube/workload_objects.h"
 
 namespace shim::dra {
 
@@ -36,6 +37,12 @@ class KubeApi {
   ApiResult<ResourceSlice> update_resource_slice(const ResourceSlice& slice);
   // DELETE /resourceslices/{name}
   ApiResult<xpu::Ok> delete_resource_slice(std::string_view name);
+
+  // GET /api/v1/nodes/{name}
+  ApiResult<NodeLabels> get_node_labels(std::string_view name);
+  // GET /apis/apps/v1/namespaces/{ns}/daemonsets/{name}
+  ApiResult<DaemonSetPlacement> get_daemon_set_placement(std::string_view namespace_name,
+                                                         std::string_view name);
 
  private:
   // Sends and returns the body of a 2xx answer; anything else becomes an ApiError.

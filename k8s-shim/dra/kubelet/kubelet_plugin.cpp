@@ -46,6 +46,13 @@ bool KubeletPlugin::sockets_present() const {
          registration_server_->socket_present();
 }
 
+bool KubeletPlugin::taken_over() const {
+  const auto replaced = [](const std::unique_ptr<UnixSocketServer>& server) {
+    return server && server->socket_state() == BoundSocketFile::State::kReplaced;
+  };
+  return replaced(dra_server_) || replaced(registration_server_);
+}
+
 xpu::Result<bool> KubeletPlugin::restart_missing() {
   bool restarted = false;
   if (!dra_server_ || !dra_server_->socket_present()) {

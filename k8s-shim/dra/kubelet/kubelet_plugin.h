@@ -44,6 +44,8 @@ class KubeletPlugin {
 
   // Both sockets are still the ones we bound.
   bool sockets_present() const;
+  // Another process bound a socket at one of our paths since: a newer driver pod took over.
+  bool taken_over() const;
   // Serves again on whichever socket is gone (DRA first); true when one was recreated.
   xpu::Result<bool> restart_missing();
   // The kubelet's last NotifyRegistrationStatus said registered.
