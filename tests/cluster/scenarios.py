@@ -658,11 +658,12 @@ class Suite:
                 mounts = [line.split()[4] for line in open(f"/proc/{pid}/mountinfo", encoding="utf-8")]
                 host_paths = [m for m in mounts if m.startswith(("/run", "/var/lib/kubelet", "/xpu-runtime"))]
                 print(f"  {pod['metadata']['name']}: host paths mounted: {host_paths}")
-                # An API token only where the role calls the API server (the chart's default RBAC).
+                # An API token only where the role calls the API server (the chart's default RBAC;
+                # the device plugin writes its node's status, nodeStatus.enabled).
                 component = pod["metadata"]["labels"]["app.kubernetes.io/component"]
                 has_token = os.path.exists(
                     in_container(root, "/var/run/secrets/kubernetes.io/serviceaccount/token"))
-                expect(has_token == (component in ("token-sync", "dra-driver")),
+                expect(has_token == (component in ("token-sync", "dra-driver", "device-plugin")),
                        f"{pod['metadata']['name']} ({component}): API token in the container: {has_token}")
                 # The chart's defaults: no devicePlugin.reconfigVxpu, so no pod has the socket
                 # that carries ConfigureVirtualFunctions.
