@@ -19,7 +19,9 @@ NodeStatusReporter::~NodeStatusReporter() {
 void NodeStatusReporter::update(const CardState::Snapshot& cards, bool serving) {
   auto condition = xpu_condition(*cards.view, cards.xpud_lost, grace_period_);
   std::lock_guard lock(mutex_);
-  if (condition == condition_ && serving == serving_) return;
+  // Nothing known (xpud not answered yet) changes nothing: the last condition stands.
+  const bool changed = (condition && condition != condition_) || serving != serving_;
+  if (!changed) return;
   if (condition) condition_ = std::move(condition);
   serving_ = serving;
   news_ = true;
