@@ -4,7 +4,9 @@
 // rather than throw. A slice that parses must survive the trip the slice publisher makes with
 // it (resource_slice_to_json, then parse again) with an equal spec: otherwise the publisher
 // would see a change on every resync and rewrite the slice forever. A quantity that parses must
-// read back as the same number from the text this driver writes.
+// read back as the same number from the text this driver writes. The Node as the node-status
+// writer reads it (k8s-shim/node_status/node_api.h, parse_xpu_condition) goes through the same
+// input: an answer, never a throw.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -15,6 +17,7 @@
 #include "k8s-shim/dra/kube/quantity.h"
 #include "k8s-shim/dra/kube/resource_claim.h"
 #include "k8s-shim/dra/kube/resource_slice.h"
+#include "k8s-shim/node_status/node_api.h"
 
 namespace {
 
@@ -44,6 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // Whatever the claim holds is only compared by the kubelet half: parsing is the property.
   (void)dra::parse_resource_claim(input);
+  (void)shim::node_status::parse_xpu_condition(input);
 
   if (const auto slices = dra::parse_resource_slice_list(input))
     for (const auto& slice : *slices) check_round_trip(slice);

@@ -13,6 +13,14 @@ spdlog::level::level_enum ShimOptions::effective_log_level() const {
   return spdlog::level::info;
 }
 
+std::function<xpu::Status(std::string_view)> absolute_path_option(std::string& target) {
+  return [&target](std::string_view value) -> xpu::Status {
+    if (value.empty() || value.front() != '/') return xpu::Error{"must be an absolute path"};
+    target = std::string(value);
+    return xpu::ok_status();
+  };
+}
+
 void add_xpud_grace_period_option(xpu::CommandLine& cli, std::chrono::seconds& grace_period) {
   constexpr std::uint64_t kMaxGraceSeconds = 86400;
   cli.add_option("xpud-grace-period", "SECONDS",

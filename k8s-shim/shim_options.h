@@ -37,6 +37,9 @@ void add_common_options(xpu::CommandLine& cli, ShimOptions& options);
 inline constexpr std::chrono::seconds kDefaultXpudGracePeriod{10};
 void add_xpud_grace_period_option(xpu::CommandLine& cli, std::chrono::seconds& grace_period);
 
+// An option's handler that stores an absolute path in `target` and refuses anything else.
+std::function<xpu::Status(std::string_view)> absolute_path_option(std::string& target);
+
 xpu::Result<MemoryUnit> parse_memory_unit(std::string_view text);
 // "32768 MiB" style rendering for logs and node labels; never used in metrics (bytes there).
 std::string format_memory(std::uint64_t bytes, MemoryUnit unit);

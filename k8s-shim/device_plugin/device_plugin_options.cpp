@@ -1,6 +1,7 @@
 #include "k8s-shim/device_plugin/device_plugin_options.h"
 
 #include "k8s-shim/device_plugin/node_feature_file.h"
+#include "k8s-shim/node_status/node_status_options.h"
 
 namespace shim {
 namespace {}
@@ -93,6 +94,10 @@ void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& optio
           return xpu::Error{"'" + std::string(value) + "' is not one of auto, true, false"};
         return xpu::ok_status();
       });
+  node_status::add_node_status_flag(cli, options.node_status);
+  kube::add_node_name_option(cli, options.node_name,
+                             "this node's name, for --node-status (default: $NODE_NAME)");
+  kube::add_api_server_options(cli, options.api);
 }
 
 xpu::Status check_device_plugin_options(const DevicePluginOptions& options) {
@@ -107,10 +112,20 @@ xpu::Status check_device_plugin_options(const DevicePluginOptions& options) {
   return xpu::ok_status();
 }
 
+xpu::Status complete_device_plugin_options(DevicePluginOptions& options,
+                                           const kube::Getenv& getenv) {
+  if (auto status = check_device_plugin_options(options); !status) return status;
+  // The node name is only needed to write the node's status.
+  if (options.node_status) return kube::complete_node_name(options.node_name, getenv);
+  return xpu::ok_status();
+}
+
 DevicePluginOptions parse_device_plugin_command_line(ShimOptions& options,
                                                      std::span<const std::string> args) {
   return parse_role_options<DevicePluginOptions>(
-      options, args, "device-plugin", add_device_plugin_options, check_device_plugin_options);
+      options, args, "device-plugin", add_device_plugin_options, [](DevicePluginOptions& plugin) {
+        return complete_device_plugin_options(plugin, kube::process_environment);
+      });
 }
 
 ResourceConfig resource_config(const DevicePluginOptions& options) {

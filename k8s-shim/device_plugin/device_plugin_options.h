@@ -9,6 +9,7 @@
 #include "k8s-shim/device_plugin/container_allocation.h"
 #include "k8s-shim/device_plugin/node_features.h"
 #include "k8s-shim/device_plugin/resource_plan.h"
+#include "k8s-shim/kube/api_server_flags.h"
 #include "k8s-shim/resource_name.h"
 #include "k8s-shim/shim_options.h"
 
@@ -38,6 +39,12 @@ struct DevicePluginOptions {
   std::string nfd_features_file{};
   // --cdi: whether Allocate names cards by CDI (container_allocation.h).
   CdiMode cdi = CdiMode::kAuto;
+  // --node-status: the node's XPUHealthy condition and kunlunxin.com/xpu.ready label
+  // (k8s-shim/node_status/README.md), written as this node (--node-name, else $NODE_NAME)
+  // through the API server (--api-server and its token and CA; default: in-cluster).
+  bool node_status = false;
+  std::string node_name{};
+  kube::ApiServerFlags api{};
 };
 
 inline constexpr unsigned kMaxSriovNumVfs = 64;
@@ -55,6 +62,10 @@ void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& optio
 // Combinations the flags alone cannot check: --reconfig-vxpu needs --enable-sriov,
 // --xpu-share-memory-unit-mib (other than 0) needs --enable-xpu-share.
 xpu::Status check_device_plugin_options(const DevicePluginOptions& options);
+
+// check_device_plugin_options, then the node name when --node-status needs one.
+xpu::Status complete_device_plugin_options(DevicePluginOptions& options,
+                                           const kube::Getenv& getenv);
 
 // The role's whole command line: bad flags, values or combinations print one line and exit 2.
 DevicePluginOptions parse_device_plugin_command_line(ShimOptions& options,

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -26,6 +27,10 @@
 #include "k8s-shim/device_plugin/node_features.h"
 #include "k8s-shim/device_plugin/resource_tracker.h"
 #include "k8s-shim/device_plugin/vf_reconfiguration.h"
+#include "k8s-shim/kube/api_server_flags.h"
+#include "k8s-shim/kube/http_transport.h"
+#include "k8s-shim/node_status/node_status_options.h"
+#include "k8s-shim/node_status/node_status_reporter.h"
 #include "k8s-shim/poll_timeout.h"
 #include "k8s-shim/roles.h"
 
@@ -87,6 +92,25 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
   }
   const NodeFeatureOptions feature_options = node_feature_options(plugin, options.memory_unit);
 
+  // On a thread of its own, so that a slow API server never delays a registration.
+  std::optional<node_status::NodeStatusReporter> node_status;
+  if (plugin.node_status) {
+    auto config = kube::api_config(plugin.api, kube::process_environment);
+    if (!config) {
+      spdlog::error("--node-status: {}", config.error());
+      return 1;
+    }
+    auto transport = kube::CurlTransport::create(*config);
+    if (!transport) {
+      spdlog::error("--node-status: {}", transport.error());
+      return 1;
+    }
+    spdlog::info("node status: node {}, API server {}", plugin.node_name, config->server);
+    node_status.emplace(std::move(*transport), plugin.node_name,
+                        std::string(node_status::kDevicePluginFieldManager),
+                        plugin.xpud_grace_period);
+  }
+
   ResourceTracker tracker(resource_config(plugin), cards.state(), Clock::now());
   KubeletConnector connector(KubeletConnector::Options{.plugin_dir = plugin_dir,
                                                        .memory_unit = options.memory_unit,
@@ -143,8 +167,11 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
       tracker.refresh(Clock::now());
       // Every pass, not only after news: puts back a file someone removed, retries a failure.
       if (features) features->sync();
+      if (node_status) node_status->update(cards.at(Clock::now()), connector.serving());
     }
     spdlog::info("stopping");
+    // The ready label first: the node stops being advertised as serving before it stops.
+    if (node_status) node_status->stop();
     tracker.close_all();  // ends every ListAndWatch stream
     connector.stop();     // stops the servers, removes the sockets
   }

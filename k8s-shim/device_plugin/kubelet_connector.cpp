@@ -296,6 +296,16 @@ xpu::Result<KubeletConnector::KubeletConnection> KubeletConnector::connect_to_ku
   return KubeletConnection{std::move(*socket), *before};
 }
 
+bool KubeletConnector::serving() const {
+  bool any = false;
+  for (const auto& [name, endpoint] : endpoints_) {
+    if (endpoint.displaced) continue;
+    if (!endpoint.registered) return false;
+    any = true;
+  }
+  return any;
+}
+
 void KubeletConnector::mark_registered(Endpoint& endpoint, const FileId& kubelet) {
   endpoint.registered = true;
   endpoint.first_attempt.reset();

@@ -77,6 +77,10 @@ class KubeletConnector {
   void reconcile(const std::vector<std::shared_ptr<ResourceFeed>>& feeds, bool may_register);
   // When reconcile() has a retry due; nullopt when only an event can make progress.
   std::optional<Clock::time_point> next_deadline() const { return next_deadline_; }
+  // Whether the kubelet takes the plugin's cards: at least one resource registered, and every
+  // resource this process serves registered (a resource another process serves, a rolling
+  // update's other pod, is that one's to count).
+  bool serving() const;
   // Stops every server and removes its socket.
   void stop();
 

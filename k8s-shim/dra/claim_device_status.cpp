@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <ctime>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -11,6 +10,7 @@
 #include "k8s-shim/cards/card_state.h"
 #include "k8s-shim/dra/dra_names.h"
 #include "k8s-shim/dra/kubelet/claim_preparation.h"
+#include "k8s-shim/kube/api_time.h"
 #include "k8s-shim/printable.h"
 
 namespace shim::dra {
@@ -56,15 +56,6 @@ std::string condition_reason(bool healthy, std::string_view reason_kind) {
     upper = false;
   }
   return reason;
-}
-
-std::string rfc3339(std::chrono::system_clock::time_point time) {
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
-  std::tm parts{};
-  ::gmtime_r(&seconds, &parts);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
-  return text;
 }
 
 std::string device_status_apply_body(const PreparedClaim& claim,
@@ -134,7 +125,7 @@ void DeviceStatusWriter::set(const std::vector<PreparedClaim>& claims, const xpu
       }
       auto key = std::make_tuple(claim.uid, device.device, device.share_id);
       auto known = known_.find(key);
-      Known now{.healthy = entry.healthy, .since = rfc3339(wall_now)};
+      Known now{.healthy = entry.healthy, .since = kube::rfc3339(wall_now)};
       if (known != known_.end() && known->second.healthy == entry.healthy) now = known->second;
       entry.last_transition_time = now.since;
       still_known.emplace(std::move(key), std::move(now));
@@ -179,7 +170,7 @@ bool DeviceStatusWriter::write(Claim& entry, Clock::time_point now) {
                  unhealthy);
     return true;
   }
-  const ApiError& error = result.error();
+  const kube::ApiError& error = result.error();
   if (error.not_found() || error.conflict()) {
     // Deleted, or deleted and made again under its name (the UID in the apply does not match):
     // nothing of ours to write there.

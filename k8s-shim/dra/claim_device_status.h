@@ -56,8 +56,6 @@ struct DeviceStatusEntry {
 // "DriverFault"), or "Unhealthy" for a kind that cannot be one (empty, other characters, longer
 // than a reason may be).
 std::string condition_reason(bool healthy, std::string_view reason_kind);
-// Seconds since the epoch as "2026-12-04T05:03:54Z", the form metav1.Time takes.
-std::string rfc3339(std::chrono::system_clock::time_point time);
 
 // The apply body for the claim's status: apiVersion, kind, metadata (name, namespace, uid) and
 // status.devices with the given entries.

@@ -2,19 +2,13 @@
 
 #include <cstdlib>
 
-#include "k8s-shim/dra/kube/api_paths.h"
 #include "k8s-shim/dra/kube/quantity.h"
+#include "k8s-shim/kube/api_names.h"
+#include "k8s-shim/kube/api_server_flags.h"
+#include "k8s-shim/node_status/node_status_options.h"
 
 namespace shim::dra {
 namespace {
-
-auto path_option(std::string& target) {
-  return [&target](std::string_view value) -> xpu::Status {
-    if (value.empty() || value.front() != '/') return xpu::Error{"must be an absolute path"};
-    target = std::string(value);
-    return xpu::ok_status();
-  };
-}
 
 // A positive amount of memory: a Kubernetes quantity ("1Gi", "512Mi", "1073741824").
 auto memory_option(std::int64_t& target) {
@@ -40,49 +34,23 @@ xpu::Status validate_share_policy(const SharePolicy& shares) {
   return xpu::ok_status();
 }
 
-xpu::Status validate_node_name(std::string_view name) {
-  if (name.empty()) return xpu::Error{"a node name must not be empty"};
-  if (name.size() > 253) return xpu::Error{"a node name has at most 253 characters"};
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  std::size_t label_start = 0;
-  for (std::size_t i = 0; i <= name.size(); ++i) {
-    if (i < name.size() && name[i] != '.') {
-      if (!alnum(name[i]) && name[i] != '-')
-        return xpu::Error{"'" + std::string(name) +
-                          "' is not a node name (lower-case letters, digits, '-', '.')"};
-      continue;
-    }
-    std::string_view label = name.substr(label_start, i - label_start);
-    if (label.empty() || !alnum(label.front()) || !alnum(label.back()))
-      return xpu::Error{"'" + std::string(name) +
-                        "' is not a node name (each dot-separated part "
-                        "starts and ends with a letter or digit)"};
-    label_start = i + 1;
-  }
-  return xpu::ok_status();
-}
-
 void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options) {
   add_xpud_grace_period_option(cli, options.xpud_grace_period);
-  cli.add_option("node-name", "NAME",
-                 "this node's name, the pool its cards are published in (default: $NODE_NAME)",
-                 [&options](std::string_view value) -> xpu::Status {
-                   if (auto status = validate_node_name(value); !status) return status;
-                   options.node_name = std::string(value);
-                   return xpu::ok_status();
-                 });
+  kube::add_node_name_option(
+      cli, options.node_name,
+      "this node's name, the pool its cards are published in (default: $NODE_NAME)");
   cli.add_option("plugin-dir", "DIR",
                  "the DRA service's socket and the checkpoint of prepared claims (default " +
                      std::string(kDefaultPluginDirectory) + ")",
-                 path_option(options.plugin_dir));
+                 absolute_path_option(options.plugin_dir));
   cli.add_option("registry-dir", "DIR",
                  "the kubelet's plugin registration directory (default " +
                      std::string(kDefaultRegistryDirectory) + ")",
-                 path_option(options.registry_dir));
+                 absolute_path_option(options.registry_dir));
   cli.add_option("cdi-dir", "DIR",
                  "where each prepared claim's CDI spec is written (default " +
                      std::string(kDefaultCdiDirectory) + ")",
-                 path_option(options.cdi_dir));
+                 absolute_path_option(options.cdi_dir));
   cli.add_option(
       "device-taint-effect", "EFFECT",
       "the effect of an unhealthy card's taint in the ResourceSlice: NoSchedule "
@@ -128,43 +96,22 @@ void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options) {
                    if (slash == std::string_view::npos) return xpu::Error{"must be NAMESPACE/NAME"};
                    const std::string_view ns = value.substr(0, slash);
                    const std::string_view name = value.substr(slash + 1);
-                   if (!is_dns_label(ns))
+                   if (!kube::is_dns_label(ns))
                      return xpu::Error{"namespace \"" + std::string(ns) + "\" is not a DNS label"};
-                   if (!is_dns_subdomain(name))
+                   if (!kube::is_dns_subdomain(name))
                      return xpu::Error{"name \"" + std::string(name) + "\" is not a DNS subdomain"};
                    options.daemon_set_namespace = std::string(ns);
                    options.daemon_set_name = std::string(name);
                    return xpu::ok_status();
                  });
-  cli.add_option("api-server", "URL",
-                 "the Kubernetes API server (default: in-cluster, from KUBERNETES_SERVICE_HOST "
-                 "and KUBERNETES_SERVICE_PORT)",
-                 [&options](std::string_view value) -> xpu::Status {
-                   if (!value.starts_with("https://") && !value.starts_with("http://"))
-                     return xpu::Error{"must start with https:// or http://"};
-                   options.api_server = std::string(value);
-                   return xpu::ok_status();
-                 });
-  cli.add_option("api-token-file", "PATH",
-                 "bearer token for the API server, re-read on every call (default: the pod's "
-                 "service-account token)",
-                 path_option(options.api_token_file));
-  cli.add_option("api-ca-file", "PATH",
-                 "CA bundle that signs the API server's certificate (default: the pod's "
-                 "service-account CA)",
-                 path_option(options.api_ca_file));
+  kube::add_api_server_options(cli, options.api);
+  node_status::add_node_status_flag(cli, options.node_status);
 }
 
 xpu::Status complete_dra_driver_options(
     DraDriverOptions& options,
     const std::function<std::optional<std::string>(std::string_view)>& getenv) {
-  if (options.node_name.empty()) {
-    auto env = getenv("NODE_NAME");
-    if (!env || env->empty()) return xpu::Error{"no node name: pass --node-name or set NODE_NAME"};
-    if (auto status = validate_node_name(*env); !status)
-      return xpu::Error{"NODE_NAME: " + status.error()};
-    options.node_name = *env;
-  }
+  if (auto status = kube::complete_node_name(options.node_name, getenv); !status) return status;
   if (auto status = validate_share_policy(options.shares); !status) return status;
   if (options.plugin_dir == options.registry_dir)
     return xpu::Error{
@@ -177,12 +124,7 @@ DraDriverOptions parse_dra_driver_command_line(ShimOptions& options,
                                                std::span<const std::string> args) {
   return parse_role_options<DraDriverOptions>(
       options, args, "dra-driver", add_dra_driver_options, [](DraDriverOptions& driver) {
-        return complete_dra_driver_options(
-            driver, [](std::string_view name) -> std::optional<std::string> {
-              const char* value = std::getenv(std::string(name).c_str());
-              if (!value) return std::nullopt;
-              return std::string(value);
-            });
+        return complete_dra_driver_options(driver, kube::process_environment);
       });
 }
 

@@ -13,6 +13,7 @@
 #include "k8s-shim/dra/kubelet/plugin_directory.h"
 #include "k8s-shim/dra/share_policy.h"
 #include "k8s-shim/dra/slices/device_taints.h"
+#include "k8s-shim/kube/api_server_flags.h"
 #include "k8s-shim/shim_options.h"
 
 namespace shim::dra {
@@ -23,9 +24,10 @@ struct DraDriverOptions {
   std::string registry_dir{kDefaultRegistryDirectory};  // the kubelet's plugin registration
   std::string cdi_dir{kDefaultCdiDirectory};            // per-claim CDI specs
   // The API server; empty: in-cluster (KUBERNETES_SERVICE_HOST/PORT, the pod's token and CA).
-  std::string api_server;
-  std::string api_token_file;  // empty: the pod's service-account token
-  std::string api_ca_file;     // empty: the pod's service-account CA
+  kube::ApiServerFlags api;
+  // --node-status: the node's XPUHealthy condition and kunlunxin.com/xpu.ready label
+  // (k8s-shim/node_status/README.md).
+  bool node_status = false;
   // xpud gone this long: every card unhealthy in the slice, the health stream and prepare alike.
   std::chrono::seconds xpud_grace_period{kDefaultXpudGracePeriod};
   // --device-taint-effect, --device-taint-no-execute: what an unhealthy card's taint does.
@@ -38,10 +40,6 @@ struct DraDriverOptions {
   std::string daemon_set_namespace;
   std::string daemon_set_name;
 };
-
-// Whether `name` is a Kubernetes node name (a DNS subdomain: lower-case letters, digits, '-' and
-// '.', at most 253 characters, each label starting and ending with a letter or digit).
-xpu::Status validate_node_name(std::string_view name);
 
 // The minimum and step are positive and the default is the minimum plus whole steps, as the API
 // server requires of a requestPolicy's default.

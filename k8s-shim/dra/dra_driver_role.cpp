@@ -27,15 +27,18 @@
 #include "k8s-shim/dra/dra_driver_options.h"
 #include "k8s-shim/dra/dra_names.h"
 #include "k8s-shim/dra/driver_departure.h"
-#include "k8s-shim/dra/kube/http_transport.h"
 #include "k8s-shim/dra/kube/kube_api.h"
-#include "k8s-shim/dra/kube/kube_api_config.h"
 #include "k8s-shim/dra/kubelet/claim_cdi_spec.h"
 #include "k8s-shim/dra/kubelet/claim_state.h"
 #include "k8s-shim/dra/kubelet/dra_service.h"
 #include "k8s-shim/dra/kubelet/kubelet_plugin.h"
 #include "k8s-shim/dra/kubelet/prepared_claims.h"
 #include "k8s-shim/dra/slices/slice_publisher.h"
+#include "k8s-shim/kube/api_server_flags.h"
+#include "k8s-shim/kube/http_transport.h"
+#include "k8s-shim/kube/kube_api_config.h"
+#include "k8s-shim/node_status/node_status_options.h"
+#include "k8s-shim/node_status/node_status_reporter.h"
 #include "k8s-shim/poll_timeout.h"
 #include "k8s-shim/roles.h"
 #include "k8s-shim/wake_event.h"
@@ -49,28 +52,6 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::seconds kIdleCheck{2};
 // While draining, name the claims still held this often.
 constexpr std::chrono::seconds kDrainReport{30};
-
-std::optional<std::string> environment(std::string_view name) {
-  const char* value = std::getenv(std::string(name).c_str());
-  if (!value) return std::nullopt;
-  return std::string(value);
-}
-
-xpu::Result<dra::KubeApiConfig> api_config(const dra::DraDriverOptions& options) {
-  dra::KubeApiConfig config;
-  if (options.api_server.empty()) {
-    auto in_cluster = dra::in_cluster_config(environment);
-    if (!in_cluster) return xpu::Error{in_cluster.error() + " (or pass --api-server)"};
-    config = std::move(*in_cluster);
-  } else {
-    config.server = options.api_server;
-    config.token_file = dra::kServiceAccountTokenFile;
-    config.ca_file = dra::kServiceAccountCaFile;
-  }
-  if (!options.api_token_file.empty()) config.token_file = options.api_token_file;
-  if (!options.api_ca_file.empty()) config.ca_file = options.api_ca_file;
-  return config;
-}
 
 dra::AllocatedClaim allocated_claim(const dra::ResourceClaim& claim) {
   dra::AllocatedClaim allocated{.name = claim.name,
@@ -122,7 +103,7 @@ bool should_drain(const dra::DraDriverOptions& driver, dra::KubeApi& api,
 }  // namespace
 
 int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::StopSignals& stop) {
-  auto config = api_config(driver);
+  auto config = kube::api_config(driver.api, kube::process_environment);
   if (!config) {
     spdlog::error("{}", config.error());
     return 1;
@@ -133,11 +114,22 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
       driver.cdi_dir);
   // Two handles: the publisher's calls (this thread) and the claim reads (gRPC threads) never
   // wait for each other.
-  auto slice_transport = dra::CurlTransport::create(*config);
-  auto claim_transport = dra::CurlTransport::create(*config);
+  auto slice_transport = kube::CurlTransport::create(*config);
+  auto claim_transport = kube::CurlTransport::create(*config);
   if (!slice_transport || !claim_transport) {
     spdlog::error("{}", slice_transport ? claim_transport.error() : slice_transport.error());
     return 1;
+  }
+  // A third handle, on the node-status writer's own thread: node writes never wait for the slice.
+  std::optional<node_status::NodeStatusReporter> node_status;
+  if (driver.node_status) {
+    auto node_transport = kube::CurlTransport::create(*config);
+    if (!node_transport) {
+      spdlog::error("{}", node_transport.error());
+      return 1;
+    }
+    node_status.emplace(std::move(*node_transport), driver.node_name,
+                        std::string(node_status::kDraDriverFieldManager), driver.xpud_grace_period);
   }
   dra::KubeApi slice_api(**slice_transport);
   dra::KubeApi claim_api(**claim_transport);
@@ -257,6 +249,8 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
         was_registered = !was_registered;
         if (was_registered) spdlog::info("the kubelet registered the driver");
       }
+      // Serving: the kubelet knows the driver and the scheduler knows its cards.
+      if (node_status) node_status->update(snapshot, was_registered && publisher.published());
 
       pollfd fds[] = {{stop.fd(), POLLIN, 0}, {wake.fd(), POLLIN, 0}, {cards.wake_fd(), POLLIN, 0}};
       if (::poll(fds, std::size(fds), poll_timeout_ms(deadline)) < 0 && errno != EINTR) {
@@ -277,7 +271,9 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
         "stopping: {} claims prepared stay in the checkpoint; {} slice writes and {} claim status "
         "writes this run",
         claim_state.prepared_count(), publisher.writes(), claim_status.writes());
-    // The plugin goes first (its sockets are removed), then the xpud client's watcher.
+    // The ready label goes first (the node stops being advertised as serving), then the plugin
+    // (its sockets are removed), then the xpud client's watcher.
+    if (node_status) node_status->stop();
     plugin->reset();
   }
   spdlog::info("stopped");

@@ -2,8 +2,8 @@
 
 namespace shim::dra {
 
-Departure judge_departure(const ApiResult<DaemonSetPlacement>& daemon_set,
-                          const ApiResult<NodeLabels>& node) {
+Departure judge_departure(const kube::ApiResult<DaemonSetPlacement>& daemon_set,
+                          const kube::ApiResult<NodeLabels>& node) {
   if (!daemon_set) {
     if (daemon_set.error().not_found()) return {true, "its DaemonSet is gone"};
     return {true, "its DaemonSet cannot be read (" + daemon_set.error().message + ")"};

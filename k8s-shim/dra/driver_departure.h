@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "k8s-shim/dra/kube/api_error.h"
 #include "k8s-shim/dra/kube/workload_objects.h"
+#include "k8s-shim/kube/api_error.h"
 
 namespace shim::dra {
 
@@ -23,7 +23,7 @@ struct Departure {
 // the driver's service account, whose token then stops working): draining when in doubt costs
 // time, going when in doubt costs pods that can never be deleted. A nodeAffinity is not
 // evaluated (the chart's DRA DaemonSet places by nodeSelector only): it counts as matching.
-Departure judge_departure(const ApiResult<DaemonSetPlacement>& daemon_set,
-                          const ApiResult<NodeLabels>& node);
+Departure judge_departure(const kube::ApiResult<DaemonSetPlacement>& daemon_set,
+                          const kube::ApiResult<NodeLabels>& node);
 
 }  // namespace shim::dra

@@ -132,7 +132,7 @@ class Arrivals:
             if terminated and terminated.get("startedAt"):
                 record["start"] = seconds(terminated["startedAt"])
                 record["end"] = seconds(terminated["finishedAt"])
-                log = self.node.kubectl("logs", "-n", "default", name, check=False)
+                log = self.node.kubectl("logs", "-n", "default", name, check=False).stdout
                 for line in log.splitlines():
                     if line.startswith("XPU_VISIBLE_DEVICES="):
                         record["card"] = line.split("=", 1)[1].strip()

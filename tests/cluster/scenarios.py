@@ -540,7 +540,7 @@ class Suite:
         finally:
             self.delete_pods(*holders)
 
-    def s25_mode_switches(self):
+    def s26_mode_switches(self):
         """Pods of the add-on's spec (limits kunlunxin.com/xpu: 1, no controller) arriving one a
         second, each holding its card 3 s, through every way a node changes hands: devicePlugin to
         dra and back, a rolling update of the device plugin, and allocation=both with the node
@@ -748,11 +748,12 @@ class Suite:
                 mounts = [line.split()[4] for line in open(f"/proc/{pid}/mountinfo", encoding="utf-8")]
                 host_paths = [m for m in mounts if m.startswith(("/run", "/var/lib/kubelet", "/xpu-runtime"))]
                 print(f"  {pod['metadata']['name']}: host paths mounted: {host_paths}")
-                # An API token only where the role calls the API server (the chart's default RBAC).
+                # An API token only where the role calls the API server (the chart's default RBAC;
+                # the device plugin writes its node's status, nodeStatus.enabled).
                 component = pod["metadata"]["labels"]["app.kubernetes.io/component"]
                 has_token = os.path.exists(
                     in_container(root, "/var/run/secrets/kubernetes.io/serviceaccount/token"))
-                expect(has_token == (component in ("token-sync", "dra-driver")),
+                expect(has_token == (component in ("token-sync", "dra-driver", "device-plugin")),
                        f"{pod['metadata']['name']} ({component}): API token in the container: {has_token}")
                 # The chart's defaults: no devicePlugin.reconfigVxpu, so no pod has the socket
                 # that carries ConfigureVirtualFunctions.
@@ -2513,6 +2514,192 @@ class Suite:
                                        f"{result.stdout[-3000:]}{result.stderr[-3000:]}")
         return result.stdout
 
+    # ---- the node's XPUHealthy condition and ready label ------------------------------------
+
+    def xpu_condition(self):
+        """The node's XPUHealthy condition, or None."""
+        for condition in self.node.get_json("node", NODE_NAME)["status"].get("conditions", []):
+            if condition["type"] == XPU_CONDITION:
+                return condition
+        return None
+
+    def ready_label(self):
+        return self.node.get_json("node", NODE_NAME)["metadata"].get("labels", {}).get(READY_LABEL)
+
+    def wait_xpu_condition(self, status, timeout, contains=""):
+        def matches():
+            condition = self.xpu_condition()
+            return condition if condition and condition["status"] == status and contains in condition.get(
+                "message", "") else None
+        return wait_for(f"{XPU_CONDITION} {status}{' naming ' + contains if contains else ''}", matches, timeout)
+
+    def s25_node_status(self):
+        """The node condition XPUHealthy and the label kunlunxin.com/xpu.ready: the label appears
+        once the device plugin serves and goes when it stops; a card's fault turns the condition
+        False naming the card and its cause, recovery True again, the kubelet's conditions
+        untouched; with allocation=dra the DRA driver keeps both; the writer's own token is
+        refused another node, another condition, another label (also through nodes/status),
+        spec.unschedulable and a taint."""
+        self.reset_to_device_plugin()
+        # The roles come up: the label follows the device plugin's registration.
+        self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}-")
+        _, seconds = timed(lambda: wait_for(f"{READY_LABEL} gone with the pods",
+                                            lambda: self.ready_label() is None and not self.shim_pods(), 90))
+        figure("node label removed to the ready label gone", seconds)
+        started = time.monotonic()
+        self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable")
+        wait_for(f"{READY_LABEL}=true", lambda: self.ready_label() == "true", 120)
+        figure("node labelled to kunlunxin.com/xpu.ready=true (pods created, plugin registered)",
+               time.monotonic() - started)
+        self.wait_plugin_serving()
+        self.wait_allocatable(8, 90)
+        healthy = self.wait_xpu_condition("True", 60)
+        print(f"  {XPU_CONDITION}: {healthy['status']} {healthy['reason']}: {healthy['message']}")
+        expect(healthy["reason"] == "XPUsHealthy" and healthy["message"] == "all 8 cards are healthy",
+               f"the healthy condition: {healthy}")
+        kubelet_ready = [c for c in self.node.get_json("node", NODE_NAME)["status"]["conditions"]
+                         if c["type"] == "Ready"]
+        expect(kubelet_ready and kubelet_ready[0]["status"] == "True", f"the kubelet's Ready: {kubelet_ready}")
+
+        # A card fails, then recovers.
+        started = time.monotonic()
+        self.node.set_health(3, False, "node status test: card in error state")
+        failed = self.wait_xpu_condition("False", 30, contains="xpu3: ")
+        figure("card fault to XPUHealthy False naming it", time.monotonic() - started)
+        print(f"  {XPU_CONDITION}: {failed['status']} {failed['reason']}: {failed['message']}")
+        expect(failed["reason"] == "XPUUnhealthy" and "node status test: card in error state" in failed["message"]
+               and failed["message"].startswith("1 of 8 cards unhealthy"), f"the fault's condition: {failed}")
+        expect(failed["lastTransitionTime"] >= healthy["lastTransitionTime"], f"{failed} after {healthy}")
+        started = time.monotonic()
+        self.node.set_health(3, True)
+        recovered = self.wait_xpu_condition("True", 30)
+        figure("recovery to XPUHealthy True", time.monotonic() - started)
+        expect(recovered["lastTransitionTime"] >= failed["lastTransitionTime"], f"{recovered} after {failed}")
+        after = {c["type"]: c for c in self.node.get_json("node", NODE_NAME)["status"]["conditions"]}
+        expect(after.get("Ready", {}).get("status") == "True", f"the kubelet's conditions after the writes: {after}")
+        managers = {m["manager"] for m in self.node.get_json("node", NODE_NAME, "--show-managed-fields")["metadata"]["managedFields"]}
+        expect("xpu-k8s-shim-device-plugin" in managers, f"field managers of the node: {managers}")
+
+        self.node_status_attacks()
+
+        # The roles stop: the label goes with the device plugin's SIGTERM path; the condition
+        # stays as last written (its heartbeat ages).
+        self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}-")
+        _, seconds = timed(lambda: wait_for(f"{READY_LABEL} gone", lambda: self.ready_label() is None, 90))
+        figure("roles stopped (node label removed) to the ready label gone", seconds)
+        expect(self.xpu_condition() is not None, "the condition went with the roles")
+        self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable")
+        wait_for("three DaemonSets ready", self.daemonsets_ready, 120)
+        wait_for(f"{READY_LABEL}=true again", lambda: self.ready_label() == "true", 90)
+        self.wait_plugin_serving()
+        self.wait_allocatable(8, 90)
+
+        # allocation=dra: the DRA driver serves, writes the condition and holds the label.
+        try:
+            self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
+            started = time.monotonic()
+            self.switch_to_dra()
+            wait_for(f"{READY_LABEL}=true from the DRA driver", lambda: self.ready_label() == "true" and any(
+                m["manager"] == "xpu-k8s-shim-dra-driver"
+                for m in self.node.get_json("node", NODE_NAME, "--show-managed-fields")["metadata"]["managedFields"]), 90)
+            figure("helm upgrade to allocation=dra, to the ready label held by the DRA driver",
+                   time.monotonic() - started)
+            started = time.monotonic()
+            self.node.set_health(5, False, "node status test under dra")
+            self.wait_xpu_condition("False", 30, contains="xpu5: node status test under dra")
+            figure("card fault to XPUHealthy False (DRA driver)", time.monotonic() - started)
+            self.node.set_health(5, True)
+            self.wait_xpu_condition("True", 30)
+        finally:
+            for index in (3, 5):
+                self.node.set_health(index, True)
+            self.reset_to_device_plugin()
+            wait_for(f"{READY_LABEL}=true after the switch back", lambda: self.ready_label() == "true", 90)
+
+    def node_status_attacks(self):
+        """The device plugin's own token (bound to its pod, so to this node) may write this
+        node's XPUHealthy condition and ready label and nothing else."""
+        self.node_status_policy_type_check()
+        plugin = [p for p in self.shim_pods() if p["metadata"]["name"].startswith("xpu-device-plugin")][0]
+        token = self.node.kubectl("create", "token", "-n", CHART_NAMESPACE, "xpu-device-plugin",
+                                  "--bound-object-kind", "Pod", "--bound-object-name", plugin["metadata"]["name"],
+                                  "--bound-object-uid", plugin["metadata"]["uid"]).strip()
+        as_plugin = self.kubectl_bound_to(token=token)
+        who = json.loads(run([*as_plugin, "auth", "whoami", "-o", "json"]))["status"]["userInfo"]
+        expect(who.get("extra", {}).get("authentication.kubernetes.io/node-name") == [NODE_NAME],
+               f"the device plugin's token: {who}")
+        other = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": OTHER_NODE},
+                 "spec": {"unschedulable": True,
+                          "taints": [{"key": "xpu.kunlunxin.com/cluster-test", "effect": "NoSchedule"}]}}
+        self.node.kubectl("create", "-f", "-", input_text=json.dumps(other))
+        condition = {"type": XPU_CONDITION, "status": "False", "reason": "Forged", "message": "forged",
+                     "lastHeartbeatTime": "2026-12-06T00:00:00Z", "lastTransitionTime": "2026-12-06T00:00:00Z"}
+        # Through kubectl where it needs no more than the role has (get and patch on nodes);
+        # the status subresource by a bare PATCH, as kubectl would first get nodes/status.
+        def status_of(name):
+            return f"/api/v1/nodes/{name}/status"
+        attacks = [
+            ("another node's XPUHealthy", status_of(OTHER_NODE), {"status": {"conditions": [condition]}},
+             f"may write only that node, not {OTHER_NODE}"),
+            ("another node's ready label", ["label", "node", OTHER_NODE, f"{READY_LABEL}=true"],
+             None, f"may write only that node, not {OTHER_NODE}"),
+            ("this node's Ready condition", status_of(NODE_NAME),
+             {"status": {"conditions": [dict(condition, type="Ready")]}},
+             "may change only the node condition XPUHealthy"),
+            ("another label on this node", ["label", "node", NODE_NAME, "forged=yes"], None,
+             f"may change only the label {READY_LABEL}"),
+            ("another label through nodes/status", status_of(NODE_NAME),
+             {"metadata": {"labels": {"forged": "yes"}}}, f"may change only the label {READY_LABEL}"),
+            ("the ready label as false", ["label", "node", NODE_NAME, "--overwrite", f"{READY_LABEL}=false"],
+             None, f"the label {READY_LABEL} is \"true\" or absent"),
+            ("spec.unschedulable", ["patch", "node", NODE_NAME, "-p", json.dumps({"spec": {"unschedulable": True}})],
+             None, "may not change a node's spec"),
+            ("a taint", ["taint", "node", NODE_NAME, "forged=yes:NoSchedule"], None, "may not change a node's spec"),
+            ("this node's allocatable", status_of(NODE_NAME), {"status": {"allocatable": {RESOURCE: "64"}}},
+             "may change no node status but the condition XPUHealthy"),
+        ]
+        try:
+            for what, target, body, refusal in attacks:
+                if body is None:
+                    result = run([*as_plugin, *target], check=False)
+                    refused, said = result.returncode != 0, result.stderr.strip()
+                else:
+                    code, said = api_json_patch(target, token, self.node.pki.ca_cert, body,
+                                                "application/strategic-merge-patch+json")
+                    refused = code >= 400
+                expect(refused and NODE_STATUS_POLICY in said and refusal in said,
+                       f"{what} with the device plugin's token: {said!r}")
+                print(f"  device plugin's token, {what}: refused ({said.splitlines()[-1][-110:]})")
+            after = self.node.get_json("node", NODE_NAME)
+            expect("forged" not in after["metadata"].get("labels", {}) and not after["spec"].get("unschedulable")
+                   and not after["spec"].get("taints"), f"the node changed under the attacks: {after['spec']}")
+            result = run([*as_plugin, "delete", "node", OTHER_NODE], check=False)
+            expect(result.returncode != 0 and "forbidden" in result.stderr.lower(),
+                   f"deleting a node with the device plugin's token: {result.stderr.strip()!r}")
+            # What it may do: its own node's condition (here a strategic merge on the type key, as
+            # node-problem-detector writes; the role itself applies). Not the label: a `kubectl
+            # label` would make kubectl a second owner of it, which the role's release leaves be.
+            allowed = dict(condition, reason="XPUsHealthy", status="True", message="written by the test")
+            code, said = api_json_patch(status_of(NODE_NAME), token, self.node.pki.ca_cert,
+                                        {"status": {"conditions": [allowed]}},
+                                        "application/strategic-merge-patch+json")
+            expect(code == 200, f"the device plugin's token writing its own node's XPUHealthy: {code} {said!r}")
+            print("  device plugin's token: its own node's XPUHealthy written")
+        finally:
+            self.node.kubectl("delete", "node", OTHER_NODE, "--wait=true", check=False)
+
+    def node_status_policy_type_check(self):
+        def checked():
+            current = self.node.get_json("validatingadmissionpolicy", NODE_STATUS_POLICY)
+            status = current.get("status", {})
+            if status.get("observedGeneration") != current["metadata"]["generation"]:
+                return None
+            return [status.get("typeChecking", {}).get("expressionWarnings", [])]
+        warnings = wait_for(f"{NODE_STATUS_POLICY} type-checked", checked, 30)[0]
+        expect(not warnings, f"{NODE_STATUS_POLICY}: {warnings}")
+        print(f"  {NODE_STATUS_POLICY} type-checked by the API server without warnings")
+
+
 class PrometheusServer:
     """Debian's Prometheus scraping one target every second, queried over its HTTP API."""
 
@@ -2656,6 +2843,10 @@ NIC_DRIVER = "nic.example.com"
 # to hold a second node's driver token.
 DRA_POLICIES = ["xpu-dra-driver-own-node", "xpu-dra-driver-own-claim-status"]
 SECOND_NODE = "xpu-second-node"
+XPU_CONDITION = "XPUHealthy"
+READY_LABEL = "kunlunxin.com/xpu.ready"
+NODE_STATUS_POLICY = "xpu-node-status-own-node"
+OTHER_NODE = "xpu-node-status-other"
 NIC_SLICE = "nic-example-com-slice"
 
 
@@ -2777,13 +2968,13 @@ def websocket_get(path, token, ca_file):
     return int(parts[1]), body.decode(errors="replace")
 
 
-def api_json_patch(path, token, ca_file, patch):
-    """A JSON patch on the API server with a bearer token; returns the answer's status and the
-    message of its Status object ("" on success)."""
+def api_json_patch(path, token, ca_file, patch, content_type="application/json-patch+json"):
+    """A JSON patch (or a patch of `content_type`) on the API server with a bearer token; returns
+    the answer's status and the message of its Status object ("" on success)."""
     request = urllib.request.Request(f"https://{NODE_IP}:6443{path}", method="PATCH",
                                      data=json.dumps(patch).encode(),
                                      headers={"Authorization": f"Bearer {token}",
-                                              "Content-Type": "application/json-patch+json"})
+                                              "Content-Type": content_type})
     context = ssl.create_default_context(cafile=ca_file)
     try:
         with urllib.request.urlopen(request, context=context, timeout=30) as answer:
@@ -2832,7 +3023,7 @@ SCENARIOS = [
     (19, "s19_reboot"), (20, "s20_one_bound_per_share"),
     # Last: each switches the node's mode or release and puts back only the chart's defaults.
     (21, "s21_validator"), (22, "s22_registry"), (23, "s23_footprint"),
-    (24, "s24_upgrades_under_pods"), (25, "s25_mode_switches"),
+    (24, "s24_upgrades_under_pods"), (25, "s25_node_status"), (26, "s26_mode_switches"),
 ]
 
 

@@ -178,13 +178,19 @@ class DefaultRender(unittest.TestCase):
                      for account in ("xpu-device-plugin", "xpu-exporter", "klx-xpu-serviceaccount")}
         expected |= {("ClusterRole", "klx-xpu-clusterrole"), ("ClusterRoleBinding", "klx-xpu-binding"),
                      ("Service", "xpu-exporter")}
+        # The node's XPUHealthy condition and ready label (nodeStatus, on by default): the writers'
+        # rights and the policy that keeps them to their own node.
+        expected |= {("ClusterRole", "xpu-node-status"), ("ClusterRoleBinding", "xpu-node-status"),
+                     ("ValidatingAdmissionPolicy", "xpu-node-status-own-node"),
+                     ("ValidatingAdmissionPolicyBinding", "xpu-node-status-own-node")}
         # And the validator, a test hook that only `helm test` creates.
         expected.add(("Pod", "xpu-validator"))
         self.assertEqual(set(self.objects), expected)
 
     def test_namespaced_objects_live_in_the_release_namespace(self):
         for (kind, name), obj in self.objects.items():
-            if kind in ("ClusterRole", "ClusterRoleBinding"):
+            if kind in ("ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy",
+                        "ValidatingAdmissionPolicyBinding"):
                 self.assertNotIn("namespace", obj["metadata"], name)
                 for subject in obj.get("subjects", []):
                     self.assertEqual(subject["namespace"], NAMESPACE, name)
@@ -199,10 +205,16 @@ class DefaultRender(unittest.TestCase):
                          [{"kind": "ServiceAccount", "name": "klx-xpu-serviceaccount", "namespace": NAMESPACE}])
 
     def test_each_role_gets_only_what_it_calls(self):
-        # The device plugin and the exporter never call the API server: no token in their pods.
-        for account, daemonset in (("xpu-device-plugin", DEVICE_PLUGIN), ("xpu-exporter", EXPORTER)):
-            self.assertIs(self.objects[("ServiceAccount", account)]["automountServiceAccountToken"], False)
-            self.assertIs(pod_spec(self.objects, daemonset)["automountServiceAccountToken"], False)
+        # The exporter never calls the API server: no token in its pod. The device plugin's writes
+        # its node's status (NodeStatus below), and nothing else.
+        self.assertIs(self.objects[("ServiceAccount", "xpu-exporter")]["automountServiceAccountToken"], False)
+        self.assertIs(pod_spec(self.objects, EXPORTER)["automountServiceAccountToken"], False)
+        self.assertIs(self.objects[("ServiceAccount", "xpu-device-plugin")]["automountServiceAccountToken"], True)
+        self.assertIs(pod_spec(self.objects, DEVICE_PLUGIN)["automountServiceAccountToken"], True)
+        self.assertEqual(
+            [b["subjects"] for (kind, _), b in self.objects.items() if kind == "ClusterRoleBinding"
+             and any(s["name"] == "xpu-device-plugin" for s in b["subjects"])],
+            [[{"kind": "ServiceAccount", "name": "xpu-device-plugin", "namespace": NAMESPACE}]])
         self.assertIs(pod_spec(self.objects, TOKEN_GEN)["automountServiceAccountToken"], True)
         # The token for the XPU runtime: the seed's read-only rules without nodes/proxy, whose get
         # reaches every kubelet's exec and attach.
@@ -276,7 +288,7 @@ class DefaultRender(unittest.TestCase):
     def test_roles_and_default_arguments(self):
         common = ["--v", "5", "--log-level", "info", "--memory-unit", "MiB"]
         self.assertEqual(args_of(self.objects, DEVICE_PLUGIN),
-                         XPUD_API_ARGS + ["device-plugin"] + common + ["--cdi=auto"])
+                         XPUD_API_ARGS + ["device-plugin"] + common + ["--cdi=auto", "--node-status"])
         self.assertEqual(args_of(self.objects, EXPORTER), XPUD_API_ARGS + ["exporter", "--listen", ":9507"] + common)
         self.assertEqual(args_of(self.objects, TOKEN_GEN),
                          ["token-sync", "--dest-parent-dir", "/host/xpu-runtime"] + common)
@@ -750,7 +762,7 @@ class NodeFeatureDiscovery(unittest.TestCase):
                          args_of(plain, DEVICE_PLUGIN))
 
     def test_still_no_token(self):
-        objects = render("devicePlugin.nodeFeatureDiscovery.enabled=true")
+        objects = render("devicePlugin.nodeFeatureDiscovery.enabled=true", "nodeStatus.enabled=false")
         self.assertIs(pod_spec(objects, DEVICE_PLUGIN)["automountServiceAccountToken"], False)
         self.assertNotIn(("ClusterRole", "xpu-device-plugin"), objects)
 
@@ -902,6 +914,69 @@ class ArgumentsMeetTheShim(unittest.TestCase):
                              "devicePlugin.useDetailResName=true")
             self.assertIn("--xpu-share-memory-unit-mib", args_of(objects, DEVICE_PLUGIN))
             self.assert_accepted(objects)
+
+
+class NodeStatus(unittest.TestCase):
+    """The node's XPUHealthy condition and kunlunxin.com/xpu.ready label: written by the role that
+    hands out cards on each node, with only the rights that takes, kept to its own node and to
+    that condition and label by an admission policy."""
+
+    WRITES = {("", "nodes"): {"get", "patch"}, ("", "nodes/status"): {"patch"}}
+
+    def writers(self, objects):
+        binding = objects[("ClusterRoleBinding", "xpu-node-status")]
+        self.assertEqual(binding["roleRef"]["name"], "xpu-node-status")
+        return sorted(s["name"] for s in binding["subjects"])
+
+    def test_the_role_that_hands_out_cards_writes_in_each_mode(self):
+        for mode, writers, role in (("devicePlugin", ["xpu-device-plugin"], DEVICE_PLUGIN),
+                                    ("dra", ["xpu-dra-driver"], "xpu-dra-driver")):
+            objects = render(f"allocation={mode}")
+            self.assertEqual(self.writers(objects), writers, mode)
+            self.assertIn("--node-status", args_of(objects, role), mode)
+            env = {e["name"]: e for e in container(objects, role).get("env", [])}
+            self.assertEqual(env["NODE_NAME"]["valueFrom"], {"fieldRef": {"fieldPath": "spec.nodeName"}})
+            self.assertIs(pod_spec(objects, role)["automountServiceAccountToken"], True)
+        objects = render("allocation=both", "dra.nodeSelector.kunlunxin\\.com/allocation=dra")
+        self.assertEqual(self.writers(objects), ["xpu-device-plugin", "xpu-dra-driver"])
+
+    def test_only_patch_of_nodes_and_their_status(self):
+        rules = render()[("ClusterRole", "xpu-node-status")]["rules"]
+        granted = {}
+        for rule in rules:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    granted.setdefault((group, resource), set()).update(rule["verbs"])
+            self.assertNotIn("resourceNames", rule)
+        self.assertEqual(granted, self.WRITES)
+
+    def test_the_policy_binds_the_two_writers_and_denies(self):
+        objects = render()
+        policy = objects[("ValidatingAdmissionPolicy", "xpu-node-status-own-node")]["spec"]
+        self.assertEqual(policy["failurePolicy"], "Fail")
+        self.assertEqual(policy["matchConstraints"]["resourceRules"][0]["resources"], ["nodes", "nodes/status"])
+        self.assertIn(f'"system:serviceaccount:{NAMESPACE}:xpu-device-plugin"',
+                      policy["matchConditions"][0]["expression"])
+        self.assertIn(f'"system:serviceaccount:{NAMESPACE}:xpu-dra-driver"',
+                      policy["matchConditions"][0]["expression"])
+        binding = objects[("ValidatingAdmissionPolicyBinding", "xpu-node-status-own-node")]["spec"]
+        self.assertEqual(binding, {"policyName": "xpu-node-status-own-node", "validationActions": ["Deny"]})
+
+    def test_off_removes_the_rights_the_policy_the_flag_and_the_token(self):
+        objects = render("nodeStatus.enabled=false")
+        for kind in ("ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy",
+                     "ValidatingAdmissionPolicyBinding"):
+            self.assertFalse([key for key in objects if key[0] == kind and "node-status" in key[1]], kind)
+        self.assertNotIn("--node-status", args_of(objects, DEVICE_PLUGIN))
+        self.assertIs(pod_spec(objects, DEVICE_PLUGIN)["automountServiceAccountToken"], False)
+        self.assertIs(objects[("ServiceAccount", "xpu-device-plugin")]["automountServiceAccountToken"], False)
+        dra = render("nodeStatus.enabled=false", "allocation=dra")
+        self.assertNotIn("--node-status", args_of(dra, "xpu-dra-driver"))
+
+    def test_a_value_that_is_no_boolean_is_refused(self):
+        refused = render_failure("nodeStatus.enabled=yes-please")
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("nodeStatus", refused.stderr)
 
 
 class Validator(unittest.TestCase):
@@ -1123,7 +1198,8 @@ class Allocation(unittest.TestCase):
         result = run_helm("template", "rel", CHART, "--namespace", "xpu-system", "--set", "allocation=dra")
         self.assertEqual(result.returncode, 0, result.stderr)
         policies = [d for d in yaml.safe_load_all(result.stdout)
-                    if d and d["kind"] == "ValidatingAdmissionPolicy"]
+                    if d and d["kind"] == "ValidatingAdmissionPolicy"
+                    and d["metadata"]["name"].startswith("xpu-dra-driver")]
         self.assertEqual(sorted(p["metadata"]["name"] for p in policies),
                          ["xpu-dra-driver-own-claim-status", "xpu-dra-driver-own-node"])
         for policy in policies:

@@ -193,3 +193,20 @@ from xpud and the pods from the kubelet's sockets.
 {{- define "xpu-k8s-shim.nodeRoleToken" -}}
 {{- if include "xpu-k8s-shim.rbacCompat" . }}true{{ else }}false{{ end }}
 {{- end }}
+
+{{/*
+"true" when the role that hands out cards on a node (the device plugin, or the DRA driver) keeps
+the node's XPUHealthy condition and its kunlunxin.com/xpu.ready label (nodeStatus.enabled,
+default true); empty otherwise.
+*/}}
+{{- define "xpu-k8s-shim.nodeStatus" -}}
+{{- if dig "enabled" true (.Values.nodeStatus | default dict) }}true{{ end }}
+{{- end }}
+
+{{/*
+"true" when the device plugin's pod mounts a service-account token: to write its node's status
+(nodeStatus.enabled), or for the replaced add-on's rules (rbac.compat).
+*/}}
+{{- define "xpu-k8s-shim.devicePluginToken" -}}
+{{- if or (include "xpu-k8s-shim.nodeStatus" .) (include "xpu-k8s-shim.rbacCompat" .) }}true{{ else }}false{{ end }}
+{{- end }}

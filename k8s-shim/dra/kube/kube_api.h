@@ -7,49 +7,50 @@
 #include <vector>
 
 #include "common/result.h"
-#include "k8s-shim/dra/kube/api_error.h"
-#include "k8s-shim/dra/kube/http_transport.h"
 #include "k8s-shim/dra/kube/resource_claim.h"
 #include "k8s-shim/dra/kube/resource_slice.h"
 #include "k8s-shim/dra/kube/workload_objects.h"
+#include "k8s-shim/kube/api_error.h"
+#include "k8s-shim/kube/http_transport.h"
 
 namespace shim::dra {
 
 // Holds no state of its own: as thread-safe as the transport it uses.
 class KubeApi {
  public:
-  explicit KubeApi(HttpTransport& transport) : transport_(transport) {}
+  explicit KubeApi(kube::HttpTransport& transport) : transport_(transport) {}
 
   // GET /apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}
-  ApiResult<ResourceClaim> get_resource_claim(std::string_view namespace_name,
-                                              std::string_view name);
+  kube::ApiResult<ResourceClaim> get_resource_claim(std::string_view namespace_name,
+                                                    std::string_view name);
   // PATCH .../resourceclaims/{name}/status, server-side apply of `body` (whose metadata names the
   // claim, with its UID) as field manager `field_manager`.
-  ApiResult<xpu::Ok> apply_resource_claim_status(std::string_view namespace_name,
-                                                 std::string_view name,
-                                                 std::string_view field_manager, std::string body);
+  kube::ApiResult<xpu::Ok> apply_resource_claim_status(std::string_view namespace_name,
+                                                       std::string_view name,
+                                                       std::string_view field_manager,
+                                                       std::string body);
   // GET /apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.driver=..,spec.nodeName=..
-  ApiResult<std::vector<ResourceSlice>> list_resource_slices(std::string_view driver,
-                                                             std::string_view node);
+  kube::ApiResult<std::vector<ResourceSlice>> list_resource_slices(std::string_view driver,
+                                                                   std::string_view node);
   // POST; the slice must have no name (generateName is used). Returns the created object.
-  ApiResult<ResourceSlice> create_resource_slice(const ResourceSlice& slice);
+  kube::ApiResult<ResourceSlice> create_resource_slice(const ResourceSlice& slice);
   // PUT /resourceslices/{name} with metadata.resourceVersion (required): a stale one is a 409.
-  ApiResult<ResourceSlice> update_resource_slice(const ResourceSlice& slice);
+  kube::ApiResult<ResourceSlice> update_resource_slice(const ResourceSlice& slice);
   // DELETE /resourceslices/{name}
-  ApiResult<xpu::Ok> delete_resource_slice(std::string_view name);
+  kube::ApiResult<xpu::Ok> delete_resource_slice(std::string_view name);
 
   // GET /api/v1/nodes/{name}
-  ApiResult<NodeLabels> get_node_labels(std::string_view name);
+  kube::ApiResult<NodeLabels> get_node_labels(std::string_view name);
   // GET /apis/apps/v1/namespaces/{ns}/daemonsets/{name}
-  ApiResult<DaemonSetPlacement> get_daemon_set_placement(std::string_view namespace_name,
-                                                         std::string_view name);
+  kube::ApiResult<DaemonSetPlacement> get_daemon_set_placement(std::string_view namespace_name,
+                                                               std::string_view name);
 
  private:
   // Sends and returns the body of a 2xx answer; anything else becomes an ApiError.
-  ApiResult<std::string> call(std::string method, std::string target, std::string body,
-                              std::string content_type = {});
+  kube::ApiResult<std::string> call(std::string method, std::string target, std::string body,
+                                    std::string content_type = {});
 
-  HttpTransport& transport_;
+  kube::HttpTransport& transport_;
 };
 
 }  // namespace shim::dra

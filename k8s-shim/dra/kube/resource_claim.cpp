@@ -1,11 +1,11 @@
 #include "k8s-shim/dra/kube/resource_claim.h"
 
-#include "k8s-shim/dra/kube/json_fields.h"
 #include "k8s-shim/dra/kube/quantity.h"
+#include "k8s-shim/kube/json_fields.h"
 
 namespace shim::dra {
 
-namespace jf = json_fields;
+namespace jf = kube::json_fields;
 
 xpu::Result<ResourceClaim> parse_resource_claim(std::string_view json) {
   try {

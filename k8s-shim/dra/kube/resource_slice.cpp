@@ -1,12 +1,12 @@
 #include "k8s-shim/dra/kube/resource_slice.h"
 
 #include "k8s-shim/dra/dra_names.h"
-#include "k8s-shim/dra/kube/json_fields.h"
 #include "k8s-shim/dra/kube/quantity.h"
+#include "k8s-shim/kube/json_fields.h"
 
 namespace shim::dra {
 
-namespace jf = json_fields;
+namespace jf = kube::json_fields;
 using nlohmann::json;
 
 namespace {

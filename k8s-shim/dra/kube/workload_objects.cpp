@@ -1,10 +1,10 @@
 #include "k8s-shim/dra/kube/workload_objects.h"
 
-#include "k8s-shim/dra/kube/json_fields.h"
+#include "k8s-shim/kube/json_fields.h"
 
 namespace shim::dra {
 
-namespace jf = json_fields;
+namespace jf = kube::json_fields;
 
 namespace {
 

@@ -130,7 +130,7 @@ SlicePublisher::Clock::time_point SlicePublisher::reconcile(Clock::time_point no
   return next_resync_;
 }
 
-void SlicePublisher::note_failure(const ApiError& error) {
+void SlicePublisher::note_failure(const kube::ApiError& error) {
   // Once per streak: a down API server must not fill the log every back-off step.
   if (!failing_) spdlog::warn("dra: ResourceSlice of node {}: {}", node_name_, error.message);
   failing_ = true;

@@ -54,6 +54,10 @@ class SlicePublisher {
   // after set_devices() too, since the returned time does not know of later changes.
   Clock::time_point reconcile(Clock::time_point now);
 
+  // Whether the API holds the pool as some set_devices() asked for (written, or found so), even
+  // if a newer change is not written yet: the scheduler knows the node's cards. Reconcile thread.
+  bool published() const { return published_version_ != 0; }
+
   // Successful create/update/delete calls so far.
   std::uint64_t writes() const { return writes_.load(); }
 
@@ -81,7 +85,7 @@ class SlicePublisher {
   bool note_server_dropped_counters(const ResourceSliceSpec& sent, const ResourceSlice& written);
   // False when one could not be deleted (then a relist is due).
   bool delete_extras(const std::vector<ResourceSlice>& extras);
-  void note_failure(const ApiError& error);
+  void note_failure(const kube::ApiError& error);
 
   KubeApi& api_;
   const std::string node_name_;
@@ -100,7 +104,7 @@ class SlicePublisher {
   Clock::time_point next_resync_{};
   std::chrono::seconds backoff_{0};
   bool failing_ = false;
-  ApiError conflict_;  // the 409/404 that asked for the retry, logged if the retry fails too
+  kube::ApiError conflict_;  // the 409/404 that asked for the retry, logged if the retry fails too
   // False once a write came back without the taints it carried: an API server before 1.36, or
   // with DRADeviceTaints off, drops the field, and writing it again would change nothing but
   // cost a write per resync. For the process's life: a server upgrade restarts nothing here,

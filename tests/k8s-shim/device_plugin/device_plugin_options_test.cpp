@@ -169,5 +169,41 @@ TEST(DevicePluginOptions, CdiIsAutoUnlessSetAndTakesOnlyItsThreeValues) {
               "--cdi: '' is not one of auto, true, false");
 }
 
+TEST(DevicePluginOptions, NodeStatusTakesTheNodeNameFromTheFlagOrNodeName) {
+  // The chart passes --node-status and sets NODE_NAME from spec.nodeName.
+  auto options = parse({"--node-status", "--node-name", "node-a"});
+  EXPECT_TRUE(options.node_status);
+  EXPECT_EQ(options.node_name, "node-a");
+  DevicePluginOptions from_env;
+  from_env.node_status = true;
+  auto env = [](std::string_view name) -> std::optional<std::string> {
+    if (name == "NODE_NAME") return "node-b";
+    return std::nullopt;
+  };
+  ASSERT_TRUE(complete_device_plugin_options(from_env, env).ok());
+  EXPECT_EQ(from_env.node_name, "node-b");
+  // Off, no node name is needed.
+  DevicePluginOptions off;
+  EXPECT_TRUE(complete_device_plugin_options(off, [](std::string_view) {
+                return std::optional<std::string>();
+              }).ok());
+}
+
+TEST(DevicePluginOptions, NodeStatusWithoutANodeNameIsRefused) {
+  DevicePluginOptions options;
+  options.node_status = true;
+  auto none = complete_device_plugin_options(
+      options, [](std::string_view) { return std::optional<std::string>(); });
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error(), "no node name: pass --node-name or set NODE_NAME");
+  auto bad = complete_device_plugin_options(
+      options, [](std::string_view) { return std::optional<std::string>("Node_A"); });
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("NODE_NAME: 'Node_A' is not a node name"), std::string::npos)
+      << bad.error();
+  EXPECT_EXIT(parse({"--node-status", "--node-name", "../x"}), ::testing::ExitedWithCode(2),
+              "is not a node name");
+}
+
 }  // namespace
 }  // namespace shim

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s-shim/cards/card_state.h"
+#include "k8s-shim/kube/api_time.h"
 #include "tests/k8s-shim/dra/kube/replay_transport.h"
 #include "tests/support/card_builder.h"
 
@@ -44,7 +45,7 @@ void set_cards(DeviceStatusWriter& writer, const std::vector<PreparedClaim>& cla
              /*xpud_lost=*/false, wall_now);
 }
 
-nlohmann::json devices_sent(const HttpRequest& request) {
+nlohmann::json devices_sent(const kube::HttpRequest& request) {
   return nlohmann::json::parse(request.body).at("status").at("devices");
 }
 
@@ -68,7 +69,7 @@ TEST(ConditionReason, AKindThatCannotBeAReasonIsUnhealthy) {
 }
 
 TEST(Rfc3339, SecondsInUtc) {
-  EXPECT_EQ(rfc3339(kMorning + 999ms), kMorningText);
+  EXPECT_EQ(kube::rfc3339(kMorning + 999ms), kMorningText);
 }
 
 TEST(DeviceStatusApplyBody, NamesTheClaimWithItsUidAndOnlyOurEntries) {
@@ -139,7 +140,7 @@ TEST_F(DeviceStatusWriterTest, APreparedClaimsCardsAreWrittenOnceByServerSideApp
   transport_.answer(200, "{}");
   EXPECT_EQ(writer_.reconcile(now_), Clock::time_point::max());
   ASSERT_EQ(transport_.requests.size(), 1u);
-  const HttpRequest& sent = transport_.requests[0];
+  const kube::HttpRequest& sent = transport_.requests[0];
   EXPECT_EQ(sent.method, "PATCH");
   EXPECT_EQ(sent.target,
             "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/train/status"

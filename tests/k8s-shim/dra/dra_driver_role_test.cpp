@@ -15,10 +15,10 @@ std::optional<std::string> no_environment(std::string_view) {
 
 TEST(DraDriverOptions, NodeNamesAreDnsSubdomains) {
   for (const char* good : {"node-1", "worker.example.com", "a", "0node"})
-    EXPECT_TRUE(validate_node_name(good).ok()) << good;
+    EXPECT_TRUE(kube::validate_node_name(good).ok()) << good;
   for (const char* bad : {"", "Node-1", "-node", "node-", "a..b", "node_1", "node/1", ".a"})
-    EXPECT_FALSE(validate_node_name(bad).ok()) << bad;
-  EXPECT_FALSE(validate_node_name(std::string(254, 'a')).ok());
+    EXPECT_FALSE(kube::validate_node_name(bad).ok()) << bad;
+  EXPECT_FALSE(kube::validate_node_name(std::string(254, 'a')).ok());
 }
 
 TEST(DraDriverOptions, TheNodeNameComesFromTheFlagOrNodeName) {

@@ -22,15 +22,15 @@ constexpr std::string_view kNode = R"({
                                             "kubernetes.io/os": "linux"}},
   "status": {"allocatable": {"cpu": "2"}}})";
 
-ApiResult<DaemonSetPlacement> daemon_set(std::string_view json) {
+kube::ApiResult<DaemonSetPlacement> daemon_set(std::string_view json) {
   auto parsed = parse_daemon_set_placement(json);
-  if (!parsed) return ApiError{.code = 0, .reason = "BadResponse", .message = parsed.error()};
+  if (!parsed) return kube::ApiError{.code = 0, .reason = "BadResponse", .message = parsed.error()};
   return parsed.value();
 }
 
-ApiResult<NodeLabels> node(std::string_view json) {
+kube::ApiResult<NodeLabels> node(std::string_view json) {
   auto parsed = parse_node_labels(json);
-  if (!parsed) return ApiError{.code = 0, .reason = "BadResponse", .message = parsed.error()};
+  if (!parsed) return kube::ApiError{.code = 0, .reason = "BadResponse", .message = parsed.error()};
   return parsed.value();
 }
 
@@ -47,7 +47,8 @@ TEST(DriverDeparture, AnUnchangedDaemonSetThatStillSelectsTheNodeReplacesTheDriv
 
 TEST(DriverDeparture, AGoneOrDeletedDaemonSetMeansLeaving) {
   const Departure gone = judge_departure(
-      ApiError{.code = 404, .reason = "NotFound", .message = "GET ...: not found"}, node(kNode));
+      kube::ApiError{.code = 404, .reason = "NotFound", .message = "GET ...: not found"},
+      node(kNode));
   EXPECT_TRUE(gone.leaving);
   EXPECT_NE(gone.why.find("gone"), std::string::npos) << gone.why;
 
@@ -76,7 +77,8 @@ TEST(DriverDeparture, ANodeTheSelectorNoLongerPicksMeansLeaving) {
 
 TEST(DriverDeparture, WhatCannotBeReadCountsAsLeaving) {
   // The chart's removal deletes the service account too: the token stops working.
-  const ApiError unauthorized{.code = 401, .reason = "Unauthorized", .message = "GET ...: 401"};
+  const kube::ApiError unauthorized{
+      .code = 401, .reason = "Unauthorized", .message = "GET ...: 401"};
   EXPECT_TRUE(judge_departure(unauthorized, node(kNode)).leaving);
   EXPECT_TRUE(judge_departure(daemon_set(kDaemonSet), unauthorized).leaving);
   EXPECT_TRUE(judge_departure(daemon_set(R"({"kind": "DaemonSet", "spec": {"template": {"spec":

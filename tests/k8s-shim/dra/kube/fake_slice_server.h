@@ -19,11 +19,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "k8s-shim/dra/kube/http_transport.h"
+#include "k8s-shim/kube/http_transport.h"
 
 namespace shim::dra::testing {
 
-class FakeSliceServer : public HttpTransport {
+class FakeSliceServer : public kube::HttpTransport {
  public:
   static constexpr std::string_view kSlices = "/apis/resource.k8s.io/v1/resourceslices";
 
@@ -60,7 +60,7 @@ class FakeSliceServer : public HttpTransport {
     store_.at(name)["metadata"]["resourceVersion"] = std::to_string(++version_);
   }
 
-  xpu::Result<HttpResponse> send(const HttpRequest& request) override {
+  xpu::Result<kube::HttpResponse> send(const kube::HttpRequest& request) override {
     requests.push_back(request);
     for (auto it = failures_.begin(); it != failures_.end(); ++it) {
       if (!it->method.empty() && it->method != request.method) continue;
@@ -80,11 +80,11 @@ class FakeSliceServer : public HttpTransport {
                              {"metadata", {{"resourceVersion", std::to_string(version_)}}},
                              {"items", nlohmann::json::array()}};
       for (const auto& [name, object] : store_) list["items"].push_back(object);
-      return HttpResponse{200, list.dump()};
+      return kube::HttpResponse{200, list.dump()};
     }
     if (request.method == "POST" && target == kSlices) {
       std::string name = add(admitted(nlohmann::json::parse(request.body), nullptr));
-      return HttpResponse{201, store_[name].dump()};
+      return kube::HttpResponse{201, store_[name].dump()};
     }
     std::string name(target.substr(std::min(target.size(), kSlices.size() + 1)));
     auto it = store_.find(name);
@@ -97,12 +97,12 @@ class FakeSliceServer : public HttpTransport {
         return status_answer(409, "Conflict", "the object has been modified");
       object["metadata"]["resourceVersion"] = std::to_string(++version_);
       it->second = object;
-      return HttpResponse{200, object.dump()};
+      return kube::HttpResponse{200, object.dump()};
     }
     if (request.method == "DELETE") {
       auto object = it->second;
       store_.erase(it);
-      return HttpResponse{200, object.dump()};
+      return kube::HttpResponse{200, object.dump()};
     }
     return status_answer(405, "MethodNotAllowed", "not here");
   }
@@ -114,14 +114,14 @@ class FakeSliceServer : public HttpTransport {
     return n;
   }
 
-  std::vector<HttpRequest> requests;
+  std::vector<kube::HttpRequest> requests;
 
  private:
-  static HttpResponse status_answer(long code, const std::string& reason,
-                                    const std::string& message) {
+  static kube::HttpResponse status_answer(long code, const std::string& reason,
+                                          const std::string& message) {
     nlohmann::json status = {{"kind", "Status"},   {"apiVersion", "v1"}, {"status", "Failure"},
                              {"message", message}, {"reason", reason},   {"code", code}};
-    return HttpResponse{code, status.dump()};
+    return kube::HttpResponse{code, status.dump()};
   }
 
   static bool uses_counters(const nlohmann::json& slice) {

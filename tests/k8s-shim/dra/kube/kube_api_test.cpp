@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s-shim/dra/kube/api_paths.h"
+#include "k8s-shim/kube/api_names.h"
 #include "tests/k8s-shim/dra/kube/replay_transport.h"
 
 namespace shim::dra {
@@ -159,13 +160,13 @@ TEST(KubeApi, RefusesBadNamesBeforeSending) {
 }
 
 TEST(ApiPaths, ValidatesAndEncodes) {
-  EXPECT_TRUE(is_dns_label("kube-system"));
-  EXPECT_FALSE(is_dns_label("-a"));
-  EXPECT_FALSE(is_dns_label(std::string(64, 'a')));
-  EXPECT_TRUE(is_dns_subdomain("node-a.example.com"));
-  EXPECT_FALSE(is_dns_subdomain("a..b"));
-  EXPECT_FALSE(is_dns_subdomain("a."));
-  EXPECT_EQ(percent_encode("a=b,c d/é"), "a%3Db%2Cc%20d%2F%C3%A9");
+  EXPECT_TRUE(kube::is_dns_label("kube-system"));
+  EXPECT_FALSE(kube::is_dns_label("-a"));
+  EXPECT_FALSE(kube::is_dns_label(std::string(64, 'a')));
+  EXPECT_TRUE(kube::is_dns_subdomain("node-a.example.com"));
+  EXPECT_FALSE(kube::is_dns_subdomain("a..b"));
+  EXPECT_FALSE(kube::is_dns_subdomain("a."));
+  EXPECT_EQ(kube::percent_encode("a=b,c d/é"), "a%3Db%2Cc%20d%2F%C3%A9");
 }
 
 }  // namespace

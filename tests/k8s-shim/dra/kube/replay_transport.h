@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include "k8s-shim/dra/kube/http_transport.h"
+#include "k8s-shim/kube/http_transport.h"
 
 namespace shim::dra::testing {
 
@@ -21,27 +21,27 @@ inline std::string recorded(const std::string& name) {
   return text.str();
 }
 
-class ReplayTransport : public HttpTransport {
+class ReplayTransport : public kube::HttpTransport {
  public:
   void answer(long status, std::string body) {
-    queue_.push_back(HttpResponse{status, std::move(body)});
+    queue_.push_back(kube::HttpResponse{status, std::move(body)});
   }
   void answer_recorded(long status, const std::string& file) { answer(status, recorded(file)); }
   void fail(std::string message) { queue_.push_back(xpu::Error{std::move(message)}); }
 
-  xpu::Result<HttpResponse> send(const HttpRequest& request) override {
+  xpu::Result<kube::HttpResponse> send(const kube::HttpRequest& request) override {
     requests.push_back(request);
     if (queue_.empty()) return xpu::Error{"ReplayTransport: no answer queued"};
     auto next = std::move(queue_.front());
     queue_.pop_front();
     if (auto* error = std::get_if<xpu::Error>(&next)) return *error;
-    return std::get<HttpResponse>(std::move(next));
+    return std::get<kube::HttpResponse>(std::move(next));
   }
 
-  std::vector<HttpRequest> requests;
+  std::vector<kube::HttpRequest> requests;
 
  private:
-  std::deque<std::variant<HttpResponse, xpu::Error>> queue_;
+  std::deque<std::variant<kube::HttpResponse, xpu::Error>> queue_;
 };
 
 }  // namespace shim::dra::testing

@@ -1,10 +1,10 @@
-#include "k8s-shim/dra/kube/kube_api_config.h"
+#include "k8s-shim/kube/kube_api_config.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
-namespace shim::dra {
+namespace shim::kube {
 namespace {
 
 auto env(std::map<std::string, std::string> values) {
@@ -51,4 +51,4 @@ TEST(InClusterConfig, RefusesValuesThatWouldReshapeTheUrl) {
 }
 
 }  // namespace
-}  // namespace shim::dra
+}  // namespace shim::kube

@@ -9,9 +9,9 @@
 #include <variant>
 
 #include "common/result.h"
-#include "k8s-shim/dra/kube/http_transport.h"
+#include "k8s-shim/kube/http_transport.h"
 
-namespace shim::dra {
+namespace shim::kube {
 
 struct ApiError {
   long code = 0;        // HTTP status; 0 when no answer came (transport, bad input, bad body)
@@ -49,4 +49,4 @@ class [[nodiscard]] ApiResult {
 ApiError api_error_from_response(std::string_view method, std::string_view target,
                                  const HttpResponse& response);
 
-}  // namespace shim::dra
+}  // namespace shim::kube

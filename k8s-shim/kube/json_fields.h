@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace shim::dra::json_fields {
+namespace shim::kube::json_fields {
 
 class FieldError : public std::runtime_error {
  public:
@@ -41,4 +41,4 @@ bool bool_or(const nlohmann::json& object, std::string_view path, std::string_vi
 // Parses a whole document; a FieldError on syntax errors (with nlohmann's position).
 nlohmann::json parse_document(std::string_view text);
 
-}  // namespace shim::dra::json_fields
+}  // namespace shim::kube::json_fields

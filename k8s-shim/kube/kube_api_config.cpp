@@ -1,8 +1,8 @@
-#include "k8s-shim/dra/kube/kube_api_config.h"
+#include "k8s-shim/kube/kube_api_config.h"
 
 #include <charconv>
 
-namespace shim::dra {
+namespace shim::kube {
 
 xpu::Result<KubeApiConfig> in_cluster_config(
     const std::function<std::optional<std::string>(std::string_view)>& getenv) {
@@ -31,4 +31,4 @@ xpu::Result<KubeApiConfig> in_cluster_config(
   return config;
 }
 
-}  // namespace shim::dra
+}  // namespace shim::kube

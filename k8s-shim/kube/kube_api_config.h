@@ -10,7 +10,7 @@
 
 #include "common/result.h"
 
-namespace shim::dra {
+namespace shim::kube {
 
 struct KubeApiConfig {
   std::string server;                        // "https://host:port" (tests: "http://127.0.0.1:port")
@@ -29,4 +29,4 @@ inline constexpr std::string_view kServiceAccountCaFile =
 xpu::Result<KubeApiConfig> in_cluster_config(
     const std::function<std::optional<std::string>(std::string_view)>& getenv);
 
-}  // namespace shim::dra
+}  // namespace shim::kube

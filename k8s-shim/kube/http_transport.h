@@ -10,9 +10,9 @@
 #include <string>
 
 #include "common/result.h"
-#include "k8s-shim/dra/kube/kube_api_config.h"
+#include "k8s-shim/kube/kube_api_config.h"
 
-namespace shim::dra {
+namespace shim::kube {
 
 struct HttpRequest {
   std::string method;  // "GET", "POST", "PUT", "PATCH", "DELETE"
@@ -66,4 +66,4 @@ class CurlTransport : public HttpTransport {
   std::filesystem::file_time_type token_mtime_{};
 };
 
-}  // namespace shim::dra
+}  // namespace shim::kube

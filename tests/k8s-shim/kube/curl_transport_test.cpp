@@ -1,6 +1,6 @@
 // CurlTransport against a real (plain HTTP) server, echo_server.py: what goes on the wire, the
 // token re-read, and the limits (size, redirects, timeout, refused connections).
-#include "k8s-shim/dra/kube/http_transport.h"
+#include "k8s-shim/kube/http_transport.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include "tests/support/child_process.h"
 #include "tests/support/wait.h"
 
-namespace shim::dra {
+namespace shim::kube {
 namespace {
 
 class CurlTransportTest : public ::testing::Test {
@@ -19,8 +19,7 @@ class CurlTransportTest : public ::testing::Test {
   void SetUp() override {
     server_ = std::make_unique<xpu::test::ChildProcess>(
         std::vector<std::string>{
-            "/usr/bin/python3",
-            std::string(XPU_SOURCE_DIR) + "/tests/k8s-shim/dra/kube/echo_server.py",
+            "/usr/bin/python3", std::string(XPU_SOURCE_DIR) + "/tests/k8s-shim/kube/echo_server.py",
             (dir_.path() / "port").string()},
         dir_.path() / "server.log");
     ASSERT_TRUE(xpu::test::wait_until([&] {
@@ -153,4 +152,4 @@ TEST(CurlTransport, RefusesOtherSchemes) {
 }
 
 }  // namespace
-}  // namespace shim::dra
+}  // namespace shim::kube

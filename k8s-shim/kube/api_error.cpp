@@ -1,8 +1,8 @@
-#include "k8s-shim/dra/kube/api_error.h"
+#include "k8s-shim/kube/api_error.h"
 
 #include <nlohmann/json.hpp>
 
-namespace shim::dra {
+namespace shim::kube {
 
 namespace {
 
@@ -37,4 +37,4 @@ ApiError api_error_from_response(std::string_view method, std::string_view targe
   return error;
 }
 
-}  // namespace shim::dra
+}  // namespace shim::kube

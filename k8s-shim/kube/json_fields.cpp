@@ -1,6 +1,6 @@
-#include "k8s-shim/dra/kube/json_fields.h"
+#include "k8s-shim/kube/json_fields.h"
 
-namespace shim::dra::json_fields {
+namespace shim::kube::json_fields {
 
 namespace {
 
@@ -77,4 +77,4 @@ nlohmann::json parse_document(std::string_view text) {
   }
 }
 
-}  // namespace shim::dra::json_fields
+}  // namespace shim::kube::json_fields

@@ -1,4 +1,4 @@
-#include "k8s-shim/dra/kube/http_transport.h"
+#include "k8s-shim/kube/http_transport.h"
 
 #include <curl/curl.h>
 
@@ -6,7 +6,7 @@
 #include <sstream>
 #include <system_error>
 
-namespace shim::dra {
+namespace shim::kube {
 
 namespace {
 
@@ -168,4 +168,4 @@ xpu::Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
   return response;
 }
 
-}  // namespace shim::dra
+}  // namespace shim::kube

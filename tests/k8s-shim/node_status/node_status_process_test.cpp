@@ -1,0 +1,136 @@
+// The device plugin with --node-status over the life of the process: the real shim against the
+// real xpud (xpuml backend over the fake libxpuml) on a private bus, a kubelet stand-in's
+// Registration service and a stand-in for the API server's Node endpoints (node_server.py). The
+// label appears once the plugin is registered, the condition says the cards, and SIGTERM
+// releases the label before the process exits 0, leaving the condition.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/k8s-shim/device_plugin/kubelet_registration_standin.h"
+#include "tests/support/child_process.h"
+#include "tests/support/private_bus.h"
+#include "tests/support/wait.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using xpu::test::binary_path;
+using xpu::test::ChildProcess;
+using xpu::test::KubeletRegistrationStandin;
+using xpu::test::wait_until;
+using xpu::test::write_file;
+namespace fs = std::filesystem;
+
+constexpr auto kDeadline = 20s;
+constexpr const char* kLabel = "kunlunxin.com/xpu.ready";
+
+class NodeStatusProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(plugin_dir_);
+    write_file(dir_.path() / "scenario", "devices 2\n");
+    write_file(
+        dir_.path() / "xpud.conf",
+        "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n[xpuml]\nlibrary = " FAKE_XPUML
+        "\n[sysfs]\nroot = " +
+            dir_.path().string() + "\n");
+    write_file(dir_.path() / "token", "a-token\n");
+    server_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{
+            "/usr/bin/python3",
+            std::string(XPU_SOURCE_DIR) + "/tests/k8s-shim/node_status/node_server.py",
+            dir_.path().string(), "node-a"},
+        dir_.path() / "server.log");
+    ASSERT_TRUE(wait_until([&] { return fs::exists(dir_.path() / "port"); })) << server_->output();
+    std::ifstream in(dir_.path() / "port");
+    in >> port_;
+    xpud_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(),
+                                 "--config", (dir_.path() / "xpud.conf").string()},
+        dir_.path() / "xpud.log",
+        std::map<std::string, std::string>{
+            {"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()}});
+  }
+
+  std::unique_ptr<ChildProcess> start_shim() {
+    return std::make_unique<ChildProcess>(
+        std::vector<std::string>{binary_path("k8s-shim/xpu-k8s-shim").string(), "--bus-address",
+                                 bus_.address(), "device-plugin", "--plugin-dir",
+                                 plugin_dir_.string(), "--node-status", "--node-name", "node-a",
+                                 "--api-server", "http://127.0.0.1:" + std::to_string(port_),
+                                 "--api-token-file", (dir_.path() / "token").string()},
+        dir_.path() / "shim.log");
+  }
+
+  // The Node as the stand-in holds it now (null before the first request).
+  nlohmann::json node() const {
+    std::ifstream in(dir_.path() / "node.json");
+    if (!in) return nullptr;
+    std::ostringstream text;
+    text << in.rdbuf();
+    return nlohmann::json::parse(text.str(), nullptr, false);
+  }
+  std::optional<std::string> label() const {
+    const auto current = node();
+    if (!current.is_object() || !current["metadata"]["labels"].contains(kLabel)) return {};
+    return current["metadata"]["labels"][kLabel].get<std::string>();
+  }
+  nlohmann::json condition() const {
+    const auto current = node();
+    if (!current.is_object()) return nullptr;
+    for (const auto& entry : current["status"]["conditions"])
+      if (entry["type"] == "XPUHealthy") return entry;
+    return nullptr;
+  }
+
+  xpu::test::TempDir dir_;
+  xpu::test::PrivateBus bus_;
+  fs::path plugin_dir_ = dir_.path() / "device-plugins";
+  int port_ = 0;
+  std::unique_ptr<ChildProcess> server_;
+  std::unique_ptr<ChildProcess> xpud_;
+};
+
+TEST_F(NodeStatusProcessTest, TheLabelFollowsTheRegistrationAndSigtermReleasesIt) {
+  auto shim = start_shim();
+  // No kubelet yet: the condition is written, the label is not.
+  ASSERT_TRUE(wait_until([&] { return !condition().is_null(); }, kDeadline)) << shim->output();
+  EXPECT_EQ(condition()["status"], "True");
+  EXPECT_EQ(condition()["message"], "all 2 cards are healthy");
+  EXPECT_FALSE(label());
+
+  KubeletRegistrationStandin kubelet(plugin_dir_);
+  ASSERT_TRUE(wait_until([&] { return label() == "true"; }, kDeadline)) << shim->output();
+  // The kubelet's condition is still there.
+  const nlohmann::json written = node();
+  bool ready_kept = false;
+  for (const auto& entry : written["status"]["conditions"])
+    ready_kept = ready_kept || (entry["type"] == "Ready" && entry["status"] == "True");
+  EXPECT_TRUE(ready_kept) << written.dump();
+
+  shim->signal(SIGTERM);
+  EXPECT_EQ(shim->wait(10s), 0) << shim->output();
+  EXPECT_FALSE(label()) << node().dump();
+  EXPECT_EQ(condition()["status"], "True");  // the condition stays as last written
+}
+
+TEST_F(NodeStatusProcessTest, AnUnreachableApiServerNeverHoldsUpTheRegistrationOrTheStop) {
+  server_.reset();  // nothing listens on the port any more
+  KubeletRegistrationStandin kubelet(plugin_dir_);
+  auto shim = start_shim();
+  ASSERT_TRUE(wait_until(
+      [&] { return shim->output().find("registered with the kubelet") != std::string::npos; },
+      kDeadline))
+      << shim->output();
+  shim->signal(SIGTERM);
+  // The release is one call that fails at once (connection refused).
+  EXPECT_EQ(shim->wait(10s), 0) << shim->output();
+}
+
+}  // namespace
