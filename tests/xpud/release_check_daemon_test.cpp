@@ -110,9 +110,8 @@ class ReleaseCheckDaemonTest : public ::testing::Test {
 
   // Waits for a snapshot taken `after` on the wall clock: xpud has read the cards since.
   bool sampled_since(std::chrono::system_clock::time_point after) {
-    const auto usec = std::chrono::duration_cast<std::chrono::microseconds>(
-                          after.time_since_epoch())
-                          .count();
+    const auto usec =
+        std::chrono::duration_cast<std::chrono::microseconds>(after.time_since_epoch()).count();
     return wait_until(
         [&] {
           auto snapshot = client_.get_metrics();
@@ -217,11 +216,11 @@ TEST_F(ReleaseCheckDaemonTest, XpumlCardWhoseProcessLeftItsMemoryIsUnhealthyUnti
     std::filesystem::rename(dir_.path() / "scenario.tmp", scenario);
   };
   set_scenario("devices 2\n");
-  ASSERT_NO_FATAL_FAILURE(
-      start("[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n[xpuml]\nlibrary = " FAKE_XPUML
-            "\n[sysfs]\nroot = " +
-                dir_.path().string() + "\n[release_check]\ntimeout_ms = 1000\n",
-            {{"XPUML_FAKE_SCRIPT", scenario.string()}}));
+  ASSERT_NO_FATAL_FAILURE(start(
+      "[daemon]\nbackend = xpuml\n[sampling]\ninterval_ms = 100\n[xpuml]\nlibrary = " FAKE_XPUML
+      "\n[sysfs]\nroot = " +
+          dir_.path().string() + "\n[release_check]\ntimeout_ms = 1000\n",
+      {{"XPUML_FAKE_SCRIPT", scenario.string()}}));
   const std::string xpud_itself = "process " + std::to_string(xpud_->pid()) + " 0\n";
   set_scenario("devices 2\ndevice 1\nmemory_used 3GiB\nprocess 4242 3GiB 7\n" + xpud_itself);
   ASSERT_TRUE(wait_until(

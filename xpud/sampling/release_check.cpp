@@ -50,9 +50,8 @@ ReleaseObservation release_observation(const DeviceIdentity& card, const DeviceR
 }
 
 void ReleaseCheck::set_settings(const ReleaseCheckSettings& settings) {
-  if (settings == settings_) return;
   settings_ = settings;
-  cards_.clear();
+  if (!settings_.enabled) cards_.clear();
 }
 
 std::optional<std::string> ReleaseCheck::observe(const std::string& uuid,

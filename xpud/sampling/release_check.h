@@ -53,7 +53,7 @@ struct ReleaseCheckSettings {
 
 // What one reading says that the check needs.
 struct ReleaseObservation {
-  bool judged = true;             // false: the card is never checked (a PF with SR-IOV on)
+  bool judged = true;               // false: the card is never checked (a PF with SR-IOV on)
   std::optional<unsigned> tenants;  // processes on the card other than xpud; nullopt: unknown
   std::optional<std::uint64_t> memory_used_bytes;  // nullopt: not read this time
 };
@@ -69,7 +69,9 @@ class ReleaseCheck {
   using Clock = std::chrono::steady_clock;
 
   explicit ReleaseCheck(ReleaseCheckSettings settings) : settings_(settings) {}
-  // A change clears what was judged: a new bound or level starts every card afresh.
+  // Turned off, it forgets every card. Otherwise a card keeps its verdict and its wait: a new
+  // level is applied at the next reading (memory at or below it passes), a new bound to the wait
+  // under way, so a reload does not flap a failed card Healthy and back.
   void set_settings(const ReleaseCheckSettings& settings);
 
   // Judges one reading of the card `uuid` taken at `now`; the reason the card fails the check,

@@ -137,6 +137,24 @@ TEST_F(ReleaseCheckTest, DisabledJudgesNothingAndForgetsWhatItHad) {
   EXPECT_FALSE(check_.current("u0"));
 }
 
+TEST_F(ReleaseCheckTest, ANewBoundOrLevelKeepsWhatWasJudged) {
+  const auto failure = fail_the_card();
+  ASSERT_TRUE(failure);
+  check_.set_settings(settings(60s));  // a reload: no flap to Healthy and back
+  EXPECT_EQ(check_.current("u0"), failure);
+  EXPECT_EQ(read(32s, seen(0, 2 * kGiB)), failure);
+  // A level the memory is now under passes at the next reading.
+  auto roomier = settings(60s);
+  roomier.idle_memory_bytes = 4 * kGiB;
+  check_.set_settings(roomier);
+  EXPECT_FALSE(read(33s, seen(0, 2 * kGiB)));
+  // A wait under way takes the new bound.
+  check_.observe("u1", seen(1, 8 * kGiB), start_);
+  check_.observe("u1", seen(0, 8 * kGiB), start_ + 1s);
+  EXPECT_FALSE(check_.observe("u1", seen(0, 8 * kGiB), start_ + 31s));
+  EXPECT_TRUE(check_.observe("u1", seen(0, 8 * kGiB), start_ + 61s));
+}
+
 TEST_F(ReleaseCheckTest, ACardNotJudgedNeverFails) {
   const ReleaseObservation sriov_pf{false, 0u, 8 * kGiB};
   EXPECT_FALSE(read(0s, sriov_pf));
@@ -148,6 +166,7 @@ TEST_F(ReleaseCheckTest, AZeroBoundFailsAtTheFirstReadingAndAnOddOneIsShownInMil
   read(0s, seen(1, 8 * kGiB));
   EXPECT_TRUE(read(1s, seen(0, 8 * kGiB)));
   check_.set_settings(settings(1500ms));
+  check_.forget("u0");
   read(0s, seen(1, 8 * kGiB));
   read(1s, seen(0, 8 * kGiB));
   EXPECT_EQ(read(2500ms, seen(0, 8 * kGiB)),
