@@ -174,6 +174,8 @@ namespace reason_kind {
 inline constexpr std::string_view kDriverFault = "driver_fault";    // the driver reports the fault
 inline constexpr std::string_view kReadFailures = "read_failures";  // reads failed too many times
 inline constexpr std::string_view kDriverStalled = "driver_stalled";  // a driver call hung too long
+// the card kept its memory with no process on it (xpud/sampling/release_check.h)
+inline constexpr std::string_view kMemoryNotReleased = "memory_not_released";
 }  // namespace reason_kind
 
 inline constexpr std::string_view kDeviceNodePrefix = "/dev/xpu";

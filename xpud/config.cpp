@@ -33,6 +33,13 @@ xpu::Status set_milliseconds(std::chrono::milliseconds& target, std::string_view
   return xpu::ok_status();
 }
 
+xpu::Status set_bool(bool& target, std::string_view value) {
+  if (value != "true" && value != "false")
+    return xpu::Error{"'" + std::string(value) + "' is not true or false"};
+  target = value == "true";
+  return xpu::ok_status();
+}
+
 xpu::Status set_absolute_path(fs::path& target, std::string_view value) {
   if (value.empty() || value.front() != '/')
     return xpu::Error{"'" + std::string(value) + "' is not an absolute path"};
@@ -122,6 +129,20 @@ const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& sch
            c.failure_threshold = static_cast<unsigned>(*n);
            return xpu::ok_status();
          }}}},
+      {"release_check",
+       {{"enabled", [](Config& c, std::string_view v) { return set_bool(c.release_check, v); }},
+        {"timeout_ms",
+         [](Config& c, std::string_view v) {
+           return set_milliseconds(c.release_timeout, v, 0, 86400000);
+         }},
+        {"idle_memory_mib",
+         [](Config& c, std::string_view v) -> xpu::Status {
+           // Up to 16 TiB, the largest card [sim] memory_mib may describe.
+           auto n = xpu::parse_uint(v, 0, 1u << 24);
+           if (!n) return xpu::Error{n.error()};
+           c.release_idle_memory_mib = *n;
+           return xpu::ok_status();
+         }}}},
       {"xpuml",
        {{"library",
          [](Config& c, std::string_view v) { return set_xpuml_libraries(c.xpuml_libraries, v); }}}},
@@ -165,12 +186,7 @@ const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& sch
          }}}},
       {"sriov",
        {{"allow_cluster_reconfigure",
-         [](Config& c, std::string_view v) -> xpu::Status {
-           if (v != "true" && v != "false")
-             return xpu::Error{"'" + std::string(v) + "' is not true or false"};
-           c.allow_cluster_reconfigure = v == "true";
-           return xpu::ok_status();
-         }}}},
+         [](Config& c, std::string_view v) { return set_bool(c.allow_cluster_reconfigure, v); }}}},
       {"cdi",
        {{"enabled",
          [](Config& c, std::string_view v) -> xpu::Status {

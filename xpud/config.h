@@ -48,6 +48,12 @@ struct Config {
   // Safety net under event-driven discovery: how often the cards are looked for even without a
   // device event (a missed uevent, no udev in a container).
   std::chrono::milliseconds rescan_interval{60000};
+  // [release_check] The check of a card its last process has left (sampling/release_check.h):
+  // with no process on it, its used memory must be back at or below idle_memory_mib within
+  // timeout_ms, or the card is Unhealthy "memory not released" until it is.
+  bool release_check = true;
+  std::chrono::milliseconds release_timeout{30000};
+  std::uint64_t release_idle_memory_mib = 256;
   // [xpuml] library: where libxpuml may be, tried in order; the first that loads and has the
   // required symbols wins (xpuml::Library::open_first). Written as paths separated by blanks
   // (so no entry may contain one); each an absolute path or a bare file name, which the dynamic

@@ -31,8 +31,11 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 SamplerSettings sampler_settings(const Config& config) {
-  return SamplerSettings{config.interval, config.call_timeout, config.failure_threshold,
-                         config.stall_grace, config.rescan_interval};
+  SamplerSettings settings{config.interval, config.call_timeout, config.failure_threshold,
+                           config.stall_grace, config.rescan_interval};
+  settings.release_check = ReleaseCheckSettings{config.release_check, config.release_timeout,
+                                                config.release_idle_memory_mib << 20};
+  return settings;
 }
 
 // Physical functions with SR-IOV on count among the devices but are offered to no pod: an

@@ -172,7 +172,8 @@ void add_share_series(const xpu::DeviceInfo& device, const ScrapeInputs& inputs,
 bool is_reason_kind(std::string_view kind) {
   return kind == xpu::names::reason_kind::kDriverFault ||
          kind == xpu::names::reason_kind::kReadFailures ||
-         kind == xpu::names::reason_kind::kDriverStalled || kind == kXpudUnreachableReasonKind;
+         kind == xpu::names::reason_kind::kDriverStalled ||
+         kind == xpu::names::reason_kind::kMemoryNotReleased || kind == kXpudUnreachableReasonKind;
 }
 
 }  // namespace
@@ -214,7 +215,8 @@ std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
     MetricFamily reason = gauge_family(
         "xpu_health_reason_info",
         "Why an Unhealthy XPU is Unhealthy, as a fixed word (driver_fault, read_failures, "
-        "driver_stalled, xpud_unreachable, other); 1 while Unhealthy, absent while Healthy.");
+        "driver_stalled, memory_not_released, xpud_unreachable, other); 1 while Unhealthy, "
+        "absent while Healthy.");
     MetricFamily process_memory = gauge_family(
         "xpu_process_memory_used_bytes",
         "Global memory a process holds on the XPU, in bytes (host pid; at most 16 processes per "

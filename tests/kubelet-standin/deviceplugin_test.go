@@ -549,3 +549,38 @@ func TestDevicePluginHealthLatency(t *testing.T) {
 		t.Errorf("median latency %v, want under 100 ms", p50)
 	}
 }
+
+// A card whose last process left its memory behind (xpud's release check, issue 40) reaches the
+// kubelet as Unhealthy through the same health path as any other fault, and Healthy again once
+// the memory is back down; the shim needs nothing of its own for it.
+func TestDevicePluginKeptMemory(t *testing.T) {
+	e := startDevicePluginEnvWith(t,
+		"[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 200\n[release_check]\ntimeout_ms = 1000\n")
+	waitSocket(t, filepath.Join(e.pluginDir, defaultSocket), e.shim)
+	e.startKubelet(t)
+	plugin, err := e.kubelet.WaitPlugin(defaultResource, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plugin.WaitUpdate(0, allHealth(e.uuids, pluginapi.Healthy), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	from := len(plugin.Updates())
+	// The simulated job holds 2 GiB on xpu5, then leaves without freeing it.
+	if err := e.bus.SetMetric(5, "memory_used_bytes", 2<<30); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.bus.SetMetric(5, "process_count", 0); err != nil {
+		t.Fatal(err)
+	}
+	i, err := plugin.WaitUpdate(from, onlyUnhealthy(e.uuids, 5), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.bus.SetMetric(5, "memory_used_bytes", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plugin.WaitUpdate(i+1, allHealth(e.uuids, pluginapi.Healthy), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}

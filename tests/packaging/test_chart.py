@@ -1223,6 +1223,10 @@ class Allocation(unittest.TestCase):
         args = args_of(render("allocation=dra", "dra.deviceTaints.noExecute={driver_fault,xpud_unreachable}"),
                        DRA_DRIVER)
         self.assertEqual(option_value(args, "--device-taint-no-execute"), "driver_fault,xpud_unreachable")
+        # xpud's release check has a kind of its own (issue 40).
+        args = args_of(render("allocation=dra", "dra.deviceTaints.noExecute={memory_not_released}"),
+                       DRA_DRIVER)
+        self.assertEqual(option_value(args, "--device-taint-no-execute"), "memory_not_released")
         for bad in ("dra.deviceTaints.effect=NoExecute", "dra.deviceTaints.noExecute={melted}"):
             result = render_failure("allocation=dra", bad)
             self.assertNotEqual(result.returncode, 0, bad)

@@ -199,6 +199,52 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfigCase{"backend = sim\n", ":1: unknown section []"},
         BadConfigCase{"[daemon]\nthis line has no equals sign\n", ":2: syntax error"}));
 
+TEST(Config, ReleaseCheckIsOnByDefaultAndReadsItsKeys) {
+  TempDir dir;
+  auto defaults = load_config(dir.path() / "xpud.conf", false);
+  ASSERT_TRUE(defaults) << defaults.error();
+  EXPECT_TRUE(defaults->release_check);
+  EXPECT_EQ(defaults->release_timeout.count(), 30000);
+  EXPECT_EQ(defaults->release_idle_memory_mib, 256u);
+
+  write_file(dir.path() / "xpud.conf",
+             "[release_check]\nenabled = false\ntimeout_ms = 0\nidle_memory_mib = 1024\n");
+  auto config = load_config(dir.path() / "xpud.conf", true);
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_FALSE(config->release_check);
+  EXPECT_EQ(config->release_timeout.count(), 0);
+  EXPECT_EQ(config->release_idle_memory_mib, 1024u);
+  // A drop-in turns it on again, key by key.
+  write_file(dir.path() / "xpud.conf.d/50-on.conf",
+             "[release_check]\nenabled = true\ntimeout_ms = 86400000\n");
+  config = load_config(dir.path() / "xpud.conf", true);
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_TRUE(config->release_check);
+  EXPECT_EQ(config->release_timeout.count(), 86400000);
+  EXPECT_EQ(config->release_idle_memory_mib, 1024u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ReleaseCheck, BadConfig,
+    ::testing::Values(
+        BadConfigCase{"[release_check]\nenabled = 1\n",
+                      ":2: bad value for release_check.enabled: '1' is not true or false"},
+        BadConfigCase{"[release_check]\nenabled = true ; on\nenabled = false\n",
+                      ":3: duplicate key 'enabled' in section [release_check]"},
+        BadConfigCase{"[release_check]\ntimeout_ms = 86400001\n",
+                      ":2: bad value for release_check.timeout_ms: '86400001' is out of range"},
+        BadConfigCase{"[release_check]\ntimeout_ms = -5\n", "release_check.timeout_ms"},
+        BadConfigCase{"[release_check]\ntimeout_ms = 30s\n", "release_check.timeout_ms"},
+        BadConfigCase{"[release_check]\nidle_memory_mib = 99999999999999999999999\n",
+                      "release_check.idle_memory_mib"},
+        BadConfigCase{
+            "[release_check]\nidle_memory_mib = 16777217\n",
+            ":2: bad value for release_check.idle_memory_mib: '16777217' is out of range"},
+        BadConfigCase{"[release_check]\nidle_memory_mib = 256MiB\n",
+                      "release_check.idle_memory_mib"},
+        BadConfigCase{"[release_check]\nrelease_timeout_seconds = 30\n",
+                      ":2: unknown key 'release_timeout_seconds' in section [release_check]"}));
+
 TEST(Config, ErrorInDropInNamesTheDropIn) {
   TempDir dir;
   write_file(dir.path() / "xpud.conf", "[daemon]\nbackend = sim\n");

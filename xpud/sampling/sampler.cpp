@@ -1,5 +1,7 @@
 #include "xpud/sampling/sampler.h"
 
+#include <unistd.h>
+
 #include <spdlog/spdlog.h>
 
 #include "common/names.h"
@@ -13,6 +15,8 @@ Sampler::Sampler(std::shared_ptr<Backend> backend, SamplerSettings settings,
       executor_(settings.call_timeout),
       health_(settings.failure_threshold),
       stall_(settings.stall_grace),
+      release_(settings.release_check),
+      own_pid_(static_cast<unsigned>(::getpid())),
       settings_(settings) {}
 
 Sampler::~Sampler() {
@@ -102,6 +106,7 @@ void Sampler::run() {
     executor_.set_timeout(settings.call_timeout);
     health_.set_failure_threshold(settings.failure_threshold);
     stall_.set_grace(settings.stall_grace);
+    release_.set_settings(settings.release_check);
     auto cycle_started = std::chrono::steady_clock::now();
     std::vector<xpu::Status> outcomes;
     outcomes.reserve(jobs.size());
@@ -156,7 +161,9 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& set
     const auto now = std::chrono::steady_clock::now();
     stall_.observe(executor_.stuck_call(), now);
     if (stall_.stalled()) {
-      const HealthState health = stall_.card_health(health_.current(identity.uuid), now);
+      const HealthState health = stall_.card_health(
+          with_release_verdict(health_.current(identity.uuid), release_.current(identity.uuid)),
+          now);
       snapshot->devices.push_back(DeviceState{identity,
                                               {},
                                               health.healthy,
@@ -175,7 +182,10 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& set
     }
     if (value.read_error) spdlog::debug("{}: read failed: {}", device, *value.read_error);
     discovery_.note_read(identity.uuid, value.gone);
-    const HealthState& health = health_.update(identity.uuid, value);
+    const HealthState health = with_release_verdict(
+        health_.update(identity.uuid, value),
+        release_.observe(identity.uuid, release_observation(identity, value, own_pid_),
+                         std::chrono::steady_clock::now()));
     snapshot->devices.push_back(DeviceState{identity, std::move(value.metrics), health.healthy,
                                             health.reason, std::string(health.reason_kind),
                                             std::move(value.processes)});
@@ -216,6 +226,7 @@ void Sampler::discover(Snapshot& snapshot) {
       for (const auto& now : discovered->devices.value()) still_there |= now.uuid == gone.uuid;
       if (!still_there) {
         health_.forget(gone.uuid);
+        release_.forget(gone.uuid);
         discovery_.forget(gone.uuid);
       }
     }

@@ -22,6 +22,7 @@
 #include "xpud/sampling/discovery_schedule.h"
 #include "xpud/sampling/driver_stall.h"
 #include "xpud/sampling/health_monitor.h"
+#include "xpud/sampling/release_check.h"
 #include "xpud/time_boxed_executor.h"
 
 namespace xpud {
@@ -52,6 +53,7 @@ struct SamplerSettings {
   unsigned failure_threshold = 3;
   std::chrono::milliseconds stall_grace{30000};
   std::chrono::milliseconds rescan_interval{60000};  // see DiscoverySchedule
+  ReleaseCheckSettings release_check{};              // see ReleaseCheck
 };
 
 class Sampler {
@@ -103,6 +105,8 @@ class Sampler {
   TimeBoxedExecutor executor_;
   HealthMonitor health_;  // sampler thread only
   DriverStall stall_;     // sampler thread only
+  ReleaseCheck release_;  // sampler thread only
+  unsigned own_pid_;      // xpud's, never a tenant of a card (release_check.h)
   DiscoverySchedule discovery_;
   std::vector<DeviceIdentity> known_devices_;  // sampler thread only
   std::uint64_t sequence_ = 0;                 // sampler thread only

@@ -156,6 +156,14 @@ TEST(MetricsRenderer, HealthHistoryAndReasonCarryTheCardsIdentityOnly) {
               ::testing::ElementsAre(
                   R"(xpu_health_reason_info{xpu="1",uuid="uuid-1",reason="driver_fault"} 1)"));
 
+  // xpud's release check has a word of its own, kept as it is.
+  inputs.view.devices[1].health_reason_kind = "memory_not_released";
+  text = render_text(build_families(inputs));
+  EXPECT_THAT(
+      samples_of(text, "xpu_health_reason_info"),
+      ::testing::ElementsAre(
+          R"(xpu_health_reason_info{xpu="1",uuid="uuid-1",reason="memory_not_released"} 1)"));
+
   // A word this exporter does not know, or none (an older xpud), is "other": still bounded.
   for (const char* kind : {"cosmic_rays", ""}) {
     inputs.view.devices[1].health_reason_kind = kind;

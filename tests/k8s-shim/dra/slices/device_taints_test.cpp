@@ -34,6 +34,21 @@ TEST(DeviceTaints, NoExecuteOnlyForTheKindsTheOperatorNamed) {
   EXPECT_EQ(taints_for(slow, policy).at(0).effect, "NoSchedule");
 }
 
+TEST(DeviceTaints, ACardThatKeptItsMemoryIsTaintedByItsOwnKindAndMayBeNoExecute) {
+  xpu::DeviceInfo kept =
+      card(2)
+          .unhealthy(
+              "memory not released: 2048 MiB in use with no process 30 s after the last one left")
+          .health_reason_kind("memory_not_released");
+  auto taints = taints_for(kept, TaintPolicy{});
+  ASSERT_EQ(taints.size(), 1u);
+  EXPECT_EQ(taints[0].key, "xpu.kunlunxin.com/memory_not_released");
+  EXPECT_EQ(taints[0].effect, "NoSchedule");
+  TaintPolicy policy;
+  ASSERT_TRUE(parse_no_execute_kinds("memory_not_released", policy));
+  EXPECT_EQ(taints_for(kept, policy).at(0).effect, "NoExecute");
+}
+
 TEST(DeviceTaints, NoneOnlyReports) {
   TaintPolicy policy;
   ASSERT_TRUE(parse_taint_effect("None", policy));
