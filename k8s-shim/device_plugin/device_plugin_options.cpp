@@ -1,6 +1,7 @@
 #include "k8s-shim/device_plugin/device_plugin_options.h"
 
 #include "k8s-shim/device_plugin/node_feature_file.h"
+#include "k8s-shim/node_status/handover_taint.h"
 #include "k8s-shim/node_status/node_status_options.h"
 
 namespace shim {
@@ -95,6 +96,10 @@ void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& optio
         return xpu::ok_status();
       });
   node_status::add_node_status_flag(cli, options.node_status);
+  cli.add_flag("handover-taint", &options.handover_taint,
+               "when stopping, taint this node " + std::string(node_status::kHandoverTaintKey) +
+                   ":NoSchedule until the kubelet has withdrawn the plugin's resources, so that "
+                   "no pod is bound to cards that are going (needs --node-status)");
   kube::add_node_name_option(cli, options.node_name,
                              "this node's name, for --node-status (default: $NODE_NAME)");
   kube::add_api_server_options(cli, options.api);
@@ -105,6 +110,8 @@ xpu::Status check_device_plugin_options(const DevicePluginOptions& options) {
     return xpu::Error{"--reconfig-vxpu needs --enable-sriov"};
   if (options.xpu_share_memory_unit_mib > 0 && !options.enable_xpu_share)
     return xpu::Error{"--xpu-share-memory-unit-mib needs --enable-xpu-share"};
+  if (options.handover_taint && !options.node_status)
+    return xpu::Error{"--handover-taint needs --node-status (its API access)"};
   if (options.xpu_share_memory_unit_mib > 0 && options.xpu_share_replicas_given)
     return xpu::Error{
         "--xpu-share-replicas and --xpu-share-memory-unit-mib are the two forms of shared mode "

@@ -43,6 +43,10 @@ struct DevicePluginOptions {
   // (k8s-shim/node_status/README.md), written as this node (--node-name, else $NODE_NAME)
   // through the API server (--api-server and its token and CA; default: in-cluster).
   bool node_status = false;
+  // --handover-taint: when the role stops, taint its node NoSchedule until the kubelet has
+  // withdrawn its resources (k8s-shim/node_status/handover_taint.h). Needs --node-status's API
+  // access and the right to change that one taint.
+  bool handover_taint = false;
   std::string node_name{};
   kube::ApiServerFlags api{};
 };

@@ -16,6 +16,9 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -29,6 +32,7 @@
 #include "k8s-shim/device_plugin/vf_reconfiguration.h"
 #include "k8s-shim/kube/api_server_flags.h"
 #include "k8s-shim/kube/http_transport.h"
+#include "k8s-shim/node_status/node_handover.h"
 #include "k8s-shim/node_status/node_status_options.h"
 #include "k8s-shim/node_status/node_status_reporter.h"
 #include "k8s-shim/poll_timeout.h"
@@ -51,6 +55,14 @@ constexpr std::chrono::seconds kFirstAnswerWait{5};
 // xpud answers ConfigureVirtualFunctions after the change and a discovery; the kernel probes
 // every new function meanwhile.
 constexpr std::chrono::seconds kReconfigureTimeout{60};
+// The hand-over (k8s-shim/node_status/handover_taint.h): each write of the taint may retry
+// conflicts this long; after the taint, the plugin serves on this long for the pods the
+// scheduler bound before it saw the taint (a binding reaches the kubelet within a second); then
+// it waits this long at most for the kubelet to write allocatable (every 10 s by default). The
+// chart's terminationGracePeriodSeconds (60) covers all three.
+constexpr std::chrono::seconds kHandoverWrite{5};
+constexpr std::chrono::seconds kHandoverSettle{3};
+constexpr std::chrono::seconds kHandoverWithdrawal{30};
 
 }  // namespace
 
@@ -94,6 +106,7 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
 
   // On a thread of its own, so that a slow API server never delays a registration.
   std::optional<node_status::NodeStatusReporter> node_status;
+  std::optional<node_status::NodeHandover> handover;
   if (plugin.node_status) {
     auto config = kube::api_config(plugin.api, kube::process_environment);
     if (!config) {
@@ -109,6 +122,15 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
     node_status.emplace(std::move(*transport), plugin.node_name,
                         std::string(node_status::kDevicePluginFieldManager),
                         plugin.xpud_grace_period);
+    if (plugin.handover_taint) {
+      auto handover_transport = kube::CurlTransport::create(*config);
+      if (!handover_transport) {
+        spdlog::error("--handover-taint: {}", handover_transport.error());
+        return 1;
+      }
+      handover.emplace(std::move(*handover_transport), plugin.node_name,
+                       std::string(node_status::kDevicePluginFieldManager));
+    }
   }
 
   ResourceTracker tracker(resource_config(plugin), cards.state(), Clock::now());
@@ -133,6 +155,7 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
           answered = true;
         });
 
+    bool leftover_checked = false;
     std::optional<VfReconfiguration> reconfiguration;
     if (plugin.reconfig_vxpu && plugin.sriov_num_vfs > 0)
       reconfiguration.emplace(plugin.sriov_num_vfs, [&cards](unsigned index, unsigned count) {
@@ -168,12 +191,33 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
       // Every pass, not only after news: puts back a file someone removed, retries a failure.
       if (features) features->sync();
       if (node_status) node_status->update(cards.at(Clock::now()), connector.serving());
+      if (handover && !leftover_checked && connector.serving()) {
+        // A taint left by a plugin killed in the middle of its hand-over: this one serves now.
+        leftover_checked = true;
+        if (auto lowered = handover->lower(Clock::now() + kHandoverWrite); !lowered)
+          spdlog::warn("{}", lowered.error());
+      }
     }
     spdlog::info("stopping");
     // The ready label first: the node stops being advertised as serving before it stops.
     if (node_status) node_status->stop();
+    std::vector<std::string> resources;
+    for (const auto& feed : tracker.feeds()) resources.push_back(feed->resource_name());
+    if (handover) {
+      // No new pod is bound here from now on; the ones bound already are still admitted while
+      // the plugin serves on a moment.
+      if (auto raised = handover->raise(Clock::now() + kHandoverWrite); raised)
+        std::this_thread::sleep_for(kHandoverSettle);
+      else
+        spdlog::warn("{}: stopping without the hand-over", raised.error());
+    }
     tracker.close_all();  // ends every ListAndWatch stream
     connector.stop();     // stops the servers, removes the sockets
+    if (handover)
+      if (auto lowered =
+              handover->lower_after_withdrawal(resources, Clock::now() + kHandoverWithdrawal);
+          !lowered)
+        spdlog::warn("{}", lowered.error());
   }
   // After the watcher has stopped, so nothing writes the file again.
   if (features) features->remove();

@@ -117,4 +117,22 @@ kube::ApiResult<xpu::Ok> NodeApi::apply_ready_label(bool ready) {
   return xpu::Ok{};
 }
 
+kube::ApiResult<HandoverView> NodeApi::get_handover_view() {
+  const std::string target = node_path();
+  auto body = call("GET", target, {}, {});
+  if (!body) return body.error();
+  auto parsed = parse_handover_view(body.value());
+  if (!parsed)
+    return kube::ApiError{
+        .code = 0, .reason = "BadResponse", .message = "GET " + target + ": " + parsed.error()};
+  return std::move(parsed).value();
+}
+
+kube::ApiResult<xpu::Ok> NodeApi::patch_node(std::string json_patch) {
+  auto answer = call("PATCH", node_path() + "?fieldManager=" + kube::percent_encode(field_manager_),
+                     std::move(json_patch), "application/json-patch+json");
+  if (!answer) return answer.error();
+  return xpu::Ok{};
+}
+
 }  // namespace shim::node_status

@@ -18,6 +18,7 @@
 #include "common/result.h"
 #include "k8s-shim/kube/api_error.h"
 #include "k8s-shim/kube/http_transport.h"
+#include "k8s-shim/node_status/handover_taint.h"
 
 namespace shim::node_status {
 
@@ -57,6 +58,10 @@ class NodeApi {
   kube::ApiResult<xpu::Ok> apply_condition(const ConditionBody& condition);
   // PATCH /api/v1/nodes/{node}?fieldManager=..&force=true
   kube::ApiResult<xpu::Ok> apply_ready_label(bool ready);
+  // GET /api/v1/nodes/{node}: what the hand-over reads (handover_taint.h).
+  kube::ApiResult<HandoverView> get_handover_view();
+  // PATCH /api/v1/nodes/{node}?fieldManager=.., a JSON patch (handover_patch()).
+  kube::ApiResult<xpu::Ok> patch_node(std::string json_patch);
 
   const std::string& node() const { return node_; }
 

@@ -38,6 +38,8 @@ NODE_LABEL = "kunlun-device-enable"
 # The label that moves a node between the device plugin and the DRA driver with allocation=both.
 SWITCH_LABEL = "kunlunxin.com/allocation"
 ARRIVALS_LABEL = f"{ARRIVALS_KEY}={ARRIVALS_VALUE}"
+# The device plugin's hand-over taint (k8s-shim/node_status/handover_taint.h).
+HANDOVER_TAINT = "kunlunxin.com/xpu-handover"
 DAEMONSETS = ["xpu-device-plugin-daemonset", "xpu-exporter", "xpu-rbac-token-gen"]
 FIGURES = []
 
@@ -2654,7 +2656,12 @@ class Suite:
              None, f"the label {READY_LABEL} is \"true\" or absent"),
             ("spec.unschedulable", ["patch", "node", NODE_NAME, "-p", json.dumps({"spec": {"unschedulable": True}})],
              None, "may not change a node's spec"),
-            ("a taint", ["taint", "node", NODE_NAME, "forged=yes:NoSchedule"], None, "may not change a node's spec"),
+            ("a taint", ["taint", "node", NODE_NAME, "forged=yes:NoSchedule"], None,
+             f"may change no taint but {HANDOVER_TAINT}"),
+            ("the hand-over taint on another node", ["taint", "node", OTHER_NODE, f"{HANDOVER_TAINT}:NoSchedule"],
+             None, f"may write only that node, not {OTHER_NODE}"),
+            ("the hand-over taint as NoExecute", ["taint", "node", NODE_NAME, f"{HANDOVER_TAINT}:NoExecute"],
+             None, f"the taint {HANDOVER_TAINT} is NoSchedule, with no value"),
             ("this node's allocatable", status_of(NODE_NAME), {"status": {"allocatable": {RESOURCE: "64"}}},
              "may change no node status but the condition XPUHealthy"),
         ]
@@ -2685,6 +2692,11 @@ class Suite:
                                         "application/strategic-merge-patch+json")
             expect(code == 200, f"the device plugin's token writing its own node's XPUHealthy: {code} {said!r}")
             print("  device plugin's token: its own node's XPUHealthy written")
+            # And its own node's hand-over taint, added and removed.
+            for verb in (f"{HANDOVER_TAINT}:NoSchedule", f"{HANDOVER_TAINT}:NoSchedule-"):
+                result = run([*as_plugin, "taint", "node", NODE_NAME, verb], check=False)
+                expect(result.returncode == 0, f"the device plugin's token: taint {verb}: {result.stderr.strip()!r}")
+            print(f"  device plugin's token: its own node's {HANDOVER_TAINT} taint added and removed")
         finally:
             self.node.kubectl("delete", "node", OTHER_NODE, "--wait=true", check=False)
 

@@ -468,7 +468,9 @@ class ReservedOptions(unittest.TestCase):
         objects = render(values_yaml=values)
         for name in DAEMONSETS:
             self.assertEqual(pod_spec(objects, name)["tolerations"],
-                             [{"key": "dedicated", "operator": "Equal", "value": "ai", "effect": "NoExecute"}])
+                             [{"key": "dedicated", "operator": "Equal", "value": "ai", "effect": "NoExecute"},
+                              # The chart's own, for a node the device plugin is handing over.
+                              {"key": "kunlunxin.com/xpu-handover", "operator": "Exists", "effect": "NoSchedule"}])
 
     def test_node_selector_and_image(self):
         objects = render("nodeSelector.xpu=yes", "global.image.host=registry.local:5000",

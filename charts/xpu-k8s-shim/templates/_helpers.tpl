@@ -99,10 +99,15 @@ Scheduling shared by the three DaemonSets.
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .Values.tolerations }}
+{{- /* The chart's own pods start on a node the device plugin is handing over
+(devicePlugin.handoverTaint): the DRA driver that takes it over among them. */}}
 tolerations:
+  {{- with .Values.tolerations }}
   {{- toYaml . | nindent 2 }}
-{{- end }}
+  {{- end }}
+  - key: kunlunxin.com/xpu-handover
+    operator: Exists
+    effect: NoSchedule
 {{- with .Values.priorityClassName }}
 priorityClassName: {{ . }}
 {{- end }}
