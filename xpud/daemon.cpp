@@ -31,8 +31,8 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 SamplerSettings sampler_settings(const Config& config) {
-  return SamplerSettings{config.interval, config.call_timeout, config.failure_threshold,
-                         config.stall_grace, config.rescan_interval};
+  return SamplerSettings{config.interval,    config.call_timeout,    config.failure_threshold,
+                         config.stall_grace, config.rescan_interval, config.pcie};
 }
 
 // Physical functions with SR-IOV on count among the devices but are offered to no pod: an

@@ -9,6 +9,29 @@ namespace xpud {
 
 namespace names = xpu::names;
 
+namespace {
+
+// Takes the snapshot's PCIe figures and warnings; logs each warning that comes, changes or goes.
+// True when anything the bus shows changed.
+bool apply_pcie(const std::string& name, const DeviceState& state, PublishedDevice& device) {
+  if (state.pcie == device.pcie && state.health_warnings == device.health_warnings) return false;
+  for (const auto& [kind, text] : state.health_warnings) {
+    auto was = device.health_warnings.find(kind);
+    if (was == device.health_warnings.end() || was->second != text)
+      xpu::log_device_event(spdlog::level::warn, name, state.identity.uuid,
+                            "health warning (" + kind + "): " + text);
+  }
+  for (const auto& [kind, text] : device.health_warnings)
+    if (!state.health_warnings.contains(kind))
+      xpu::log_device_event(spdlog::level::info, name, state.identity.uuid,
+                            "health warning (" + kind + ") gone");
+  device.pcie = state.pcie;
+  device.health_warnings = state.health_warnings;
+  return true;
+}
+
+}  // namespace
+
 const PublishedDevice* DeviceTable::find(unsigned index) const {
   auto it = devices_.find(index);
   return it == devices_.end() ? nullptr : &it->second;
@@ -54,16 +77,24 @@ DeviceTableChanges DeviceTable::apply(std::shared_ptr<const Snapshot> snapshot) 
     const std::string name = names::device_name(index);
     auto it = devices_.find(index);
     if (it == devices_.end()) {
-      devices_.emplace(index, PublishedDevice{state->identity, state->healthy, state->health_reason,
-                                              state->health_reason_kind});
+      devices_.emplace(index,
+                       PublishedDevice{state->identity, state->healthy, state->health_reason,
+                                       state->health_reason_kind, 0, 0, state->pcie,
+                                       state->health_warnings});
       changes.cards.push_back({index, CardChange::Kind::kAdded});
       xpu::log_device_event(
           spdlog::level::info, name, state->identity.uuid,
           "device added: " + state->identity.model + " at " + state->identity.pci_bus_id + ", " +
               (state->healthy ? "Healthy" : "Unhealthy: " + state->health_reason));
+      for (const auto& [kind, text] : state->health_warnings)
+        xpu::log_device_event(spdlog::level::warn, name, state->identity.uuid,
+                              "health warning (" + kind + "): " + text);
       continue;
     }
     PublishedDevice& device = it->second;
+    // A stalled driver read nothing: the last figures stand until the cards are read again.
+    if (!snapshot_->driver_stalled && apply_pcie(name, *state, device))
+      changes.cards.push_back({index, CardChange::Kind::kPcie});
     if (state->healthy == device.healthy && state->health_reason == device.health_reason) continue;
     const bool flipped = state->healthy != device.healthy;
     if (flipped) ++(state->healthy ? device.became_healthy : device.became_unhealthy);

@@ -5,6 +5,26 @@
 #include "common/names.h"
 
 namespace xpud {
+namespace {
+
+namespace metric = xpu::names::metric;
+
+// GetMetrics carries the link figures and error counts beside the driver's readings, so that a
+// client (the exporter) gets one card's numbers in one call; unknown ones stay absent.
+void add_pcie_metrics(const PcieLinkState& pcie, std::map<std::string, double>& metrics) {
+  auto add = [&](std::string_view key, auto value) {
+    if (value) metrics[std::string(key)] = static_cast<double>(*value);
+  };
+  add(metric::kPcieLinkSpeed, pcie.speed);
+  add(metric::kPcieLinkMaxSpeed, pcie.max_speed);
+  add(metric::kPcieLinkWidth, pcie.width);
+  add(metric::kPcieLinkMaxWidth, pcie.max_width);
+  add(metric::kPcieAerCorrectable, pcie.aer_correctable);
+  add(metric::kPcieAerNonfatal, pcie.aer_nonfatal);
+  add(metric::kPcieAerFatal, pcie.aer_fatal);
+}
+
+}  // namespace
 
 Sampler::Sampler(std::shared_ptr<Backend> backend, SamplerSettings settings,
                  std::function<void()> on_snapshot)
@@ -12,6 +32,7 @@ Sampler::Sampler(std::shared_ptr<Backend> backend, SamplerSettings settings,
       on_snapshot_(std::move(on_snapshot)),
       executor_(settings.call_timeout),
       health_(settings.failure_threshold),
+      pcie_(settings.pcie),
       stall_(settings.stall_grace),
       settings_(settings) {}
 
@@ -101,6 +122,7 @@ void Sampler::run() {
     lock.unlock();
     executor_.set_timeout(settings.call_timeout);
     health_.set_failure_threshold(settings.failure_threshold);
+    pcie_.set_policy(settings.pcie);
     stall_.set_grace(settings.stall_grace);
     auto cycle_started = std::chrono::steady_clock::now();
     std::vector<xpu::Status> outcomes;
@@ -162,7 +184,9 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& set
                                               health.healthy,
                                               health.reason,
                                               std::string(health.reason_kind),
-                                              std::nullopt});
+                                              std::nullopt,
+                                              {},
+                                              {}});
       continue;
     }
     auto reading = executor_.call(
@@ -175,10 +199,16 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& set
     }
     if (value.read_error) spdlog::debug("{}: read failed: {}", device, *value.read_error);
     discovery_.note_read(identity.uuid, value.gone);
-    const HealthState& health = health_.update(identity.uuid, value);
-    snapshot->devices.push_back(DeviceState{identity, std::move(value.metrics), health.healthy,
-                                            health.reason, std::string(health.reason_kind),
-                                            std::move(value.processes)});
+    const HealthState* health = &health_.update(identity.uuid, value);
+    PcieVerdict pcie = pcie_.judge(identity.uuid, device, value.pcie, now);
+    if (pcie.unhealthy)
+      health = &health_.add_finding(identity.uuid, std::move(pcie.unhealthy->text),
+                                    pcie.unhealthy->kind);
+    add_pcie_metrics(value.pcie, value.metrics);
+    snapshot->devices.push_back(DeviceState{identity, std::move(value.metrics), health->healthy,
+                                            health->reason, std::string(health->reason_kind),
+                                            std::move(value.processes), value.pcie,
+                                            std::move(pcie.warnings)});
   }
   stall_.observe(executor_.stuck_call(), std::chrono::steady_clock::now());
   snapshot->driver_stalled = stall_.stalled();
@@ -216,6 +246,7 @@ void Sampler::discover(Snapshot& snapshot) {
       for (const auto& now : discovered->devices.value()) still_there |= now.uuid == gone.uuid;
       if (!still_there) {
         health_.forget(gone.uuid);
+        pcie_.forget(gone.uuid);
         discovery_.forget(gone.uuid);
       }
     }

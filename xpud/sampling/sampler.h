@@ -22,6 +22,7 @@
 #include "xpud/sampling/discovery_schedule.h"
 #include "xpud/sampling/driver_stall.h"
 #include "xpud/sampling/health_monitor.h"
+#include "xpud/sampling/pcie_health.h"
 #include "xpud/time_boxed_executor.h"
 
 namespace xpud {
@@ -33,6 +34,10 @@ struct DeviceState {
   std::string health_reason;
   std::string health_reason_kind;  // xpu::names::reason_kind::*; empty while healthy
   std::optional<std::vector<ProcessUsage>> processes;  // nullopt: not listed this cycle
+  // The kernel's view of the card's PCIe link (also in `metrics`, as the kPcie keys), and what
+  // pcie_health.h found that does not take the card out: kind -> text.
+  PcieLinkState pcie;
+  std::map<std::string, std::string> health_warnings;
 };
 
 struct Snapshot {
@@ -52,6 +57,7 @@ struct SamplerSettings {
   unsigned failure_threshold = 3;
   std::chrono::milliseconds stall_grace{30000};
   std::chrono::milliseconds rescan_interval{60000};  // see DiscoverySchedule
+  PcieHealthPolicy pcie;                             // [pcie], pcie_health.h
 };
 
 class Sampler {
@@ -102,6 +108,7 @@ class Sampler {
   std::function<void()> on_snapshot_;
   TimeBoxedExecutor executor_;
   HealthMonitor health_;  // sampler thread only
+  PcieHealthJudge pcie_;  // sampler thread only
   DriverStall stall_;     // sampler thread only
   DiscoverySchedule discovery_;
   std::vector<DeviceIdentity> known_devices_;  // sampler thread only
