@@ -32,9 +32,10 @@ class XpudPcieHealth : public ::testing::Test {
   }
 
   void start(const std::string& pcie_section = "") {
-    xpu::test::write_file(dir_.path() / "xpud.conf",
-                          "[daemon]\nbackend = sysfs\n[sampling]\ninterval_ms = 100\n[sysfs]\nroot = " +
-                              tree_.root().string() + "\n" + pcie_section);
+    xpu::test::write_file(
+        dir_.path() / "xpud.conf",
+        "[daemon]\nbackend = sysfs\n[sampling]\ninterval_ms = 100\n[sysfs]\nroot = " +
+            tree_.root().string() + "\n" + pcie_section);
     xpud_.emplace(
         std::vector<std::string>{xpu::test::binary_path("xpud/xpud").string(), "--bus-address",
                                  bus_.address(), "--config", (dir_.path() / "xpud.conf").string()},
@@ -128,8 +129,7 @@ TEST_F(XpudPcieHealth, ADowntrainedLinkIsAWarningThatLeavesTheCardHealthy) {
   tree_.write_pcie_link(kCard0, {});
   ASSERT_TRUE(xpu::test::wait_until(
       [&] { return property<Warnings>(0, names::property::kHealthWarnings).empty(); }, 10s));
-  EXPECT_NE(xpud_->output().find("health warning (pcie_link_downtrained) gone"),
-            std::string::npos);
+  EXPECT_NE(xpud_->output().find("health warning (pcie_link_downtrained) gone"), std::string::npos);
 }
 
 TEST_F(XpudPcieHealth, ADowntrainedLinkTakesTheCardOutWhenXpudConfSaysSo) {

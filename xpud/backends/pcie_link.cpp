@@ -14,9 +14,11 @@ bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
 
-// A whole decimal of at most `max_digits` digits, no sign, nothing else; nullopt on overflow.
+// A whole decimal of at most `max_digits` digits as printf's %u writes it: no sign, no leading
+// zero, nothing else; nullopt on overflow.
 std::optional<std::uint64_t> parse_unsigned(std::string_view text, std::size_t max_digits) {
   if (text.empty() || text.size() > max_digits || !is_digit(text.front())) return std::nullopt;
+  if (text.size() > 1 && text.front() == '0') return std::nullopt;
   std::uint64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, 10);
   if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;

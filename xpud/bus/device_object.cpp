@@ -106,16 +106,15 @@ void DeviceObject::health_changed(bool flipped) {
 }
 
 void DeviceObject::pcie_changed() {
-  adaptor_->emitPropertiesChangedSignal(
-      std::string(names::kDeviceInterface),
-      std::vector<std::string>{
-          std::string(names::property::kPcieLinkSpeed),
-          std::string(names::property::kPcieLinkMaxSpeed),
-          std::string(names::property::kPcieLinkWidth),
-          std::string(names::property::kPcieLinkMaxWidth),
-          std::string(names::property::kPcieAerErrors),
-          std::string(names::property::kHealthWarnings),
-      });
+  adaptor_->emitPropertiesChangedSignal(std::string(names::kDeviceInterface),
+                                        std::vector<std::string>{
+                                            std::string(names::property::kPcieLinkSpeed),
+                                            std::string(names::property::kPcieLinkMaxSpeed),
+                                            std::string(names::property::kPcieLinkWidth),
+                                            std::string(names::property::kPcieLinkMaxWidth),
+                                            std::string(names::property::kPcieAerErrors),
+                                            std::string(names::property::kHealthWarnings),
+                                        });
 }
 
 }  // namespace xpud

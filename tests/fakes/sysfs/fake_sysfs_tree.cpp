@@ -49,14 +49,17 @@ fs::path make_temp_root() {
 
 // The error names aer.c prints for each severity (aer_correctable_error_string,
 // aer_uncorrectable_error_string; the named bits only).
-constexpr const char* kCorrectableErrors[] = {"RxErr",       "BadTLP",     "BadDLLP",
-                                              "Rollover",    "Timeout",    "NonFatalErr",
-                                              "CorrIntErr",  "HeaderOF"};
-constexpr const char* kUncorrectableErrors[] = {
-    "Undefined", "DLP",      "SDES",    "TLP",          "FCP",        "CmpltTO",
-    "CmpltAbrt", "UnxCmplt", "RxOF",    "MalfTLP",      "ECRC",       "UnsupReq",
-    "ACSViol",   "UncorrIntErr", "BlockedTLP", "AtomicOpBlocked", "TLPBlockedErr",
-    "PoisonTLPBlocked"};
+constexpr const char* kCorrectableErrors[] = {"RxErr",   "BadTLP",      "BadDLLP",    "Rollover",
+                                              "Timeout", "NonFatalErr", "CorrIntErr", "HeaderOF"};
+constexpr const char* kUncorrectableErrors[] = {"Undefined",     "DLP",
+                                                "SDES",          "TLP",
+                                                "FCP",           "CmpltTO",
+                                                "CmpltAbrt",     "UnxCmplt",
+                                                "RxOF",          "MalfTLP",
+                                                "ECRC",          "UnsupReq",
+                                                "ACSViol",       "UncorrIntErr",
+                                                "BlockedTLP",    "AtomicOpBlocked",
+                                                "TLPBlockedErr", "PoisonTLPBlocked"};
 
 template <std::size_t N>
 std::string aer_file(const char* const (&names)[N], const char* total, std::uint64_t count) {
@@ -173,7 +176,8 @@ void FakeSysfsTree::write_aer_counts(std::string_view bus_id, const FakeAerCount
                   aer_file(kCorrectableErrors, "ERR_COR", counts.correctable));
   write_attribute(bus_id, "aer_dev_nonfatal",
                   aer_file(kUncorrectableErrors, "ERR_NONFATAL", counts.nonfatal));
-  write_attribute(bus_id, "aer_dev_fatal", aer_file(kUncorrectableErrors, "ERR_FATAL", counts.fatal));
+  write_attribute(bus_id, "aer_dev_fatal",
+                  aer_file(kUncorrectableErrors, "ERR_FATAL", counts.fatal));
 }
 
 void FakeSysfsTree::remove_pci_function(std::string_view bus_id) {

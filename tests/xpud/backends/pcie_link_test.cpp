@@ -31,9 +31,9 @@ TEST(PcieLink, SpeedsAsEveryKernelWritesThem) {
 
 TEST(PcieLink, SpeedGarbageIsNoSpeed) {
   for (const char* text :
-       {"", "\n", "16.0\n", "16.0 GT/s PCIe extra\n", "16.00 GT/s PCIe\n", "-8 GT/s\n",
-        "0 GT/s\n", "2048.0 GT/s PCIe\n", "99999999999999999999 GT/s\n", "1e3 GT/s\n",
-        "16.x GT/s\n", " GT/s\n", ".5 GT/s\n", "(null)\n", "33 MHz PCI\n"})
+       {"", "\n", "16.0\n", "16.0 GT/s PCIe extra\n", "16.00 GT/s PCIe\n", "-8 GT/s\n", "0 GT/s\n",
+        "2048.0 GT/s PCIe\n", "99999999999999999999 GT/s\n", "1e3 GT/s\n", "16.x GT/s\n", " GT/s\n",
+        ".5 GT/s\n", "(null)\n", "33 MHz PCI\n"})
     EXPECT_EQ(parse_link_speed(text), std::nullopt) << text;
 }
 
@@ -43,7 +43,8 @@ TEST(PcieLink, WidthsInLanes) {
   EXPECT_EQ(parse_link_width("32\n"), 32u);
   EXPECT_EQ(parse_link_width("0\n"), 0u);
   // The register's field holds up to 63; past x32 is no link the specification has.
-  for (const char* text : {"63\n", "33\n", "-1\n", "x16\n", "16 lanes\n", "\n", "999999999999\n"})
+  for (const char* text :
+       {"63\n", "33\n", "-1\n", "x16\n", "16 lanes\n", "\n", "999999999999\n", "08\n"})
     EXPECT_EQ(parse_link_width(text), std::nullopt) << text;
 }
 
@@ -74,11 +75,11 @@ TEST(PcieLink, AerCountsUpTo64Bits) {
 }
 
 TEST(PcieLink, AerGarbageIsNoCount) {
-  for (const char* text : {"", "\n", "TOTAL_ERR_FATAL\n", "TOTAL_ERR_FATAL -1\n",
-                           "TOTAL_ERR_FATAL 1", "TOTAL_ERR_FATAL 1\nTOTAL_ERR_FATAL 2\n",
-                           "DLP 1\n", "DLP x\nTOTAL_ERR_FATAL 1\n", "TOTAL_ERR_FATAL 0x10\n",
-                           "TOTAL_ERR_FATAL  1\n", " 1\nTOTAL_ERR_FATAL 1\n",
-                           "DLP\t1\nTOTAL_ERR_FATAL 1\n", "TOTAL_ERR_FATAL +1\n"})
+  for (const char* text :
+       {"", "\n", "TOTAL_ERR_FATAL\n", "TOTAL_ERR_FATAL -1\n", "TOTAL_ERR_FATAL 1",
+        "TOTAL_ERR_FATAL 1\nTOTAL_ERR_FATAL 2\n", "DLP 1\n", "DLP x\nTOTAL_ERR_FATAL 1\n",
+        "TOTAL_ERR_FATAL 0x10\n", "TOTAL_ERR_FATAL  1\n", " 1\nTOTAL_ERR_FATAL 1\n",
+        "TOTAL_ERR_FATAL 007\n", "DLP\t1\nTOTAL_ERR_FATAL 1\n", "TOTAL_ERR_FATAL +1\n"})
     EXPECT_EQ(parse_aer_total(text, "ERR_FATAL"), std::nullopt) << text;
 }
 

@@ -120,7 +120,8 @@ TEST_F(PcieJudge, ADowntrainedLinkTakesTheCardOutWhenThePolicySaysSo) {
   const auto verdict = judge(narrow);
   ASSERT_TRUE(verdict.unhealthy);
   EXPECT_EQ(verdict.unhealthy->kind, kind::kPcieLinkDowntrained);
-  EXPECT_EQ(verdict.unhealthy->text, "PCIe link downtrained: 16 GT/s x4, the card can do 16 GT/s x16");
+  EXPECT_EQ(verdict.unhealthy->text,
+            "PCIe link downtrained: 16 GT/s x4, the card can do 16 GT/s x16");
 }
 
 TEST_F(PcieJudge, TheMostSevereFindingIsTheReasonAndTheOthersStayWarnings) {
@@ -143,8 +144,8 @@ TEST(PcieDowntrain, OnlyFiguresKnownOnBothSidesCount) {
   EXPECT_EQ(pcie_downtrain(pcie), std::nullopt);
   EXPECT_EQ(pcie_downtrain(PcieLinkState{}), std::nullopt);
   // Faster than the maximum (a capability the register understates) is no downtrain.
-  EXPECT_EQ(pcie_downtrain(PcieLinkState{kGen4, kGen3, 16u, 8u, std::nullopt, std::nullopt,
-                                         std::nullopt}),
+  EXPECT_EQ(pcie_downtrain(
+                PcieLinkState{kGen4, kGen3, 16u, 8u, std::nullopt, std::nullopt, std::nullopt}),
             std::nullopt);
 }
 
@@ -162,7 +163,8 @@ TEST(PcieJudgeCards, EachCardHasItsOwnBaselineAndAForgottenCardStartsAgain) {
 TEST(HealthMonitorFinding, AFindingTakesOutAHealthyCardAndLeavesADriverFaultFirst) {
   HealthMonitor monitor(3);
   monitor.update("u0", DeviceReading{});
-  const auto& state = monitor.add_finding("u0", "new fatal PCIe error (AER)", kind::kPcieFatalError);
+  const auto& state =
+      monitor.add_finding("u0", "new fatal PCIe error (AER)", kind::kPcieFatalError);
   EXPECT_FALSE(state.healthy);
   EXPECT_EQ(state.reason_kind, kind::kPcieFatalError);
   // The next clean reading clears it unless the finding is given again.
@@ -171,7 +173,8 @@ TEST(HealthMonitorFinding, AFindingTakesOutAHealthyCardAndLeavesADriverFaultFirs
   DeviceReading fault;
   fault.fault = "driver reports state ERROR";
   monitor.update("u0", fault);
-  const auto& faulty = monitor.add_finding("u0", "new fatal PCIe error (AER)", kind::kPcieFatalError);
+  const auto& faulty =
+      monitor.add_finding("u0", "new fatal PCIe error (AER)", kind::kPcieFatalError);
   EXPECT_EQ(faulty.reason, "driver reports state ERROR");
   EXPECT_EQ(faulty.reason_kind, kind::kDriverFault);
 }

@@ -228,8 +228,9 @@ class SimulatedCards final : public Backend,
     if (!std::isfinite(value) || value < 0)
       return InjectionError{InjectionError::Kind::InvalidArgument,
                             "metric value must be finite and not negative"};
-    if (is_pcie_key(key) && (value != std::floor(value) || value > kMaxExactInteger ||
-                             ((key == metric::kPcieLinkWidth || key == metric::kPcieLinkMaxWidth) && value > 32)))
+    if (is_pcie_key(key) &&
+        (value != std::floor(value) || value > kMaxExactInteger ||
+         ((key == metric::kPcieLinkWidth || key == metric::kPcieLinkMaxWidth) && value > 32)))
       return InjectionError{InjectionError::Kind::InvalidArgument,
                             "'" + std::string(key) +
                                 "' takes a whole number (lanes: at most 32; counts and speeds: at "
@@ -248,7 +249,7 @@ class SimulatedCards final : public Backend,
     double memory_fraction = 0.0;
     double temperature = 35.0;
     std::map<std::string, std::uint64_t> instances{};  // cXPU instance id -> memory limit
-    PcieLinkState pcie{};  // before pins
+    PcieLinkState pcie{};                              // before pins
   };
 
   static Card make_card(DeviceIdentity identity) {
@@ -257,8 +258,8 @@ class SimulatedCards final : public Backend,
     // As the kernel shows them: a virtual function's link registers are reserved (its link is
     // the PF's), so it has no speed or width; it counts no AER errors of its own here.
     if (!identity.is_virtual_function)
-      card.pcie = PcieLinkState{kLinkTransfersPerSecond, kLinkTransfersPerSecond, kLinkLanes,
-                                kLinkLanes, 0, 0, 0};
+      card.pcie = PcieLinkState{
+          kLinkTransfersPerSecond, kLinkTransfersPerSecond, kLinkLanes, kLinkLanes, 0, 0, 0};
     card.identity = std::move(identity);
     return card;
   }
