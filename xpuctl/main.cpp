@@ -91,7 +91,10 @@ void write_device_json(xpuctl::JsonWriter& json, const xpu::DeviceInfo& d) {
       .value(d.healthy ? "Healthy" : "Unhealthy")
       .key("health_reason")
       .value(d.health_reason)
-      .end_object();
+      .key("health_warnings")
+      .begin_object();
+  for (const auto& [kind, text] : d.health_warnings) json.key(kind).value(text);
+  json.end_object().end_object();
 }
 
 void write_metrics_json(xpuctl::JsonWriter& json, const std::map<std::string, double>& values) {
@@ -199,8 +202,11 @@ void add_pcie_rows(xpuctl::Table& table, const xpu::DeviceInfo& d,
        format_fixed(metric_value(values, metric::kPcieAerCorrectable), 1, "") + " correctable, " +
            format_fixed(metric_value(values, metric::kPcieAerNonfatal), 1, "") + " nonfatal, " +
            format_fixed(metric_value(values, metric::kPcieAerFatal), 1, "") + " fatal"});
-  for (const auto& [kind, text] : d.health_warnings)
-    table.add({"Warning", text + " (" + kind + ")"});
+  for (const auto& [kind, text] : d.health_warnings) {
+    std::string row = text;
+    row.append(" (").append(kind).append(")");
+    table.add({"Warning", std::move(row)});
+  }
 }
 
 int cmd_show(xpu::XpudClient& client, unsigned index, bool json_output) {

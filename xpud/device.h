@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/names.h"
+
 namespace xpud {
 
 struct DeviceIdentity {
@@ -56,6 +58,20 @@ struct PcieLinkState {
   bool operator==(const PcieLinkState&) const = default;
 };
 
+// Calls visit(GetMetrics key, field) for each field of a PcieLinkState (const or not): the one
+// table of which key holds which figure (names.h, metric::kPcie).
+template <typename State, typename Visit>
+void visit_pcie_fields(State& pcie, Visit visit) {
+  namespace metric = xpu::names::metric;
+  visit(metric::kPcieLinkSpeed, pcie.speed);
+  visit(metric::kPcieLinkMaxSpeed, pcie.max_speed);
+  visit(metric::kPcieLinkWidth, pcie.width);
+  visit(metric::kPcieLinkMaxWidth, pcie.max_width);
+  visit(metric::kPcieAerCorrectable, pcie.aer_correctable);
+  visit(metric::kPcieAerNonfatal, pcie.aer_nonfatal);
+  visit(metric::kPcieAerFatal, pcie.aer_fatal);
+}
+
 // One sampling of one card. Metric keys are xpu::names::metric::*, in base units; a metric the
 // backend could not read is absent (never 0).
 struct DeviceReading {
@@ -74,7 +90,7 @@ struct DeviceReading {
   // ready): the sampler runs discovery again instead of waiting for an event or the rescan.
   bool gone = false;
   // The card's PCIe link and AER counters this time; all unknown where the backend cannot tell.
-  PcieLinkState pcie;
+  PcieLinkState pcie{};
 };
 
 }  // namespace xpud

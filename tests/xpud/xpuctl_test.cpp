@@ -117,9 +117,9 @@ TEST_F(XpuctlTest, ShowAndMetricsTables) {
 TEST_F(XpuctlTest, ShowTellsThePcieLinkItsErrorsAndWarnings) {
   start_xpud();
   auto pin = [&](const char* key, const char* value) {
-    ChildProcess busctl({"busctl", "--address=" + bus_.address(), "call", "com.kunlunxin.xpud1",
-                         "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Simulator", "SetMetric",
-                         "usd", "3", key, value},
+    ChildProcess busctl({"/usr/bin/busctl", "--address=" + bus_.address(), "call",
+                         "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
+                         "com.kunlunxin.xpud1.Simulator", "SetMetric", "usd", "3", key, value},
                         dir_.path() / ("busctl" + std::to_string(++runs_) + ".log"));
     ASSERT_EQ(busctl.wait(10s), 0) << busctl.output();
   };
@@ -153,6 +153,12 @@ TEST_F(XpuctlTest, ShowTellsThePcieLinkItsErrorsAndWarnings) {
                       "GT/s x16 (pcie_link_downtrained)\n"),
             std::string::npos)
       << show;
+  const auto json = xpuctl({"show", "3", "--json"}).second;
+  EXPECT_NE(json.find("\"health_warnings\":{\"pcie_link_downtrained\":\"PCIe link downtrained: "
+                      "16 GT/s x8, the card can do 16 GT/s x16\"}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"pcie_aer_fatal_errors\":1"), std::string::npos) << json;
 }
 
 TEST_F(XpuctlTest, BadUsage) {

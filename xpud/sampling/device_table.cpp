@@ -11,6 +11,12 @@ namespace names = xpu::names;
 
 namespace {
 
+// The journal's words for a warning that comes or changes ("health warning (kind): text"), and
+// for one that goes (empty text).
+std::string warning_event(const std::string& kind, const std::string& text) {
+  return "health warning (" + kind + (text.empty() ? ") gone" : "): " + text);
+}
+
 // Takes the snapshot's PCIe figures and warnings; logs each warning that comes, changes or goes.
 // True when anything the bus shows changed.
 bool apply_pcie(const std::string& name, const DeviceState& state, PublishedDevice& device) {
@@ -19,12 +25,12 @@ bool apply_pcie(const std::string& name, const DeviceState& state, PublishedDevi
     auto was = device.health_warnings.find(kind);
     if (was == device.health_warnings.end() || was->second != text)
       xpu::log_device_event(spdlog::level::warn, name, state.identity.uuid,
-                            "health warning (" + kind + "): " + text);
+                            warning_event(kind, text));
   }
   for (const auto& [kind, text] : device.health_warnings)
     if (!state.health_warnings.contains(kind))
       xpu::log_device_event(spdlog::level::info, name, state.identity.uuid,
-                            "health warning (" + kind + ") gone");
+                            warning_event(kind, ""));
   device.pcie = state.pcie;
   device.health_warnings = state.health_warnings;
   return true;
@@ -87,7 +93,7 @@ DeviceTableChanges DeviceTable::apply(std::shared_ptr<const Snapshot> snapshot) 
               (state->healthy ? "Healthy" : "Unhealthy: " + state->health_reason));
       for (const auto& [kind, text] : state->health_warnings)
         xpu::log_device_event(spdlog::level::warn, name, state->identity.uuid,
-                              "health warning (" + kind + "): " + text);
+                              warning_event(kind, text));
       continue;
     }
     PublishedDevice& device = it->second;

@@ -31,8 +31,8 @@ struct PublishedDevice {
   std::uint64_t became_unhealthy = 0;
   // The kernel's view of the card's PCIe link, as last read (kept while the driver is stalled),
   // and the warnings that leave the card Healthy (pcie_health.h): kind -> text.
-  PcieLinkState pcie;
-  std::map<std::string, std::string> health_warnings;
+  PcieLinkState pcie{};
+  std::map<std::string, std::string> health_warnings{};
 };
 
 // One card's change, for the bus to tell.

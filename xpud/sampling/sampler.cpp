@@ -7,21 +7,12 @@
 namespace xpud {
 namespace {
 
-namespace metric = xpu::names::metric;
-
 // GetMetrics carries the link figures and error counts beside the driver's readings, so that a
 // client (the exporter) gets one card's numbers in one call; unknown ones stay absent.
 void add_pcie_metrics(const PcieLinkState& pcie, std::map<std::string, double>& metrics) {
-  auto add = [&](std::string_view key, auto value) {
+  visit_pcie_fields(pcie, [&](std::string_view key, const auto& value) {
     if (value) metrics[std::string(key)] = static_cast<double>(*value);
-  };
-  add(metric::kPcieLinkSpeed, pcie.speed);
-  add(metric::kPcieLinkMaxSpeed, pcie.max_speed);
-  add(metric::kPcieLinkWidth, pcie.width);
-  add(metric::kPcieLinkMaxWidth, pcie.max_width);
-  add(metric::kPcieAerCorrectable, pcie.aer_correctable);
-  add(metric::kPcieAerNonfatal, pcie.aer_nonfatal);
-  add(metric::kPcieAerFatal, pcie.aer_fatal);
+  });
 }
 
 }  // namespace
@@ -201,9 +192,12 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& set
     discovery_.note_read(identity.uuid, value.gone);
     const HealthState* health = &health_.update(identity.uuid, value);
     PcieVerdict pcie = pcie_.judge(identity.uuid, device, value.pcie, now);
-    if (pcie.unhealthy)
-      health = &health_.add_finding(identity.uuid, std::move(pcie.unhealthy->text),
-                                    pcie.unhealthy->kind);
+    if (pcie.unhealthy) {
+      health = &health_.add_finding(identity.uuid, pcie.unhealthy->text, pcie.unhealthy->kind);
+      // The card is Unhealthy for another reason (a driver fault says more): still shown.
+      if (health->reason_kind != pcie.unhealthy->kind)
+        pcie.warnings.emplace(std::string(pcie.unhealthy->kind), std::move(pcie.unhealthy->text));
+    }
     add_pcie_metrics(value.pcie, value.metrics);
     snapshot->devices.push_back(DeviceState{identity, std::move(value.metrics), health->healthy,
                                             health->reason, std::string(health->reason_kind),

@@ -36,8 +36,8 @@ struct DeviceState {
   std::optional<std::vector<ProcessUsage>> processes;  // nullopt: not listed this cycle
   // The kernel's view of the card's PCIe link (also in `metrics`, as the kPcie keys), and what
   // pcie_health.h found that does not take the card out: kind -> text.
-  PcieLinkState pcie;
-  std::map<std::string, std::string> health_warnings;
+  PcieLinkState pcie{};
+  std::map<std::string, std::string> health_warnings{};
 };
 
 struct Snapshot {

@@ -43,19 +43,12 @@ bool is_pcie_key(std::string_view key) {
 // The card's PCIe figures with the pinned ones in their place (SetMetric with a kPcie key: how
 // a test or demo makes a link downtrain or AER counts rise).
 PcieLinkState pinned_pcie(PcieLinkState pcie, const std::map<std::string, double>& pinned) {
-  auto pin = [&](std::string_view key, auto& field) {
+  visit_pcie_fields(pcie, [&](std::string_view key, auto& field) {
     auto found = pinned.find(std::string(key));
     if (found == pinned.end()) return;
     using Value = typename std::remove_reference_t<decltype(field)>::value_type;
     field = static_cast<Value>(found->second);
-  };
-  pin(metric::kPcieLinkSpeed, pcie.speed);
-  pin(metric::kPcieLinkMaxSpeed, pcie.max_speed);
-  pin(metric::kPcieLinkWidth, pcie.width);
-  pin(metric::kPcieLinkMaxWidth, pcie.max_width);
-  pin(metric::kPcieAerCorrectable, pcie.aer_correctable);
-  pin(metric::kPcieAerNonfatal, pcie.aer_nonfatal);
-  pin(metric::kPcieAerFatal, pcie.aer_fatal);
+  });
   return pcie;
 }
 
