@@ -79,6 +79,12 @@ inline constexpr std::string_view kHealthTransitions = "HealthTransitions";
 inline constexpr std::string_view kIsVirtualFunction = "IsVirtualFunction";
 inline constexpr std::string_view kSriovEnabled = "SriovEnabled";
 inline constexpr std::string_view kPhysicalFunction = "PhysicalFunction";
+inline constexpr std::string_view kPcieLinkSpeed = "PcieLinkSpeed";
+inline constexpr std::string_view kPcieLinkMaxSpeed = "PcieLinkMaxSpeed";
+inline constexpr std::string_view kPcieLinkWidth = "PcieLinkWidth";
+inline constexpr std::string_view kPcieLinkMaxWidth = "PcieLinkMaxWidth";
+inline constexpr std::string_view kPcieAerErrors = "PcieAerErrors";
+inline constexpr std::string_view kHealthWarnings = "HealthWarnings";
 
 inline constexpr std::array<std::string_view, 11> kManager = {kVersion,
                                                               kBackend,
@@ -91,7 +97,7 @@ inline constexpr std::array<std::string_view, 11> kManager = {kVersion,
                                                               kInstancesSupported,
                                                               kInstanceHook,
                                                               kShareInstancesSupported};
-inline constexpr std::array<std::string_view, 18> kDevice = {kIndex,
+inline constexpr std::array<std::string_view, 24> kDevice = {kIndex,
                                                              kName,
                                                              kUuid,
                                                              kSerial,
@@ -108,7 +114,13 @@ inline constexpr std::array<std::string_view, 18> kDevice = {kIndex,
                                                              kHealthTransitions,
                                                              kIsVirtualFunction,
                                                              kSriovEnabled,
-                                                             kPhysicalFunction};
+                                                             kPhysicalFunction,
+                                                             kPcieLinkSpeed,
+                                                             kPcieLinkMaxSpeed,
+                                                             kPcieLinkWidth,
+                                                             kPcieLinkMaxWidth,
+                                                             kPcieAerErrors,
+                                                             kHealthWarnings};
 }  // namespace property
 
 // Every error xpud answers with starts so (the six below).
@@ -176,7 +188,21 @@ inline constexpr std::string_view kReadFailures = "read_failures";  // reads fai
 inline constexpr std::string_view kDriverStalled = "driver_stalled";  // a driver call hung too long
 // the card kept its memory with no process on it (xpud/sampling/release_check.h)
 inline constexpr std::string_view kMemoryNotReleased = "memory_not_released";
+// The kernel counted a new fatal PCIe error of the card (AER).
+inline constexpr std::string_view kPcieFatalError = "pcie_fatal_error";
+// A new nonfatal PCIe error, or a link slower or narrower than the card can do: a warning by
+// default ([pcie] nonfatal, downtrain), these kinds when xpud.conf makes them take the card out.
+inline constexpr std::string_view kPcieNonfatalError = "pcie_nonfatal_error";
+inline constexpr std::string_view kPcieLinkDowntrained = "pcie_link_downtrained";
 }  // namespace reason_kind
+
+// The keys of Device.PcieAerErrors: the severities the kernel counts AER messages by
+// (aer_dev_correctable, aer_dev_nonfatal, aer_dev_fatal).
+namespace aer_severity {
+inline constexpr std::string_view kCorrectable = "correctable";
+inline constexpr std::string_view kNonfatal = "nonfatal";
+inline constexpr std::string_view kFatal = "fatal";
+}  // namespace aer_severity
 
 inline constexpr std::string_view kDeviceNodePrefix = "/dev/xpu";
 inline constexpr std::string_view kControlNode = "/dev/xpuctrl";
@@ -241,6 +267,20 @@ inline constexpr std::string_view kProcessCount = "process_count";
 inline constexpr std::array<std::string_view, 10> kAll = {
     kUtilization,   kMemoryUtilization, kMemoryUsed, kMemoryTotal, kL3MemoryUsed,
     kL3MemoryTotal, kTemperature,       kPower,      kClock,       kProcessCount};
+
+// The card's PCIe link and AER error counts as the kernel reports them (sysfs, not the driver):
+// also in GetMetrics, beside the keys above. Link speeds in transfers per second, widths in
+// lanes, the error counts since the PCI function appeared (boot or re-enumeration).
+inline constexpr std::string_view kPcieLinkSpeed = "pcie_link_speed_transfers_per_second";
+inline constexpr std::string_view kPcieLinkMaxSpeed = "pcie_link_max_speed_transfers_per_second";
+inline constexpr std::string_view kPcieLinkWidth = "pcie_link_width_lanes";
+inline constexpr std::string_view kPcieLinkMaxWidth = "pcie_link_max_width_lanes";
+inline constexpr std::string_view kPcieAerCorrectable = "pcie_aer_correctable_errors";
+inline constexpr std::string_view kPcieAerNonfatal = "pcie_aer_nonfatal_errors";
+inline constexpr std::string_view kPcieAerFatal = "pcie_aer_fatal_errors";
+inline constexpr std::array<std::string_view, 7> kPcie = {
+    kPcieLinkSpeed,      kPcieLinkMaxSpeed, kPcieLinkWidth, kPcieLinkMaxWidth,
+    kPcieAerCorrectable, kPcieAerNonfatal,  kPcieAerFatal};
 }  // namespace metric
 
 inline std::string device_path(unsigned index) {

@@ -39,6 +39,9 @@ struct DeviceInfo {
   // A virtual function's physical function, by PCI bus id; empty for a PF (and from an older
   // xpud without the property).
   std::string physical_function;
+  // What is wrong with the card without making it Unhealthy (a downtrained PCIe link, a new
+  // nonfatal PCIe error), by kind; empty when nothing is (and from an older xpud).
+  std::map<std::string, std::string> health_warnings;
 
   bool operator==(const DeviceInfo&) const = default;
 };

@@ -1,7 +1,8 @@
 // Every parser of a kernel-provided text file the hardware backends read: the attribute parsers
 // of sysfs_attribute.h (PCI ids, NUMA node, VF counts), the driver version, /proc/xpu/probe_error,
 // class-device names (xpuN), PCI addresses as sysfs and the library spell them, the text the
-// library writes into our buffers, and a bus entry's link target (the PCIe root). Each gets the
+// library writes into our buffers, a bus entry's link target (the PCIe root), and the PCIe link
+// and AER files (pcie_link.h). Each gets the
 // same bytes; what it accepts must mean what its header says.
 #include <cctype>
 #include <charconv>
@@ -13,6 +14,7 @@
 #include "common/pci_address.h"
 #include "fuzz/fuzz_support.h"
 #include "xpud/backends/pci_ids.h"
+#include "xpud/backends/pcie_link.h"
 #include "xpud/backends/pcie_root.h"
 #include "xpud/backends/sysfs/driver_version.h"
 #include "xpud/backends/sysfs/pci_function_scan.h"
@@ -99,6 +101,19 @@ void check_attribute_parsers(std::string_view text) {
           "parse_device_node_name", std::string(text));
 }
 
+// What the PCIe parsers accept is what the kernel can write: a speed within bounds in whole
+// tenths of GT/s, a width of at most x32, an AER total that is the TOTAL_ line's number.
+void check_pcie_link_parsers(std::string_view text) {
+  if (auto speed = sysfs::parse_link_speed(text))
+    check(*speed <= sysfs::kMaxLinkGigatransfers * 1000000000 && *speed % 100000000 == 0,
+          "parse_link_speed value", std::string(text));
+  if (auto width = sysfs::parse_link_width(text))
+    check(*width <= sysfs::kMaxLinkWidth, "parse_link_width range", std::string(text));
+  if (auto total = sysfs::parse_aer_total(text, "ERR_FATAL"))
+    check(text.find("TOTAL_ERR_FATAL " + std::to_string(*total) + "\n") != std::string_view::npos,
+          "parse_aer_total gave a count the file does not hold", std::string(text));
+}
+
 void check_probe_errors(std::string_view text) {
   for (const auto& [bus_id, failure] : sysfs::parse_probe_errors(text, "fuzz")) {
     check(xpud::pci::normalize_bus_id(bus_id) == bus_id && failure.pci_bus_id == bus_id,
@@ -145,5 +160,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_probe_errors(text);
   check_library_text(text);
   check_pcie_root(text);
+  check_pcie_link_parsers(text);
   return 0;
 }

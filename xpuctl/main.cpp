@@ -91,7 +91,10 @@ void write_device_json(xpuctl::JsonWriter& json, const xpu::DeviceInfo& d) {
       .value(d.healthy ? "Healthy" : "Unhealthy")
       .key("health_reason")
       .value(d.health_reason)
-      .end_object();
+      .key("health_warnings")
+      .begin_object();
+  for (const auto& [kind, text] : d.health_warnings) json.key(kind).value(text);
+  json.end_object().end_object();
 }
 
 void write_metrics_json(xpuctl::JsonWriter& json, const std::map<std::string, double>& values) {
@@ -177,6 +180,35 @@ int cmd_list(xpu::XpudClient& client, bool json_output) {
   return 0;
 }
 
+// "16 GT/s x16", or "-" for what the kernel did not tell.
+std::string pcie_link_text(const std::map<std::string, double>& values, std::string_view speed_key,
+                           std::string_view width_key) {
+  const auto speed = metric_value(values, speed_key);
+  const auto width = metric_value(values, width_key);
+  if (!speed && !width) return "-";
+  std::string text = speed ? format_fixed(speed, 1e-9, " GT/s", 1) : "- GT/s";
+  return text + " x" + (width ? format_fixed(width, 1, "") : "-");
+}
+
+// The kernel's view of the card's PCIe link (GetMetrics' pcie_* keys) and what xpud makes of it.
+void add_pcie_rows(xpuctl::Table& table, const xpu::DeviceInfo& d,
+                   const std::map<std::string, double>& values) {
+  table.add({"PCIe link",
+             pcie_link_text(values, metric::kPcieLinkSpeed, metric::kPcieLinkWidth) + " (can do " +
+                 pcie_link_text(values, metric::kPcieLinkMaxSpeed, metric::kPcieLinkMaxWidth) +
+                 ")"});
+  table.add(
+      {"PCIe errors (AER)",
+       format_fixed(metric_value(values, metric::kPcieAerCorrectable), 1, "") + " correctable, " +
+           format_fixed(metric_value(values, metric::kPcieAerNonfatal), 1, "") + " nonfatal, " +
+           format_fixed(metric_value(values, metric::kPcieAerFatal), 1, "") + " fatal"});
+  for (const auto& [kind, text] : d.health_warnings) {
+    std::string row = text;
+    row.append(" (").append(kind).append(")");
+    table.add({"Warning", std::move(row)});
+  }
+}
+
 int cmd_show(xpu::XpudClient& client, unsigned index, bool json_output) {
   auto devices = client.list_devices();
   if (!devices) return fail(devices.error());
@@ -231,6 +263,7 @@ int cmd_show(xpu::XpudClient& client, unsigned index, bool json_output) {
   table.add({"Power", format_fixed(metric_value(values, metric::kPower), 1, "W", 1)});
   table.add({"Clock", format_fixed(metric_value(values, metric::kClock), 1e-6, "MHz")});
   table.add({"Processes", format_fixed(metric_value(values, metric::kProcessCount), 1, "")});
+  add_pcie_rows(table, d, values);
   std::fputs(table.render().c_str(), stdout);
   return 0;
 }

@@ -86,6 +86,17 @@ xpu::Status set_xpuml_libraries(std::vector<fs::path>& target, std::string_view 
   return xpu::ok_status();
 }
 
+// [pcie] downtrain / nonfatal: warn | unhealthy.
+xpu::Status set_pcie_action(PcieAction& target, std::string_view value) {
+  if (value == "warn")
+    target = PcieAction::kWarn;
+  else if (value == "unhealthy")
+    target = PcieAction::kUnhealthy;
+  else
+    return xpu::Error{"'" + std::string(value) + "' is not warn or unhealthy"};
+  return xpu::ok_status();
+}
+
 const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& schema() {
   static const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>> table = {
       {"daemon",
@@ -187,6 +198,15 @@ const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& sch
       {"sriov",
        {{"allow_cluster_reconfigure",
          [](Config& c, std::string_view v) { return set_bool(c.allow_cluster_reconfigure, v); }}}},
+      {"pcie",
+       {{"downtrain",
+         [](Config& c, std::string_view v) { return set_pcie_action(c.pcie.downtrain, v); }},
+        {"nonfatal",
+         [](Config& c, std::string_view v) { return set_pcie_action(c.pcie.nonfatal, v); }},
+        {"error_hold_ms",
+         [](Config& c, std::string_view v) {
+           return set_milliseconds(c.pcie.error_hold, v, 1000, 86400000);
+         }}}},
       {"cdi",
        {{"enabled",
          [](Config& c, std::string_view v) -> xpu::Status {

@@ -19,6 +19,28 @@ inline constexpr const char* kDefaultConfigPath = "/etc/xpud/xpud.conf";
 
 enum class CdiMode { kAuto, kOn, kOff };
 
+// [pcie] What a PCIe finding that need not mean a broken card does to it: `warn` keeps it Healthy
+// with a HealthWarnings entry and a journal line, `unhealthy` takes it out with a reason of its
+// own. A new fatal AER error always takes the card out (sampling/pcie_health.h says why).
+enum class PcieAction { kWarn, kUnhealthy };
+
+struct PcieHealthPolicy {
+  // A link slower or narrower than the card can do. A warning by default: the card still
+  // computes, often only its transfers are slower, and some cards lower their link speed at
+  // idle to save power; an operator who wants such cards out says so.
+  PcieAction downtrain = PcieAction::kWarn;
+  // A new uncorrectable error the link survived (ERR_NONFATAL: the transaction was lost, the
+  // link was not): a warning by default, since the kernel's AER recovery handles it and one
+  // such error does not make a card unusable.
+  PcieAction nonfatal = PcieAction::kWarn;
+  // How long a new error (fatal, or nonfatal) keeps its mark on the card after the last one the
+  // kernel counted: long enough for the scheduler to move work off and for an operator or a
+  // recovery to see it, short enough that a card whose link recovered comes back by itself.
+  std::chrono::milliseconds error_hold{900000};
+
+  bool operator==(const PcieHealthPolicy&) const = default;
+};
+
 // Most entries [xpuml] library may list.
 inline constexpr std::size_t kMaxXpumlLibraries = 16;
 
@@ -83,6 +105,8 @@ struct Config {
   CdiMode cdi_mode = CdiMode::kAuto;
   std::filesystem::path cdi_directory = "/var/run/cdi";
   std::string cdi_file = "kunlunxin-xpu.json";
+  // [pcie] downtrain, nonfatal, error_hold_ms: see PcieHealthPolicy.
+  PcieHealthPolicy pcie;
 
   bool operator==(const Config&) const = default;
 };

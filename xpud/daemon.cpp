@@ -33,6 +33,7 @@ using std::chrono::milliseconds;
 SamplerSettings sampler_settings(const Config& config) {
   SamplerSettings settings{config.interval, config.call_timeout, config.failure_threshold,
                            config.stall_grace, config.rescan_interval};
+  settings.pcie = config.pcie;
   settings.release_check = ReleaseCheckSettings{config.release_check, config.release_timeout,
                                                 config.release_idle_memory_mib << 20};
   return settings;

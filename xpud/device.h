@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/names.h"
+
 namespace xpud {
 
 struct DeviceIdentity {
@@ -40,6 +42,36 @@ struct ProcessUsage {
   bool operator==(const ProcessUsage&) const = default;
 };
 
+// A card's PCIe link and its AER error counters as the kernel reports them (sysfs; the sim
+// backend simulates them): xpud/backends/pcie_link.h. A field is nullopt when unknown (the file is
+// missing or says nothing usable).
+struct PcieLinkState {
+  std::optional<std::uint64_t> speed;      // transfers per second: 16.0 GT/s is 16000000000
+  std::optional<std::uint64_t> max_speed;  // the fastest the function can do
+  std::optional<unsigned> width;           // lanes
+  std::optional<unsigned> max_width;
+  // Error messages the function sent since it appeared (boot, or its last re-enumeration).
+  std::optional<std::uint64_t> aer_correctable;
+  std::optional<std::uint64_t> aer_nonfatal;
+  std::optional<std::uint64_t> aer_fatal;
+
+  bool operator==(const PcieLinkState&) const = default;
+};
+
+// Calls visit(GetMetrics key, field) for each field of a PcieLinkState (const or not): the one
+// table of which key holds which figure (names.h, metric::kPcie).
+template <typename State, typename Visit>
+void visit_pcie_fields(State& pcie, Visit visit) {
+  namespace metric = xpu::names::metric;
+  visit(metric::kPcieLinkSpeed, pcie.speed);
+  visit(metric::kPcieLinkMaxSpeed, pcie.max_speed);
+  visit(metric::kPcieLinkWidth, pcie.width);
+  visit(metric::kPcieLinkMaxWidth, pcie.max_width);
+  visit(metric::kPcieAerCorrectable, pcie.aer_correctable);
+  visit(metric::kPcieAerNonfatal, pcie.aer_nonfatal);
+  visit(metric::kPcieAerFatal, pcie.aer_fatal);
+}
+
 // One sampling of one card. Metric keys are xpu::names::metric::*, in base units; a metric the
 // backend could not read is absent (never 0).
 struct DeviceReading {
@@ -57,6 +89,8 @@ struct DeviceReading {
   // it is lost), or the backend has something new to discover (backend=auto's library became
   // ready): the sampler runs discovery again instead of waiting for an event or the rescan.
   bool gone = false;
+  // The card's PCIe link and AER counters this time; all unknown where the backend cannot tell.
+  PcieLinkState pcie{};
 };
 
 }  // namespace xpud

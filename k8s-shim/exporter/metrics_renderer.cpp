@@ -24,7 +24,7 @@ struct DeviceFamily {
   const char* help;
 };
 
-constexpr std::array<DeviceFamily, 10> kDeviceFamilies = {{
+constexpr std::array<DeviceFamily, 14> kDeviceFamilies = {{
     {key::kUtilization, "xpu_utilization_ratio",
      "Share of time the XPU's compute units were busy (0 to 1)."},
     {key::kMemoryUtilization, "xpu_memory_utilization_ratio",
@@ -39,6 +39,27 @@ constexpr std::array<DeviceFamily, 10> kDeviceFamilies = {{
     {key::kPower, "xpu_power_watts", "XPU board power draw, in watts."},
     {key::kClock, "xpu_clock_hertz", "XPU core clock, in hertz."},
     {key::kProcessCount, "xpu_processes", "Processes with a compute context on the XPU."},
+    // The kernel's view of the card's PCIe link (sysfs current_link_*, max_link_*), in
+    // node_exporter's units (its pcidevice collector: transfers per second, lanes).
+    {key::kPcieLinkSpeed, "xpu_pcie_link_speed_transfers_per_second",
+     "Speed the XPU's PCIe link trained to, in transfers per second (16 GT/s: 1.6e10)."},
+    {key::kPcieLinkMaxSpeed, "xpu_pcie_link_max_speed_transfers_per_second",
+     "Fastest PCIe link speed the XPU can do, in transfers per second."},
+    {key::kPcieLinkWidth, "xpu_pcie_link_width_lanes",
+     "Width the XPU's PCIe link trained to, in lanes."},
+    {key::kPcieLinkMaxWidth, "xpu_pcie_link_max_width_lanes",
+     "Widest PCIe link the XPU can do, in lanes."},
+}};
+
+// xpu_pcie_aer_errors_total's severities: the GetMetrics key of each.
+struct AerSeverity {
+  std::string_view key;
+  std::string_view severity;
+};
+constexpr std::array<AerSeverity, 3> kAerSeverities = {{
+    {key::kPcieAerCorrectable, xpu::names::aer_severity::kCorrectable},
+    {key::kPcieAerNonfatal, xpu::names::aer_severity::kNonfatal},
+    {key::kPcieAerFatal, xpu::names::aer_severity::kFatal},
 }};
 
 MetricFamily gauge_family(const char* name, const char* help) {
@@ -170,10 +191,11 @@ void add_share_series(const xpu::DeviceInfo& device, const ScrapeInputs& inputs,
 }
 
 bool is_reason_kind(std::string_view kind) {
-  return kind == xpu::names::reason_kind::kDriverFault ||
-         kind == xpu::names::reason_kind::kReadFailures ||
-         kind == xpu::names::reason_kind::kDriverStalled ||
-         kind == xpu::names::reason_kind::kMemoryNotReleased || kind == kXpudUnreachableReasonKind;
+  namespace reason_kind = xpu::names::reason_kind;
+  return kind == reason_kind::kDriverFault || kind == reason_kind::kReadFailures ||
+         kind == reason_kind::kDriverStalled || kind == reason_kind::kMemoryNotReleased ||
+         kind == reason_kind::kPcieFatalError || kind == reason_kind::kPcieNonfatalError ||
+         kind == reason_kind::kPcieLinkDowntrained || kind == kXpudUnreachableReasonKind;
 }
 
 }  // namespace
@@ -215,8 +237,9 @@ std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
     MetricFamily reason = gauge_family(
         "xpu_health_reason_info",
         "Why an Unhealthy XPU is Unhealthy, as a fixed word (driver_fault, read_failures, "
-        "driver_stalled, memory_not_released, xpud_unreachable, other); 1 while Unhealthy, "
-        "absent while Healthy.");
+        "driver_stalled, memory_not_released, pcie_fatal_error, pcie_nonfatal_error, "
+        "pcie_link_downtrained, xpud_unreachable, other); 1 while Unhealthy, absent while "
+        "Healthy.");
     MetricFamily process_memory = gauge_family(
         "xpu_process_memory_used_bytes",
         "Global memory a process holds on the XPU, in bytes (host pid; at most 16 processes per "
@@ -228,6 +251,13 @@ std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
     MetricFamily share_used = gauge_family(
         "xpu_share_memory_used_bytes",
         "Global memory the processes of a memory share's container hold on the XPU, in bytes.");
+    // Only the card's identity as labels, as for the health counters.
+    MetricFamily aer_errors{"xpu_pcie_aer_errors_total",
+                            "PCIe errors the XPU reported, by severity (correctable, nonfatal, "
+                            "fatal), as the kernel's AER counts them since the PCI function "
+                            "appeared (boot or re-enumeration).",
+                            MetricType::Counter,
+                            {}};
     std::map<unsigned, const std::vector<xpu::CardProcess>*> processes_by_index;
     if (inputs.processes)
       for (const auto& device : inputs.processes->devices)
@@ -278,12 +308,20 @@ std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
         if (value != shown.metrics->values.end())
           values[i].metric.push_back(gauge(labels, value->second));
       }
+      for (const auto& [aer_key, severity] : kAerSeverities) {
+        auto count = shown.metrics->values.find(std::string(aer_key));
+        if (count == shown.metrics->values.end()) continue;
+        auto severity_labels = card;
+        severity_labels.push_back({"severity", std::string(severity)});
+        aer_errors.metric.push_back(counter(std::move(severity_labels), count->second));
+      }
     }
     families.push_back(std::move(info));
     families.push_back(std::move(healthy));
     families.push_back(std::move(transitions));
     families.push_back(std::move(reason));
     for (auto& family : values) families.push_back(std::move(family));
+    families.push_back(std::move(aer_errors));
     families.push_back(std::move(process_memory));
     families.push_back(std::move(share_limit));
     families.push_back(std::move(share_used));

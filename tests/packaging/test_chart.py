@@ -696,7 +696,9 @@ class PrometheusOperatorObjects(unittest.TestCase):
         alerts = {r["alert"] for group in rule["spec"]["groups"] for r in group["rules"]}
         self.assertEqual(alerts, {"XPUUnhealthy", "XPUHealthFlapping", "XPUTemperatureHigh",
                                   "XPUMemoryNearlyFull", "XPUXpudUnreachable",
-                                  "XPUPodResourcesUnreachable", "XPUExporterDown", "XPUExporterAbsent"})
+                                  "XPUPodResourcesUnreachable", "XPUExporterDown", "XPUExporterAbsent",
+                                  "XPUPcieFatalError", "XPUPcieNonfatalErrors",
+                                  "XPUPcieCorrectableErrorsHigh", "XPUPcieLinkDowntrained"})
         promtool = shutil.which("promtool")
         if promtool:
             # The {{ $labels.x }} of the annotations came through Helm untouched.

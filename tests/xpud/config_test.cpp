@@ -263,5 +263,48 @@ TEST(Config, BinaryGarbageIsRejectedNotCrashed) {
   EXPECT_FALSE(config);
 }
 
+TEST(Config, PcieFindingsWarnByDefaultAndTheirMarkHoldsFifteenMinutes) {
+  TempDir dir;
+  auto config = load_config(dir.path() / "xpud.conf", false);
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(config->pcie.downtrain, PcieAction::kWarn);
+  EXPECT_EQ(config->pcie.nonfatal, PcieAction::kWarn);
+  EXPECT_EQ(config->pcie.error_hold, std::chrono::minutes(15));
+}
+
+TEST(Config, PcieSectionMakesFindingsUnhealthy) {
+  TempDir dir;
+  write_file(dir.path() / "xpud.conf",
+             "[pcie]\ndowntrain = unhealthy\nnonfatal = unhealthy  ; take cards out\n"
+             "error_hold_ms = 60000\n");
+  auto config = load_config(dir.path() / "xpud.conf", true);
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(config->pcie, (PcieHealthPolicy{PcieAction::kUnhealthy, PcieAction::kUnhealthy,
+                                            std::chrono::milliseconds(60000)}));
+}
+
+TEST(Config, PcieKeysRejectWhatTheyDoNotKnowWithFileLineAndReason) {
+  TempDir dir;
+  const auto path = dir.path() / "xpud.conf";
+  const std::pair<const char*, const char*> cases[] = {
+      {"downtrain = ignore", "bad value for pcie.downtrain: 'ignore' is not warn or unhealthy"},
+      {"nonfatal = Unhealthy", "bad value for pcie.nonfatal: 'Unhealthy' is not warn or unhealthy"},
+      {"nonfatal = unhealthy # loud",
+       "bad value for pcie.nonfatal: 'unhealthy # loud' is not warn or unhealthy (an inline "
+       "comment starts with ';', not '#')"},
+      {"error_hold_ms = 999", "bad value for pcie.error_hold_ms: '999' is out of range"},
+      {"error_hold_ms = 86400001", "bad value for pcie.error_hold_ms: '86400001' is out of range"},
+      {"error_hold_ms = -5", "bad value for pcie.error_hold_ms"},
+      {"correctable = warn", "unknown key 'correctable' in section [pcie]"},
+  };
+  for (const auto& [line, reason] : cases) {
+    write_file(path, std::string("[pcie]\n") + line + "\n");
+    auto config = load_config(path, true);
+    ASSERT_FALSE(config) << line;
+    EXPECT_NE(config.error().find(path.string() + ":2: " + reason), std::string::npos)
+        << config.error();
+  }
+}
+
 }  // namespace
 }  // namespace xpud

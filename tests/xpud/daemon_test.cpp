@@ -160,10 +160,14 @@ TEST_F(XpudTest, GetMetricsServesEveryDeviceInBaseUnits) {
   EXPECT_NEAR(static_cast<double>(snapshot->timestamp_usec), static_cast<double>(now_usec), 5e6);
   for (const auto& device : snapshot->devices) {
     for (const auto& [key, value] : device.values) {
-      EXPECT_NE(std::find(names::metric::kAll.begin(), names::metric::kAll.end(), key),
-                names::metric::kAll.end())
+      // The driver's readings, and the kernel's view of the PCIe link beside them.
+      EXPECT_TRUE(std::find(names::metric::kAll.begin(), names::metric::kAll.end(), key) !=
+                      names::metric::kAll.end() ||
+                  std::find(names::metric::kPcie.begin(), names::metric::kPcie.end(), key) !=
+                      names::metric::kPcie.end())
           << "unexpected key " << key;
     }
+    EXPECT_EQ(device.values.at("pcie_link_speed_transfers_per_second"), 16e9);
     EXPECT_EQ(device.values.at("memory_total_bytes"), static_cast<double>(32768ull << 20));
     EXPECT_LE(device.values.at("utilization_ratio"), 1.0);
   }

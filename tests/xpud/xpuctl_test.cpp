@@ -112,6 +112,55 @@ TEST_F(XpuctlTest, ShowAndMetricsTables) {
   EXPECT_NE(metrics.find("/ 32768MiB"), std::string::npos) << metrics;
 }
 
+// The sim's SetMetric injects PCIe figures as the kernel would report them; `xpuctl show` tells
+// them and what xpud makes of them.
+TEST_F(XpuctlTest, ShowTellsThePcieLinkItsErrorsAndWarnings) {
+  start_xpud();
+  auto pin = [&](const char* key, const char* value) {
+    ChildProcess busctl({"/usr/bin/busctl", "--address=" + bus_.address(), "call",
+                         "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
+                         "com.kunlunxin.xpud1.Simulator", "SetMetric", "usd", "3", key, value},
+                        dir_.path() / ("busctl" + std::to_string(++runs_) + ".log"));
+    ASSERT_EQ(busctl.wait(10s), 0) << busctl.output();
+  };
+  auto [status, show] = xpuctl({"show", "3"});
+  ASSERT_EQ(status, 0) << show;
+  EXPECT_NE(show.find("PCIe link           16.0 GT/s x16 (can do 16.0 GT/s x16)\n"),
+            std::string::npos)
+      << show;
+  EXPECT_NE(show.find("PCIe errors (AER)   0 correctable, 0 nonfatal, 0 fatal\n"),
+            std::string::npos)
+      << show;
+
+  pin("pcie_link_width_lanes", "8");
+  pin("pcie_aer_fatal_errors", "1");
+  ASSERT_TRUE(xpu::test::wait_until(
+      [&] {
+        return xpuctl({"show", "3"}).second.find("fatal PCIe") != std::string::npos;
+      },
+      10s));
+  show = xpuctl({"show", "3"}).second;
+  EXPECT_NE(show.find("Health              Unhealthy (new fatal PCIe error (AER))\n"),
+            std::string::npos)
+      << show;
+  EXPECT_NE(show.find("PCIe link           16.0 GT/s x8 (can do 16.0 GT/s x16)\n"),
+            std::string::npos)
+      << show;
+  EXPECT_NE(show.find("PCIe errors (AER)   0 correctable, 0 nonfatal, 1 fatal\n"),
+            std::string::npos)
+      << show;
+  EXPECT_NE(show.find("Warning             PCIe link downtrained: 16 GT/s x8, the card can do 16 "
+                      "GT/s x16 (pcie_link_downtrained)\n"),
+            std::string::npos)
+      << show;
+  const auto json = xpuctl({"show", "3", "--json"}).second;
+  EXPECT_NE(json.find("\"health_warnings\":{\"pcie_link_downtrained\":\"PCIe link downtrained: "
+                      "16 GT/s x8, the card can do 16 GT/s x16\"}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"pcie_aer_fatal_errors\":1"), std::string::npos) << json;
+}
+
 TEST_F(XpuctlTest, BadUsage) {
   start_xpud();
   EXPECT_EQ(xpuctl({"show", "42"}),

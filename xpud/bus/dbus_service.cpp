@@ -49,6 +49,10 @@ void DbusService::publish(const DeviceTableChanges& changes) {
       if (!device->healthy) manager_->device_health_changed(card.index);
       continue;
     }
+    if (card.kind == CardChange::Kind::kPcie) {
+      object->second->pcie_changed();
+      continue;
+    }
     object->second->health_changed(card.kind == CardChange::Kind::kHealth);
     manager_->device_health_changed(card.index);
   }

@@ -72,6 +72,21 @@ class DeviceObject::Adaptor final
             {std::string(names::kUnhealthy), card.became_unhealthy}};
   }
 
+  uint64_t PcieLinkSpeed() override { return device().pcie.speed.value_or(0); }
+  uint64_t PcieLinkMaxSpeed() override { return device().pcie.max_speed.value_or(0); }
+  uint32_t PcieLinkWidth() override { return device().pcie.width.value_or(0); }
+  uint32_t PcieLinkMaxWidth() override { return device().pcie.max_width.value_or(0); }
+  std::map<std::string, uint64_t> PcieAerErrors() override {
+    const PcieLinkState& pcie = device().pcie;
+    std::map<std::string, uint64_t> errors;
+    if (pcie.aer_correctable)
+      errors.emplace(names::aer_severity::kCorrectable, *pcie.aer_correctable);
+    if (pcie.aer_nonfatal) errors.emplace(names::aer_severity::kNonfatal, *pcie.aer_nonfatal);
+    if (pcie.aer_fatal) errors.emplace(names::aer_severity::kFatal, *pcie.aer_fatal);
+    return errors;
+  }
+  std::map<std::string, std::string> HealthWarnings() override { return device().health_warnings; }
+
   const DeviceTable& table_;
   unsigned index_;
 };
@@ -88,6 +103,18 @@ void DeviceObject::health_changed(bool flipped) {
     changed.insert(changed.end(), {std::string(names::property::kHealth),
                                    std::string(names::property::kHealthTransitions)});
   adaptor_->emitPropertiesChangedSignal(std::string(names::kDeviceInterface), changed);
+}
+
+void DeviceObject::pcie_changed() {
+  adaptor_->emitPropertiesChangedSignal(std::string(names::kDeviceInterface),
+                                        std::vector<std::string>{
+                                            std::string(names::property::kPcieLinkSpeed),
+                                            std::string(names::property::kPcieLinkMaxSpeed),
+                                            std::string(names::property::kPcieLinkWidth),
+                                            std::string(names::property::kPcieLinkMaxWidth),
+                                            std::string(names::property::kPcieAerErrors),
+                                            std::string(names::property::kHealthWarnings),
+                                        });
 }
 
 }  // namespace xpud

@@ -24,6 +24,9 @@ class DeviceObject {
   // After the table changed the card's health (PropertiesChanged): its reason always, Health and
   // HealthTransitions too when `flipped` (Healthy <-> Unhealthy).
   void health_changed(bool flipped);
+  // After the table changed the card's PCIe figures or health warnings (PropertiesChanged of
+  // those properties).
+  void pcie_changed();
 
  private:
   class Adaptor;

@@ -9,6 +9,35 @@ namespace xpud {
 
 namespace names = xpu::names;
 
+namespace {
+
+// The journal's words for a warning that comes or changes ("health warning (kind): text"), and
+// for one that goes (empty text).
+std::string warning_event(const std::string& kind, const std::string& text) {
+  return "health warning (" + kind + (text.empty() ? ") gone" : "): " + text);
+}
+
+// Takes the snapshot's PCIe figures and warnings; logs each warning that comes, changes or goes.
+// True when anything the bus shows changed.
+bool apply_pcie(const std::string& name, const DeviceState& state, PublishedDevice& device) {
+  if (state.pcie == device.pcie && state.health_warnings == device.health_warnings) return false;
+  for (const auto& [kind, text] : state.health_warnings) {
+    auto was = device.health_warnings.find(kind);
+    if (was == device.health_warnings.end() || was->second != text)
+      xpu::log_device_event(spdlog::level::warn, name, state.identity.uuid,
+                            warning_event(kind, text));
+  }
+  for (const auto& [kind, text] : device.health_warnings)
+    if (!state.health_warnings.contains(kind))
+      xpu::log_device_event(spdlog::level::info, name, state.identity.uuid,
+                            warning_event(kind, ""));
+  device.pcie = state.pcie;
+  device.health_warnings = state.health_warnings;
+  return true;
+}
+
+}  // namespace
+
 const PublishedDevice* DeviceTable::find(unsigned index) const {
   auto it = devices_.find(index);
   return it == devices_.end() ? nullptr : &it->second;
@@ -55,15 +84,22 @@ DeviceTableChanges DeviceTable::apply(std::shared_ptr<const Snapshot> snapshot) 
     auto it = devices_.find(index);
     if (it == devices_.end()) {
       devices_.emplace(index, PublishedDevice{state->identity, state->healthy, state->health_reason,
-                                              state->health_reason_kind});
+                                              state->health_reason_kind, 0, 0, state->pcie,
+                                              state->health_warnings});
       changes.cards.push_back({index, CardChange::Kind::kAdded});
       xpu::log_device_event(
           spdlog::level::info, name, state->identity.uuid,
           "device added: " + state->identity.model + " at " + state->identity.pci_bus_id + ", " +
               (state->healthy ? "Healthy" : "Unhealthy: " + state->health_reason));
+      for (const auto& [kind, text] : state->health_warnings)
+        xpu::log_device_event(spdlog::level::warn, name, state->identity.uuid,
+                              warning_event(kind, text));
       continue;
     }
     PublishedDevice& device = it->second;
+    // A stalled driver read nothing: the last figures stand until the cards are read again.
+    if (!snapshot_->driver_stalled && apply_pcie(name, *state, device))
+      changes.cards.push_back({index, CardChange::Kind::kPcie});
     if (state->healthy == device.healthy && state->health_reason == device.health_reason) continue;
     const bool flipped = state->healthy != device.healthy;
     if (flipped) ++(state->healthy ? device.became_healthy : device.became_unhealthy);

@@ -29,6 +29,10 @@ struct PublishedDevice {
   std::string health_reason_kind;  // xpu::names::reason_kind::*; empty while healthy
   std::uint64_t became_healthy = 0;
   std::uint64_t became_unhealthy = 0;
+  // The kernel's view of the card's PCIe link, as last read (kept while the driver is stalled),
+  // and the warnings that leave the card Healthy (pcie_health.h): kind -> text.
+  PcieLinkState pcie{};
+  std::map<std::string, std::string> health_warnings{};
 };
 
 // One card's change, for the bus to tell.
@@ -37,6 +41,7 @@ struct CardChange {
     kAdded,   // a new object (a hot-swapped card's successor too)
     kHealth,  // Healthy <-> Unhealthy (with its reason)
     kReason,  // the reason alone
+    kPcie,    // the PCIe figures or the health warnings (beside any health change)
   };
   unsigned index = 0;
   Kind kind = Kind::kAdded;

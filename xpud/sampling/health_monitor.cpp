@@ -53,4 +53,11 @@ const HealthState& HealthMonitor::update(const std::string& uuid, const DeviceRe
   return state;
 }
 
+const HealthState& HealthMonitor::add_finding(const std::string& uuid, std::string reason,
+                                              std::string_view kind) {
+  HealthState& state = states_[uuid];
+  if (state.healthy) set_unhealthy(state, std::move(reason), kind);
+  return state;
+}
+
 }  // namespace xpud

@@ -37,6 +37,13 @@ class HealthMonitor {
 
   // Cards are keyed by UUID, which survives index changes across hot-plug.
   const HealthState& update(const std::string& uuid, const DeviceReading& reading);
+  // After update(): a cause found beside the driver's reading (the kernel's PCIe counters:
+  // pcie_health.h) makes a card that update() left Healthy Unhealthy with `reason` and `kind`.
+  // A card already Unhealthy keeps its reason: the driver's own fault says more. Kept like any
+  // other reason (the next clean update() clears it, so the finding must be given every cycle
+  // it holds).
+  const HealthState& add_finding(const std::string& uuid, std::string reason,
+                                 std::string_view kind);
   void forget(const std::string& uuid) { states_.erase(uuid); }
   // The card's current health without a new reading (Healthy for a card never read).
   HealthState current(const std::string& uuid) const {

@@ -7,6 +7,17 @@
 #include "common/names.h"
 
 namespace xpud {
+namespace {
+
+// GetMetrics carries the link figures and error counts beside the driver's readings, so that a
+// client (the exporter) gets one card's numbers in one call; unknown ones stay absent.
+void add_pcie_metrics(const PcieLinkState& pcie, std::map<std::string, double>& metrics) {
+  visit_pcie_fields(pcie, [&](std::string_view key, const auto& value) {
+    if (value) metrics[std::string(key)] = static_cast<double>(*value);
+  });
+}
+
+}  // namespace
 
 Sampler::Sampler(std::shared_ptr<Backend> backend, SamplerSettings settings,
                  std::function<void()> on_snapshot)
@@ -14,6 +25,7 @@ Sampler::Sampler(std::shared_ptr<Backend> backend, SamplerSettings settings,
       on_snapshot_(std::move(on_snapshot)),
       executor_(settings.call_timeout),
       health_(settings.failure_threshold),
+      pcie_(settings.pcie),
       stall_(settings.stall_grace),
       release_(settings.release_check),
       own_pid_(static_cast<unsigned>(::getpid())),
@@ -105,6 +117,7 @@ void Sampler::run() {
     lock.unlock();
     executor_.set_timeout(settings.call_timeout);
     health_.set_failure_threshold(settings.failure_threshold);
+    pcie_.set_policy(settings.pcie);
     stall_.set_grace(settings.stall_grace);
     release_.set_settings(settings.release_check);
     auto cycle_started = std::chrono::steady_clock::now();
@@ -169,7 +182,9 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& set
                                               health.healthy,
                                               health.reason,
                                               std::string(health.reason_kind),
-                                              std::nullopt});
+                                              std::nullopt,
+                                              {},
+                                              {}});
       continue;
     }
     auto reading = executor_.call(
@@ -182,13 +197,23 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& set
     }
     if (value.read_error) spdlog::debug("{}: read failed: {}", device, *value.read_error);
     discovery_.note_read(identity.uuid, value.gone);
+    const HealthState* judged = &health_.update(identity.uuid, value);
+    PcieVerdict pcie = pcie_.judge(identity.uuid, device, value.pcie, now);
+    if (pcie.unhealthy) {
+      judged = &health_.add_finding(identity.uuid, pcie.unhealthy->text, pcie.unhealthy->kind);
+      // The card is Unhealthy for another reason (a driver fault says more): still shown.
+      if (judged->reason_kind != pcie.unhealthy->kind)
+        pcie.warnings.emplace(std::string(pcie.unhealthy->kind), std::move(pcie.unhealthy->text));
+    }
+    // The release check speaks only for a card nothing else has taken out (release_check.h).
     const HealthState health = with_release_verdict(
-        health_.update(identity.uuid, value),
-        release_.observe(identity.uuid, release_observation(identity, value, own_pid_),
-                         std::chrono::steady_clock::now()));
+        *judged, release_.observe(identity.uuid, release_observation(identity, value, own_pid_),
+                                  now));
+    add_pcie_metrics(value.pcie, value.metrics);
     snapshot->devices.push_back(DeviceState{identity, std::move(value.metrics), health.healthy,
                                             health.reason, std::string(health.reason_kind),
-                                            std::move(value.processes)});
+                                            std::move(value.processes), value.pcie,
+                                            std::move(pcie.warnings)});
   }
   stall_.observe(executor_.stuck_call(), std::chrono::steady_clock::now());
   snapshot->driver_stalled = stall_.stalled();
@@ -227,6 +252,7 @@ void Sampler::discover(Snapshot& snapshot) {
       if (!still_there) {
         health_.forget(gone.uuid);
         release_.forget(gone.uuid);
+        pcie_.forget(gone.uuid);
         discovery_.forget(gone.uuid);
       }
     }

@@ -23,6 +23,7 @@
 #include "xpud/sampling/driver_stall.h"
 #include "xpud/sampling/health_monitor.h"
 #include "xpud/sampling/release_check.h"
+#include "xpud/sampling/pcie_health.h"
 #include "xpud/time_boxed_executor.h"
 
 namespace xpud {
@@ -34,6 +35,10 @@ struct DeviceState {
   std::string health_reason;
   std::string health_reason_kind;  // xpu::names::reason_kind::*; empty while healthy
   std::optional<std::vector<ProcessUsage>> processes;  // nullopt: not listed this cycle
+  // The kernel's view of the card's PCIe link (also in `metrics`, as the kPcie keys), and what
+  // pcie_health.h found that does not take the card out: kind -> text.
+  PcieLinkState pcie{};
+  std::map<std::string, std::string> health_warnings{};
 };
 
 struct Snapshot {
@@ -54,6 +59,7 @@ struct SamplerSettings {
   std::chrono::milliseconds stall_grace{30000};
   std::chrono::milliseconds rescan_interval{60000};  // see DiscoverySchedule
   ReleaseCheckSettings release_check{};              // see ReleaseCheck
+  PcieHealthPolicy pcie;                             // [pcie], pcie_health.h
 };
 
 class Sampler {
@@ -104,6 +110,7 @@ class Sampler {
   std::function<void()> on_snapshot_;
   TimeBoxedExecutor executor_;
   HealthMonitor health_;  // sampler thread only
+  PcieHealthJudge pcie_;  // sampler thread only
   DriverStall stall_;     // sampler thread only
   ReleaseCheck release_;  // sampler thread only
   unsigned own_pid_;      // xpud's, never a tenant of a card (release_check.h)

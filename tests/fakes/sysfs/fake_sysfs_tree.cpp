@@ -47,6 +47,28 @@ fs::path make_temp_root() {
   return fs::path(buffer.data());
 }
 
+// The error names aer.c prints for each severity (aer_correctable_error_string,
+// aer_uncorrectable_error_string; the named bits only).
+constexpr const char* kCorrectableErrors[] = {"RxErr",   "BadTLP",      "BadDLLP",    "Rollover",
+                                              "Timeout", "NonFatalErr", "CorrIntErr", "HeaderOF"};
+constexpr const char* kUncorrectableErrors[] = {"Undefined",     "DLP",
+                                                "SDES",          "TLP",
+                                                "FCP",           "CmpltTO",
+                                                "CmpltAbrt",     "UnxCmplt",
+                                                "RxOF",          "MalfTLP",
+                                                "ECRC",          "UnsupReq",
+                                                "ACSViol",       "UncorrIntErr",
+                                                "BlockedTLP",    "AtomicOpBlocked",
+                                                "TLPBlockedErr", "PoisonTLPBlocked"};
+
+template <std::size_t N>
+std::string aer_file(const char* const (&names)[N], const char* total, std::uint64_t count) {
+  std::string text;
+  for (std::size_t i = 0; i < N; ++i)
+    text += std::string(names[i]) + " " + std::to_string(i == 0 ? count : 0) + "\n";
+  return text + "TOTAL_" + total + " " + std::to_string(count) + "\n";
+}
+
 }  // namespace
 
 FakePciFunction kunlunxin_r_series(std::string bus_id, std::uint16_t subsystem_device,
@@ -75,6 +97,7 @@ FakePciFunction kunlunxin_vf(std::string bus_id, std::string pf_bus_id, int numa
   FakePciFunction function = kunlunxin_r_series(std::move(bus_id), 1, numa_node);
   function.device = 0x3685;
   function.physical_function = std::move(pf_bus_id);
+  function.pcie_link = FakePcieLink{"Unknown", 0, "Unknown", 0};
   return function;
 }
 
@@ -86,6 +109,7 @@ FakePciFunction other_pci_function(std::string bus_id, std::uint16_t vendor, std
   function.subsystem_vendor = vendor;
   function.subsystem_device = 0;
   function.driver.clear();
+  function.aer.reset();
   return function;
 }
 
@@ -134,8 +158,26 @@ fs::path FakeSysfsTree::add_pci_function(const FakePciFunction& function) {
   }
   if (!function.physical_function.empty())
     link(dir / "physfn", function_dir(function.physical_function));
+  if (function.pcie_link) write_pcie_link(function.bus_id, *function.pcie_link);
+  if (function.aer) write_aer_counts(function.bus_id, *function.aer);
   bind_driver(function.bus_id, function.driver);
   return dir;
+}
+
+void FakeSysfsTree::write_pcie_link(std::string_view bus_id, const FakePcieLink& link) {
+  write_attribute(bus_id, "current_link_speed", link.current_speed + "\n");
+  write_attribute(bus_id, "current_link_width", std::to_string(link.current_width) + "\n");
+  write_attribute(bus_id, "max_link_speed", link.max_speed + "\n");
+  write_attribute(bus_id, "max_link_width", std::to_string(link.max_width) + "\n");
+}
+
+void FakeSysfsTree::write_aer_counts(std::string_view bus_id, const FakeAerCounts& counts) {
+  write_attribute(bus_id, "aer_dev_correctable",
+                  aer_file(kCorrectableErrors, "ERR_COR", counts.correctable));
+  write_attribute(bus_id, "aer_dev_nonfatal",
+                  aer_file(kUncorrectableErrors, "ERR_NONFATAL", counts.nonfatal));
+  write_attribute(bus_id, "aer_dev_fatal",
+                  aer_file(kUncorrectableErrors, "ERR_FATAL", counts.fatal));
 }
 
 void FakeSysfsTree::remove_pci_function(std::string_view bus_id) {

@@ -13,6 +13,23 @@
 
 namespace xpu::fakes {
 
+// A PCI Express function's link files as drivers/pci/pci-sysfs.c writes them (pci_speed_string()
+// of drivers/pci/probe.c for the speeds, "%u\n" for the widths).
+struct FakePcieLink {
+  std::string current_speed = "16.0 GT/s PCIe";
+  unsigned current_width = 16;
+  std::string max_speed = "16.0 GT/s PCIe";
+  unsigned max_width = 16;
+};
+
+// AER counts of one function: what its aer_dev_correctable, aer_dev_nonfatal and aer_dev_fatal
+// say in their TOTAL_ERR_* lines (write_aer_counts).
+struct FakeAerCounts {
+  std::uint64_t correctable = 0;
+  std::uint64_t nonfatal = 0;
+  std::uint64_t fatal = 0;
+};
+
 // One PCI function as the kernel shows it under /sys/bus/pci/devices/<bus_id>/.
 struct FakePciFunction {
   std::string bus_id;  // entry name, e.g. "0000:3b:00.0"
@@ -25,6 +42,11 @@ struct FakePciFunction {
   std::string physical_function;           // VFs: bus id of their PF (already added)
   std::optional<unsigned> sriov_totalvfs;  // PFs that can do SR-IOV
   unsigned sriov_numvfs = 0;
+  // Every PCI Express function has the four link files; nullopt: none (a conventional PCI
+  // device). A VF's link registers are reserved, so kunlunxin_vf() gives "Unknown" and 0.
+  std::optional<FakePcieLink> pcie_link = FakePcieLink{};
+  // The aer_dev_* files (CONFIG_PCIEAER and the function's AER capability); nullopt: none.
+  std::optional<FakeAerCounts> aer = FakeAerCounts{};
 };
 
 // Kunlunxin R-series board with subsystem 2/<subsystem_device> (1 R200, 2 R100, 3 R300...).
@@ -62,6 +84,12 @@ class FakeSysfsTree {
   std::filesystem::path function_dir(std::string_view bus_id) const;
   // Overwrites (or creates) one attribute file with raw bytes.
   void write_attribute(std::string_view bus_id, std::string_view name, std::string_view contents);
+  // The function's four link files (FakePcieLink).
+  void write_pcie_link(std::string_view bus_id, const FakePcieLink& link);
+  // aer_dev_correctable, aer_dev_nonfatal and aer_dev_fatal as drivers/pci/pcie/aer.c writes them:
+  // one "NAME COUNT" line per error type the kernel names, the count on the first, then the
+  // TOTAL_ERR_* line with the same count.
+  void write_aer_counts(std::string_view bus_id, const FakeAerCounts& counts);
   // Binds the function to `driver` (empty: unbinds it).
   void bind_driver(std::string_view bus_id, std::string_view driver);
   // The class device the driver creates for /dev/xpu<index> under the function:

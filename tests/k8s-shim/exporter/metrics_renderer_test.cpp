@@ -43,7 +43,14 @@ ScrapeInputs two_cards() {
                                {"temperature_celsius", 45},
                                {"power_watts", 81.5},
                                {"clock_hertz", 1.2e9},
-                               {"process_count", 2}}});
+                               {"process_count", 2},
+                               {"pcie_link_speed_transfers_per_second", 8e9},
+                               {"pcie_link_max_speed_transfers_per_second", 16e9},
+                               {"pcie_link_width_lanes", 16},
+                               {"pcie_link_max_width_lanes", 16},
+                               {"pcie_aer_correctable_errors", 12},
+                               {"pcie_aer_nonfatal_errors", 1},
+                               {"pcie_aer_fatal_errors", 0}}});
   // Card 1's backend cannot read power or temperature.
   snapshot.devices.push_back({1, {{"utilization_ratio", 0}, {"memory_used_bytes", 4096}}});
   inputs.metrics = snapshot;
@@ -400,6 +407,41 @@ std::filesystem::path find_on_path(const std::string& program) {
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return {};
+}
+
+TEST(MetricsRenderer, PcieLinkFiguresAreGaugesAndAerCountsACounterPerSeverity) {
+  const std::string text = render_text(build_families(two_cards()));
+  const std::string card0 = std::string("{") + kCard0 + "} ";
+  EXPECT_THAT(
+      samples_of(text, "xpu_pcie_link_speed_transfers_per_second"),
+      ::testing::ElementsAre("xpu_pcie_link_speed_transfers_per_second" + card0 + "8000000000"));
+  EXPECT_THAT(samples_of(text, "xpu_pcie_link_max_speed_transfers_per_second"),
+              ::testing::ElementsAre("xpu_pcie_link_max_speed_transfers_per_second" + card0 +
+                                     "16000000000"));
+  EXPECT_THAT(samples_of(text, "xpu_pcie_link_width_lanes"),
+              ::testing::ElementsAre("xpu_pcie_link_width_lanes" + card0 + "16"));
+  EXPECT_THAT(samples_of(text, "xpu_pcie_link_max_width_lanes"),
+              ::testing::ElementsAre("xpu_pcie_link_max_width_lanes" + card0 + "16"));
+  EXPECT_THAT(text, HasSubstr("# TYPE xpu_pcie_link_speed_transfers_per_second gauge\n"));
+  // A counter with the card's identity only (a pod coming or going starts no new series); card
+  // 1, whose backend reads no AER counts, has none.
+  EXPECT_THAT(text, HasSubstr("# TYPE xpu_pcie_aer_errors_total counter\n"));
+  EXPECT_THAT(samples_of(text, "xpu_pcie_aer_errors_total"),
+              ::testing::ElementsAre(
+                  R"(xpu_pcie_aer_errors_total{xpu="0",uuid="uuid-0",severity="correctable"} 12)",
+                  R"(xpu_pcie_aer_errors_total{xpu="0",uuid="uuid-0",severity="nonfatal"} 1)",
+                  R"(xpu_pcie_aer_errors_total{xpu="0",uuid="uuid-0",severity="fatal"} 0)"));
+}
+
+TEST(MetricsRenderer, PcieReasonKindsAreLabelsOfTheirOwn) {
+  auto inputs = two_cards();
+  for (const char* kind : {"pcie_fatal_error", "pcie_nonfatal_error", "pcie_link_downtrained"}) {
+    inputs.view.devices[1].health_reason_kind = kind;
+    EXPECT_THAT(samples_of(render_text(build_families(inputs)), "xpu_health_reason_info"),
+                ::testing::ElementsAre(
+                    std::string(R"(xpu_health_reason_info{xpu="1",uuid="uuid-1",reason=")") + kind +
+                    R"("} 1)"));
+  }
 }
 
 // The rendered text passes Prometheus' own linter. promtool is found on PATH: the test tier

@@ -109,5 +109,37 @@ TEST(DeviceTable, ManagerFactsFollowTheSnapshot) {
   EXPECT_EQ(t.manager().library_path, "/usr/lib/libxpuml.so.1");
 }
 
+TEST(DeviceTable, PcieFiguresAndWarningsAreAChangeOfTheirOwnAndAStalledDriverKeepsThem) {
+  DeviceTable t = table();
+  auto healthy_card = card(0, "u0");
+  healthy_card.pcie.speed = 16000000000;
+  healthy_card.pcie.aer_fatal = 0;
+  t.apply(snapshot({healthy_card}));
+  EXPECT_EQ(t.find(0)->pcie.speed, 16000000000U);
+
+  auto downtrained = healthy_card;
+  downtrained.pcie.speed = 8000000000;
+  downtrained.health_warnings = {{"pcie_link_downtrained", "PCIe link downtrained"}};
+  auto changes = t.apply(snapshot({downtrained}));
+  ASSERT_EQ(changes.cards.size(), 1U);
+  EXPECT_EQ(changes.cards[0].kind, CardChange::Kind::kPcie);
+  EXPECT_FALSE(changes.healthy_device_count);
+  EXPECT_EQ(t.find(0)->health_warnings, downtrained.health_warnings);
+  EXPECT_EQ(t.find(0)->became_unhealthy, 0U);
+  // The same again: nothing to tell.
+  EXPECT_TRUE(t.apply(snapshot({downtrained})).cards.empty());
+
+  // A stalled driver read nothing: the figures stand until the card is read again.
+  auto stalled = snapshot({card(0, "u0")});
+  const_cast<Snapshot&>(*stalled).driver_stalled = true;
+  EXPECT_TRUE(t.apply(stalled).cards.empty());
+  EXPECT_EQ(t.find(0)->pcie.speed, 8000000000U);
+
+  changes = t.apply(snapshot({healthy_card}));
+  ASSERT_EQ(changes.cards.size(), 1U);
+  EXPECT_EQ(changes.cards[0].kind, CardChange::Kind::kPcie);
+  EXPECT_TRUE(t.find(0)->health_warnings.empty());
+}
+
 }  // namespace
 }  // namespace xpud

@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -29,6 +30,27 @@ constexpr double kIdleWatts = 22.0;
 constexpr double kMaxWatts = 150.0;
 constexpr double kBaseClockHz = 1.3e9;
 constexpr double kBoostClockHz = 1.6e9;
+// A physical card's link: 16.0 GT/s x16 (PCIe 4.0), trained to its maximum.
+constexpr std::uint64_t kLinkTransfersPerSecond = 16000000000;
+constexpr unsigned kLinkLanes = 16;
+// Pins of PCIe figures must be whole numbers a double holds exactly.
+constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
+
+bool is_pcie_key(std::string_view key) {
+  return std::find(metric::kPcie.begin(), metric::kPcie.end(), key) != metric::kPcie.end();
+}
+
+// The card's PCIe figures with the pinned ones in their place (SetMetric with a kPcie key: how
+// a test or demo makes a link downtrain or AER counts rise).
+PcieLinkState pinned_pcie(PcieLinkState pcie, const std::map<std::string, double>& pinned) {
+  visit_pcie_fields(pcie, [&](std::string_view key, auto& field) {
+    auto found = pinned.find(std::string(key));
+    if (found == pinned.end()) return;
+    using Value = typename std::remove_reference_t<decltype(field)>::value_type;
+    field = static_cast<Value>(found->second);
+  });
+  return pcie;
+}
 
 // Cards are looked up by their host index, never by position: virtual functions come and go
 // after the physical cards, and the index of a removed one may be handed out again.
@@ -87,7 +109,9 @@ class SimulatedCards final : public Backend,
         // make that fault with SetMetric: process_count 0 with memory_used_bytes pinned.
         {std::string(metric::kProcessCount), 1.0},
     };
-    for (const auto& [key, value] : card.pinned) reading.metrics[key] = value;
+    for (const auto& [key, value] : card.pinned)
+      if (!is_pcie_key(key)) reading.metrics[key] = value;
+    reading.pcie = pinned_pcie(card.pcie, card.pinned);
     return reading;
   }
 
@@ -191,7 +215,8 @@ class SimulatedCards final : public Backend,
     std::lock_guard lock(mutex_);
     Card* card = card_at(index);
     if (card == nullptr) return no_such_device(index);
-    if (std::find(metric::kAll.begin(), metric::kAll.end(), key) == metric::kAll.end())
+    if (std::find(metric::kAll.begin(), metric::kAll.end(), key) == metric::kAll.end() &&
+        !is_pcie_key(key))
       return InjectionError{InjectionError::Kind::InvalidArgument,
                             "unknown metric '" + std::string(key) + "'"};
     if (std::isnan(value)) {
@@ -201,6 +226,13 @@ class SimulatedCards final : public Backend,
     if (!std::isfinite(value) || value < 0)
       return InjectionError{InjectionError::Kind::InvalidArgument,
                             "metric value must be finite and not negative"};
+    if (is_pcie_key(key) &&
+        (value != std::floor(value) || value > kMaxExactInteger ||
+         ((key == metric::kPcieLinkWidth || key == metric::kPcieLinkMaxWidth) && value > 32)))
+      return InjectionError{InjectionError::Kind::InvalidArgument,
+                            "'" + std::string(key) +
+                                "' takes a whole number (lanes: at most 32; counts and speeds: at "
+                                "most 2^53)"};
     card->pinned[std::string(key)] = value;
     return std::nullopt;
   }
@@ -215,11 +247,17 @@ class SimulatedCards final : public Backend,
     double memory_fraction = 0.0;
     double temperature = 35.0;
     std::map<std::string, std::uint64_t> instances{};  // cXPU instance id -> memory limit
+    PcieLinkState pcie{};                              // before pins
   };
 
   static Card make_card(DeviceIdentity identity) {
     Card card;
     card.random.seed(0x5eed0000u + identity.index);
+    // As the kernel shows them: a virtual function's link registers are reserved (its link is
+    // the PF's), so it has no speed or width; it counts no AER errors of its own here.
+    if (!identity.is_virtual_function)
+      card.pcie = PcieLinkState{
+          kLinkTransfersPerSecond, kLinkTransfersPerSecond, kLinkLanes, kLinkLanes, 0, 0, 0};
     card.identity = std::move(identity);
     return card;
   }

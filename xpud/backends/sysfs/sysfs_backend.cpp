@@ -11,6 +11,7 @@
 
 #include "common/names.h"
 #include "xpud/backends/device_uuid.h"
+#include "xpud/backends/pcie_link.h"
 #include "xpud/backends/sriov_numvfs.h"
 #include "xpud/backends/sysfs/device_numbering.h"
 #include "xpud/backends/sysfs/driver_version.h"
@@ -144,6 +145,7 @@ class SysfsBackend final : public Backend, public VirtualFunctionControl {
       reading.gone = !ec;
       return reading;
     }
+    reading.pcie = sysfs::read_pcie_link_state(known->second);
     auto failures = sysfs::read_probe_errors(probe_error_file_);
     if (auto failure = failures.find(device.pci_bus_id); failure != failures.end()) {
       reading.fault = failure->second.reason();

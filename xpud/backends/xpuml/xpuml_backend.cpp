@@ -14,6 +14,7 @@
 #include "xpud/backends/cxpu_instances.h"
 #include "xpud/backends/device_uuid.h"
 #include "xpud/backends/pci_ids.h"
+#include "xpud/backends/pcie_link.h"
 #include "xpud/backends/pcie_root.h"
 #include "xpud/backends/sriov_numvfs.h"
 #include "xpud/backends/sysfs/pci_function_scan.h"
@@ -515,6 +516,10 @@ DeviceReading XpumlBackend::read(const DeviceIdentity& device) {
 
   // Some call answered: whatever failed is simply missing from the map.
   if (any_succeeded) reading.read_error.reset();
+  // The kernel's view of the link, which the library does not give: the same files the sysfs
+  // backend reads (pcie_link.h).
+  reading.pcie =
+      sysfs::read_pcie_link_state(sysfs_root_ / "sys/bus/pci/devices" / device.pci_bus_id);
   return reading;
 }
 

@@ -92,6 +92,10 @@ TEST(DeviceTaints, FlagsRefuseWhatTheyCannotMean) {
   EXPECT_NE(kinds.error().find("'melted' is not a reason kind"), std::string::npos);
   EXPECT_TRUE(policy.no_execute_kinds.empty());  // nothing half-applied
   EXPECT_FALSE(parse_no_execute_kinds("driver_fault,", policy));
+  // The PCIe reasons are kinds of their own (xpud's [pcie]).
+  EXPECT_TRUE(parse_no_execute_kinds("pcie_fatal_error,pcie_link_downtrained", policy));
+  EXPECT_EQ(policy.no_execute_kinds.size(), 2u);
+  EXPECT_TRUE(parse_no_execute_kinds("driver_fault", policy));
   EXPECT_TRUE(parse_no_execute_kinds("", policy));
   EXPECT_TRUE(policy.no_execute_kinds.empty());
 }

@@ -355,5 +355,33 @@ TEST(SimBackend, TooLittleMemoryForAGiBPerFunctionIsRefused) {
   EXPECT_EQ(split->back().model, "R200-VF-1G");
 }
 
+TEST(SimBackend, CardsHaveAPcieLinkAndPinsInjectWhatTheKernelWouldReport) {
+  auto sim = make_sim_backend({2, "R200", 32768});
+  auto devices = sim.backend->discover();
+  ASSERT_TRUE(devices);
+  const auto& card = (*devices)[1];
+  EXPECT_EQ(sim.backend->read(card).pcie,
+            (PcieLinkState{16000000000U, 16000000000U, 16U, 16U, 0U, 0U, 0U}));
+
+  EXPECT_FALSE(sim.simulator->set_metric(1, "pcie_link_width_lanes", 8));
+  EXPECT_FALSE(sim.simulator->set_metric(1, "pcie_aer_fatal_errors", 3));
+  auto reading = sim.backend->read(card);
+  EXPECT_EQ(reading.pcie.width, 8U);
+  EXPECT_EQ(reading.pcie.aer_fatal, 3U);
+  // The PCIe figures travel beside the driver's readings, not among them.
+  EXPECT_EQ(reading.metrics.size(), metric::kAll.size());
+
+  // Only what the kernel could write: whole numbers, at most x32.
+  for (auto [key, value] :
+       {std::pair{"pcie_link_width_lanes", 33.0}, std::pair{"pcie_aer_fatal_errors", 1.5},
+        std::pair{"pcie_link_speed_transfers_per_second", 1e300}}) {
+    auto error = sim.simulator->set_metric(1, key, value);
+    ASSERT_TRUE(error) << key;
+    EXPECT_EQ(error->kind, InjectionError::Kind::InvalidArgument);
+  }
+  EXPECT_FALSE(sim.simulator->set_metric(1, "pcie_link_width_lanes", std::nan("")));
+  EXPECT_EQ(sim.backend->read(card).pcie.width, 16U);
+}
+
 }  // namespace
 }  // namespace xpud
