@@ -31,8 +31,12 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 SamplerSettings sampler_settings(const Config& config) {
-  SamplerSettings settings{config.interval, config.call_timeout, config.failure_threshold,
-                           config.stall_grace, config.rescan_interval};
+  SamplerSettings settings;
+  settings.interval = config.interval;
+  settings.call_timeout = config.call_timeout;
+  settings.failure_threshold = config.failure_threshold;
+  settings.stall_grace = config.stall_grace;
+  settings.rescan_interval = config.rescan_interval;
   settings.pcie = config.pcie;
   settings.release_check = ReleaseCheckSettings{config.release_check, config.release_timeout,
                                                 config.release_idle_memory_mib << 20};
