@@ -118,6 +118,9 @@ void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options) {
                      return xpu::Error{"must be xpud or runtime"};
                    return xpu::ok_status();
                  });
+  cli.add_flag("no-device-metadata", &options.no_device_metadata,
+               "write no device metadata files (KEP-5304: what each claim got, mounted read-only "
+               "into its containers under /var/run/kubernetes.io/dra-device-attributes)");
   cli.add_option("api-server", "URL",
                  "the Kubernetes API server (default: in-cluster, from KUBERNETES_SERVICE_HOST "
                  "and KUBERNETES_SERVICE_PORT)",

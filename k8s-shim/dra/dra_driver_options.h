@@ -32,6 +32,9 @@ struct DraDriverOptions {
   TaintPolicy taints;
   // --memory-shares and --share-memory-{minimum,step,default}.
   SharePolicy shares;
+  // --no-device-metadata: no device metadata files (KEP-5304), which are otherwise written for
+  // each prepared claim and mounted into its containers.
+  bool no_device_metadata = false;
 };
 
 // Whether `name` is a Kubernetes node name (a DNS subdomain: lower-case letters, digits, '-' and
