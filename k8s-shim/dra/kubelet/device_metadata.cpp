@@ -52,7 +52,8 @@ ordered_json object_for(const PreparedClaim& claim, std::string_view base,
       if (std::find(device.requests.begin(), device.requests.end(), request) ==
           device.requests.end())
         continue;
-      ordered_json entry = {{"driver", kDriverName}, {"pool", device.pool}, {"name", device.device}};
+      ordered_json entry = {
+          {"driver", kDriverName}, {"pool", device.pool}, {"name", device.device}};
       // A Go map is printed in the order of its keys, which std::map keeps.
       if (!device.attributes.empty()) {
         ordered_json attributes = ordered_json::object();
@@ -71,7 +72,9 @@ ordered_json object_for(const PreparedClaim& claim, std::string_view base,
       {"kind", kKind},
       {"apiVersion", api_version},
       {"metadata",
-       {{"name", claim.name}, {"namespace", claim.namespace_name}, {"uid", claim.uid},
+       {{"name", claim.name},
+        {"namespace", claim.namespace_name},
+        {"uid", claim.uid},
         {"generation", 1}}},
   };
   if (!claim.pod_claim_name.empty()) object["podClaimName"] = claim.pod_claim_name;
@@ -125,9 +128,9 @@ xpu::Status check_metadata_names(const PreparedClaim& claim) {
   for (const PreparedDevice& device : claim.devices)
     for (const std::string& request : device.requests) {
       const std::string_view base = base_request(request);
-      const std::string_view sub =
-          base.size() == request.size() ? std::string_view() : std::string_view(request).substr(
-                                                                   base.size() + 1);
+      const std::string_view sub = base.size() == request.size()
+                                       ? std::string_view()
+                                       : std::string_view(request).substr(base.size() + 1);
       if (!is_dns_label(base) || (base.size() != request.size() && !is_dns_label(sub)))
         return name_error("request", request, "DNS label (or two, as request/subrequest)");
     }

@@ -24,7 +24,8 @@ constexpr const char* kUidB = "bbbbbbbb-1111-4222-8333-444455556666";
 
 std::vector<xpu::DeviceInfo> cards() {
   std::vector<xpu::DeviceInfo> out;
-  for (unsigned i = 0; i < 4; ++i) out.push_back(xpu::test::card(i).uuid("KL-UUID-" + std::to_string(i)));
+  for (unsigned i = 0; i < 4; ++i)
+    out.push_back(xpu::test::card(i).uuid("KL-UUID-" + std::to_string(i)));
   return out;
 }
 
@@ -45,7 +46,9 @@ struct Node {
   std::map<std::string, AllocatedClaim> api;  // "ns/name" -> claim
   int attribute_calls = 0;
 
-  std::filesystem::path metadata_dir() const { return dir.path() / "plugin" / "dra-device-metadata"; }
+  std::filesystem::path metadata_dir() const {
+    return dir.path() / "plugin" / "dra-device-metadata";
+  }
   std::filesystem::path spec(const std::string& uid) const {
     return dir.path() / "cdi" / ("kunlunxin-claim-" + uid + ".json");
   }
@@ -64,8 +67,7 @@ struct Node {
           .files = DeviceMetadataFiles(metadata_dir()),
           .attributes = [this](const PreparedDevice& device) {
             ++attribute_calls;
-            return DeviceAttributes{{"index", std::int64_t{device.index}},
-                                    {"uuid", device.uuid}};
+            return DeviceAttributes{{"index", std::int64_t{device.index}}, {"uuid", device.uuid}};
           }};
     return std::make_unique<ClaimState>(
         [this](std::string_view ns, std::string_view name) -> xpu::Result<AllocatedClaim> {

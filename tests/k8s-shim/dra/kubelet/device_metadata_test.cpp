@@ -156,8 +156,9 @@ TEST(dra_DeviceMetadata, AClaimFromATemplateCarriesThePodsNameForItAndLivesUnder
 TEST(dra_DeviceMetadata, EachRequestHasAFileWithOnlyItsDevices) {
   PreparedClaim c = claim();
   c.devices[0].requests = {"infer"};
-  const auto infer = nlohmann::json::parse(
-      device_metadata_stream(c, "infer").substr(0, device_metadata_stream(c, "infer").find("\n}\n") + 2));
+  const auto infer =
+      nlohmann::json::parse(device_metadata_stream(c, "infer")
+                                .substr(0, device_metadata_stream(c, "infer").find("\n}\n") + 2));
   ASSERT_EQ(infer["requests"].size(), 1u);
   EXPECT_EQ(infer["requests"][0]["name"], "infer");
   ASSERT_EQ(infer["requests"][0]["devices"].size(), 1u);
@@ -205,8 +206,8 @@ TEST(dra_DeviceMetadata, FilesAreWrittenReadableAndRemovedWithTheirDirectory) {
   PreparedClaim c = claim();
   c.devices[0].requests = {"infer"};
   ASSERT_TRUE(files.write(c));
-  const auto train = dir.path() / "dra-device-metadata" / "team_train-xpus" / "xpus" /
-                     "metadata.json";
+  const auto train =
+      dir.path() / "dra-device-metadata" / "team_train-xpus" / "xpus" / "metadata.json";
   EXPECT_EQ(read(train), device_metadata_stream(c, "xpus"));
   EXPECT_EQ(read(files.file(c, "infer")), device_metadata_stream(c, "infer"));
   // Readable by any user in the container: the runtime bind-mounts the file itself.
@@ -239,8 +240,7 @@ TEST(dra_DeviceMetadata, TheClaimsCdiSpecMountsEachRequestsFileReadOnly) {
   auto spec = nlohmann::json::parse(claim_cdi_spec_json(c, &files));
   ASSERT_EQ(spec["devices"].size(), 2u);
   EXPECT_EQ(spec["devices"][0]["name"], std::string(kUid) + "-infer.small");
-  EXPECT_EQ(spec["devices"][0]["containerEdits"]["mounts"],
-            nlohmann::json::parse(R"([{
+  EXPECT_EQ(spec["devices"][0]["containerEdits"]["mounts"], nlohmann::json::parse(R"([{
               "hostPath": "/var/lib/kubelet/plugins/xpu.kunlunxin.com/dra-device-metadata/team_train-xpus/infer/metadata.json",
               "containerPath": "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/xpus/infer/xpu.kunlunxin.com-metadata.json",
               "options": ["ro", "bind"]}])"));
