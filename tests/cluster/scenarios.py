@@ -499,8 +499,8 @@ class Suite:
             for document in (template, direct, pod):
                 self.node.kubectl("apply", "-f", "-", input_text=json.dumps(document))
             self.wait_pod_running("xpu-metadata")
-            log = wait_for("the pod's output", lambda: (text := self.pod_log("xpu-metadata"))
-                           if "--- end" in text else None, 30)
+            log = wait_for("the pod's output", lambda: text if "--- end" in (
+                text := self.pod_log("xpu-metadata")) else None, 30)
             parts = dict(re.findall(r"^--- (\S+(?: write)?)\n(.*?)(?=^--- )", log, re.M | re.S))
             statuses = self.pod("xpu-metadata")["status"]["resourceClaimStatuses"]
             generated = next(c["resourceClaimName"] for c in statuses if c["name"] == "inline")

@@ -3,9 +3,6 @@
 // from the checkpoint after a restart, refused for hostile names.
 #include "k8s-shim/dra/kubelet/claim_state.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -18,23 +15,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr const char* kNode = "node-a";
-constexpr const char* kUidA = "aaaaaaaa-1111-4222-8333-444455556666";
-constexpr const char* kUidB = "bbbbbbbb-1111-4222-8333-444455556666";
-
-std::vector<xpu::DeviceInfo> cards() {
-  std::vector<xpu::DeviceInfo> out;
-  for (unsigned i = 0; i < 4; ++i)
-    out.push_back(xpu::test::card(i).uuid("KL-UUID-" + std::to_string(i)));
-  return out;
-}
-
-std::string read(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// The UIDs of a claim and of the claim made again under its name.
+const std::string kUidA = "aaaaaaaa-1111-4222-8333-444455556666";
+const std::string kUidB = "bbbbbbbb-1111-4222-8333-444455556666";
 
 // The first object of a metadata stream.
 nlohmann::json first_object(const std::string& stream) {
@@ -56,7 +39,7 @@ struct Node {
   void add(const std::string& ns, const std::string& name, const std::string& uid,
            std::vector<std::string> devices, std::string pod_claim_name = {}) {
     AllocatedClaim claim{name, ns, uid, true, {}, std::move(pod_claim_name)};
-    for (auto& d : devices) claim.results.push_back({"xpus", "xpu.kunlunxin.com", kNode, d});
+    for (auto& d : devices) claim.results.push_back({"xpus", "xpu.kunlunxin.com", "node-a", d});
     api[ns + "/" + name] = claim;
   }
 
@@ -75,7 +58,13 @@ struct Node {
           if (it == api.end()) return xpu::Error{"not found"};
           return it->second;
         },
-        cards, kNode, PreparedClaims::load(dir.path() / "plugin" / "checkpoint.json"),
+        [] {
+          std::vector<xpu::DeviceInfo> cards;
+          for (unsigned i : {0, 1, 2, 3})
+            cards.push_back(xpu::test::card(i).uuid("KL-UUID-" + std::to_string(i)));
+          return cards;
+        },
+        "node-a", PreparedClaims::load(dir.path() / "plugin" / "checkpoint.json"),
         ClaimCdiSpecs(dir.path() / "cdi"), std::function<void()>{}, HookSource{},
         std::move(config));
   }
@@ -90,7 +79,7 @@ TEST(dra_ClaimStateMetadata, PrepareWritesTheFileTheSpecMountsAndUnprepareRemove
 
   const auto file = node.metadata_dir() / "team_claim-a" / "xpus" / "metadata.json";
   ASSERT_TRUE(std::filesystem::exists(file));
-  const auto object = first_object(read(file));
+  const auto object = first_object(xpu::test::read_file(file));
   EXPECT_EQ(object["apiVersion"], "metadata.resource.k8s.io/v1beta1");
   EXPECT_EQ(object["metadata"]["uid"], kUidA);
   const auto& devices = object["requests"][0]["devices"];
@@ -99,7 +88,7 @@ TEST(dra_ClaimStateMetadata, PrepareWritesTheFileTheSpecMountsAndUnprepareRemove
   EXPECT_EQ(devices[0]["attributes"]["uuid"]["string"], "KL-UUID-2");
   EXPECT_EQ(devices[1]["attributes"]["index"]["int"], 0);
 
-  const auto spec = nlohmann::json::parse(read(node.spec(kUidA)));
+  const auto spec = nlohmann::json::parse(xpu::test::read_file(node.spec(kUidA)));
   const auto& mount = spec["devices"][0]["containerEdits"]["mounts"][0];
   EXPECT_EQ(mount["hostPath"], file.string());
   EXPECT_EQ(mount["containerPath"],
@@ -118,7 +107,7 @@ TEST(dra_ClaimStateMetadata, ARestartWritesTheSameFileFromTheCheckpointWithoutAs
   {
     auto state = node.start();
     ASSERT_TRUE(state->prepare({"team", kUidA, "claim-a"}));
-    before = read(node.metadata_dir() / "team_claim-a" / "xpus" / "metadata.json");
+    before = xpu::test::read_file(node.metadata_dir() / "team_claim-a" / "xpus" / "metadata.json");
   }
   EXPECT_EQ(node.attribute_calls, 1);
   // A reboot empties /var/run/cdi; take the metadata file too, to see it written again.
@@ -128,10 +117,11 @@ TEST(dra_ClaimStateMetadata, ARestartWritesTheSameFileFromTheCheckpointWithoutAs
   auto restarted = node.start();
   auto again = restarted->prepare({"team", kUidA, "claim-a"});
   ASSERT_TRUE(again) << again.error();
-  EXPECT_EQ(read(node.metadata_dir() / "team_claim-a" / "xpus" / "metadata.json"), before);
+  EXPECT_EQ(xpu::test::read_file(node.metadata_dir() / "team_claim-a" / "xpus" / "metadata.json"),
+            before);
   EXPECT_EQ(node.attribute_calls, 1);  // the checkpoint's attributes, not today's
   EXPECT_EQ(first_object(before)["podClaimName"], "xpus");
-  const auto spec = nlohmann::json::parse(read(node.spec(kUidA)));
+  const auto spec = nlohmann::json::parse(xpu::test::read_file(node.spec(kUidA)));
   EXPECT_EQ(spec["devices"][0]["containerEdits"]["mounts"][0]["containerPath"],
             "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/xpus/xpus/"
             "xpu.kunlunxin.com-metadata.json");
@@ -149,7 +139,7 @@ TEST(dra_ClaimStateMetadata, TheOldClaimsUnprepareLeavesTheFilesOfItsSuccessorUn
   ASSERT_TRUE(state->unprepare({"team", kUidA, "claim-a"}));
   const auto file = node.metadata_dir() / "team_claim-a" / "xpus" / "metadata.json";
   ASSERT_TRUE(std::filesystem::exists(file));
-  EXPECT_EQ(first_object(read(file))["metadata"]["uid"], kUidB);
+  EXPECT_EQ(first_object(xpu::test::read_file(file))["metadata"]["uid"], kUidB);
   ASSERT_TRUE(state->unprepare({"team", kUidB, "claim-a"}));
   EXPECT_FALSE(std::filesystem::exists(node.metadata_dir() / "team_claim-a"));
 }
@@ -174,7 +164,7 @@ TEST(dra_ClaimStateMetadata, OffWritesNoFileAndNoMount) {
   auto state = node.start(/*metadata=*/false);
   ASSERT_TRUE(state->prepare({"team", kUidA, "claim-a"}));
   EXPECT_FALSE(std::filesystem::exists(node.metadata_dir()));
-  const auto spec = nlohmann::json::parse(read(node.spec(kUidA)));
+  const auto spec = nlohmann::json::parse(xpu::test::read_file(node.spec(kUidA)));
   EXPECT_FALSE(spec["devices"][0]["containerEdits"].contains("mounts"));
   EXPECT_EQ(node.attribute_calls, 0);
 }

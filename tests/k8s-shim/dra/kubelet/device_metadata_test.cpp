@@ -10,9 +10,6 @@
 
 #include <sys/stat.h>
 
-#include <fstream>
-#include <sstream>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -22,8 +19,6 @@
 
 namespace shim::dra {
 namespace {
-
-using ::testing::HasSubstr;
 
 constexpr const char* kUid = "3f1c2a9e-1111-4222-8333-444455556666";
 
@@ -40,6 +35,8 @@ PreparedClaim claim() {
   c.devices.back().attributes = {{"index", std::int64_t{0}}, {"linked", true}};
   return c;
 }
+
+using ::testing::HasSubstr;
 
 // One version's object for claim(), by hand.
 std::string expected_object(const std::string& api_version) {
@@ -93,13 +90,6 @@ std::string expected_object(const std::string& api_version) {
     }
   ]
 })";
-}
-
-std::string read(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 TEST(dra_DeviceMetadata, TheStreamIsTheLibrarysTextNewestVersionFirst) {
@@ -208,8 +198,8 @@ TEST(dra_DeviceMetadata, FilesAreWrittenReadableAndRemovedWithTheirDirectory) {
   ASSERT_TRUE(files.write(c));
   const auto train =
       dir.path() / "dra-device-metadata" / "team_train-xpus" / "xpus" / "metadata.json";
-  EXPECT_EQ(read(train), device_metadata_stream(c, "xpus"));
-  EXPECT_EQ(read(files.file(c, "infer")), device_metadata_stream(c, "infer"));
+  EXPECT_EQ(xpu::test::read_file(train), device_metadata_stream(c, "xpus"));
+  EXPECT_EQ(xpu::test::read_file(files.file(c, "infer")), device_metadata_stream(c, "infer"));
   // Readable by any user in the container: the runtime bind-mounts the file itself.
   struct stat st {};
   ASSERT_EQ(::stat(train.c_str(), &st), 0);
