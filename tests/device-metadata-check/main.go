@@ -30,6 +30,23 @@ type report struct {
 	Decoded  *metadata.DeviceMetadata `json:"decoded"`
 }
 
+// The first object of `data` a consumer can read, validated by its version's declarative
+// validation, and that version.
+func decodeValidated(data []byte) (*metadata.DeviceMetadata, schema.GroupVersionKind, error) {
+	var decoded metadata.DeviceMetadata
+	var validation error
+	var gvk schema.GroupVersionKind
+	if err := devicemetadata.DecodeMetadataFromStream(json.NewDecoder(bytes.NewReader(data)), &decoded,
+		devicemetadata.DecodeMetadataWithValidationResult(&validation),
+		devicemetadata.DecodeMetadataStoreGVKResult(&gvk)); err != nil {
+		return nil, gvk, fmt.Errorf("decode: %w", err)
+	}
+	if validation != nil {
+		return nil, gvk, fmt.Errorf("validation of %s: %w", gvk.GroupVersion(), validation)
+	}
+	return &decoded, gvk, nil
+}
+
 func check(path string) (*report, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -43,16 +60,9 @@ func check(path string) (*report, error) {
 	}
 
 	// As a consumer reads it: the first version it knows, validated.
-	var first metadata.DeviceMetadata
-	var validation error
-	var gvk schema.GroupVersionKind
-	if err := devicemetadata.DecodeMetadataFromStream(json.NewDecoder(bytes.NewReader(data)), &first,
-		devicemetadata.DecodeMetadataWithValidationResult(&validation),
-		devicemetadata.DecodeMetadataStoreGVKResult(&gvk)); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	if validation != nil {
-		return nil, fmt.Errorf("validation of %s: %w", gvk.GroupVersion(), validation)
+	first, _, err := decodeValidated(data)
+	if err != nil {
+		return nil, err
 	}
 
 	// Every object of the stream: its version, and the same object as the first.
@@ -63,19 +73,12 @@ func check(path string) (*report, error) {
 		if err := decoder.Decode(&raw); err != nil {
 			return nil, fmt.Errorf("object %d: %w", len(versions), err)
 		}
-		var one metadata.DeviceMetadata
-		var oneValidation error
-		var oneGVK schema.GroupVersionKind
-		if err := devicemetadata.DecodeMetadataFromStream(json.NewDecoder(bytes.NewReader(raw)), &one,
-			devicemetadata.DecodeMetadataWithValidationResult(&oneValidation),
-			devicemetadata.DecodeMetadataStoreGVKResult(&oneGVK)); err != nil {
+		one, oneGVK, err := decodeValidated(raw)
+		if err != nil {
 			return nil, fmt.Errorf("object %d: %w", len(versions), err)
 		}
-		if oneValidation != nil {
-			return nil, fmt.Errorf("object %d (%s): validation: %w", len(versions), oneGVK.GroupVersion(), oneValidation)
-		}
-		a, _ := json.Marshal(&one)
-		b, _ := json.Marshal(&first)
+		a, _ := json.Marshal(one)
+		b, _ := json.Marshal(first)
 		if !bytes.Equal(a, b) {
 			return nil, fmt.Errorf("object %d (%s) says another thing than the first:\n%s\n%s", len(versions), oneGVK.GroupVersion(), a, b)
 		}
@@ -85,7 +88,7 @@ func check(path string) (*report, error) {
 	// As the library writes it: each version's pretty JSON and a newline.
 	var written bytes.Buffer
 	for _, gv := range versions {
-		encoded, err := runtime.Encode(codecs.EncoderForVersion(info.PrettySerializer, gv), &first)
+		encoded, err := runtime.Encode(codecs.EncoderForVersion(info.PrettySerializer, gv), first)
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: %w", gv, err)
 		}
@@ -96,7 +99,7 @@ func check(path string) (*report, error) {
 		return nil, fmt.Errorf("the library writes another text for the same object:\n--- library\n%s--- file\n%s", written.Bytes(), data)
 	}
 
-	r := &report{Path: path, Decoded: &first}
+	r := &report{Path: path, Decoded: first}
 	for _, gv := range versions {
 		r.Versions = append(r.Versions, gv.String())
 	}

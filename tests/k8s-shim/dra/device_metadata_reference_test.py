@@ -19,19 +19,17 @@ import sys
 import tempfile
 import unittest
 
+# The Go build the CDI reference tests share.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "e2e"))
+from xpud_cdi_fixture import build_go_program  # noqa: E402
+
 SOURCE_DIR = WRITER = WORK = None
 
 
 class DeviceMetadataReference(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        env = dict(os.environ, GOFLAGS="-mod=mod")
-        built = subprocess.run([os.path.join(SOURCE_DIR, "scripts", "go"), "build", "-o",
-                                os.path.join(WORK, "device-metadata-check"), "."],
-                               cwd=os.path.join(SOURCE_DIR, "tests", "device-metadata-check"), env=env,
-                               capture_output=True, text=True, timeout=900)
-        if built.returncode != 0:
-            raise AssertionError(f"building tests/device-metadata-check failed: {built.stderr}")
+        cls.checker = build_go_program(SOURCE_DIR, "device-metadata-check", WORK, timeout=900)
         written = subprocess.run([WRITER, os.path.join(WORK, "metadata")], capture_output=True, text=True,
                                  timeout=30)
         if written.returncode != 0:
@@ -39,7 +37,7 @@ class DeviceMetadataReference(unittest.TestCase):
         cls.files = written.stdout.split()
 
     def check(self, *files):
-        result = subprocess.run([os.path.join(WORK, "device-metadata-check"), *files], capture_output=True,
+        result = subprocess.run([self.checker, *files], capture_output=True,
                                 text=True, timeout=60)
         self.assertEqual(result.returncode, 0, result.stderr)
         return [json.loads(line) for line in result.stdout.splitlines()]
@@ -78,7 +76,7 @@ class DeviceMetadataReference(unittest.TestCase):
         swapped = os.path.join(WORK, "swapped.json")
         with open(swapped, "w", encoding="utf-8") as f:
             f.write(text.replace(kind + version, version + kind, 1))
-        result = subprocess.run([os.path.join(WORK, "device-metadata-check"), swapped], capture_output=True,
+        result = subprocess.run([self.checker, swapped], capture_output=True,
                                 text=True, timeout=60)
         self.assertEqual(result.returncode, 1, result.stdout)
         self.assertIn("the library writes another text", result.stderr)
