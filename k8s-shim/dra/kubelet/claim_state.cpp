@@ -43,11 +43,22 @@ std::vector<PreparedClaim> ClaimState::prepared_claims() const {
 
 xpu::Status ClaimState::write_files(const PreparedClaim& claim) const {
   // The files before the spec that mounts them: a runtime never finds a mount without its file.
+  // A claim whose files cannot be written (a name that would reshape a path, or too long for
+  // one) is prepared without them, as the library's helper does (kubeletplugin/draplugin.go:
+  // "Failed to write device metadata", and on): the pod runs, only the file is missing.
+  const DeviceMetadataFiles* mounted = nullptr;
   if (metadata_) {
-    if (auto written = metadata_->files.write(claim); !written)
-      return xpu::Error{"device metadata: " + written.error()};
+    if (auto written = metadata_->files.write(claim); written) {
+      mounted = &metadata_->files;
+    } else {
+      spdlog::warn("claim {}: its containers get no device metadata: {}",
+                   claim_label(claim.namespace_name, claim.name), written.error());
+      if (auto removed = remove_metadata({claim.namespace_name, claim.uid, claim.name}); !removed)
+        spdlog::warn("claim {}: {}", claim_label(claim.namespace_name, claim.name),
+                     removed.error());
+    }
   }
-  return specs_.write(claim, metadata_ ? &metadata_->files : nullptr);
+  return specs_.write(claim, mounted);
 }
 
 xpu::Status ClaimState::remove_metadata(const ClaimReference& claim) const {

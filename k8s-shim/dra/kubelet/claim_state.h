@@ -78,7 +78,8 @@ class ClaimState {
  private:
   // With mutex_ held: copies claims_ to what prepared_claims() hands out.
   void publish_claims();
-  // With mutex_ held: the claim's metadata files and then its spec.
+  // With mutex_ held: the claim's metadata files and then its spec (without their mounts when
+  // the files cannot be written: logged, not an error).
   xpu::Status write_files(const PreparedClaim& claim) const;
   // With mutex_ held: removes the metadata files of the claim `uid` named, unless a claim of
   // another UID under the same name (recreated in between) holds them now.

@@ -21,6 +21,8 @@ using ordered_json = nlohmann::ordered_json;
 constexpr std::string_view kApiVersions[] = {"metadata.resource.k8s.io/v1beta1",
                                              "metadata.resource.k8s.io/v1alpha1"};
 constexpr std::string_view kKind = "DeviceMetadata";
+// Linux's NAME_MAX: the longest "<namespace>_<claim>" directory there can be.
+constexpr std::size_t kMaxFileName = 255;
 
 // The requests of the claim named `base` without their subrequest, in the order of the devices.
 std::vector<std::string> requests_of(const PreparedClaim& claim, std::string_view base) {
@@ -193,8 +195,11 @@ xpu::Status DeviceMetadataFiles::write(const PreparedClaim& claim) const {
 xpu::Status DeviceMetadataFiles::remove(std::string_view namespace_name,
                                         std::string_view name) const {
   // Whatever the kubelet sends must not become a path outside the directory; a name that is no
-  // claim's was never written.
-  if (!is_dns_label(namespace_name) || !is_dns_subdomain(name)) return xpu::ok_status();
+  // claim's was never written, nor one too long for a file name (a namespace and a claim name
+  // together may be 317 bytes: asking for it would fail, and the pod's deletion with it).
+  if (!is_dns_label(namespace_name) || !is_dns_subdomain(name) ||
+      namespace_name.size() + 1 + name.size() > kMaxFileName)
+    return xpu::ok_status();
   const std::filesystem::path claim_directory =
       directory_ / (std::string(namespace_name) + "_" + std::string(name));
   std::error_code error;

@@ -3,6 +3,8 @@
 // from the checkpoint after a restart, refused for hostile names.
 #include "k8s-shim/dra/kubelet/claim_state.h"
 
+#include <tuple>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -144,18 +146,34 @@ TEST(dra_ClaimStateMetadata, TheOldClaimsUnprepareLeavesTheFilesOfItsSuccessorUn
   EXPECT_FALSE(std::filesystem::exists(node.metadata_dir() / "team_claim-a"));
 }
 
-TEST(dra_ClaimStateMetadata, AHostilePodClaimNameIsRefusedAndLeavesNothing) {
+// As the library's helper does: a claim whose files cannot be written is prepared without them.
+TEST(dra_ClaimStateMetadata, AClaimWhoseFilesCannotBeWrittenRunsWithoutThem) {
   Node node;
+  // A hostile annotation (the API server does not check annotations), and names the API server
+  // takes whose directory name is too long for the file system (63 + 1 + 253 bytes).
   node.add("team", "claim-a", kUidA, {"xpu-0"}, "../../../../etc/cron.d");
+  const std::string ns(63, 'n');
+  const std::string name = std::string(63, 'c') + "." + std::string(63, 'c') + "." +
+                           std::string(63, 'c') + "." + std::string(61, 'c');
+  node.add(ns, name, kUidB, {"xpu-1"});
   auto state = node.start();
-  auto refused = state->prepare({"team", kUidA, "claim-a"});
-  ASSERT_FALSE(refused);
-  EXPECT_THAT(refused.error(), HasSubstr("claim team/claim-a: device metadata:"));
-  EXPECT_THAT(refused.error(), HasSubstr("resource.kubernetes.io/pod-claim-name"));
-  EXPECT_EQ(state->prepared_count(), 0u);
-  EXPECT_FALSE(std::filesystem::exists(node.spec(kUidA)));
-  EXPECT_TRUE(!std::filesystem::exists(node.metadata_dir()) ||
-              std::filesystem::is_empty(node.metadata_dir()));
+  for (const auto& [ns_name, uid, claim] :
+       {std::tuple{std::string("team"), kUidA, std::string("claim-a")},
+        std::tuple{ns, kUidB, name}}) {
+    auto prepared = state->prepare({ns_name, uid, claim});
+    ASSERT_TRUE(prepared) << prepared.error();
+    const auto spec = nlohmann::json::parse(xpu::test::read_file(node.spec(uid)));
+    EXPECT_FALSE(spec["devices"][0]["containerEdits"].contains("mounts")) << claim;
+  }
+  EXPECT_EQ(state->prepared_count(), 2u);
+  auto none = [&node] {
+    return !std::filesystem::exists(node.metadata_dir()) ||
+           std::filesystem::is_empty(node.metadata_dir());
+  };
+  EXPECT_TRUE(none());
+  ASSERT_TRUE(state->unprepare({"team", kUidA, "claim-a"}));
+  ASSERT_TRUE(state->unprepare({ns, kUidB, name}));
+  EXPECT_TRUE(none());
 }
 
 TEST(dra_ClaimStateMetadata, OffWritesNoFileAndNoMount) {
