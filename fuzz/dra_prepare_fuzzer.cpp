@@ -8,7 +8,9 @@
 // Checked: more than kMaxClaimsPerCall claims is INVALID_ARGUMENT, else every claim gets an entry
 // under its UID and no other entry appears; a prepared device is a healthy card of this node led
 // by its own CDI name, and its claim's CDI spec is on disk; preparing again answers the same
-// (the checkpoint, not the API server, decides); unpreparing leaves no record and no spec.
+// (the checkpoint, not the API server, decides); unpreparing leaves no record and no spec. With
+// device metadata on: unpreparing leaves none, and nothing is ever written outside the plugin and
+// CDI directories (the kubelet's names go into the files' paths).
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -140,9 +142,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::filesystem::remove_all(scratch.path() / "plugin");
   std::filesystem::remove_all(scratch.path() / "cdi");
   const dra::ClaimCdiSpecs specs(scratch.path() / "cdi");
+  const std::filesystem::path metadata = scratch.path() / "plugin" / "dra-device-metadata";
   dra::ClaimState state(lookup_for(prepare_request), cards, std::string(kNode),
                         dra::PreparedClaims::load(scratch.path() / "plugin" / "checkpoint.json"),
-                        specs);
+                        specs, {}, {},
+                        dra::DeviceMetadataConfig{
+                            .files = dra::DeviceMetadataFiles(metadata),
+                            .attributes = [](const dra::PreparedDevice& device) {
+                              return dra::DeviceAttributes{{"index", std::int64_t{device.index}}};
+                            }});
   dra::DraService service(state);
 
   drapb::NodePrepareResourcesResponse prepared;
@@ -170,5 +178,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_entries(uids, unprepared.claims(), "unprepare");
   check(state.prepared_count() == 0, "a claim is still recorded after its unprepare");
   check(directory_empty(specs.directory()), "a CDI spec is left after its claim's unprepare");
+  check(directory_empty(metadata), "device metadata is left after its claim's unprepare");
+  for (const auto& entry : std::filesystem::directory_iterator(scratch.path()))
+    check(entry.path().filename() == "plugin" || entry.path().filename() == "cdi",
+          "something was written outside the plugin and CDI directories", entry.path().string());
   return 0;
 }

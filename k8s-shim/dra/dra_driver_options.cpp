@@ -88,6 +88,9 @@ void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options) {
                      return xpu::Error{"must be xpud or runtime"};
                    return xpu::ok_status();
                  });
+  cli.add_flag("no-device-metadata", &options.no_device_metadata,
+               "write no device metadata files (KEP-5304: what each claim got, mounted read-only "
+               "into its containers under /var/run/kubernetes.io/dra-device-attributes)");
   cli.add_option("daemon-set", "NAMESPACE/NAME",
                  "the DaemonSet that runs this driver: stopped while claims it prepared are held, "
                  "the driver keeps serving their unprepare until none is left when that "

@@ -39,6 +39,9 @@ struct DraDriverOptions {
   // drains: driver_departure.h). Empty: it never drains (it stops at once, as outside a chart).
   std::string daemon_set_namespace;
   std::string daemon_set_name;
+  // --no-device-metadata: no device metadata files (KEP-5304), which are otherwise written for
+  // each prepared claim and mounted into its containers.
+  bool no_device_metadata = false;
 };
 
 // The minimum and step are positive and the default is the minimum plus whole steps, as the API

@@ -33,6 +33,7 @@
 #include "k8s-shim/dra/kubelet/dra_service.h"
 #include "k8s-shim/dra/kubelet/kubelet_plugin.h"
 #include "k8s-shim/dra/kubelet/prepared_claims.h"
+#include "k8s-shim/dra/metadata_attributes.h"
 #include "k8s-shim/dra/slices/slice_publisher.h"
 #include "k8s-shim/kube/api_server_flags.h"
 #include "k8s-shim/kube/http_transport.h"
@@ -58,7 +59,8 @@ dra::AllocatedClaim allocated_claim(const dra::ResourceClaim& claim) {
                                 .namespace_name = claim.namespace_name,
                                 .uid = claim.uid,
                                 .allocated = claim.allocated,
-                                .results = {}};
+                                .results = {},
+                                .pod_claim_name = claim.pod_claim_name};
   for (const auto& result : claim.results)
     allocated.results.push_back({result.request, result.driver, result.pool, result.device,
                                  result.admin_access, result.share_id, result.consumed_memory});
@@ -109,9 +111,10 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
     return 1;
   }
   spdlog::info(
-      "starting: driver {}, node {}, API server {}, plugin directory {}, registry {}, CDI {}",
+      "starting: driver {}, node {}, API server {}, plugin directory {}, registry {}, CDI {}, "
+      "device metadata {}",
       dra::kDriverName, driver.node_name, config->server, driver.plugin_dir, driver.registry_dir,
-      driver.cdi_dir);
+      driver.cdi_dir, driver.no_device_metadata ? "off" : "on");
   // Two handles: the publisher's calls (this thread) and the claim reads (gRPC threads) never
   // wait for each other.
   auto slice_transport = kube::CurlTransport::create(*config);
@@ -146,6 +149,18 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
       return allocated_claim(claim.value());
     };
     auto card_source = [&cards] { return cards.cards_at(Clock::now()); };
+    // Under the plugin directory, which the chart mounts at its path on the host: the container
+    // runtime reads the files at the paths the CDI specs name.
+    std::optional<dra::DeviceMetadataConfig> metadata;
+    if (!driver.no_device_metadata)
+      metadata = dra::DeviceMetadataConfig{
+          .files = dra::DeviceMetadataFiles(std::filesystem::path(driver.plugin_dir) /
+                                            dra::kMetadataHostSubdirectory),
+          .attributes = [&cards](const dra::PreparedDevice& device) {
+            return dra::metadata_attributes(
+                *cards.at(Clock::now()).view, device.device,
+                device.share_id.empty() ? std::nullopt : std::optional(device.memory_limit));
+          }};
     // Declared before the plugin, whose DRA service calls it until the plugin goes.
     dra::ClaimState claim_state(
         lookup, card_source, driver.node_name,
@@ -173,7 +188,8 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
                 "share\"); upgrade xpud on this node",
                 manager.version);
           return dra::InstanceHook{std::move(hook), manager.share_instances_supported};
-        });
+        },
+        std::move(metadata));
     auto service = std::make_unique<dra::DraService>(claim_state);
     auto plugin = dra::KubeletPlugin::start(
         dra::KubeletPluginPaths{.plugin_directory = driver.plugin_dir,

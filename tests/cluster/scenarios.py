@@ -8,6 +8,7 @@ import base64
 import calendar
 import json
 import os
+import re
 import socket
 import ssl
 import stat
@@ -470,6 +471,99 @@ class Suite:
             expect(request >= 2 * peak and limit >= 8 * peak,
                    f"{role}: peak {peak / mib:.1f} MiB, chart request {resources['requests']['memory']} "
                    f"(needs 2x) and limit {resources['limits']['memory']} (needs 8x)")
+
+    def s27_device_metadata(self):
+        """Device metadata (KEP-5304) with allocation=dra: a pod with a claim of its own and one
+        from a template reads each claim's file at the path k8s.io/dynamic-resource-allocation
+        v0.37.2 gives it (api/metadata: resourceclaims/<claim>/<request>/ and
+        resourceclaimtemplates/<pod's claim name>/<request>/, xpu.kunlunxin.com-metadata.json):
+        a stream of the v1beta1 then the v1alpha1 DeviceMetadata, naming the claim (its UID, the
+        pod's name for the template's claim), the device the scheduler allocated and its
+        attributes as the ResourceSlice publishes them (pciBusID, model, uuid, index, ...; not
+        healthy) with the card's memory; the file is read-only in the container; on the node it
+        is under the plugin directory while the pod runs and gone once the claim is unprepared."""
+        self.reset_to_device_plugin()
+        template = claim_template("xpu-metadata-tpl", 1)
+        direct = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                  "metadata": {"name": "xpu-metadata", "namespace": "default"},
+                  "spec": template["spec"]["spec"]}
+        paths = {"mine": f"{METADATA_CONTAINER_DIR}/resourceclaims/xpu-metadata/xpus/{DRA_DRIVER}-metadata.json",
+                 "inline": f"{METADATA_CONTAINER_DIR}/resourceclaimtemplates/inline/xpus/{DRA_DRIVER}-metadata.json"}
+        script = "".join(f"echo '--- {name}'; cat {path}; echo '--- {name} write'; "
+                         f"(echo x >> {path}) 2>&1 || echo refused; "
+                         for name, path in paths.items())
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "xpu-metadata", "namespace": "default"},
+               "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                        "resourceClaims": [{"name": "mine", "resourceClaimName": "xpu-metadata"},
+                                           {"name": "inline", "resourceClaimTemplateName": "xpu-metadata-tpl"}],
+                        "containers": [{"name": "main", "image": images.BUSYBOX, "imagePullPolicy": "Never",
+                                        "command": ["sh", "-c", script + "echo '--- end'; exec sleep 100000"],
+                                        "resources": {"claims": [{"name": "mine"}, {"name": "inline"}]}}]}}
+        try:
+            self.switch_to_dra()
+            devices = self.dra_devices()
+            for document in (template, direct, pod):
+                self.node.kubectl("apply", "-f", "-", input_text=json.dumps(document))
+            self.wait_pod_running("xpu-metadata")
+            log = wait_for("the pod's output", lambda: text if "--- end" in (
+                text := self.pod_log("xpu-metadata")) else None, 30)
+            parts = dict(re.findall(r"^--- (\S+(?: write)?)\n(.*?)(?=^--- )", log, re.M | re.S))
+            statuses = self.pod("xpu-metadata")["status"]["resourceClaimStatuses"]
+            generated = next(c["resourceClaimName"] for c in statuses if c["name"] == "inline")
+            host_files = {}
+            for name, claim_name in (("mine", "xpu-metadata"), ("inline", generated)):
+                claim = self.node.get_json("resourceclaim", "-n", "default", claim_name)
+                results = claim["status"]["allocation"]["devices"]["results"]
+                expect(len(results) == 1, f"claim {claim_name}: {results}")
+                device = results[0]["device"]
+                objects = metadata_objects(parts.get(name, ""))
+                expect([o.get("apiVersion") for o in objects] == METADATA_VERSIONS,
+                       f"{paths[name]}: versions {[o.get('apiVersion') for o in objects]}:\n{parts.get(name)}")
+                expect(all({k: v for k, v in o.items() if k != "apiVersion"} ==
+                           {k: v for k, v in objects[0].items() if k != "apiVersion"} for o in objects),
+                       f"{paths[name]}: the versions differ:\n{parts.get(name)}")
+                got = objects[0]
+                expect(got["kind"] == "DeviceMetadata" and got["metadata"] == {
+                    "name": claim_name, "namespace": "default", "uid": claim["metadata"]["uid"], "generation": 1},
+                       f"{paths[name]}: metadata {got.get('kind')} {got.get('metadata')}")
+                expect(got.get("podClaimName") == (None if name == "mine" else "inline"),
+                       f"{paths[name]}: podClaimName {got.get('podClaimName')}")
+                requests = got["requests"]
+                expect(len(requests) == 1 and requests[0]["name"] == "xpus" and len(requests[0]["devices"]) == 1,
+                       f"{paths[name]}: requests {requests}")
+                entry = requests[0]["devices"][0]
+                expect((entry["driver"], entry["pool"], entry["name"]) == (DRA_DRIVER, NODE_NAME, device),
+                       f"{paths[name]}: device {entry}, allocated {device} in {NODE_NAME}")
+                published = devices[device]
+                wanted = {k: v for k, v in published["attributes"].items() if k != "healthy"}
+                wanted["memory"] = {"int": parse_quantity(published["capacity"]["memory"]["value"])}
+                expect(entry.get("attributes") == wanted,
+                       f"{paths[name]}: attributes {entry.get('attributes')}, the slice's {wanted}")
+                expect(all(k in wanted for k in (PCI_BUS_ID, "model", "uuid", "index")),
+                       f"{device}: the slice lacks an attribute the scenario reads: {sorted(wanted)}")
+                write = parts.get(f"{name} write", "")
+                expect("refused" in write and "Read-only file system" in write,
+                       f"{paths[name]}: a write in the container: {write!r}")
+                host_files[name] = os.path.join(DRA_PLUGIN_DIR, "dra-device-metadata", f"default_{claim_name}",
+                                                "xpus", "metadata.json")
+                expect(os.path.isfile(host_files[name]), f"{host_files[name]} missing while the pod runs")
+                print(f"  {paths[name]}: {device} {dra_attribute(entry, PCI_BUS_ID)} "
+                      f"{dra_attribute(entry, 'model')} {dra_attribute(entry, 'uuid')}, "
+                      f"{len(entry['attributes'])} attributes as the slice's, {len(objects)} versions, read-only")
+            started = time.monotonic()
+            self.delete_pods("xpu-metadata")
+            wait_for("both claims' metadata files removed",
+                     lambda: not any(os.path.exists(os.path.dirname(os.path.dirname(f))) for f in host_files.values()),
+                     60)
+            figure("device metadata pod deleted to its files removed", time.monotonic() - started)
+        finally:
+            self.node.kubectl("delete", "pod", "-n", "default", "xpu-metadata", "--ignore-not-found",
+                              "--wait=true", "--timeout=60s", check=False)
+            self.node.kubectl("delete", "resourceclaim", "-n", "default", "xpu-metadata", "--ignore-not-found",
+                              check=False)
+            self.node.kubectl("delete", "resourceclaimtemplate", "-n", "default", "xpu-metadata-tpl",
+                              "--ignore-not-found", check=False)
+            self.reset_to_device_plugin()
 
     def upgrade_xpud(self, watch):
         """xpud replaced as a package upgrade replaces it (systemd stops the old one with SIGTERM
@@ -2862,6 +2956,25 @@ OTHER_NODE = "xpu-node-status-other"
 NIC_SLICE = "nic-example-com-slice"
 
 
+# Device metadata (KEP-5304) as k8s.io/dynamic-resource-allocation v0.37.2 defines it
+# (api/metadata/types.go ContainerDir; kubeletplugin/metadata.go writes the newest version first).
+METADATA_CONTAINER_DIR = "/var/run/kubernetes.io/dra-device-attributes"
+METADATA_VERSIONS = ["metadata.resource.k8s.io/v1beta1", "metadata.resource.k8s.io/v1alpha1"]
+
+
+def metadata_objects(text):
+    """The JSON objects of a metadata stream, in order (devicemetadata.DecodeMetadataFromStream
+    reads them one by one the same way)."""
+    decoder, objects, at = json.JSONDecoder(), [], 0
+    text = text.strip()
+    while at < len(text):
+        value, at = decoder.raw_decode(text, at)
+        objects.append(value)
+        while at < len(text) and text[at].isspace():
+            at += 1
+    return objects
+
+
 def dra_attribute(device, name):
     """A published attribute's value, whatever its type ({"int": 3} -> 3)."""
     value = device.get("attributes", {}).get(name)
@@ -3036,6 +3149,7 @@ SCENARIOS = [
     # Last: each switches the node's mode or release and puts back only the chart's defaults.
     (21, "s21_validator"), (22, "s22_registry"), (23, "s23_footprint"),
     (24, "s24_upgrades_under_pods"), (25, "s25_node_status"), (26, "s26_mode_switches"),
+    (27, "s27_device_metadata"),
 ]
 
 

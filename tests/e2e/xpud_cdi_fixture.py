@@ -1,4 +1,5 @@
-"""What the CDI reference tests share: tests/cdi-check built from the Go module proxy, and the real
+"""What the CDI reference tests share: tests/cdi-check built from the Go module proxy
+(build_go_program, which the device metadata reference test uses too), and the real
 xpud (sim backend) on a private dbus-daemon writing its CDI spec into a directory of the test's.
 
     fixture = XpudWithCdi(source_dir, build_dir, work, cards=2)   # builds, starts, waits
@@ -21,17 +22,23 @@ def wait_for(what, seconds, condition):
         time.sleep(0.05)
 
 
+def build_go_program(source_dir, name, work, timeout=600):
+    """tests/<name> built into work/<name> (the module proxy on the first run); its path."""
+    env = dict(os.environ, GOFLAGS="-mod=mod")
+    output = os.path.join(work, name)
+    built = subprocess.run([os.path.join(source_dir, "scripts", "go"), "build", "-o", output, "."],
+                           cwd=os.path.join(source_dir, "tests", name), env=env,
+                           capture_output=True, text=True, timeout=timeout)
+    if built.returncode != 0:
+        raise AssertionError(f"building tests/{name} failed: {built.stderr}")
+    return output
+
+
 class XpudWithCdi:
     def __init__(self, source_dir, build_dir, work, cards):
         self.work = work
         self.processes = []
-        env = dict(os.environ, GOFLAGS="-mod=mod")
-        built = subprocess.run([os.path.join(source_dir, "scripts", "go"), "build", "-o",
-                                os.path.join(work, "cdi-check"), "."],
-                               cwd=os.path.join(source_dir, "tests", "cdi-check"), env=env,
-                               capture_output=True, text=True, timeout=600)
-        if built.returncode != 0:
-            raise AssertionError(f"building tests/cdi-check failed: {built.stderr}")
+        build_go_program(source_dir, "cdi-check", work)
         self.spec_dir = os.path.join(work, "cdi")
         bus = os.path.join(work, "bus")
         self.address = f"unix:path={bus}"

@@ -911,6 +911,20 @@ class ArgumentsMeetTheShim(unittest.TestCase):
         self.assert_accepted(render("devicePlugin.enableSriov=true", "devicePlugin.sriovNumVfs=4",
                                     "devicePlugin.reconfigVxpu=true", "devicePlugin.enableXpuShare=true"))
 
+    def test_device_metadata_off(self):
+        # On by default (no flag), off with the value; an older release's values without the key
+        # (helm upgrade --reuse-values) keep it on.
+        dra = "xpu-dra-driver"
+        self.assertNotIn("--no-device-metadata", args_of(render("allocation=dra"), dra))
+        off = render("allocation=dra", "dra.deviceMetadata=false")
+        self.assertIn("--no-device-metadata", args_of(off, dra))
+        self.assertNotIn("--no-device-metadata",
+                         args_of(render("allocation=dra", "dra.deviceMetadata=null"), dra))
+        # The kubelet fills $(NODE_NAME) from the pod's spec.nodeName.
+        args = [a.replace("$(NODE_NAME)", "node-a") for a in args_of(off, dra)]
+        result = subprocess.run([SHIM, *args, "--help"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(result.returncode, 0, f"{dra}: {args}: {result.stderr}")
+
     def test_xpu_share_memory_options(self):
         for unit in ("64", "1024", "65536"):
             objects = render("devicePlugin.enableXpuShare=true",

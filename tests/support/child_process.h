@@ -55,5 +55,7 @@ class TempDir {
 
 // Writes a whole file (truncating), creating missing parent directories; throws on failure.
 void write_file(const std::filesystem::path& path, const std::string& content);
+// A whole file's bytes; throws when it cannot be read.
+std::string read_file(const std::filesystem::path& path);
 
 }  // namespace xpu::test

@@ -21,6 +21,11 @@ xpu::Result<ResourceClaim> parse_resource_claim(std::string_view json) {
       claim.name = jf::string_or(*metadata, "metadata", "name");
       claim.namespace_name = jf::string_or(*metadata, "metadata", "namespace");
       claim.uid = jf::string_or(*metadata, "metadata", "uid");
+      if (const auto* annotations = jf::find(*metadata, "metadata", "annotations")) {
+        const std::string path = jf::child("metadata", "annotations");
+        jf::expect_object(*annotations, path);
+        claim.pod_claim_name = jf::string_or(*annotations, path, kPodClaimNameAnnotation);
+      }
     }
     const auto* status = jf::find(root, "", "status");
     if (!status) return claim;

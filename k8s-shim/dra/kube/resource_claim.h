@@ -27,10 +27,18 @@ struct DeviceAllocation {
   bool operator==(const DeviceAllocation&) const = default;
 };
 
+// The annotation the ResourceClaim controller puts on a claim it made from a template: the
+// pod's name for it (pod.spec.resourceClaims[].name), k8s.io/api resource/v1
+// PodResourceClaimAnnotation.
+inline constexpr std::string_view kPodClaimNameAnnotation = "resource.kubernetes.io/pod-claim-name";
+
 struct ResourceClaim {
   std::string name;
   std::string namespace_name;
   std::string uid;
+  // kPodClaimNameAnnotation's value as the API server holds it (any string: annotations are not
+  // validated); empty when absent.
+  std::string pod_claim_name{};
   bool allocated = false;                 // status.allocation present
   std::vector<DeviceAllocation> results;  // of every driver; filter by driver before use
 };

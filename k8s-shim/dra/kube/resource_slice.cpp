@@ -1,6 +1,7 @@
 #include "k8s-shim/dra/kube/resource_slice.h"
 
 #include "k8s-shim/dra/dra_names.h"
+#include "k8s-shim/dra/kube/device_attribute_json.h"
 #include "k8s-shim/dra/kube/quantity.h"
 #include "k8s-shim/kube/json_fields.h"
 
@@ -12,43 +13,6 @@ using nlohmann::json;
 namespace {
 
 constexpr std::string_view kApiVersion = "resource.k8s.io/v1";
-
-json attribute_to_json(const AttributeValue& value) {
-  return std::visit(
-      [](const auto& v) -> json {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, bool>) return {{"bool", v}};
-        if constexpr (std::is_same_v<T, std::int64_t>) return {{"int", v}};
-        if constexpr (std::is_same_v<T, std::string>) return {{"string", v}};
-        if constexpr (std::is_same_v<T, Version>) return {{"version", v.text}};
-      },
-      value);
-}
-
-AttributeValue attribute_from_json(const json& value, const std::string& path) {
-  jf::expect_object(value, path);
-  // v1 sets exactly one member; more than one means another API than the one we write for.
-  int set = 0;
-  AttributeValue result;
-  if (jf::find(value, path, "bool")) {
-    ++set;
-    result = jf::bool_or(value, path, "bool", false);
-  }
-  if (jf::find(value, path, "int")) {
-    ++set;
-    result = jf::int_or(value, path, "int", 0);
-  }
-  if (jf::find(value, path, "string")) {
-    ++set;
-    result = jf::string_or(value, path, "string");
-  }
-  if (jf::find(value, path, "version")) {
-    ++set;
-    result = Version{jf::string_or(value, path, "version")};
-  }
-  if (set != 1) throw jf::FieldError(path + ": expected exactly one of bool, int, string, version");
-  return result;
-}
 
 // A Quantity: a string on the wire; a bare number is tolerated as the API does.
 std::int64_t quantity_from_json(const json& raw, const std::string& path) {
@@ -121,7 +85,8 @@ SliceDevice device_from_json(const json& value, const std::string& path) {
     std::string attributes_path = jf::child(path, "attributes");
     jf::expect_object(*attributes, attributes_path);
     for (const auto& [key, attribute] : attributes->items())
-      device.attributes[key] = attribute_from_json(attribute, jf::child(attributes_path, key));
+      device.attributes[key] =
+          device_attribute_from_json(attribute, jf::child(attributes_path, key));
   }
   if (const auto* capacity = jf::find(value, path, "capacity")) {
     std::string capacity_path = jf::child(path, "capacity");
@@ -239,7 +204,8 @@ std::string resource_slice_to_json(const ResourceSlice& slice) {
     json entry = {{"name", device.name}};
     if (!device.attributes.empty()) {
       json attributes = json::object();
-      for (const auto& [key, value] : device.attributes) attributes[key] = attribute_to_json(value);
+      for (const auto& [key, value] : device.attributes)
+        attributes[key] = device_attribute_json(value);
       entry["attributes"] = std::move(attributes);
     }
     if (!device.capacity.empty()) {

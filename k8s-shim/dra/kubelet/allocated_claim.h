@@ -29,6 +29,9 @@ struct AllocatedClaim {
   std::string name, namespace_name, uid;
   bool allocated = false;  // status.allocation present
   std::vector<AllocatedDevice> results;
+  // A claim made from a template: the pod's name for it (the ResourceClaim controller's
+  // annotation resource.kubernetes.io/pod-claim-name), unchecked; empty otherwise.
+  std::string pod_claim_name{};
 
   bool operator==(const AllocatedClaim&) const = default;
 };

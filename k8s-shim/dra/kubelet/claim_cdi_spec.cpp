@@ -17,7 +17,7 @@ std::string claim_cdi_spec_file_name(std::string_view uid) {
   return "kunlunxin-claim-" + std::string(uid) + ".json";
 }
 
-std::string claim_cdi_spec_json(const PreparedClaim& claim) {
+std::string claim_cdi_spec_json(const PreparedClaim& claim, const DeviceMetadataFiles* metadata) {
   // Request -> its cards (index, uuid); std::map keeps the devices in a stable order.
   std::map<std::string, std::vector<std::pair<unsigned, std::string>>> cards_of;
   // Request -> the least memory granted to one of its shares (none: whole cards).
@@ -48,6 +48,14 @@ std::string claim_cdi_spec_json(const PreparedClaim& claim) {
       env.push_back(std::string(xpu::names::kVendorRuntimeMemoryLimitEnv) + "=" +
                     std::to_string(least->second * static_cast<std::int64_t>(cards.size())));
     nlohmann::json edits = {{"env", std::move(env)}};
+    // Read-only, as kubeletplugin/metadata.go mounts it: the file is the driver's word.
+    if (metadata) {
+      const std::string_view base = base_request(request);
+      edits["mounts"] =
+          nlohmann::json::array({{{"hostPath", metadata->file(claim, base).string()},
+                                  {"containerPath", metadata_container_path(claim, base)},
+                                  {"options", {"ro", "bind"}}}});
+    }
     // xpud makes each container's instance on each shared card with exactly its grant, and
     // destroys it when the container is gone (docs/dra-sharing.md: why this over the runtime).
     if (least_share_of.contains(request) && !claim.instance_hook.empty()) {
@@ -93,7 +101,8 @@ std::string claim_cdi_spec_json(const PreparedClaim& claim) {
 
 ClaimCdiSpecs::ClaimCdiSpecs(std::filesystem::path directory) : directory_(std::move(directory)) {}
 
-xpu::Status ClaimCdiSpecs::write(const PreparedClaim& claim) const {
+xpu::Status ClaimCdiSpecs::write(const PreparedClaim& claim,
+                                 const DeviceMetadataFiles* metadata) const {
   if (!is_claim_uid(claim.uid)) return xpu::Error{"invalid claim UID \"" + claim.uid + "\""};
   std::error_code error;
   std::filesystem::create_directories(directory_, error);
@@ -101,7 +110,7 @@ xpu::Status ClaimCdiSpecs::write(const PreparedClaim& claim) const {
     return xpu::Error{"cannot create CDI directory " + directory_.string() + ": " +
                       error.message()};
   auto written = xpu::replace_file_if_changed(directory_, claim_cdi_spec_file_name(claim.uid),
-                                              claim_cdi_spec_json(claim),
+                                              claim_cdi_spec_json(claim, metadata),
                                               xpu::FileReplacement{.mode = 0644, .durable = false});
   if (!written) return xpu::Error{written.error()};
   return xpu::ok_status();

@@ -57,6 +57,7 @@ xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference,
   if (!claim.allocated) return claim_error(reference, "it is not allocated");
 
   PreparedClaim prepared{reference.uid, reference.namespace_name, reference.name, {}};
+  prepared.pod_claim_name = claim.pod_claim_name;
   // Requests in the order of their first result, so the CDI names come out in a stable order.
   std::vector<std::string> requests;
   for (const AllocatedDevice& result : claim.results) {

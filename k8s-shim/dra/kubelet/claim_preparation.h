@@ -3,15 +3,21 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/result.h"
 #include "common/xpud_types.h"
+#include "k8s-shim/dra/kube/resource_slice.h"
 #include "k8s-shim/dra/kubelet/allocated_claim.h"
 
 namespace shim::dra {
+
+// A device's attributes as a ResourceSlice spells them (name -> v1 DeviceAttribute): what the
+// device metadata file (device_metadata.h) says about a prepared device.
+using DeviceAttributes = std::map<std::string, AttributeValue>;
 
 // One card of a prepared claim, with every request of the claim that got it.
 struct PreparedDevice {
@@ -26,6 +32,10 @@ struct PreparedDevice {
   // Empty and 0 for a whole card.
   std::string share_id{};
   std::int64_t memory_limit{};
+  // What the device metadata file says about the device, fixed when it was prepared (the role's
+  // choice: metadata_attributes.h) and kept in the checkpoint, so that a rewrite after a reboot
+  // says the same. Empty for a record from before device metadata.
+  DeviceAttributes attributes{};
 
   bool operator==(const PreparedDevice&) const = default;
 };
@@ -39,6 +49,9 @@ struct PreparedClaim {
   // Whether the hook names the share and its claim (xpud's ShareInstancesSupported): then xpud
   // bounds each share by one container at a time. An older xpud's xpuctl takes only INDEX BYTES.
   bool instance_hook_names_share = false;
+  // A claim made from a template: the pod's name for it (AllocatedClaim::pod_claim_name), which
+  // places its device metadata file in the container; empty otherwise.
+  std::string pod_claim_name{};
 
   bool operator==(const PreparedClaim&) const = default;
 };

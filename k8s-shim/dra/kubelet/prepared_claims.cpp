@@ -12,7 +12,9 @@
 
 #include "common/file_replacement.h"
 #include "common/fnv1a.h"
+#include "k8s-shim/dra/kube/device_attribute_json.h"
 #include "k8s-shim/dra/kubelet/plugin_directory.h"
+#include "k8s-shim/kube/json_fields.h"
 
 namespace shim::dra {
 namespace {
@@ -40,11 +42,19 @@ json to_json(const Claims& claims) {
         device["shareId"] = d.share_id;
         device["memoryLimit"] = d.memory_limit;
       }
+      // As a slice spells them ({"int": 3}); absent for none, as in a record from before them.
+      if (!d.attributes.empty()) {
+        json attributes = json::object();
+        for (const auto& [name, value] : d.attributes)
+          attributes[name] = device_attribute_json(value);
+        device["attributes"] = std::move(attributes);
+      }
       devices.push_back(std::move(device));
     }
     out[uid] = {{"namespace", claim.namespace_name}, {"name", claim.name}, {"devices", devices}};
     if (!claim.instance_hook.empty()) out[uid]["instanceHook"] = claim.instance_hook;
     if (claim.instance_hook_names_share) out[uid]["instanceHookNamesShare"] = true;
+    if (!claim.pod_claim_name.empty()) out[uid]["podClaimName"] = claim.pod_claim_name;
   }
   return out;
 }
@@ -87,12 +97,20 @@ Claims from_json(const json& in) {
         claim.devices.back().share_id = d.at("shareId").get<std::string>();
         claim.devices.back().memory_limit = integer_at<std::int64_t>(d, "memoryLimit");
       }
+      if (d.contains("attributes")) {
+        const json& attributes = kube::json_fields::expect_object(d.at("attributes"), "attributes");
+        for (const auto& [name, value] : attributes.items())
+          claim.devices.back().attributes[name] =
+              device_attribute_from_json(value, "attributes." + name);
+      }
     }
     if (entry.contains("instanceHook"))
       claim.instance_hook = entry.at("instanceHook").get<std::vector<std::string>>();
     // A record from before the field: its spec was written without the share, and stays so.
     if (entry.contains("instanceHookNamesShare"))
       claim.instance_hook_names_share = entry.at("instanceHookNamesShare").get<bool>();
+    if (entry.contains("podClaimName"))
+      claim.pod_claim_name = entry.at("podClaimName").get<std::string>();
     claims.emplace(uid, std::move(claim));
   }
   return claims;
@@ -122,6 +140,8 @@ xpu::Result<Claims> PreparedClaims::parse(std::string_view text) {
   } catch (const json::exception& error) {
     return xpu::Error{std::string("unexpected content: ") + error.what()};
   } catch (const NotAnInteger& error) {
+    return xpu::Error{std::string("unexpected content: ") + error.what()};
+  } catch (const kube::json_fields::FieldError& error) {
     return xpu::Error{std::string("unexpected content: ") + error.what()};
   }
 }

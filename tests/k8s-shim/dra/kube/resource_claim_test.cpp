@@ -48,6 +48,25 @@ TEST(ResourceClaim, NamesAFieldOfTheWrongType) {
   EXPECT_NE(bad_results.error().find("status.allocation.devices.results"), std::string::npos);
 }
 
+TEST(ResourceClaim, ReadsThePodClaimNameOfAClaimMadeFromATemplate) {
+  // As the ResourceClaim controller annotates a claim it made for pod.spec.resourceClaims[].name
+  // "xpus" (k8s.io/api resource/v1 PodResourceClaimAnnotation).
+  auto made =
+      parse_resource_claim(R"({"metadata":{"name":"p-xpus-x7k2q","annotations":{"other":"1",)"
+                           R"("resource.kubernetes.io/pod-claim-name":"xpus"}}})");
+  ASSERT_TRUE(made) << made.error();
+  EXPECT_EQ(made->pod_claim_name, "xpus");
+  auto direct = parse_resource_claim(R"({"metadata":{"name":"c","annotations":{"a":"b"}}})");
+  ASSERT_TRUE(direct) << direct.error();
+  EXPECT_EQ(direct->pod_claim_name, "");
+  // Hostile shapes are named; the value itself is checked where it becomes a path.
+  auto wrong = parse_resource_claim(
+      R"({"metadata":{"annotations":{"resource.kubernetes.io/pod-claim-name":7}}})");
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().find("metadata.annotations"), std::string::npos) << wrong.error();
+  EXPECT_FALSE(parse_resource_claim(R"({"metadata":{"annotations":["x"]}})"));
+}
+
 TEST(ResourceClaim, ReadsAdminAccess) {
   auto claim = parse_resource_claim(R"({"status":{"allocation":{"devices":{"results":[
       {"request":"watch","driver":"xpu.kunlunxin.com","pool":"node-a","device":"xpu-2",

@@ -2,12 +2,15 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include "common/fnv1a.h"
 #include "tests/support/child_process.h"
 
 namespace shim::dra {
@@ -162,6 +165,54 @@ TEST(dra_PreparedClaims, AShareKeepsItsShareIdAndGrantAcrossARestart) {
   ASSERT_NE(reloaded.find("uid-s"), nullptr);
   EXPECT_EQ(*reloaded.find("uid-s"), shared);
   EXPECT_EQ(*reloaded.find("uid-w"), claim("uid-w", 1));
+}
+
+TEST(dra_PreparedClaims, DeviceMetadataSurvivesARestart) {
+  xpu::test::TempDir dir;
+  const auto file = dir.path() / "checkpoint.json";
+  PreparedClaim templated = claim("uid-t", 3);
+  templated.pod_claim_name = "xpus";
+  templated.devices[0].attributes = {
+      {"driverVersion", Version{"5.0.21"}},
+      {"index", std::int64_t{3}},
+      {"memory", std::int64_t{103079215104}},
+      {"model", std::string("P800")},
+      {"resource.kubernetes.io/pciBusID", std::string("0000:3b:00.0")},
+      {"x", false}};
+  {
+    PreparedClaims store = PreparedClaims::load(file);
+    ASSERT_TRUE(store.add(templated));
+  }
+  // Spelled as a slice spells them.
+  EXPECT_THAT(read(file), HasSubstr(R"("driverVersion": {
+              "version": "5.0.21"
+            })"));
+  EXPECT_THAT(read(file), HasSubstr("\"podClaimName\": \"xpus\""));
+  PreparedClaims reloaded = PreparedClaims::load(file);
+  ASSERT_NE(reloaded.find("uid-t"), nullptr);
+  EXPECT_EQ(*reloaded.find("uid-t"), templated);
+}
+
+TEST(dra_PreparedClaims, AttributesOfTheWrongShapeAreRefused) {
+  for (const char* bad :
+       {R"([1])", R"({"a": 1})", R"({"a": {}})", R"({"a": {"int": 1, "bool": true}})",
+        R"({"a": {"int": "1"}})", R"({"a": {"int": 1e40}})", R"({"a": {"string": 5}})",
+        R"({"a": {"version": null, "x": 1}})"}) {
+    PreparedClaim c = claim("uid-a", 1);
+    std::map<std::string, PreparedClaim, std::less<>> claims{{"uid-a", c}};
+    auto body = nlohmann::json::parse(PreparedClaims::serialize(claims))["claims"];
+    body["uid-a"]["devices"][0]["attributes"] = nlohmann::json::parse(bad);
+    // The checksum of the edited claims (FNV-1a 64 of their compact text), so that only the shape
+    // is wrong.
+    char sum[17];
+    std::snprintf(sum, sizeof sum, "%016llx",
+                  static_cast<unsigned long long>(xpu::fnv1a_64(body.dump())));
+    nlohmann::json file = {
+        {"version", 1}, {"checksum", std::string("fnv1a64:") + sum}, {"claims", body}};
+    auto parsed = PreparedClaims::parse(file.dump());
+    ASSERT_FALSE(parsed) << bad;
+    EXPECT_THAT(parsed.error(), HasSubstr("unexpected content")) << bad;
+  }
 }
 
 }  // namespace
