@@ -288,7 +288,8 @@ class DefaultRender(unittest.TestCase):
     def test_roles_and_default_arguments(self):
         common = ["--v", "5", "--log-level", "info", "--memory-unit", "MiB"]
         self.assertEqual(args_of(self.objects, DEVICE_PLUGIN),
-                         XPUD_API_ARGS + ["device-plugin"] + common + ["--cdi=auto", "--node-status"])
+                         XPUD_API_ARGS + ["device-plugin"] + common + ["--cdi=auto", "--node-status",
+                                                                       "--handover-taint"])
         self.assertEqual(args_of(self.objects, EXPORTER), XPUD_API_ARGS + ["exporter", "--listen", ":9507"] + common)
         self.assertEqual(args_of(self.objects, TOKEN_GEN),
                          ["token-sync", "--dest-parent-dir", "/host/xpu-runtime"] + common)
@@ -986,10 +987,18 @@ class NodeStatus(unittest.TestCase):
                      "ValidatingAdmissionPolicyBinding"):
             self.assertFalse([key for key in objects if key[0] == kind and "node-status" in key[1]], kind)
         self.assertNotIn("--node-status", args_of(objects, DEVICE_PLUGIN))
+        # The hand-over taint is written with the same token: off with it.
+        self.assertNotIn("--handover-taint", args_of(objects, DEVICE_PLUGIN))
         self.assertIs(pod_spec(objects, DEVICE_PLUGIN)["automountServiceAccountToken"], False)
         self.assertIs(objects[("ServiceAccount", "xpu-device-plugin")]["automountServiceAccountToken"], False)
         dra = render("nodeStatus.enabled=false", "allocation=dra")
         self.assertNotIn("--node-status", args_of(dra, "xpu-dra-driver"))
+
+    def test_the_hand_over_taint_is_on_by_default_and_may_be_turned_off(self):
+        self.assertIn("--handover-taint", args_of(render(), DEVICE_PLUGIN))
+        self.assertNotIn("--handover-taint", args_of(render("devicePlugin.handoverTaint=false"), DEVICE_PLUGIN))
+        # Its budget: at most about 43 s from SIGTERM to exit (device_plugin_role.cpp).
+        self.assertEqual(pod_spec(render(), DEVICE_PLUGIN)["terminationGracePeriodSeconds"], 60)
 
     def test_a_value_that_is_no_boolean_is_refused(self):
         refused = render_failure("nodeStatus.enabled=yes-please")

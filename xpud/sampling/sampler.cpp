@@ -207,8 +207,8 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& set
     }
     // The release check speaks only for a card nothing else has taken out (release_check.h).
     const HealthState health = with_release_verdict(
-        *judged, release_.observe(identity.uuid, release_observation(identity, value, own_pid_),
-                                  now));
+        *judged,
+        release_.observe(identity.uuid, release_observation(identity, value, own_pid_), now));
     add_pcie_metrics(value.pcie, value.metrics);
     snapshot->devices.push_back(DeviceState{identity, std::move(value.metrics), health.healthy,
                                             health.reason, std::string(health.reason_kind),

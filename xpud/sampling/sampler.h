@@ -22,8 +22,8 @@
 #include "xpud/sampling/discovery_schedule.h"
 #include "xpud/sampling/driver_stall.h"
 #include "xpud/sampling/health_monitor.h"
-#include "xpud/sampling/release_check.h"
 #include "xpud/sampling/pcie_health.h"
+#include "xpud/sampling/release_check.h"
 #include "xpud/time_boxed_executor.h"
 
 namespace xpud {
