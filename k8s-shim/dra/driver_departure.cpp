@@ -13,15 +13,37 @@ Departure judge_departure(const kube::ApiResult<DaemonSetPlacement>& daemon_set,
   if (!node) return {true, "its node cannot be read (" + node.error().message + ")"};
   for (const auto& [key, value] : daemon_set->node_selector) {
     auto label = node->labels.find(key);
-    if (label == node->labels.end())
-      return {true, "node " + node->name + " no longer has the label " + key + "=" + value +
-                        " that DaemonSet " + daemon_set->name + " selects"};
-    if (label->second != value)
-      return {true, "node " + node->name + " has " + key + "=" + label->second + ", DaemonSet " +
-                        daemon_set->name + " selects " + key + "=" + value};
+    if (label != node->labels.end() && label->second == value) continue;
+    std::string why = "node " + node->name;
+    if (label == node->labels.end()) {
+      why += " no longer has the label ";
+      why += key;
+      why += "=";
+      why += value;
+      why += " that DaemonSet ";
+    } else {
+      why += " has ";
+      why += key;
+      why += "=";
+      why += label->second;
+      why += ", DaemonSet ";
+    }
+    why += daemon_set->name;
+    if (label != node->labels.end()) {
+      why += " selects ";
+      why += key;
+      why += "=";
+      why += value;
+    } else {
+      why += " selects";
+    }
+    return {true, std::move(why)};
   }
-  return {false, "DaemonSet " + daemon_set->name + " still selects node " + node->name +
-                     ": a new driver pod takes over the checkpoint"};
+  std::string why = "DaemonSet " + daemon_set->name;
+  why += " still selects node ";
+  why += node->name;
+  why += ": a new driver pod takes over the checkpoint";
+  return {false, std::move(why)};
 }
 
 }  // namespace shim::dra

@@ -708,7 +708,11 @@ class Suite:
                                   "--timeout=120s", check=False)
                 left = self.node.get_json("pods", "-n", "default", "-l", ARRIVALS_LABEL)["items"]
                 figure("mode switch: every arrival deleted", time.monotonic() - started)
-                to_device_plugin("--set", "dra.nodeSelector=null")
+                # The chart's defaults again: with --reuse-values a `dra.nodeSelector=null` leaves
+                # the release's selector in place (Helm 3 coalesces the old values first).
+                self.helm_install("--reset-values", "--set", "allocation=devicePlugin")
+                wait_for("the DaemonSets ready", self.daemonsets_ready, 180)
+                self.wait_plugin_serving()
             print(f"  {arrivals.created} pods arrived: {arrivals.by_step()}")
             expect(not arrivals.failures, f"the arrivals' own errors: {arrivals.failures[:5]}")
             rejected = arrivals.rejected()
