@@ -14,6 +14,8 @@
 #include "k8s-shim/dra/share_policy.h"
 #include "k8s-shim/dra/slices/device_taints.h"
 #include "k8s-shim/kube/api_server_flags.h"
+#include "k8s-shim/pod_resources/held_cards_options.h"
+#include "k8s-shim/resource_name.h"
 #include "k8s-shim/shim_options.h"
 
 namespace shim::dra {
@@ -39,6 +41,12 @@ struct DraDriverOptions {
   // drains: driver_departure.h). Empty: it never drains (it stops at once, as outside a chart).
   std::string daemon_set_namespace;
   std::string daemon_set_name;
+  // --podresources-socket, --held-cards-refresh: cards pods hold through the device plugin are
+  // left out of the slice while they hold them.
+  HeldCardsOptions held_cards{};
+  // --resource-name: the device plugin's; its pod-resources entries in that name's domain hold
+  // cards.
+  std::string resource_name{kDefaultResourceName};
 };
 
 // The minimum and step are positive and the default is the minimum plus whole steps, as the API
