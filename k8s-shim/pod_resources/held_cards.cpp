@@ -105,8 +105,7 @@ HeldCardsReading cards_held_through_dra(const v1::ListPodResourcesResponse& repl
                         quoted(xpu::names::cdi::qualified_name(cdi)) + ", which names no card");
           if (!named)
             ignored.add(where + " holds the device " + quoted(resource.device_name()) + " of " +
-                        std::string(dra::kDriverName) +
-                        ", which is no device name of this driver");
+                        std::string(dra::kDriverName) + ", which is no device name of this driver");
         }
       }
     }

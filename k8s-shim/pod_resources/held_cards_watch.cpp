@@ -70,9 +70,10 @@ void HeldCardsWatch::ask_once() {
   struct stat info {};
   if (::stat(options_.socket_path.c_str(), &info) != 0 && errno == ENOENT) {
     if (reach_ != Reach::no_socket && snapshot().answered)
-      spdlog::warn("the pod-resources socket {} is gone (the kubelet restarting?): the cards held "
-                   "through {} stay as last known ({})",
-                   options_.socket_path, options_.other_path, describe(snapshot().held));
+      spdlog::warn(
+          "the pod-resources socket {} is gone (the kubelet restarting?): the cards held "
+          "through {} stay as last known ({})",
+          options_.socket_path, options_.other_path, describe(snapshot().held));
     else if (reach_ != Reach::no_socket)
       spdlog::warn(
           "no pod-resources socket at {}: cards pods hold through {} are not known, and every "

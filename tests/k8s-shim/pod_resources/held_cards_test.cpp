@@ -9,10 +9,10 @@
 namespace shim {
 namespace {
 
+using test::ReplyBuilder;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using test::ReplyBuilder;
 using xpu::test::card;
 using xpu::test::present;
 
@@ -74,7 +74,8 @@ TEST(CardsHeldByDevicePlugin, ACustomisedResourceNameIsReadInItsDomain) {
 TEST(CardsHeldByDevicePlugin, GarbageIdsAreIgnoredAndNamedEscapedAFewAtATime) {
   ReplyBuilder reply;
   reply.container("a", "p", "main")
-      .devices("kunlunxin.com/xpu", {"", "two words", "line\nbreak", std::string(64, 'u'), "uuid-0"});
+      .devices("kunlunxin.com/xpu",
+               {"", "two words", "line\nbreak", std::string(64, 'u'), "uuid-0"});
   HeldCardsReading reading = cards_held_by_device_plugin(reply, kDomain);
   EXPECT_EQ(reading.held, uuids({"uuid-0"}));
   ASSERT_EQ(reading.ignored.size(), 4u);
@@ -85,7 +86,8 @@ TEST(CardsHeldByDevicePlugin, GarbageIdsAreIgnoredAndNamedEscapedAFewAtATime) {
 
   ReplyBuilder flood;
   flood.container("a", "flood", "main");
-  for (int i = 0; i < 1000; ++i) flood.devices("kunlunxin.com/xpu", {"bad id " + std::to_string(i)});
+  for (int i = 0; i < 1000; ++i)
+    flood.devices("kunlunxin.com/xpu", {"bad id " + std::to_string(i)});
   HeldCardsReading flooded = cards_held_by_device_plugin(flood, kDomain);
   EXPECT_TRUE(flooded.held.empty());
   ASSERT_EQ(flooded.ignored.size(), kMaxIgnoredNamed + 1);
