@@ -24,7 +24,8 @@ namespace {
 using xpu::fuzz::check;
 namespace exporter = shim::exporter;
 
-// Whether `reply` lists card `uuid` for `holder` under the exporter's resource domain.
+// Whether `reply` lists card `uuid` for `holder` under the exporter's resource domain or in a claim
+// of the DRA driver.
 bool lists(const v1::ListPodResourcesResponse& reply, const std::string& uuid,
            const exporter::ContainerRef& holder) {
   for (const auto& pod : reply.pod_resources()) {
@@ -36,6 +37,12 @@ bool lists(const v1::ListPodResourcesResponse& reply, const std::string& uuid,
         for (const auto& id : devices.device_ids())
           if (!id.empty() && shim::card_uuid_of_device_id(id) == uuid) return true;
       }
+      // A card of a claim of our DRA driver, by the card's name in xpud's CDI spec.
+      for (const auto& dynamic : container.dynamic_resources())
+        for (const auto& resource : dynamic.claim_resources())
+          if (resource.driver_name() == "xpu.kunlunxin.com" &&
+              shim::card_cdi_name_of_dra_device(resource) == uuid)
+            return true;
     }
   }
   return false;
