@@ -78,6 +78,11 @@ std::unique_ptr<HeldCardsWatch> watch_held_cards(const dra::DraDriverOptions& dr
       });
 }
 
+// Why prepare refuses a card a pod holds through the device plugin.
+constexpr std::string_view kHeldThroughDevicePlugin =
+    "a pod holds it through the device plugin (kubelet pod-resources); prepared once that pod is "
+    "gone";
+
 void log_left_out(const std::vector<std::string>& left_out) {
   if (left_out.empty()) {
     spdlog::info("no card is held through the device plugin: the slice offers every card");
@@ -180,7 +185,14 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
       if (!claim) return xpu::Error{claim.error().message};
       return allocated_claim(claim.value());
     };
-    auto card_source = [&cards] { return cards.cards_at(Clock::now()); };
+    // Asked before the first slice; read by prepare too (gRPC threads), so it comes first.
+    const std::unique_ptr<HeldCardsWatch> held_cards = watch_held_cards(driver);
+    auto card_source = [&cards, &held_cards] {
+      std::vector<xpu::DeviceInfo> now = cards.cards_at(Clock::now());
+      if (!held_cards) return now;
+      return with_held_cards_unhealthy(std::move(now), held_cards->snapshot().held,
+                                       kHeldThroughDevicePlugin);
+    };
     // Declared before the plugin, whose DRA service calls it until the plugin goes.
     dra::ClaimState claim_state(
         lookup, card_source, driver.node_name,
@@ -221,7 +233,6 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
     spdlog::info("serving {} and registering through {}", (*plugin)->paths().dra_socket().string(),
                  (*plugin)->paths().registration_socket().string());
 
-    const std::unique_ptr<HeldCardsWatch> held_cards = watch_held_cards(driver);
     const CardFeed::Watch watching = cards.watch();
 
     bool was_registered = false;

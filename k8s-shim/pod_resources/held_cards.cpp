@@ -128,4 +128,15 @@ xpu::DeviceView without_held_cards(const xpu::DeviceView& view, const HeldCards&
   return offered;
 }
 
+std::vector<xpu::DeviceInfo> with_held_cards_unhealthy(std::vector<xpu::DeviceInfo> cards,
+                                                       const HeldCards& held,
+                                                       std::string_view reason) {
+  for (auto& card : cards) {
+    if (!held.holds(card)) continue;
+    card.healthy = false;
+    card.health_reason = std::string(reason);
+  }
+  return cards;
+}
+
 }  // namespace shim

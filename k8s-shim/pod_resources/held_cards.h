@@ -74,4 +74,13 @@ std::string card_cdi_name_of_dra_device(const v1::ClaimResource& resource);
 xpu::DeviceView without_held_cards(const xpu::DeviceView& view, const HeldCards& held,
                                    std::vector<std::string>* left_out = nullptr);
 
+// `cards` with the held ones unhealthy for `reason` (what the DRA driver prepares from): a claim
+// the scheduler allocated from a slice that still offered such a card (one the kubelet had not
+// yet removed after the driver last went, or written before the card was held) is refused with
+// that reason, and the kubelet retries the prepare until the pod holding the card is gone. An
+// admin-access claim, which may take an unhealthy card, still gets it.
+std::vector<xpu::DeviceInfo> with_held_cards_unhealthy(std::vector<xpu::DeviceInfo> cards,
+                                                       const HeldCards& held,
+                                                       std::string_view reason);
+
 }  // namespace shim
