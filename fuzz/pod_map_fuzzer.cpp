@@ -2,7 +2,11 @@
 // into the pod map, and the /metrics text built with that map. The input is a serialised
 // ListPodResourcesResponse; the exporter sees it first with its odd-numbered pods left out, then
 // whole, as two successive replies. Every owner the map names must be listed for that card in the
-// latest reply, and no pod, namespace or container name may break a line of the exposition.
+// latest reply, and no pod, namespace or container name may break a line of the exposition. The
+// same reply is read as the device plugin and the DRA driver read it for the cards held through
+// the other of them (k8s-shim/pod_resources/held_cards.cpp): every card held is a valid device
+// ID or a card index, the warnings stay few and on one line each, and what a role then offers is
+// its cards less the held ones.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -11,6 +15,7 @@
 #include "fuzz/protobuf_support.h"
 #include "k8s-shim/exporter/metrics_renderer.h"
 #include "k8s-shim/exporter/pod_map.h"
+#include "k8s-shim/pod_resources/held_cards.h"
 #include "k8s-shim/resource_name.h"
 #include "podresources_v1.pb.h"
 
@@ -19,7 +24,8 @@ namespace {
 using xpu::fuzz::check;
 namespace exporter = shim::exporter;
 
-// Whether `reply` lists card `uuid` for `holder` under the exporter's resource domain.
+// Whether `reply` lists card `uuid` for `holder` under the exporter's resource domain or in a claim
+// of the DRA driver.
 bool lists(const v1::ListPodResourcesResponse& reply, const std::string& uuid,
            const exporter::ContainerRef& holder) {
   for (const auto& pod : reply.pod_resources()) {
@@ -31,6 +37,12 @@ bool lists(const v1::ListPodResourcesResponse& reply, const std::string& uuid,
         for (const auto& id : devices.device_ids())
           if (!id.empty() && shim::card_uuid_of_device_id(id) == uuid) return true;
       }
+      // A card of a claim of our DRA driver, by the card's name in xpud's CDI spec.
+      for (const auto& dynamic : container.dynamic_resources())
+        for (const auto& resource : dynamic.claim_resources())
+          if (resource.driver_name() == "xpu.kunlunxin.com" &&
+              shim::card_cdi_name_of_dra_device(resource) == uuid)
+            return true;
     }
   }
   return false;
@@ -72,6 +84,20 @@ void check_exposition(const std::string& text) {
   }
 }
 
+void check_held(const shim::HeldCardsReading& reading, const xpu::DeviceView& view) {
+  check(reading.ignored.size() <= shim::kMaxIgnoredNamed + 1, "too many warnings",
+        std::to_string(reading.ignored.size()));
+  for (const auto& line : reading.ignored)
+    check(line.find('\n') == std::string::npos && line.find('\r') == std::string::npos,
+          "a warning spans lines", line);
+  std::vector<std::string> left_out;
+  const xpu::DeviceView offered = shim::without_held_cards(view, reading.held, &left_out);
+  check(offered.devices.size() + left_out.size() == view.devices.size(),
+        "cards offered and left out do not add up", std::to_string(left_out.size()));
+  for (const auto& card : offered.devices)
+    check(!reading.held.holds(card), "a held card is offered", card.uuid);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -97,6 +123,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   for (const auto& uuid : builder.cards_with_several_holders())
     check(pods.count(uuid) == 1, "a shared card without an owner", uuid);
+
+  const xpu::DeviceView view = scrape_with({}).view;
+  const shim::HeldCardsReading by_plugin =
+      shim::cards_held_by_device_plugin(reply, "kunlunxin.com");
+  for (const auto& uuid : by_plugin.held.uuids)
+    check(shim::validate_device_id(uuid).ok(), "a held card is no device ID", uuid);
+  check(by_plugin.held.indices.empty(), "device-plugin IDs name cards by index", "");
+  check_held(by_plugin, view);
+  check_held(shim::cards_held_through_dra(reply), view);
 
   auto inputs = scrape_with(pods);
   inputs.shared_cards = builder.cards_with_several_holders();

@@ -88,4 +88,17 @@ std::string_view card_uuid_of_device_id(std::string_view device_id) {
   return device_id.substr(0, separator);
 }
 
+xpu::Status validate_device_id(std::string_view id) {
+  if (id.empty()) return xpu::Error{"the UUID is empty"};
+  if (id.size() > kMaxDeviceIdLength)
+    return xpu::Error{"the UUID '" + std::string(id) + "' is longer than " +
+                      std::to_string(kMaxDeviceIdLength) + " characters"};
+  for (char c : id)
+    if (!xpu::is_ascii_alnum(c) && c != '-' && c != '_' && c != '.' && c != ':')
+      return xpu::Error{"the UUID '" + std::string(id) +
+                        "' contains a character other than "
+                        "letters, digits, '-', '_', '.' and ':'"};
+  return xpu::ok_status();
+}
+
 }  // namespace shim

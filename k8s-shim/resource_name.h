@@ -3,6 +3,7 @@
 // plugin the kubelet silently rejects.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -11,6 +12,9 @@
 namespace shim {
 
 inline constexpr std::string_view kDefaultResourceName = "kunlunxin.com/xpu";
+
+// The kubelet's limit for a device plugin's Device.ID.
+inline constexpr std::size_t kMaxDeviceIdLength = 63;
 
 // The rules the kubelet applies: `domain/name`, the domain a DNS subdomain outside
 // kubernetes.io, the name at most 63 characters of [A-Za-z0-9-_.] starting and ending
@@ -29,5 +33,9 @@ inline constexpr std::string_view kMemoryUnitMark = "m";  // after the separator
 // The card a device ID names: the UUID before a `::<replica number>` or `::m<unit number>`
 // suffix, else the whole ID.
 std::string_view card_uuid_of_device_id(std::string_view device_id);
+
+// Why a UUID cannot serve as a Kubernetes device ID, or ok (the device plugin advertises cards by
+// UUID; the DRA driver reads them back from pod-resources).
+xpu::Status validate_device_id(std::string_view id);
 
 }  // namespace shim

@@ -26,6 +26,7 @@ void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& optio
   cli.add_flag("resource-per-model", &options.resource_per_model,
                "advertise one resource per card model (kunlunxin.com/R200, ...)");
   add_xpud_grace_period_option(cli, options.xpud_grace_period);
+  add_held_cards_options(cli, options.held_cards);
   cli.add_flag("enable-sriov", &options.enable_sriov,
                "advertise SR-IOV virtual functions as <domain>/vxpu (otherwise they are left out)");
   cli.add_option("sriov-num-vfs", "N",

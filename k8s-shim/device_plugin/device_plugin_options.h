@@ -10,6 +10,7 @@
 #include "k8s-shim/device_plugin/node_features.h"
 #include "k8s-shim/device_plugin/resource_plan.h"
 #include "k8s-shim/kube/api_server_flags.h"
+#include "k8s-shim/pod_resources/held_cards_options.h"
 #include "k8s-shim/resource_name.h"
 #include "k8s-shim/shim_options.h"
 
@@ -49,6 +50,9 @@ struct DevicePluginOptions {
   bool handover_taint = false;
   std::string node_name{};
   kube::ApiServerFlags api{};
+  // --podresources-socket, --held-cards-refresh: cards pods hold through DRA claims are not
+  // advertised while they hold them.
+  HeldCardsOptions held_cards{};
 };
 
 inline constexpr unsigned kMaxSriovNumVfs = 64;
@@ -60,7 +64,8 @@ inline constexpr unsigned kMaxShareMemoryUnitMib = 65536;
 // --xpud-grace-period SECONDS (0..86400), --enable-sriov, --sriov-num-vfs N (0..64),
 // --reconfig-vxpu, --enable-xpu-share, --xpu-share-replicas N (1..64),
 // --xpu-share-memory-unit-mib N (0: off, else 64..65536),
-// --nfd-features-file PATH (empty: off; a dot file is refused, NFD would ignore it).
+// --nfd-features-file PATH (empty: off; a dot file is refused, NFD would ignore it),
+// --podresources-socket PATH, --held-cards-refresh SECONDS (0..3600).
 void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& options);
 
 // Combinations the flags alone cannot check: --reconfig-vxpu needs --enable-sriov,

@@ -6,7 +6,9 @@
 // directory watch), the grace-period timer (the tracker plans again when the state's deadline
 // comes), the virtual-function reconfiguration (the feed's one write) and the NFD feature file
 // (written here, never on the watcher thread, so a slow disk cannot delay health updates), and
-// handles stop signals.
+// handles stop signals. The held-cards watch asks the kubelet's pod-resources on a thread of its
+// own which cards pods hold through DRA claims, and wakes this thread, which hands them to the
+// tracker (before the first registration too: no card a claim holds is advertised for a moment).
 #include <poll.h>
 
 #include <algorithm>
@@ -35,6 +37,7 @@
 #include "k8s-shim/node_status/node_handover.h"
 #include "k8s-shim/node_status/node_status_options.h"
 #include "k8s-shim/node_status/node_status_reporter.h"
+#include "k8s-shim/pod_resources/held_cards_watch.h"
 #include "k8s-shim/poll_timeout.h"
 #include "k8s-shim/roles.h"
 
@@ -134,6 +137,19 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
   }
 
   ResourceTracker tracker(resource_config(plugin), cards.state(), Clock::now());
+  std::unique_ptr<HeldCardsWatch> held;
+  if (plugin.held_cards.refresh.count() > 0) {
+    auto kubelet = std::make_shared<PodResourcesClient>(plugin.held_cards.podresources_socket,
+                                                        kHeldCardsListDeadline);
+    held = std::make_unique<HeldCardsWatch>(
+        HeldCardsWatch::Options{.socket_path = plugin.held_cards.podresources_socket,
+                                .refresh = plugin.held_cards.refresh,
+                                .other_path = "DRA claims"},
+        [kubelet] { return kubelet->list(); }, cards_held_through_dra);
+  } else {
+    spdlog::info("--held-cards-refresh 0: cards pods hold through DRA claims are not looked for");
+  }
+  std::uint64_t held_applied = 0;
   KubeletConnector connector(KubeletConnector::Options{.plugin_dir = plugin_dir,
                                                        .memory_unit = options.memory_unit,
                                                        .cdi = plugin.cdi,
@@ -168,7 +184,18 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
       while (stop.take()) {
       }
       if (stop.stop_requested()) break;
-      const bool may_register = answered || Clock::now() >= register_anyway_at;
+      bool held_known = true;
+      if (held) {
+        HeldCardsWatch::Snapshot snapshot = held->snapshot();
+        held_known = snapshot.answered;
+        if (snapshot.generation != held_applied) {
+          tracker.set_held(std::move(snapshot.held), Clock::now());
+          held_applied = snapshot.generation;
+        }
+      }
+      // Not before pod-resources answered once either (within its deadline): a card a claim
+      // holds is never advertised.
+      const bool may_register = held_known && (answered || Clock::now() >= register_anyway_at);
       connector.reconcile(tracker.feeds(), may_register);
       Clock::time_point deadline = Clock::now() + kIdleCheck;
       if (!may_register) deadline = std::min(deadline, register_anyway_at);
@@ -178,8 +205,10 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
       if (auto next = connector.next_deadline()) deadline = std::min(deadline, *next);
       if (auto next = tracker.next_deadline()) deadline = std::min(deadline, *next);
 
-      pollfd fds[] = {
-          {stop.fd(), POLLIN, 0}, {connector.watch_fd(), POLLIN, 0}, {cards.wake_fd(), POLLIN, 0}};
+      pollfd fds[] = {{stop.fd(), POLLIN, 0},
+                      {connector.watch_fd(), POLLIN, 0},
+                      {cards.wake_fd(), POLLIN, 0},
+                      {held ? held->wake_fd() : -1, POLLIN, 0}};
       if (::poll(fds, std::size(fds), poll_timeout_ms(deadline)) < 0 && errno != EINTR) {
         spdlog::error("poll failed: {}", std::strerror(errno));
         status = 1;
@@ -187,6 +216,7 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
       }
       if (fds[1].revents & POLLIN) connector.handle_directory_events();
       if (fds[2].revents & POLLIN) cards.clear_wake();
+      if (held && (fds[3].revents & POLLIN)) held->clear_wake();
       tracker.refresh(Clock::now());
       // Every pass, not only after news: puts back a file someone removed, retries a failure.
       if (features) features->sync();

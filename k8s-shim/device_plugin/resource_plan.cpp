@@ -13,7 +13,6 @@
 namespace shim {
 namespace {
 
-constexpr std::size_t kMaxDeviceIdLength = 63;  // the kubelet's limit for Device.ID
 constexpr std::size_t kMaxModelNameLength = 63;
 
 // The part after '/' in a per-model resource name, short enough for `suffix` to follow.
@@ -118,19 +117,6 @@ std::string sriov_count_mismatch(const ResourceConfig& config, const xpu::Device
          "card), "
          "or let the device plugin ask xpud for it (--reconfig-vxpu, allowed by [sriov] "
          "allow_cluster_reconfigure = true in xpud's configuration)";
-}
-
-xpu::Status validate_device_id(std::string_view id) {
-  if (id.empty()) return xpu::Error{"the UUID is empty"};
-  if (id.size() > kMaxDeviceIdLength)
-    return xpu::Error{"the UUID '" + std::string(id) + "' is longer than " +
-                      std::to_string(kMaxDeviceIdLength) + " characters"};
-  for (char c : id)
-    if (!xpu::is_ascii_alnum(c) && c != '-' && c != '_' && c != '.' && c != ':')
-      return xpu::Error{"the UUID '" + std::string(id) +
-                        "' contains a character other than "
-                        "letters, digits, '-', '_', '.' and ':'"};
-  return xpu::ok_status();
 }
 
 ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView& view,

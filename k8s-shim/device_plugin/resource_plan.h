@@ -120,7 +120,4 @@ std::string sriov_count_mismatch(const ResourceConfig& config, const xpu::Device
 // Why a device node path from xpud cannot be handed to a container, or ok.
 xpu::Status validate_device_node(std::string_view path);
 
-// Why a UUID cannot serve as a Kubernetes device ID, or ok.
-xpu::Status validate_device_id(std::string_view id);
-
 }  // namespace shim

@@ -8,7 +8,8 @@
 namespace shim {
 namespace {
 
-void log_health_changes(const ResourceState& before, const ResourceState& after) {
+void log_health_changes(const ResourceState& before, const ResourceState& after,
+                        const HeldCards& held) {
   for (const auto& device : after.devices) {
     const PluginDevice* old = nullptr;
     for (const auto& candidate : before.devices)
@@ -28,7 +29,12 @@ void log_health_changes(const ResourceState& before, const ResourceState& after)
   for (const auto& device : before.devices) {
     bool still = false;
     for (const auto& candidate : after.devices) still = still || candidate.id == device.id;
-    if (!still)
+    if (still) continue;
+    if (held.uuids.contains(device.card_id) || held.indices.contains(device.index))
+      xpu::log_device_event(spdlog::level::info, xpu::names::device_name(device.index), device.id,
+                            "held by a pod through a DRA claim; withdrawn from " +
+                                before.resource_name + " while it holds it");
+    else
       xpu::log_device_event(spdlog::level::warn, xpu::names::device_name(device.index), device.id,
                             "no longer reported by xpud; withdrawn from " + before.resource_name);
   }
@@ -43,12 +49,23 @@ ResourceTracker::ResourceTracker(ResourceConfig config, const CardState& cards,
 }
 
 void ResourceTracker::refresh(Clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  plan(now, false);
+}
+
+void ResourceTracker::set_held(HeldCards held, Clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  if (held == held_) return;
+  held_ = std::move(held);
+  plan(now, true);
+}
+
+void ResourceTracker::plan(Clock::time_point now, bool held_changed) {
   // The cards are read under mutex_, so two callers (the watcher's thread, the role's) plan their
   // generations in order and an older one is never published over a newer one.
-  std::lock_guard lock(mutex_);
   const CardState::Snapshot cards = cards_.at(now);
   next_deadline_ = cards.changes_at;
-  if (cards.generation == planned_generation_) return;
+  if (cards.generation == planned_generation_ && !held_changed) return;
   planned_generation_ = cards.generation;
   log_xpud_changes(cards);
   replan(*cards.view);
@@ -89,7 +106,15 @@ void ResourceTracker::log_xpud_changes(const CardState::Snapshot& cards) {
 void ResourceTracker::replan(const xpu::DeviceView& view) {
   std::map<std::string, std::string> known;
   for (const auto& [name, feed] : feeds_) known.emplace(name, feed->socket_name());
-  ResourcePlan plan = plan_resources(config_, view, known);
+  std::vector<std::string> held;
+  ResourcePlan plan = plan_resources(config_, without_held_cards(view, held_, &held), known);
+  if (!held.empty()) {
+    std::string names;
+    for (const auto& name : held) names += (names.empty() ? "" : ", ") + name;
+    plan.notices.push_back("devices " + names +
+                           " are not advertised: pods hold them through DRA claims "
+                           "(the kubelet's pod-resources)");
+  }
   if (plan.problems != last_problems_) {
     for (const auto& problem : plan.problems) spdlog::warn("{}", problem);
     last_problems_ = plan.problems;
@@ -102,13 +127,13 @@ void ResourceTracker::replan(const xpu::DeviceView& view) {
     auto it = feeds_.find(state.resource_name);
     if (it == feeds_.end()) {
       spdlog::info("serving resource {} on {}", state.resource_name, state.socket_name);
-      log_health_changes(ResourceState{}, state);
+      log_health_changes(ResourceState{}, state, held_);
       auto name = state.resource_name;
       feeds_.emplace(name, std::make_shared<ResourceFeed>(std::move(state)));
       continue;
     }
     auto before = it->second->latest().state;
-    log_health_changes(*before, state);
+    log_health_changes(*before, state, held_);
     it->second->publish(std::move(state));
   }
 }

@@ -1,5 +1,6 @@
 // Turns the process's card view into the resources' feeds: plans the resources from the
-// CardState (which applies the grace period) and publishes each one that changed. refresh() is
+// CardState (which applies the grace period), without the cards pods hold through DRA claims
+// (set_held), and publishes each one that changed. refresh() is
 // called from the card feed's watcher thread, after each view has reached the CardState, and from
 // the role's loop at next_deadline (the grace period running out); every member is guarded by one
 // mutex, held only while planning, never across a send.
@@ -16,6 +17,7 @@
 #include "k8s-shim/cards/card_state.h"
 #include "k8s-shim/device_plugin/resource_feed.h"
 #include "k8s-shim/device_plugin/resource_plan.h"
+#include "k8s-shim/pod_resources/held_cards.h"
 
 namespace shim {
 
@@ -28,6 +30,9 @@ class ResourceTracker {
 
   // Plans again when the cards' generation at `now` is one not planned yet.
   void refresh(Clock::time_point now);
+  // The cards pods hold through DRA claims (pod-resources): not advertised while held. Plans
+  // again when they changed.
+  void set_held(HeldCards held, Clock::time_point now);
   // When refresh() must run next for the grace period to end on time; nullopt when nothing waits.
   std::optional<Clock::time_point> next_deadline() const;
   // Every resource served so far (a resource is never dropped), ascending resource name.
@@ -35,6 +40,7 @@ class ResourceTracker {
   void close_all();
 
  private:
+  void plan(Clock::time_point now, bool held_changed);      // mutex_ held
   void log_xpud_changes(const CardState::Snapshot& cards);  // mutex_ held
   void replan(const xpu::DeviceView& view);                 // mutex_ held
 
@@ -48,6 +54,7 @@ class ResourceTracker {
   std::map<std::string, std::shared_ptr<ResourceFeed>> feeds_;  // by resource name
   std::vector<std::string> last_problems_;
   std::vector<std::string> last_notices_;
+  HeldCards held_;
 };
 
 }  // namespace shim

@@ -36,6 +36,12 @@ xpu::Status validate_share_policy(const SharePolicy& shares) {
 
 void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options) {
   add_xpud_grace_period_option(cli, options.xpud_grace_period);
+  add_held_cards_options(cli, options.held_cards);
+  // As the exporter reads it: every resource the device plugin advertises is in the domain of its
+  // --resource-name.
+  add_device_plugin_resource_name_option(
+      cli, options.resource_name,
+      "cards pods hold through resources in its domain are not published");
   kube::add_node_name_option(
       cli, options.node_name,
       "this node's name, the pool its cards are published in (default: $NODE_NAME)");

@@ -14,6 +14,8 @@
 #include "k8s-shim/dra/share_policy.h"
 #include "k8s-shim/dra/slices/device_taints.h"
 #include "k8s-shim/kube/api_server_flags.h"
+#include "k8s-shim/pod_resources/held_cards_options.h"
+#include "k8s-shim/resource_name.h"
 #include "k8s-shim/shim_options.h"
 
 namespace shim::dra {
@@ -42,6 +44,12 @@ struct DraDriverOptions {
   // --no-device-metadata: no device metadata files (KEP-5304), which are otherwise written for
   // each prepared claim and mounted into its containers.
   bool no_device_metadata = false;
+  // --podresources-socket, --held-cards-refresh: cards pods hold through the device plugin are
+  // left out of the slice while they hold them.
+  HeldCardsOptions held_cards{};
+  // --resource-name: the device plugin's; its pod-resources entries in that name's domain hold
+  // cards.
+  std::string resource_name{kDefaultResourceName};
 };
 
 // The minimum and step are positive and the default is the minimum plus whole steps, as the API

@@ -9,7 +9,10 @@
 // applied once, for all three); this thread owns the slice publisher (every API
 // write: the slice, and each prepared claim's status.devices), the kubelet plugin's sockets and
 // the stop signals. A slow API server can so delay a slice update or a claim's status but never a
-// prepare, and the reverse.
+// prepare, and the reverse. The held-cards watch asks the kubelet's pod-resources on a thread of
+// its own which cards pods hold through the device plugin, and wakes this thread; those cards are
+// left out of the slice while held, and nothing is published before its first answer (so a card
+// a pod holds is never offered for a moment).
 #include <poll.h>
 
 #include <algorithm>
@@ -40,6 +43,7 @@
 #include "k8s-shim/kube/kube_api_config.h"
 #include "k8s-shim/node_status/node_status_options.h"
 #include "k8s-shim/node_status/node_status_reporter.h"
+#include "k8s-shim/pod_resources/held_cards_watch.h"
 #include "k8s-shim/poll_timeout.h"
 #include "k8s-shim/roles.h"
 #include "k8s-shim/wake_event.h"
@@ -53,6 +57,42 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::seconds kIdleCheck{2};
 // While draining, name the claims still held this often.
 constexpr std::chrono::seconds kDrainReport{30};
+
+// The cards pods hold through the device plugin, asked every --held-cards-refresh; none when 0.
+std::unique_ptr<HeldCardsWatch> watch_held_cards(const dra::DraDriverOptions& driver) {
+  if (driver.held_cards.refresh.count() == 0) {
+    spdlog::info(
+        "--held-cards-refresh 0: cards pods hold through the device plugin are not "
+        "looked for");
+    return nullptr;
+  }
+  auto kubelet = std::make_shared<PodResourcesClient>(driver.held_cards.podresources_socket,
+                                                      kHeldCardsListDeadline);
+  return std::make_unique<HeldCardsWatch>(
+      HeldCardsWatch::Options{.socket_path = driver.held_cards.podresources_socket,
+                              .refresh = driver.held_cards.refresh,
+                              .other_path = "the device plugin"},
+      [kubelet] { return kubelet->list(); },
+      [domain = std::string(resource_domain(driver.resource_name))](
+          const v1::ListPodResourcesResponse& reply) {
+        return cards_held_by_device_plugin(reply, domain);
+      });
+}
+
+// Why prepare refuses a card a pod holds through the device plugin.
+constexpr std::string_view kHeldThroughDevicePlugin =
+    "a pod holds it through the device plugin (kubelet pod-resources); prepared once that pod is "
+    "gone";
+
+void log_left_out(const std::vector<std::string>& left_out) {
+  if (left_out.empty()) {
+    spdlog::info("no card is held through the device plugin: the slice offers every card");
+    return;
+  }
+  std::string names;
+  for (const auto& name : left_out) names += (names.empty() ? "" : ", ") + name;
+  spdlog::info("left out of the slice while pods hold them through the device plugin: {}", names);
+}
 
 dra::AllocatedClaim allocated_claim(const dra::ResourceClaim& claim) {
   dra::AllocatedClaim allocated{.name = claim.name,
@@ -148,7 +188,14 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
       if (!claim) return xpu::Error{claim.error().message};
       return allocated_claim(claim.value());
     };
-    auto card_source = [&cards] { return cards.cards_at(Clock::now()); };
+    // Asked before the first slice; read by prepare too (gRPC threads), so it comes first.
+    const std::unique_ptr<HeldCardsWatch> held_cards = watch_held_cards(driver);
+    auto card_source = [&cards, &held_cards] {
+      std::vector<xpu::DeviceInfo> now = cards.cards_at(Clock::now());
+      if (!held_cards) return now;
+      return with_held_cards_unhealthy(std::move(now), held_cards->snapshot().held,
+                                       kHeldThroughDevicePlugin);
+    };
     // Under the plugin directory, which the chart mounts at its path on the host: the container
     // runtime reads the files at the paths the CDI specs name.
     std::optional<dra::DeviceMetadataConfig> metadata;
@@ -206,6 +253,9 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
 
     bool was_registered = false;
     std::uint64_t published_generation = 0;
+    // What the slice was last set from: the cards' generation and the held cards'.
+    std::optional<std::pair<std::uint64_t, std::uint64_t>> offered_from;
+    std::vector<std::string> left_out_logged;
     // Differs from the counter so that the first pass writes the checkpoint's claims' status.
     std::uint64_t claims_seen = ~std::uint64_t{0};
     bool draining = false;
@@ -247,8 +297,19 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
                          std::chrono::system_clock::now());
         claims_seen = claims_now;
       }
+      const HeldCardsWatch::Snapshot held_now =
+          held_cards ? held_cards->snapshot()
+                     : HeldCardsWatch::Snapshot{.held = {}, .generation = 0, .answered = true};
+      // While draining the slice stays empty.
+      if (!draining && held_now.answered &&
+          offered_from != std::pair(snapshot.generation, held_now.generation)) {
+        std::vector<std::string> left_out;
+        publisher.set_devices(without_held_cards(*snapshot.view, held_now.held, &left_out));
+        if (left_out != left_out_logged) log_left_out(left_out);
+        left_out_logged = std::move(left_out);
+        offered_from = std::pair(snapshot.generation, held_now.generation);
+      }
       if (snapshot.generation != published_generation) {
-        if (!draining) publisher.set_devices(*snapshot.view);
         // Sends only what changed for the kubelet (and resends on its own timer).
         (*plugin)->health().update(snapshot.view->devices);
         published_generation = snapshot.generation;
@@ -268,7 +329,10 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
       // Serving: the kubelet knows the driver and the scheduler knows its cards.
       if (node_status) node_status->update(snapshot, was_registered && publisher.published());
 
-      pollfd fds[] = {{stop.fd(), POLLIN, 0}, {wake.fd(), POLLIN, 0}, {cards.wake_fd(), POLLIN, 0}};
+      pollfd fds[] = {{stop.fd(), POLLIN, 0},
+                      {wake.fd(), POLLIN, 0},
+                      {cards.wake_fd(), POLLIN, 0},
+                      {held_cards ? held_cards->wake_fd() : -1, POLLIN, 0}};
       if (::poll(fds, std::size(fds), poll_timeout_ms(deadline)) < 0 && errno != EINTR) {
         spdlog::error("poll failed: {}", std::strerror(errno));
         status = 1;
@@ -282,6 +346,7 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
       }
       if (fds[1].revents & POLLIN) wake.clear();
       if (fds[2].revents & POLLIN) cards.clear_wake();
+      if (held_cards && (fds[3].revents & POLLIN)) held_cards->clear_wake();
     }
     spdlog::info(
         "stopping: {} claims prepared stay in the checkpoint; {} slice writes and {} claim status "

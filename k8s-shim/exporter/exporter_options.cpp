@@ -11,26 +11,12 @@ void add_exporter_options(xpu::CommandLine& cli, ExporterOptions& options) {
                    options.listen = std::move(*parsed);
                    return xpu::ok_status();
                  });
-  cli.add_option(
-      "podresources-socket", "PATH",
-      "the kubelet's pod-resources socket (default /var/lib/kubelet/pod-resources/kubelet.sock)",
-      [&options](std::string_view value) -> xpu::Status {
-        if (value.empty()) return xpu::Error{"must not be empty"};
-        options.podresources_socket = std::string(value);
-        return xpu::ok_status();
-      });
+  add_podresources_socket_option(cli, options.podresources_socket);
   // The device plugin's flags, so a deployment passes both roles the same ones: every resource the
   // plugin advertises is in the domain of its --resource-name, and that domain is what the
   // exporter reads, per-model or not.
-  cli.add_option("resource-name", "NAME",
-                 "the device plugin's --resource-name (default " +
-                     std::string(kDefaultResourceName) +
-                     "): pod-resources entries in its domain are read as XPUs",
-                 [&options](std::string_view value) -> xpu::Status {
-                   if (auto status = validate_extended_resource_name(value); !status) return status;
-                   options.resource_name = std::string(value);
-                   return xpu::ok_status();
-                 });
+  add_device_plugin_resource_name_option(cli, options.resource_name,
+                                         "pod-resources entries in its domain are read as XPUs");
   cli.add_flag("resource-per-model", &options.resource_per_model,
                "the device plugin's --resource-per-model; accepted for symmetry (per-model names "
                "are in the same domain)");

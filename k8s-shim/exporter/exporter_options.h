@@ -7,7 +7,7 @@
 
 #include "common/command_line.h"
 #include "k8s-shim/exporter/listen_address.h"
-#include "k8s-shim/exporter/pod_resources_client.h"
+#include "k8s-shim/pod_resources/held_cards_options.h"
 #include "k8s-shim/resource_name.h"
 #include "k8s-shim/shim_options.h"
 

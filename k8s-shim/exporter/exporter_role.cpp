@@ -21,9 +21,9 @@
 #include "k8s-shim/exporter/exporter_options.h"
 #include "k8s-shim/exporter/listen_address.h"
 #include "k8s-shim/exporter/pod_owners_cache.h"
-#include "k8s-shim/exporter/pod_resources_client.h"
 #include "k8s-shim/exporter/scraper.h"
 #include "k8s-shim/exporter/web_config.h"
+#include "k8s-shim/pod_resources/pod_resources_client.h"
 #include "k8s-shim/resource_name.h"
 #include "k8s-shim/roles.h"
 
@@ -119,7 +119,7 @@ int run_exporter(const ShimOptions& options, const exporter::ExporterOptions& fl
     // Each scrape's GetMetrics, GetProcesses and ListInstances: one-shot calls of a sample,
     // not the cards (those come from the feed).
     xpu::XpudClient xpud(xpu::ClientOptions{options.bus_address, exporter::kXpudCallTimeout});
-    exporter::PodResourcesClient kubelet(podresources_socket, kListDeadline);
+    PodResourcesClient kubelet(podresources_socket, kListDeadline);
     exporter::PodOwnersCache owners([&kubelet] { return kubelet.list(); }, kPodMapMaxAge,
                                     exporter::PodMapBuilder(resource_domain));
     exporter::Scraper scraper(xpud, owners, cards.state());

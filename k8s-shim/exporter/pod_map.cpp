@@ -4,27 +4,18 @@
 
 #include "common/names.h"
 #include "k8s-shim/dra/dra_names.h"
+#include "k8s-shim/pod_resources/held_cards.h"
 #include "k8s-shim/resource_name.h"
 
 namespace shim::exporter {
 namespace {
 
 // The card a DRA device stands for, from the CDI names the driver prepared it with: xpud's
-// per-card name kunlunxin.com/xpu=<uuid>, the last one listed. The kubelet (1.34) lists under
-// each device of a claim the CDI names of that device and of every device before it in the
-// claim, so only the last card name is this device's own. A card named by index only (a UUID
-// that cannot be a CDI name) yields nothing; the claim-level names (kunlunxin.com/claim=...) are
-// not cards.
+// per-card name kunlunxin.com/xpu=<uuid> (held_cards.h). A card named by index only (a UUID that
+// cannot be a CDI name) yields nothing.
 std::string card_uuid_of_dra_device(const v1::ClaimResource& resource) {
-  const std::string prefix = xpu::names::cdi::qualified_name("");
-  const auto& cdi_devices = resource.cdi_devices();
-  for (int i = cdi_devices.size() - 1; i >= 0; --i) {
-    std::string_view name = cdi_devices[i].name();
-    if (!name.starts_with(prefix)) continue;
-    name.remove_prefix(prefix.size());
-    return xpu::names::cdi::is_uuid_name(name) ? std::string(name) : std::string();
-  }
-  return {};
+  std::string name = card_cdi_name_of_dra_device(resource);
+  return xpu::names::cdi::is_uuid_name(name) ? name : std::string();
 }
 
 }  // namespace

@@ -584,3 +584,62 @@ func TestDevicePluginKeptMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Cards pods hold through DRA claims (a node switched from the DRA driver back to the device
+// plugin, its claims' pods still running): the plugin reads them from pod-resources before it
+// registers, so its first ListAndWatch message already leaves them out, and advertises them
+// again once the pods are gone.
+func TestDevicePluginHeldCards(t *testing.T) {
+	kubeletDir := ShortTempDir(t)
+	podsFile := filepath.Join(kubeletDir, "pods.json")
+	socket := filepath.Join(kubeletDir, "kubelet.sock")
+	// Card 1 whole, card 3 as a memory share; another driver's device, and card 0 through the
+	// device plugin itself (its own allocation, nothing to leave out).
+	writeAtomically(t, podsFile, `{"pods": [
+  {"namespace": "ml", "name": "train", "containers": [
+    {"name": "main", "devices": [{"resource_name": "kunlunxin.com/xpu", "device_ids": []}],
+     "dynamic_resources": [
+       {"claim_namespace": "ml", "claim_name": "train-xpu", "claim_resources": [
+         {"driver_name": "xpu.kunlunxin.com", "pool_name": "node-1", "device_name": "xpu-1"},
+         {"driver_name": "gpu.example.com", "pool_name": "node-1", "device_name": "xpu-5"}]}]}]},
+  {"namespace": "ml", "name": "share", "containers": [
+    {"name": "main", "devices": [],
+     "dynamic_resources": [
+       {"claim_namespace": "ml", "claim_name": "share-xpu", "claim_resources": [
+         {"driver_name": "xpu.kunlunxin.com", "pool_name": "node-1", "device_name": "xpu-3-shared"}]}]}]},
+  {"namespace": "default", "name": "plugin-pod", "containers": [
+    {"name": "main", "devices": [{"resource_name": "kunlunxin.com/xpu", "device_ids": ["uuid-of-card-0"]}]}]}]}`)
+	servePodResources(t, socket, podsFile, 0)
+
+	e := startDevicePluginEnv(t, "--podresources-socket", socket, "--held-cards-refresh", "1")
+	uuids := e.uuids
+	e.startKubelet(t)
+	plugin, err := e.kubelet.WaitPlugin(defaultResource, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := pick(uuids, 0, 2, 4, 5, 6, 7)
+	if first := plugin.Update(0).Devices; !allHealth(free, pluginapi.Healthy)(first) {
+		t.Fatalf("first ListAndWatch message %v, want cards %v only (1 and 3 are held through DRA claims)",
+			healthOf(first), free)
+	}
+
+	// The claims' pods end: both cards come back within the refresh.
+	writeAtomically(t, podsFile, `{"pods": []}`)
+	back, err := plugin.WaitUpdate(1, allHealth(uuids, pluginapi.Healthy), 10*time.Second)
+	if err != nil {
+		t.Fatalf("cards not advertised again after their claims' pods ended: %v\n%s", err, e.shim.Output())
+	}
+
+	// A new claim's pod holds card 6, named by its CDI name only.
+	writeAtomically(t, podsFile, fmt.Sprintf(`{"pods": [{"namespace": "ml", "name": "late", "containers": [
+    {"name": "main", "devices": [], "dynamic_resources": [{"claim_namespace": "ml", "claim_name": "late-xpu",
+      "claim_resources": [{"driver_name": "xpu.kunlunxin.com", "pool_name": "node-1", "device_name": "",
+                           "cdi_devices": ["kunlunxin.com/xpu=%s"]}]}]}]}]}`, uuids[6]))
+	if _, err := plugin.WaitUpdate(back+1, allHealth(pick(uuids, 0, 1, 2, 3, 4, 5, 7), pluginapi.Healthy), 10*time.Second); err != nil {
+		t.Fatalf("card 6 still advertised while a claim holds it: %v\n%s", err, e.shim.Output())
+	}
+	if !strings.Contains(e.shim.Output(), "pods hold them through DRA claims") {
+		t.Errorf("the log does not say why cards are not advertised:\n%s", e.shim.Output())
+	}
+}

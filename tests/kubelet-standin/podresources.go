@@ -6,7 +6,13 @@ package main
 //	{"pods": [{"namespace": "default", "name": "demo",
 //	           "containers": [{"name": "main",
 //	                           "devices": [{"resource_name": "kunlunxin.com/xpu",
-//	                                        "device_ids": ["<uuid>"]}]}]}]}
+//	                                        "device_ids": ["<uuid>"]}],
+//	                           "dynamic_resources": [{"claim_namespace": "default", "claim_name": "demo-xpu",
+//	                                                  "claim_resources": [{"driver_name": "xpu.kunlunxin.com",
+//	                                                                       "pool_name": "node-1", "device_name": "xpu-1",
+//	                                                                       "cdi_devices": ["kunlunxin.com/xpu=<uuid>"]}]}]}]}]}
+//
+// (dynamic_resources: the devices of the container's DRA claims, as kubelets since 1.34 list them.)
 //
 // The file is read again whenever its size or modification time changes, so a test can move
 // cards between pods while the exporter runs (write a temporary file and rename it over the old
@@ -44,8 +50,22 @@ type podEntry struct {
 }
 
 type containerEntry struct {
-	Name    string        `json:"name"`
-	Devices []deviceEntry `json:"devices"`
+	Name             string         `json:"name"`
+	Devices          []deviceEntry  `json:"devices"`
+	DynamicResources []dynamicEntry `json:"dynamic_resources,omitempty"`
+}
+
+type dynamicEntry struct {
+	ClaimNamespace string               `json:"claim_namespace"`
+	ClaimName      string               `json:"claim_name"`
+	ClaimResources []claimResourceEntry `json:"claim_resources"`
+}
+
+type claimResourceEntry struct {
+	DriverName string   `json:"driver_name"`
+	PoolName   string   `json:"pool_name"`
+	DeviceName string   `json:"device_name"`
+	CDIDevices []string `json:"cdi_devices,omitempty"`
 }
 
 type deviceEntry struct {
@@ -78,6 +98,17 @@ func parsePodsDocument(data []byte) ([]*podresourcesv1.PodResources, error) {
 					}
 				}
 				resources.Devices = append(resources.Devices, claim)
+			}
+			for _, dynamic := range container.DynamicResources {
+				claimEntry := &podresourcesv1.DynamicResource{ClaimNamespace: dynamic.ClaimNamespace, ClaimName: dynamic.ClaimName}
+				for _, r := range dynamic.ClaimResources {
+					resource := &podresourcesv1.ClaimResource{DriverName: r.DriverName, PoolName: r.PoolName, DeviceName: r.DeviceName}
+					for _, name := range r.CDIDevices {
+						resource.CdiDevices = append(resource.CdiDevices, &podresourcesv1.CDIDevice{Name: name})
+					}
+					claimEntry.ClaimResources = append(claimEntry.ClaimResources, resource)
+				}
+				resources.DynamicResources = append(resources.DynamicResources, claimEntry)
 			}
 			entry.Containers = append(entry.Containers, resources)
 		}

@@ -27,6 +27,9 @@ XPUD_API_ARGS = ["--bus-address", "unix:path=/run/xpud-api/bus.sock"]
 # xpud-api-proxy-sriov.socket's directory: the one socket that carries ConfigureVirtualFunctions.
 XPUD_API_SRIOV_DIR = "/run/xpud-api-sriov"
 XPUD_API_SRIOV_ARGS = ["--bus-address", "unix:path=/run/xpud-api-sriov/bus.sock"]
+# The kubelet's pod-resources socket's directory: the exporter reads which pod holds which card,
+# the device plugin and the DRA driver which cards pods hold through the other of them.
+POD_RESOURCES_DIR = "/var/lib/kubelet/pod-resources"
 RECONFIG_VXPU = ("devicePlugin.enableSriov=true", "devicePlugin.sriovNumVfs=2", "devicePlugin.reconfigVxpu=true")
 
 DEVICE_PLUGIN = "xpu-device-plugin-daemonset"
@@ -240,8 +243,9 @@ class DefaultRender(unittest.TestCase):
 
     def test_only_the_needed_host_paths_are_mounted(self):
         expected = {
-            DEVICE_PLUGIN: {XPUD_API_DIR: "Directory", "/var/lib/kubelet/device-plugins": "Directory"},
-            EXPORTER: {XPUD_API_DIR: "Directory", "/var/lib/kubelet/pod-resources": "Directory"},
+            DEVICE_PLUGIN: {XPUD_API_DIR: "Directory", "/var/lib/kubelet/device-plugins": "Directory",
+                            POD_RESOURCES_DIR: "Directory"},
+            EXPORTER: {XPUD_API_DIR: "Directory", POD_RESOURCES_DIR: "Directory"},
             TOKEN_GEN: {"/xpu-runtime/auth": "DirectoryOrCreate", "/xpu-runtime": "DirectoryOrCreate"},
         }
         # token-sync sees the host's /xpu-runtime apart from auth/ (which is mounted where it
@@ -259,7 +263,7 @@ class DefaultRender(unittest.TestCase):
             for mount in spec["containers"][0]["volumeMounts"]:
                 host_path = by_volume[mount["name"]]
                 self.assertEqual(mount["mountPath"], apart.get(host_path, host_path), name)
-                if host_path in (XPUD_API_DIR, "/xpu-runtime"):
+                if host_path in (XPUD_API_DIR, "/xpu-runtime", POD_RESOURCES_DIR):
                     self.assertIs(mount["readOnly"], True, name)
         args = args_of(self.objects, TOKEN_GEN)
         self.assertEqual(args[args.index("--dest-parent-dir") + 1], "/host/xpu-runtime")
@@ -829,7 +833,8 @@ class SriovSocket(unittest.TestCase):
         spec = pod_spec(objects, DEVICE_PLUGIN)
         # Instead of the read-only directory, not beside it: the SR-IOV socket serves the reads too.
         self.assertEqual({v["hostPath"]["path"]: v["hostPath"]["type"] for v in spec["volumes"]},
-                         {XPUD_API_SRIOV_DIR: "Directory", "/var/lib/kubelet/device-plugins": "Directory"})
+                         {XPUD_API_SRIOV_DIR: "Directory", "/var/lib/kubelet/device-plugins": "Directory",
+                          POD_RESOURCES_DIR: "Directory"})
         by_volume = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
         mounts = {by_volume[m["name"]]: m for m in container(objects, DEVICE_PLUGIN)["volumeMounts"]}
         self.assertEqual(mounts[XPUD_API_SRIOV_DIR]["mountPath"], XPUD_API_SRIOV_DIR)
@@ -1119,6 +1124,14 @@ class Allocation(unittest.TestCase):
         env = container(objects, DRA_DRIVER)["env"]
         self.assertEqual(env, [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}])
 
+    def test_dra_driver_gets_the_device_plugins_resource_name(self):
+        # It leaves out of its slice the cards pods hold through resources in that name's domain.
+        self.assertIsNone(option_value(args_of(render("allocation=dra"), DRA_DRIVER), "--resource-name"))
+        objects = render("allocation=both", "dra.nodeSelector.kunlunxin\\.com/allocation=dra",
+                         "devicePlugin.customizedResourceName=example.com/card")
+        self.assertEqual(option_value(args_of(objects, DRA_DRIVER), "--resource-name"), "example.com/card")
+        self.assertEqual(option_value(args_of(objects, DEVICE_PLUGIN), "--resource-name"), "example.com/card")
+
     def test_dra_driver_gets_its_sockets_and_the_cdi_directory_only(self):
         spec = pod_spec(render("allocation=dra"), DRA_DRIVER)
         self.assertFalse(spec.get("hostPID") or spec.get("hostNetwork") or spec.get("hostIPC"))
@@ -1126,10 +1139,13 @@ class Allocation(unittest.TestCase):
         self.assertEqual(host_paths, {XPUD_API_DIR: "Directory",
                                       "/var/lib/kubelet/plugins_registry": "Directory",
                                       DRA_PLUGIN_DIR: "DirectoryOrCreate",
-                                      "/var/run/cdi": "DirectoryOrCreate"})
+                                      "/var/run/cdi": "DirectoryOrCreate",
+                                      POD_RESOURCES_DIR: "Directory"})
         by_volume = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
         for mount in spec["containers"][0]["volumeMounts"]:
             self.assertEqual(mount["mountPath"], by_volume[mount["name"]])
+            if by_volume[mount["name"]] in (XPUD_API_DIR, POD_RESOURCES_DIR):
+                self.assertIs(mount["readOnly"], True, mount)
         sc = spec["containers"][0]["securityContext"]
         self.assertEqual(sc["capabilities"], {"drop": ["ALL"]})
         self.assertIs(sc["allowPrivilegeEscalation"], False)

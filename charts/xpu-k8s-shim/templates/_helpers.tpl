@@ -215,3 +215,22 @@ default true); empty otherwise.
 {{- define "xpu-k8s-shim.devicePluginToken" -}}
 {{- if or (include "xpu-k8s-shim.nodeStatus" .) (include "xpu-k8s-shim.rbacCompat" .) }}true{{ else }}false{{ end }}
 {{- end }}
+
+{{/*
+The kubelet's pod-resources directory, read-only: the exporter reads which pod holds which card;
+the device plugin and the DRA driver read which cards pods hold through the other of them, and
+leave those out while held, so a node that changes its allocation mode never hands a card out
+twice. Only the directory of the socket, as the kubelet serves it.
+*/}}
+{{- define "xpu-k8s-shim.podResourcesVolume" -}}
+- name: pod-resources
+  hostPath:
+    path: /var/lib/kubelet/pod-resources
+    type: Directory
+{{- end }}
+
+{{- define "xpu-k8s-shim.podResourcesVolumeMount" -}}
+- name: pod-resources
+  mountPath: /var/lib/kubelet/pod-resources
+  readOnly: true
+{{- end }}

@@ -205,5 +205,24 @@ TEST(DevicePluginOptions, NodeStatusWithoutANodeNameIsRefused) {
               "is not a node name");
 }
 
+TEST(DevicePluginOptions, PodResourcesIsAskedEveryTwoSecondsUnlessSetOrOff) {
+  using namespace std::chrono_literals;
+  auto defaults = parse({});
+  EXPECT_EQ(defaults.held_cards.podresources_socket, "/var/lib/kubelet/pod-resources/kubelet.sock");
+  EXPECT_EQ(defaults.held_cards.refresh, 2s);
+  auto set = parse({"--podresources-socket", "/run/pr.sock", "--held-cards-refresh", "0"});
+  EXPECT_EQ(set.held_cards.podresources_socket, "/run/pr.sock");
+  EXPECT_EQ(set.held_cards.refresh, 0s);
+}
+
+TEST(DevicePluginOptionsDeathTest, AHeldCardsRefreshOutOfRangeExitsWithUsage) {
+  for (const char* bad : {"-1", "2s", "3601"})
+    EXPECT_EXIT(parse({"--held-cards-refresh", bad}), ::testing::ExitedWithCode(2),
+                "--held-cards-refresh")
+        << bad;
+  EXPECT_EXIT(parse({"--podresources-socket", ""}), ::testing::ExitedWithCode(2),
+              "--podresources-socket");
+}
+
 }  // namespace
 }  // namespace shim

@@ -143,5 +143,46 @@ TEST(ResourceTracker, CloseAllEndsWaiters) {
   EXPECT_EQ(feed->wait_newer(feed->latest().generation, 10s), std::nullopt);  // returns at once
 }
 
+std::vector<std::string> ids(const ResourceFeed& feed) {
+  std::vector<std::string> out;
+  for (const auto& d : feed.latest().state->devices) out.push_back(d.id);
+  return out;
+}
+
+TEST(ResourceTracker, CardsHeldThroughDraClaimsAreNotAdvertisedUntilReleased) {
+  const auto t0 = Clock::time_point{} + 1000s;
+  Role role({}, 10s, t0);
+  role.watcher_hands(present({card(0), card(1), card(2)}), t0 + 1s);
+  auto feed = role.tracker.feeds().at(0);
+  ASSERT_EQ(ids(*feed), (std::vector<std::string>{"uuid-0", "uuid-1", "uuid-2"}));
+
+  // A pod holds card 1 through a claim (by its device name), card 2 by its CDI name.
+  role.tracker.set_held(HeldCards{.uuids = {"uuid-2"}, .indices = {1}}, t0 + 2s);
+  EXPECT_EQ(ids(*feed), (std::vector<std::string>{"uuid-0"}));
+  // News from xpud keeps them out.
+  role.watcher_hands(present({card(0), card(1), card(2).unhealthy("thermal")}), t0 + 3s);
+  EXPECT_EQ(ids(*feed), (std::vector<std::string>{"uuid-0"}));
+
+  role.tracker.set_held({}, t0 + 4s);  // released
+  EXPECT_EQ(ids(*feed), (std::vector<std::string>{"uuid-0", "uuid-1", "uuid-2"}));
+  EXPECT_EQ(health(*feed), (std::vector<bool>{true, true, false}));
+}
+
+TEST(ResourceTracker, ACardHeldThroughDraGivesNoReplicaOrMemoryUnit) {
+  const auto t0 = Clock::time_point{} + 1000s;
+  Role replicas(ResourceConfig{.share_replicas = 2}, 10s, t0);
+  Role memory(ResourceConfig{.share_memory_unit_mib = 1024}, 10s, t0);
+  const auto cards =
+      present({card(0).memory_total_bytes(2ULL << 30), card(1).memory_total_bytes(2ULL << 30)});
+  for (Role* role : {&replicas, &memory}) {
+    role->watcher_hands(cards, t0 + 1s);
+    role->tracker.set_held(HeldCards{.uuids = {}, .indices = {0}}, t0 + 2s);
+  }
+  EXPECT_EQ(ids(*replicas.tracker.feeds().at(0)),
+            (std::vector<std::string>{"uuid-1::0", "uuid-1::1"}));
+  EXPECT_EQ(ids(*memory.tracker.feeds().at(0)),
+            (std::vector<std::string>{"uuid-1::m0", "uuid-1::m1"}));
+}
+
 }  // namespace
 }  // namespace shim

@@ -122,5 +122,31 @@ TEST(DraDriverOptionsDeathTest, AShareAmountThatIsNoPositiveQuantityExitsWithUsa
               "--share-memory-default");
 }
 
+TEST(DraDriverOptions, CardsHeldThroughTheDevicePluginAreReadInItsResourceNamesDomain) {
+  ShimOptions shim;
+  std::vector<std::string> defaults = {"--node-name", "node-1"};
+  auto options = parse_dra_driver_command_line(shim, defaults);
+  EXPECT_EQ(options.resource_name, "kunlunxin.com/xpu");
+  EXPECT_EQ(options.held_cards.refresh, 2s);
+  EXPECT_EQ(options.held_cards.podresources_socket, "/var/lib/kubelet/pod-resources/kubelet.sock");
+  std::vector<std::string> set = {
+      "--node-name",          "node-1", "--resource-name",       "example.org/accel",
+      "--held-cards-refresh", "5",      "--podresources-socket", "/pr.sock"};
+  options = parse_dra_driver_command_line(shim, set);
+  EXPECT_EQ(options.resource_name, "example.org/accel");
+  EXPECT_EQ(options.held_cards.refresh, 5s);
+  EXPECT_EQ(options.held_cards.podresources_socket, "/pr.sock");
+}
+
+TEST(DraDriverOptionsDeathTest, ABadResourceNameOrRefreshExitsWithUsage) {
+  for (const auto& [flag, bad] : std::vector<std::pair<std::string, std::string>>{
+           {"--resource-name", "no-domain"}, {"--held-cards-refresh", "ten"}}) {
+    ShimOptions shim;
+    std::vector<std::string> args = {"--node-name", "node-1", flag, bad};
+    EXPECT_EXIT(parse_dra_driver_command_line(shim, args), ::testing::ExitedWithCode(2), flag)
+        << bad;
+  }
+}
+
 }  // namespace
 }  // namespace shim::dra

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "k8s-shim/pod_resources/held_cards.h"
 #include "tests/support/card_builder.h"
 
 namespace shim::dra {
@@ -165,6 +166,22 @@ TEST(dra_ClaimPreparation, AnUnhealthyCardIsRefusedWithItsReason) {
   ASSERT_FALSE(prepared);
   EXPECT_THAT(prepared.error(), HasSubstr("team/gpu-claim"));
   EXPECT_THAT(prepared.error(), HasSubstr("xpu-1 of request r is unhealthy: ECC errors"));
+}
+
+// A slice the scheduler read before the driver left a card out (one the kubelet had not yet
+// removed after the driver last went): the card a pod holds through the device plugin is not
+// prepared for the claim, with the reason, until that pod is gone.
+TEST(dra_ClaimPreparation, ACardHeldThroughTheDevicePluginIsRefusedUntilReleased) {
+  const HeldCards held{.uuids = {"KL-UUID-1"}, .indices = {}};
+  auto refused = prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-1"}}), kNode,
+                               with_held_cards_unhealthy(cards(), held, "held by pod ml/train"));
+  ASSERT_FALSE(refused);
+  EXPECT_THAT(refused.error(), HasSubstr("xpu-1 of request r is unhealthy: held by pod ml/train"));
+  // The other cards, and the card once released, are prepared.
+  EXPECT_TRUE(prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-2"}}), kNode,
+                            with_held_cards_unhealthy(cards(), held, "held")));
+  EXPECT_TRUE(prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-1"}}), kNode,
+                            with_held_cards_unhealthy(cards(), {}, "held")));
 }
 
 TEST(dra_ClaimPreparation, AnAdminAccessClaimGetsAnUnhealthyCardToLookAt) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s-shim/dra/slices/slice_content.h"
+#include "k8s-shim/pod_resources/held_cards.h"
 #include "tests/k8s-shim/dra/kube/fake_slice_server.h"
 #include "tests/support/card_builder.h"
 
@@ -464,6 +465,35 @@ TEST_F(SharedPool, CountersDroppedAfterAnUpgradeWithTheGateOffLeaveOneSlice) {
   const auto& slice = only_slice();
   EXPECT_EQ(device_names(slice), (std::vector<std::string>{"xpu-0", "xpu-1"}));
   EXPECT_EQ(slice["spec"]["pool"]["resourceSliceCount"], 1);
+}
+
+// The DRA driver's loop sets the pool from xpud's cards without those pods hold through the
+// device plugin (pod-resources), and again from all of them once released.
+TEST_F(SharedPool, ACardHeldThroughTheDevicePluginLeavesThePoolUntilReleased) {
+  std::vector<std::string> left_out;
+  sharing.set_devices(
+      without_held_cards(cards(3), HeldCards{.uuids = {"XPU-1"}, .indices = {}}, &left_out));
+  sharing.reconcile(now);
+  EXPECT_EQ(left_out, (std::vector<std::string>{"xpu1"}));
+  auto names = [](const nlohmann::json& slice, const char* field) {
+    std::vector<std::string> out;
+    for (const auto& entry : slice["spec"][field]) out.push_back(entry["name"]);
+    return out;
+  };
+  auto [devices, counters] = pool();
+  EXPECT_EQ(names(devices, "devices"),
+            (std::vector<std::string>{"xpu-0", "xpu-2", "xpu-0-shared", "xpu-2-shared"}));
+  EXPECT_EQ(names(counters, "sharedCounters"), (std::vector<std::string>{"xpu-0", "xpu-2"}));
+
+  EXPECT_TRUE(sharing.set_devices(without_held_cards(cards(3), {})));
+  sharing.reconcile(now);
+  std::tie(devices, counters) = pool();
+  EXPECT_EQ(devices["spec"]["pool"]["generation"], 2);
+  EXPECT_EQ(names(devices, "devices"),
+            (std::vector<std::string>{"xpu-0", "xpu-1", "xpu-2", "xpu-0-shared", "xpu-1-shared",
+                                      "xpu-2-shared"}));
+  EXPECT_EQ(names(counters, "sharedCounters"),
+            (std::vector<std::string>{"xpu-0", "xpu-1", "xpu-2"}));
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
-#include "k8s-shim/exporter/pod_resources_client.h"
+#include "k8s-shim/pod_resources/pod_resources_client.h"
 
 #include <grpcpp/grpcpp.h>
 
-namespace shim::exporter {
+namespace shim {
 
 PodResourcesClient::PodResourcesClient(std::string socket_path, std::chrono::milliseconds deadline)
     : socket_path_(std::move(socket_path)), deadline_(deadline) {
@@ -33,4 +33,4 @@ xpu::Result<v1::ListPodResourcesResponse> PodResourcesClient::list() {
   return response;
 }
 
-}  // namespace shim::exporter
+}  // namespace shim

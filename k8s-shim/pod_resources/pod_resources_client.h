@@ -8,7 +8,7 @@
 #include "common/result.h"
 #include "podresources_v1.grpc.pb.h"
 
-namespace shim::exporter {
+namespace shim {
 
 inline constexpr std::string_view kDefaultPodResourcesSocket =
     "/var/lib/kubelet/pod-resources/kubelet.sock";
@@ -31,4 +31,4 @@ class PodResourcesClient {
   std::unique_ptr<v1::PodResourcesLister::Stub> stub_;
 };
 
-}  // namespace shim::exporter
+}  // namespace shim
