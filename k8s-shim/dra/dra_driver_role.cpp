@@ -57,6 +57,9 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::seconds kIdleCheck{2};
 // While draining, name the claims still held this often.
 constexpr std::chrono::seconds kDrainReport{30};
+// While draining with no claim prepared, ask the API server this often whether one is allocated
+// here still.
+constexpr std::chrono::seconds kDrainAllocationCheck{5};
 
 // The cards pods hold through the device plugin, asked every --held-cards-refresh; none when 0.
 std::unique_ptr<HeldCardsWatch> watch_held_cards(const dra::DraDriverOptions& driver) {
@@ -117,28 +120,48 @@ std::string claim_names(const std::vector<dra::PreparedClaim>& claims) {
   return names;
 }
 
-// Asked to stop with claims prepared: drain (keep serving until the kubelet has unprepared them
-// all) when the driver is leaving this node, go at once when a new pod of its DaemonSet takes
-// over. Without --daemon-set it cannot tell and goes, as it always did.
+// The claims allocated from this node's pool (dra::claims_allocated_here), or nullopt when the
+// API server does not say (a removed chart's token no longer works: then only the prepared
+// claims count).
+std::optional<std::vector<std::string>> claims_allocated_here(const dra::DraDriverOptions& driver,
+                                                              dra::KubeApi& api) {
+  auto claims = api.list_resource_claims();
+  if (!claims) {
+    spdlog::info("the ResourceClaims cannot be listed ({}): only the prepared ones are waited for",
+                 claims.error().message);
+    return std::nullopt;
+  }
+  return dra::claims_allocated_here(claims.value(), dra::kDriverName, driver.node_name);
+}
+
+// Asked to stop: drain (keep serving until the kubelet has unprepared every claim, and no claim
+// allocated here waits for its prepare) when the driver is leaving this node, go at once when a
+// new pod of its DaemonSet takes over. Without --daemon-set it cannot tell and goes, as it always
+// did.
 bool should_drain(const dra::DraDriverOptions& driver, dra::KubeApi& api,
                   std::size_t prepared_count) {
-  if (prepared_count == 0) return false;
   if (driver.daemon_set_name.empty()) {
-    spdlog::info("stopping with {} claims prepared (no --daemon-set, so no drain)", prepared_count);
+    if (prepared_count > 0)
+      spdlog::info("stopping with {} claims prepared (no --daemon-set, so no drain)",
+                   prepared_count);
     return false;
   }
   const dra::Departure departure = dra::judge_departure(
       api.get_daemon_set_placement(driver.daemon_set_namespace, driver.daemon_set_name),
       api.get_node_labels(driver.node_name));
   if (!departure.leaving) {
-    spdlog::info("stopping with {} claims prepared: {}", prepared_count, departure.why);
+    if (prepared_count > 0)
+      spdlog::info("stopping with {} claims prepared: {}", prepared_count, departure.why);
     return false;
   }
+  const auto allocated = claims_allocated_here(driver, api);
+  const std::size_t waiting = allocated ? allocated->size() : 0;
+  if (prepared_count == 0 && waiting == 0) return false;
   spdlog::warn(
-      "asked to stop with {} claims prepared, but the driver is leaving this node ({}): it "
-      "publishes no card and keeps serving the kubelet until their pods are gone, so that they "
-      "can be deleted; a second stop signal ends the wait",
-      prepared_count, departure.why);
+      "asked to stop with {} claims prepared and {} allocated here, but the driver is leaving "
+      "this node ({}): it publishes no card and keeps serving the kubelet until their pods are "
+      "gone, so that they can run and be deleted; a second stop signal ends the wait",
+      prepared_count, waiting, departure.why);
   return true;
 }
 
@@ -260,6 +283,7 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
     std::uint64_t claims_seen = ~std::uint64_t{0};
     bool draining = false;
     Clock::time_point next_drain_report{};
+    Clock::time_point next_allocation_check{};
     while (true) {
       if (stop.stop_requested() && !draining) {
         if (!should_drain(driver, slice_api, claim_state.prepared_count())) break;
@@ -271,9 +295,17 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
       }
       if (draining) {
         const std::vector<dra::PreparedClaim> held = claim_state.prepared_claims();
-        if (held.empty()) {
-          spdlog::info("drained: the kubelet unprepared every claim");
-          break;
+        if (Clock::now() >= next_allocation_check) {
+          next_allocation_check = Clock::now() + kDrainAllocationCheck;
+          // Claims allocated here whose pods the kubelet has not prepared yet: they still come.
+          if (held.empty()) {
+            const auto allocated = claims_allocated_here(driver, slice_api);
+            if (!allocated || allocated->empty()) {
+              spdlog::info(
+                  "drained: the kubelet unprepared every claim and none is allocated here");
+              break;
+            }
+          }
         }
         if ((*plugin)->taken_over()) {
           // A new driver pod (the chart installed again) bound our sockets: it loaded the same
@@ -284,7 +316,7 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
               held.size());
           break;
         }
-        if (Clock::now() >= next_drain_report) {
+        if (!held.empty() && Clock::now() >= next_drain_report) {
           spdlog::info("draining: {} claims still prepared: {}", held.size(), claim_names(held));
           next_drain_report = Clock::now() + kDrainReport;
         }
@@ -317,7 +349,7 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
       Clock::time_point deadline = std::min(publisher.reconcile(now), now + kIdleCheck);
       deadline = std::min(deadline, claim_status.reconcile(now));
       if (snapshot.changes_at) deadline = std::min(deadline, *snapshot.changes_at);
-      if (draining) deadline = std::min(deadline, next_drain_report);
+      if (draining) deadline = std::min({deadline, next_drain_report, next_allocation_check});
       if (!(*plugin)->sockets_present()) {
         auto restarted = (*plugin)->restart_missing();
         if (!restarted) spdlog::warn("{}", restarted.error());

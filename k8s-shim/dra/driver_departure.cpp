@@ -2,6 +2,20 @@
 
 namespace shim::dra {
 
+std::vector<std::string> claims_allocated_here(const std::vector<ResourceClaim>& claims,
+                                               std::string_view driver, std::string_view pool) {
+  std::vector<std::string> here;
+  for (const ResourceClaim& claim : claims) {
+    if (!claim.allocated) continue;
+    for (const DeviceAllocation& result : claim.results) {
+      if (result.driver != driver || result.pool != pool) continue;
+      here.push_back(claim.namespace_name + "/" + claim.name);
+      break;
+    }
+  }
+  return here;
+}
+
 Departure judge_departure(const kube::ApiResult<DaemonSetPlacement>& daemon_set,
                           const kube::ApiResult<NodeLabels>& node) {
   if (!daemon_set) {

@@ -7,7 +7,10 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "k8s-shim/dra/kube/resource_claim.h"
 #include "k8s-shim/dra/kube/workload_objects.h"
 #include "k8s-shim/kube/api_error.h"
 
@@ -23,6 +26,12 @@ struct Departure {
 // the driver's service account, whose token then stops working): draining when in doubt costs
 // time, going when in doubt costs pods that can never be deleted. A nodeAffinity is not
 // evaluated (the chart's DRA DaemonSet places by nodeSelector only): it counts as matching.
+// The claims (namespace/name) the scheduler allocated from this node's pool of this driver: a
+// leaving driver waits for these too, since a pod bound with one is prepared by this driver or
+// never (its kubelet may not have asked yet when the driver is told to stop).
+std::vector<std::string> claims_allocated_here(const std::vector<ResourceClaim>& claims,
+                                               std::string_view driver, std::string_view pool);
+
 Departure judge_departure(const kube::ApiResult<DaemonSetPlacement>& daemon_set,
                           const kube::ApiResult<NodeLabels>& node);
 

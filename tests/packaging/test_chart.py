@@ -1156,7 +1156,7 @@ class Allocation(unittest.TestCase):
         objects = render("allocation=dra", "rbac.compat=true")
         rules = objects[("ClusterRole", DRA_DRIVER)]["rules"]
         self.assertEqual(normalized_rules(rules), normalized_rules([
-            {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},
+            {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get", "list"]},
             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/status"], "verbs": ["patch"]},
             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/driver"],
              "resourceNames": ["xpu.kunlunxin.com"], "verbs": ["associated-node:patch"]},

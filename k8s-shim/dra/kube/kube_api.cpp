@@ -118,4 +118,11 @@ kube::ApiResult<DaemonSetPlacement> KubeApi::get_daemon_set_placement(
   return decoded(parse_daemon_set_placement(body.value()), "GET", target);
 }
 
+kube::ApiResult<std::vector<ResourceClaim>> KubeApi::list_resource_claims() {
+  const std::string target = std::string(kResourceApiPrefix) + "/resourceclaims";
+  auto body = call("GET", target, {});
+  if (!body) return body.error();
+  return decoded(parse_resource_claim_list(body.value()), "GET", target);
+}
+
 }  // namespace shim::dra

@@ -39,6 +39,8 @@ class KubeApi {
   // DELETE /resourceslices/{name}
   kube::ApiResult<xpu::Ok> delete_resource_slice(std::string_view name);
 
+  // GET /apis/resource.k8s.io/v1/resourceclaims (every namespace)
+  kube::ApiResult<std::vector<ResourceClaim>> list_resource_claims();
   // GET /api/v1/nodes/{name}
   kube::ApiResult<NodeLabels> get_node_labels(std::string_view name);
   // GET /apis/apps/v1/namespaces/{ns}/daemonsets/{name}

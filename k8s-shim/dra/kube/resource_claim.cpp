@@ -75,4 +75,25 @@ xpu::Result<ResourceClaim> parse_resource_claim(std::string_view json) {
   }
 }
 
+xpu::Result<std::vector<ResourceClaim>> parse_resource_claim_list(std::string_view json) {
+  std::vector<ResourceClaim> claims;
+  try {
+    const nlohmann::json root = jf::parse_document(json);
+    jf::expect_object(root, "(document)");
+    const auto* items = jf::find(root, "", "items");
+    if (!items) return claims;
+    jf::expect_array(*items, "items");
+    for (std::size_t i = 0; i < items->size(); ++i) {
+      auto claim = parse_resource_claim((*items)[i].dump());
+      if (!claim) return xpu::Error{jf::element("items", i) + ": " + claim.error()};
+      claims.push_back(std::move(claim).value());
+    }
+    return claims;
+  } catch (const jf::FieldError& error) {
+    return xpu::Error{std::string("ResourceClaimList: ") + error.what()};
+  } catch (const nlohmann::json::exception& error) {
+    return xpu::Error{std::string("ResourceClaimList: ") + error.what()};
+  }
+}
+
 }  // namespace shim::dra

@@ -46,5 +46,8 @@ struct ResourceClaim {
 // Unknown fields are ignored; a known field of the wrong JSON type is an error naming its path.
 // Never throws.
 xpu::Result<ResourceClaim> parse_resource_claim(std::string_view json);
+// A ResourceClaimList's items, each read as parse_resource_claim reads one; an error names the
+// item.
+xpu::Result<std::vector<ResourceClaim>> parse_resource_claim_list(std::string_view json);
 
 }  // namespace shim::dra

@@ -115,6 +115,33 @@ TEST(DriverDeparture, AnAffinityIsNotEvaluated) {
   EXPECT_FALSE(judge_departure(placement.value(), node(kNode)).leaving);
 }
 
+TEST(DriverDeparture, ClaimsAllocatedFromThisNodesPoolAreWaitedFor) {
+  // As `kubectl get resourceclaims -A -o json` lists them, trimmed: one of ours on this node, one
+  // of ours on another node, one of another driver here, one not allocated.
+  auto claims = parse_resource_claim_list(R"({"kind": "ResourceClaimList", "items": [
+    {"metadata": {"name": "a", "namespace": "default"}, "status": {"allocation": {"devices": {
+      "results": [{"request": "r", "driver": "xpu.kunlunxin.com", "pool": "node-1",
+                   "device": "xpu-3"}]}}}},
+    {"metadata": {"name": "b", "namespace": "default"}, "status": {"allocation": {"devices": {
+      "results": [{"request": "r", "driver": "xpu.kunlunxin.com", "pool": "node-2",
+                   "device": "xpu-3"}]}}}},
+    {"metadata": {"name": "c", "namespace": "ml"}, "status": {"allocation": {"devices": {
+      "results": [{"request": "r", "driver": "nic.example.com", "pool": "node-1",
+                   "device": "nic-0"},
+                  {"request": "x", "driver": "xpu.kunlunxin.com", "pool": "node-1",
+                   "device": "xpu-4"}]}}}},
+    {"metadata": {"name": "d", "namespace": "default"}, "spec": {}}]})");
+  ASSERT_TRUE(claims) << claims.error();
+  EXPECT_EQ(claims_allocated_here(claims.value(), "xpu.kunlunxin.com", "node-1"),
+            (std::vector<std::string>{"default/a", "ml/c"}));
+  EXPECT_TRUE(claims_allocated_here(claims.value(), "xpu.kunlunxin.com", "node-3").empty());
+
+  auto bad = parse_resource_claim_list(R"({"items": [{}, {"status": {"allocation": 5}}]})");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("items[1]"), std::string::npos) << bad.error();
+  EXPECT_FALSE(parse_resource_claim_list(R"({"items": {}})"));
+}
+
 TEST(DraDriverOptions, TheDaemonSetIsNamespaceSlashName) {
   ShimOptions shim;
   std::vector<std::string> args = {"--node-name", "node-1", "--daemon-set",
