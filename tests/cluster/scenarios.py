@@ -705,7 +705,7 @@ class Suite:
                 self.node.kubectl("label", "node", NODE_NAME, f"{SWITCH_LABEL}-", check=False)
                 started = time.monotonic()
                 self.node.kubectl("delete", "pod", "-n", "default", "-l", f"{ARRIVALS_LABEL}", "--wait=true",
-                                  "--timeout=120s", check=False)
+                                  "--timeout=120s", check=False, timeout=150)
                 left = self.node.get_json("pods", "-n", "default", "-l", ARRIVALS_LABEL)["items"]
                 figure("mode switch: every arrival deleted", time.monotonic() - started)
                 # The chart's defaults again: with --reuse-values a `dra.nodeSelector=null` leaves
