@@ -953,8 +953,10 @@ class NodeStatus(unittest.TestCase):
         return sorted(s["name"] for s in binding["subjects"])
 
     def test_the_role_that_hands_out_cards_writes_in_each_mode(self):
+        # The device plugin's account in every mode: a plugin that leaves its node as the chart
+        # switches to dra still hands the node over with its token (no pod holds it in dra).
         for mode, writers, role in (("devicePlugin", ["xpu-device-plugin"], DEVICE_PLUGIN),
-                                    ("dra", ["xpu-dra-driver"], "xpu-dra-driver")):
+                                    ("dra", ["xpu-device-plugin", "xpu-dra-driver"], "xpu-dra-driver")):
             objects = render(f"allocation={mode}")
             self.assertEqual(self.writers(objects), writers, mode)
             self.assertIn("--node-status", args_of(objects, role), mode)
