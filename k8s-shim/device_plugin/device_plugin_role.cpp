@@ -19,7 +19,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -59,12 +58,9 @@ constexpr std::chrono::seconds kFirstAnswerWait{5};
 // every new function meanwhile.
 constexpr std::chrono::seconds kReconfigureTimeout{60};
 // The hand-over (k8s-shim/node_status/handover_taint.h): each write of the taint may retry
-// conflicts this long; after the taint, the plugin serves on this long for the pods the
-// scheduler bound before it saw the taint (a binding reaches the kubelet within a second); then
-// it waits this long at most for the kubelet to write allocatable (every 10 s by default). The
-// chart's terminationGracePeriodSeconds (60) covers all three.
+// conflicts this long; then the plugin waits this long at most for the kubelet to write
+// allocatable (every 10 s by default). The chart's terminationGracePeriodSeconds (60) covers both.
 constexpr std::chrono::seconds kHandoverWrite{5};
-constexpr std::chrono::seconds kHandoverSettle{3};
 constexpr std::chrono::seconds kHandoverWithdrawal{30};
 
 }  // namespace
@@ -233,21 +229,29 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
     if (node_status) node_status->stop();
     std::vector<std::string> resources;
     for (const auto& feed : tracker.feeds()) resources.push_back(feed->resource_name());
-    if (handover) {
-      // No new pod is bound here from now on; the ones bound already are still admitted while
-      // the plugin serves on a moment.
-      if (auto raised = handover->raise(Clock::now() + kHandoverWrite); raised)
-        std::this_thread::sleep_for(kHandoverSettle);
-      else
-        spdlog::warn("{}: stopping without the hand-over", raised.error());
-    }
-    tracker.close_all();  // ends every ListAndWatch stream
-    connector.stop();     // stops the servers, removes the sockets
+    std::vector<std::filesystem::path> sockets;
+    for (const auto& feed : tracker.feeds()) sockets.push_back(plugin_dir / feed->socket_name());
+    // No new pod is bound here once the scheduler sees the taint. The plugin stops right after:
+    // its DaemonSet's next pod may start as soon as this one terminates, and the kubelet refuses
+    // its registration while this one's streams are open ("device plugin already connected").
     if (handover)
-      if (auto lowered =
-              handover->lower_after_withdrawal(resources, Clock::now() + kHandoverWithdrawal);
+      if (auto raised = handover->raise(Clock::now() + kHandoverWrite); !raised)
+        spdlog::warn("{}: stopping without the hand-over", raised.error());
+    tracker.close_all();  // ends every ListAndWatch stream
+    connector.stop();     // stops the servers, removes the sockets that are still ours
+    if (handover) {
+      // A socket at one of our paths now is a new plugin's: the node's cards are served again.
+      const auto successor_serves = [&sockets] {
+        std::error_code error;
+        return std::any_of(sockets.begin(), sockets.end(), [&error](const auto& path) {
+          return std::filesystem::is_socket(path, error);
+        });
+      };
+      if (auto lowered = handover->lower_after_withdrawal(resources, successor_serves,
+                                                          Clock::now() + kHandoverWithdrawal);
           !lowered)
         spdlog::warn("{}", lowered.error());
+    }
   }
   // After the watcher has stopped, so nothing writes the file again.
   if (features) features->remove();

@@ -8,9 +8,13 @@
 // pkg/kubelet/cm/devicemanager triggers a sooner write). So for up to that long after a device
 // plugin stops, the node still counts its cards, and the kubelet rejects every pod bound to it
 // meanwhile: "no healthy devices present" (UnexpectedAdmissionError), and a bare pod stays Failed.
-// The stopping plugin therefore taints its node NoSchedule, keeps serving a moment for the pods
-// already bound, stops, waits until the kubelet has taken its resources out of allocatable, and
-// removes the taint: pods that arrive meanwhile wait Pending instead of failing.
+// The stopping plugin therefore taints its node NoSchedule, stops, waits until the kubelet has
+// taken its resources out of allocatable (or a new plugin serves them), and removes the taint:
+// pods that arrive meanwhile wait Pending instead of failing. What is left: a pod the scheduler
+// bound in the moment before it saw the taint, and the kubelet admits after the plugin stopped.
+// Serving on a few seconds would close that too, but the DaemonSet's next pod may start while
+// this one terminates, and the kubelet refuses its registration while this one's streams are
+// open (the real-node suite saw it).
 //
 // The taint is one entry of spec.taints, a list the API replaces whole (+listType=atomic), so it
 // is written by a JSON patch of the whole list carrying the resourceVersion it was read at: a

@@ -42,9 +42,14 @@ xpu::Status NodeHandover::lower(Clock::time_point deadline) {
 }
 
 xpu::Status NodeHandover::lower_after_withdrawal(const std::vector<std::string>& resources,
+                                                 const std::function<bool()>& successor_serves,
                                                  Clock::time_point deadline) {
   const auto started = Clock::now();
   while (true) {
+    if (successor_serves()) {
+      spdlog::info("node {}: a new device plugin serves the node", api_.node());
+      break;
+    }
     auto view = api_.get_handover_view();
     if (view && resources_withdrawn(view.value(), resources)) {
       spdlog::info(

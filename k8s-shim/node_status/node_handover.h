@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,9 +29,11 @@ class NodeHandover {
   // Adds the taint; a concurrent change of the node (409) is read and tried again until
   // `deadline`. Errors name the call.
   xpu::Status raise(Clock::time_point deadline);
-  // Waits until the node's allocatable counts none of `resources` (or `deadline` passes: the
-  // kubelet may be gone), then removes the taint. Returns how the wait ended in its error.
+  // Waits until the node's allocatable counts none of `resources`, or `successor_serves()` says a
+  // new plugin has taken over (then the cards stay, served), or `deadline` passes (the kubelet
+  // may be gone), then removes the taint.
   xpu::Status lower_after_withdrawal(const std::vector<std::string>& resources,
+                                     const std::function<bool()>& successor_serves,
                                      Clock::time_point deadline);
   // Removes the taint if it is there.
   xpu::Status lower(Clock::time_point deadline);

@@ -271,7 +271,9 @@ expect_eq "for xpud, another PCI function ($other)" "$(writable "$other")" "read
 expect_eq "for xpud, CPU hotplug" "$(writable /sys/devices/system/cpu)" "read-only"
 expect_eq "for xpud, /sys/bus/pci itself" "$(writable /sys/bus/pci)" "read-only"
 in_container rm "$dropin/50-xpu-sriov.conf"
-in_container mount -o remount,ro /sys
+# EBUSY while any file of /sys is open for writing in the container (a unit starting meanwhile):
+# tried again until it is not.
+wait_for "/sys remounted read-only" 30 in_container mount -o remount,ro /sys
 in_container systemctl daemon-reload
 
 log "stop"
