@@ -187,6 +187,8 @@ class DefaultRender(unittest.TestCase):
                      ("ValidatingAdmissionPolicy", "xpu-node-status-own-node"),
                      ("ValidatingAdmissionPolicyBinding", "xpu-node-status-own-node")}
         # And the validator, a test hook that only `helm test` creates.
+        # The DRA driver's account, unused in this mode, for a leaving driver's label release.
+        expected.add(("ServiceAccount", "xpu-dra-driver"))
         expected.add(("Pod", "xpu-validator"))
         self.assertEqual(set(self.objects), expected)
 
@@ -217,7 +219,8 @@ class DefaultRender(unittest.TestCase):
         self.assertEqual(
             [b["subjects"] for (kind, _), b in self.objects.items() if kind == "ClusterRoleBinding"
              and any(s["name"] == "xpu-device-plugin" for s in b["subjects"])],
-            [[{"kind": "ServiceAccount", "name": "xpu-device-plugin", "namespace": NAMESPACE}]])
+            [[{"kind": "ServiceAccount", "name": "xpu-device-plugin", "namespace": NAMESPACE},
+              {"kind": "ServiceAccount", "name": "xpu-dra-driver", "namespace": NAMESPACE}]])
         self.assertIs(pod_spec(self.objects, TOKEN_GEN)["automountServiceAccountToken"], True)
         # The token for the XPU runtime: the seed's read-only rules without nodes/proxy, whose get
         # reaches every kubelet's exec and attach.
@@ -955,7 +958,7 @@ class NodeStatus(unittest.TestCase):
     def test_the_role_that_hands_out_cards_writes_in_each_mode(self):
         # The device plugin's account in every mode: a plugin that leaves its node as the chart
         # switches to dra still hands the node over with its token (no pod holds it in dra).
-        for mode, writers, role in (("devicePlugin", ["xpu-device-plugin"], DEVICE_PLUGIN),
+        for mode, writers, role in (("devicePlugin", ["xpu-device-plugin", "xpu-dra-driver"], DEVICE_PLUGIN),
                                     ("dra", ["xpu-device-plugin", "xpu-dra-driver"], "xpu-dra-driver")):
             objects = render(f"allocation={mode}")
             self.assertEqual(self.writers(objects), writers, mode)
@@ -1089,8 +1092,10 @@ class Allocation(unittest.TestCase):
     def test_device_plugin_by_default_and_no_dra_object(self):
         for objects in (render(), render("allocation=devicePlugin")):
             self.assertIn(("DaemonSet", DEVICE_PLUGIN), objects)
-            self.assertFalse([key for key in objects if "dra" in key[1] or key[0] == "DeviceClass"],
-                             sorted(objects))
+            # But the DRA driver's service account, which a driver leaving as the chart switches
+            # here still releases its ready label with (bound to the node-status rights only).
+            self.assertFalse([key for key in objects if ("dra" in key[1] or key[0] == "DeviceClass")
+                              and key != ("ServiceAccount", "xpu-dra-driver")], sorted(objects))
 
     def test_dra_replaces_the_device_plugin(self):
         objects = render("allocation=dra")
