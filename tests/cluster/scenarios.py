@@ -2576,12 +2576,18 @@ class Suite:
                                   "--set", "rbac.compat=true", "--set", "global.image.pullPolicy=Never",
                                   # The add-on writes no node status: none of those objects.
                                   "--set", "nodeStatus.enabled=false")
+        # The chart's objects of the add-on's kinds and names (the chart also has the DRA
+        # driver's account and rights in every mode, which the add-on never had).
+        addon_names = set(DAEMONSETS) | {"xpu-device-plugin", "xpu-exporter", "klx-xpu-serviceaccount",
+                                         "klx-xpu-clusterrole", "klx-xpu-binding"}
         objects = []
         for document in yaml.safe_load_all(rendered):
             if not document or document["kind"] not in (
                     "DaemonSet", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
                 continue
             name = document["metadata"]["name"]
+            if name not in addon_names:
+                continue
             document["metadata"]["labels"] = {"app": name}
             document["metadata"].pop("annotations", None)
             if document["kind"] == "DaemonSet":

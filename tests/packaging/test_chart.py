@@ -187,8 +187,9 @@ class DefaultRender(unittest.TestCase):
                      ("ValidatingAdmissionPolicy", "xpu-node-status-own-node"),
                      ("ValidatingAdmissionPolicyBinding", "xpu-node-status-own-node")}
         # And the validator, a test hook that only `helm test` creates.
-        # The DRA driver's account, unused in this mode, for a leaving driver's label release.
-        expected.add(("ServiceAccount", "xpu-dra-driver"))
+        # The DRA driver's account, rights and policies, which no pod runs under in this mode: a
+        # driver leaving as the chart switches here drains and releases its ready label with them.
+        expected |= DRA_DRIVER_ACCOUNT_OBJECTS
         expected.add(("Pod", "xpu-validator"))
         self.assertEqual(set(self.objects), expected)
 
@@ -1082,6 +1083,11 @@ class Validator(unittest.TestCase):
 
 
 DRA_DRIVER = "xpu-dra-driver"
+# In every allocation mode (rbac-dra-driver.yaml says why).
+DRA_DRIVER_ACCOUNT_OBJECTS = {(kind, DRA_DRIVER) for kind in (
+    "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")} | {
+    (kind, f"{DRA_DRIVER}-{policy}") for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+    for policy in ("own-node", "own-claim-status")}
 DRA_PLUGIN_DIR = "/var/lib/kubelet/plugins/xpu.kunlunxin.com"
 
 
@@ -1092,10 +1098,13 @@ class Allocation(unittest.TestCase):
     def test_device_plugin_by_default_and_no_dra_object(self):
         for objects in (render(), render("allocation=devicePlugin")):
             self.assertIn(("DaemonSet", DEVICE_PLUGIN), objects)
-            # But the DRA driver's service account, which a driver leaving as the chart switches
-            # here still releases its ready label with (bound to the node-status rights only).
-            self.assertFalse([key for key in objects if ("dra" in key[1] or key[0] == "DeviceClass")
-                              and key != ("ServiceAccount", "xpu-dra-driver")], sorted(objects))
+            # But the DRA driver's account, rights and policies, which a driver leaving as the
+            # chart switches here drains and releases its ready label with.
+            self.assertEqual({key for key in objects if "dra" in key[1] or key[0] == "DeviceClass"},
+                             DRA_DRIVER_ACCOUNT_OBJECTS)
+            # Only its own pods' tokens carry them: no pod of this mode runs under the account.
+            self.assertFalse([key for key, obj in objects.items() if key[0] == "DaemonSet" and
+                              obj["spec"]["template"]["spec"].get("serviceAccountName") == DRA_DRIVER])
 
     def test_dra_replaces_the_device_plugin(self):
         objects = render("allocation=dra")
