@@ -39,12 +39,6 @@ NODE_LABEL = "kunlun-device-enable"
 # The label that moves a node between the device plugin and the DRA driver with allocation=both.
 SWITCH_LABEL = "kunlunxin.com/allocation"
 ARRIVALS_LABEL = f"{ARRIVALS_KEY}={ARRIVALS_VALUE}"
-# Scenario 26's steps through allocation=both (the node relabelled to the DRA driver and back).
-# Off in the suite until a double hold they found is fixed: during the device plugin's hand-over
-# on a node that is no DRA node, the scheduler bound a pod through DRA's extended resource from a
-# stale ResourceSlice; it started once the node was relabelled to DRA, and after the relabel back
-# the device plugin offered its card again (CHANGELOG, "Known issues").
-SWITCHES_THROUGH_BOTH = os.environ.get("XPU_CLUSTER_SWITCHES_THROUGH_BOTH") == "1"
 # The device plugin's hand-over taint (k8s-shim/node_status/handover_taint.h).
 HANDOVER_TAINT = "kunlunxin.com/xpu-handover"
 DAEMONSETS = ["xpu-device-plugin-daemonset", "xpu-exporter", "xpu-rbac-token-gen"]
@@ -648,12 +642,6 @@ class Suite:
         dra and back, a rolling update of the device plugin, and allocation=both with the node
         relabelled to the DRA driver and back. None is rejected at admission, no card is held by
         two pods at once, all finish, and every one can be deleted."""
-        if os.environ.get("XPU_CLUSTER_MODE_SWITCHES") != "1":
-            # Quarantined (CHANGELOG, "Known issues"): in one run of four a pod whose claim the
-            # leaving DRA driver had prepared could not be unprepared ("DRA driver
-            # xpu.kunlunxin.com is not registered").
-            print("  quarantined: XPU_CLUSTER_MODE_SWITCHES=1 runs it")
-            return
         self.reset_to_device_plugin()
         both = ["--set", "allocation=both", "--set", f"dra.nodeSelector.{SWITCH_LABEL.replace('.', chr(92) + '.')}=dra"]
         with Arrivals(self.node, RESOURCE) as arrivals:
@@ -702,12 +690,11 @@ class Suite:
                 timed_step("devicePlugin to dra", to_dra)
                 timed_step("dra to devicePlugin", to_device_plugin)
                 timed_step("rolling update of the device plugin", rolling_update)
-                if SWITCHES_THROUGH_BOTH:
-                    timed_step("devicePlugin to both (the node stays with the device plugin)",
-                               lambda: (self.helm_install("--reuse-values", *both), self.wait_rolled_out(),
-                                        self.wait_plugin_serving()))
-                    timed_step("both: node relabelled to the DRA driver", label("dra"))
-                    timed_step("both: node relabelled back to the device plugin", label(None))
+                timed_step("devicePlugin to both (the node stays with the device plugin)",
+                           lambda: (self.helm_install("--reuse-values", *both), self.wait_rolled_out(),
+                                    self.wait_plugin_serving()))
+                timed_step("both: node relabelled to the DRA driver", label("dra"))
+                timed_step("both: node relabelled back to the device plugin", label(None))
                 arrivals.during("after the switches")
                 arrivals.stop_arriving()
                 started = time.monotonic()
