@@ -63,7 +63,8 @@ def rewrites(card_mib):
 
 
 def refusals(card_mib):
-    """(pod, what the refusal must say) for requests that have no equivalent here."""
+    """(pod, what the refusal must say, or a tuple of what it may say) for requests that have no
+    equivalent here."""
     whole = card_mib // 1024
     huge = "9" * 40
     return [
@@ -81,8 +82,12 @@ def refusals(card_mib):
         # The API server's own validation, which runs between the two policies.
         (pod("hami-negative", [container("main", {VXPU: "1", MEMORY: "-1"})]),
          "must be greater than or equal to 0"),
+        (pod("hami-fraction", [container("main", {VXPU: "1", MEMORY: "24576.5"})]),
+         ("must be an integer", "must be a whole number of MiB")),
+        # 1.37.2 keeps this number (9...9500m) and its validation refuses it as no integer;
+        # 1.38.0-beta.0 reads it as 10e39, an integer, which the policy then refuses.
         (pod("hami-not-whole", [container("main", {VXPU: "1", MEMORY: huge + ".5"})]),
-         "must be an integer"),
+         ("must be an integer", f"from 1 to {card_mib} (a whole card), not 10e39")),
         (pod("hami-cores", [container("main", {VXPU: "1", MEMORY: "1024", "kunlunxin.com/vxpu-cores": "50"})]),
          "no compute share (hami.compat): container main asks kunlunxin.com/vxpu-cores"),
         (pod("hami-memory-alone", [container("main", {MEMORY: "24576"})]),
