@@ -1,11 +1,11 @@
 """Pod specs written for HAMi's Kunlunxin vXPU, for the scenario of the chart's hami.compat.
 
-hami/default_use.yaml and hami/allocate_exclusive.yaml are HAMi's own examples, byte for byte as
-its repository ships them (github.com/Project-HAMi/HAMi, examples/kunlun/, at
-4707fb02c91c545bc7343ce26dba4c32919f9a3e; the user guide, docs/userguide/kunlunxin-device/ of
-Project-HAMi/website, shows the first): the scenario applies the files as they are, so that "runs
-unchanged" means exactly these bytes. default_use asks one vXPU with 24576 MiB of its card,
-allocate_exclusive one vXPU without memory, which HAMi makes a whole card.
+hami/default_use.yaml and hami/allocate_exclusive.yaml are written here in the form HAMi's
+Kunlunxin vXPU examples use (github.com/Project-HAMi/HAMi, examples/kunlun/; the user guide,
+docs/userguide/kunlunxin-device/ of Project-HAMi/website): the same resource names, values, image
+and pull policy, in our own files. The scenario applies them as they are. default_use asks one
+vXPU with 24576 MiB of its card, allocate_exclusive one vXPU without memory, which HAMi makes a
+whole card.
 """
 
 import json

@@ -2855,15 +2855,15 @@ class Suite:
                                                        input_text=hami_specs.DEFAULT_USE))
                 return created["spec"]["containers"][0]["resources"]["limits"] == {resource: "24"}
             wait_for("the mutating policy in force", rewritten, 30)
-            # HAMi's default_use.yaml in default, its allocate_exclusive.yaml (the same pod name)
-            # in a namespace of its own, both as HAMi ships them.
+            # default_use.yaml in default, allocate_exclusive.yaml (the same pod name) in a
+            # namespace of its own, both in HAMi's form, unchanged.
             self.node.kubectl("create", "namespace", "hami-exclusive")
             wait_for("the namespace's service account", lambda: self.node.kubectl(
                 "get", "serviceaccount", "-n", "hami-exclusive", "default", check=False).returncode == 0, 30)
             for namespace, example in (("default", hami_specs.DEFAULT_USE),
                                        ("hami-exclusive", hami_specs.ALLOCATE_EXCLUSIVE)):
                 self.node.kubectl("apply", "-n", namespace, "-f", "-", input_text=example)
-                self.wait_pod_running("xpu-pod", namespace)
+                self.wait_pod_running("vxpu-job", namespace)
             shares = {}
             for namespace, grant in (("default", 24), ("hami-exclusive", card_mib // 1024)):
                 shares[namespace] = self.hami_share(namespace, grant, devices)
@@ -2916,16 +2916,16 @@ class Suite:
     def hami_share(self, namespace, grant, devices):
         """The card a HAMi pod's container got, checked against the kubelet's record and the
         container's own view: `grant` units of one card, its node and its environment."""
-        pod = self.pod("xpu-pod", namespace)
+        pod = self.pod("vxpu-job", namespace)
         annotation = pod["metadata"].get("annotations", {}).get("xpu.kunlunxin.com/hami-compat", "")
         limits = pod["spec"]["containers"][0]["resources"]["limits"]
-        expect(limits == {hami_specs.MEMORY: str(grant)} and annotation.startswith("ubuntu-container: "),
-               f"{namespace}/xpu-pod: limits {limits}, annotation {annotation!r}")
+        expect(limits == {hami_specs.MEMORY: str(grant)} and annotation.startswith("trainer: "),
+               f"{namespace}/vxpu-job: limits {limits}, annotation {annotation!r}")
         ids = self.allocated_ids(pod["metadata"]["uid"], hami_specs.MEMORY)
         uuids = {i.split("::")[0] for i in ids}
-        expect(len(ids) == grant and len(uuids) == 1, f"{namespace}/xpu-pod got {ids}")
+        expect(len(ids) == grant and len(uuids) == 1, f"{namespace}/vxpu-job got {ids}")
         index = next(i for i, d in devices.items() if d["uuid"] in uuids)
-        shown = self.node.kubectl("exec", "-n", namespace, "xpu-pod", "--", "sh", "-c",
+        shown = self.node.kubectl("exec", "-n", namespace, "vxpu-job", "--", "sh", "-c",
                                   "env | grep XPU; ls /dev | grep xpu")
         seen = dict(line.split("=", 1) for line in shown.splitlines() if "=" in line)
         nodes = sorted(line for line in shown.splitlines() if "=" not in line)
@@ -2933,8 +2933,8 @@ class Suite:
                and seen.get("KUNLUNXIN_XPU_UUIDS") == devices[index]["uuid"]
                and seen.get("CXPU_CONTAINER_MEMORY_LIMIT") == str(grant * GIB)
                and nodes == [f"xpu{index}", "xpuctrl"],
-               f"{namespace}/xpu-pod sees {shown!r}, expected card {index} with {grant} GiB")
-        print(f"  {namespace}/xpu-pod: {annotation}; sees XPU_VISIBLE_DEVICES={index}, "
+               f"{namespace}/vxpu-job sees {shown!r}, expected card {index} with {grant} GiB")
+        print(f"  {namespace}/vxpu-job: {annotation}; sees XPU_VISIBLE_DEVICES={index}, "
               f"CXPU_CONTAINER_MEMORY_LIMIT={grant} GiB, /dev/xpu{index} and /dev/xpuctrl")
         return index
 
