@@ -168,7 +168,8 @@ class Daemon {
                                                           sampler_->driver_version()});
       recovery_ = std::make_unique<CardRecovery>(
           CardRecovery::Setup{config_.recovery, std::move(card_reset), config_.sysfs_root / "proc",
-                              config_.sysfs_root, static_cast<unsigned>(::getpid())},
+                              config_.sysfs_root, static_cast<unsigned>(::getpid()),
+                              host_node_stand_in_},
           *driver_requests_, *sampler_, *table_, [this](unsigned index) {
             if (service_) service_->resets_changed(index);
           });

@@ -146,10 +146,11 @@ void CardRecovery::start(const PublishedDevice& card, std::string origin, Reply 
                             "; resetting");
   auto job = [control = setup_.control, proc_root = setup_.proc_root,
               nodes = own_nodes(identity, setup_.node_root), identity, name,
-              own_pid = setup_.own_pid](Backend&) -> std::optional<DriverChangeError> {
+              own_pid = setup_.own_pid,
+              stand_in = setup_.node_stand_in](Backend&) -> std::optional<DriverChangeError> {
     // Right before the write, on the driver thread: the smallest window for a process to open
     // the card unseen.
-    const DeviceNodeUsers users = find_device_node_users(proc_root, nodes, own_pid);
+    const DeviceNodeUsers users = find_device_node_users(proc_root, nodes, own_pid, stand_in);
     if (users.vanished > 0)
       spdlog::debug("{}: {} processes or files went away while /proc was read", name,
                     users.vanished);

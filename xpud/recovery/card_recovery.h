@@ -65,6 +65,9 @@ class CardRecovery {
     std::filesystem::path proc_root = "/proc";  // [sysfs] root's proc
     std::filesystem::path node_root = "/";      // [sysfs] root: where the device nodes are
     unsigned own_pid = 0;                       // xpud's, never a user of a card
+    // The sim backend's stand-in for its nodes (/dev/null), which is no card's: empty for the
+    // hardware backends (device_node_users.h).
+    std::filesystem::path node_stand_in;
   };
 
   // `resets_changed(index)` runs when a card's Resets counters moved (to tell the bus).

@@ -28,8 +28,12 @@ struct DeviceNodeUsers {
 
 // Scans <proc_root>/<pid>/fd/* for `nodes` (paths as they exist on this host, under the
 // [sysfs] root), leaving out `own_pid`: xpud, which the vendor's library has open every card.
+// A node that is the same file as `stand_in` (the sim backend's /dev/null, which the real-node
+// suite's stand-in nodes are too: backend_factory.h) stands for no card and is not compared:
+// every process has /dev/null open.
 DeviceNodeUsers find_device_node_users(const std::filesystem::path& proc_root,
                                        const std::vector<std::filesystem::path>& nodes,
-                                       unsigned own_pid);
+                                       unsigned own_pid,
+                                       const std::filesystem::path& stand_in = {});
 
 }  // namespace xpud
