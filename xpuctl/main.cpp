@@ -1,8 +1,8 @@
 // xpuctl: the operator's view of xpud over D-Bus: list, show INDEX, metrics, processes,
 // instances, each with --json; and, as root, configure-vfs INDEX COUNT, create-instance INDEX ID
-// BYTES, destroy-instance INDEX ID and reset INDEX, and the same two as OCI hooks (hook-create-instance INDEX
-// BYTES [SHARE CLAIM], hook-destroy-instance INDEX: the container is the one whose state is on
-// stdin).
+// BYTES, destroy-instance INDEX ID and reset INDEX, and the same two as OCI hooks
+// (hook-create-instance INDEX BYTES [SHARE CLAIM], hook-destroy-instance INDEX: the container is
+// the one whose state is on stdin).
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -294,9 +294,10 @@ int cmd_reset(xpu::XpudClient& client, unsigned index, std::chrono::milliseconds
     if (d.healthy)
       std::printf("%s: reset; Healthy\n", name.c_str());
     else
-      std::printf("%s: reset; still Unhealthy: %s (xpud checks it for [recovery] "
-                  "check_timeout_ms; xpuctl show %u tells the outcome)\n",
-                  name.c_str(), d.health_reason.c_str(), index);
+      std::printf(
+          "%s: reset; still Unhealthy: %s (xpud checks it for [recovery] "
+          "check_timeout_ms; xpuctl show %u tells the outcome)\n",
+          name.c_str(), d.health_reason.c_str(), index);
     return 0;
   }
   return fail(name + " was reset and is gone");

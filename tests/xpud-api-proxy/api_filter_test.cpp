@@ -66,9 +66,8 @@ TEST(ApiFilter, XpudWritesAreDenied) {
   }
   // Resetting a card is root's on the host: neither socket forwards it.
   for (auto socket : {kReadOnly, kSriov})
-    EXPECT_EQ(
-        route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ResetDevice", kOwner, socket).route,
-        Route::Deny);
+    EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ResetDevice", kOwner, socket).route,
+              Route::Deny);
   // A method added to xpud later is denied until someone lists it here on purpose.
   EXPECT_EQ(
       route_call(kXpud, "com.kunlunxin.xpud1.Manager", "FormatDevice", kOwner, kReadOnly).route,

@@ -334,7 +334,8 @@ TEST(Config, RecoveryKeysRejectHostileValuesWithFileLineAndReason) {
   const std::pair<const char*, const char*> cases[] = {
       {"enabled = yes", "bad value for recovery.enabled: 'yes' is not true or false"},
       {"auto = 1", "bad value for recovery.auto: '1' is not true or false"},
-      {"max_resets_per_hour = 0", "bad value for recovery.max_resets_per_hour: '0' is out of range"},
+      {"max_resets_per_hour = 0",
+       "bad value for recovery.max_resets_per_hour: '0' is out of range"},
       {"max_resets_per_hour = 61",
        "bad value for recovery.max_resets_per_hour: '61' is out of range"},
       {"max_resets_per_hour = -1", "bad value for recovery.max_resets_per_hour"},

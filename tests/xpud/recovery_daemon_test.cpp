@@ -31,7 +31,8 @@ using xpu::test::write_file;
 namespace names = xpu::names;
 using Resets = std::map<std::string, std::uint64_t>;
 
-constexpr const char* kSim = "[daemon]\nbackend = sim\n[sim]\ndevices = 4\n[sampling]\ninterval_ms = 100\n";
+constexpr const char* kSim =
+    "[daemon]\nbackend = sim\n[sim]\ndevices = 4\n[sampling]\ninterval_ms = 100\n";
 
 // The answer to a ResetDevice call: nullopt, or the error's name and message.
 struct CallError {
@@ -46,7 +47,8 @@ class RecoveryDaemonTest : public ::testing::Test {
     xpud_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(),
                                  "--config", config_.string()},
-        dir_.path() / "xpud.log", std::map<std::string, std::string>{{"NOTIFY_SOCKET", notify_.path()}});
+        dir_.path() / "xpud.log",
+        std::map<std::string, std::string>{{"NOTIFY_SOCKET", notify_.path()}});
     ASSERT_GE(notify_.wait_for("READY=1", 10s), 0) << xpud_->output();
   }
 
@@ -56,12 +58,15 @@ class RecoveryDaemonTest : public ::testing::Test {
                               std::string(names::kManagerPath));
   }
   void simulate(const std::string& method, unsigned index, auto... args) {
-    manager()->callMethod(method).onInterface(std::string(names::kSimulatorInterface))
+    manager()
+        ->callMethod(method)
+        .onInterface(std::string(names::kSimulatorInterface))
         .withArguments(index, args...);
   }
   std::optional<CallError> reset(unsigned index) {
     try {
-      manager()->callMethod(std::string(names::member::kResetDevice))
+      manager()
+          ->callMethod(std::string(names::member::kResetDevice))
           .onInterface(std::string(names::kManagerInterface))
           .withTimeout(20s)
           .withArguments(index);
@@ -217,11 +222,11 @@ TEST_F(RecoveryDaemonTest, ACardTheResetDoesNotCureStaysOutWithReasonResetFailed
   ASSERT_TRUE(reason_kind_becomes(1, "reset_failed", 10s)) << xpud_->output();
   const auto card = device(1);
   EXPECT_FALSE(card.healthy);
-  EXPECT_EQ(card.health_reason,
-            "reset failed: still Unhealthy 1000 ms after the reset (XPU hang)");
+  EXPECT_EQ(card.health_reason, "reset failed: still Unhealthy 1000 ms after the reset (XPU hang)");
   EXPECT_EQ(card.resets, (Resets{{"failed", 1}, {"refused", 0}, {"succeeded", 0}}));
-  EXPECT_TRUE(logged("xpu1: reset failed: still Unhealthy 1000 ms after the reset (XPU hang); "
-                     "left out"));
+  EXPECT_TRUE(
+      logged("xpu1: reset failed: still Unhealthy 1000 ms after the reset (XPU hang); "
+             "left out"));
   // It stays so until the card reads Healthy (here: the driver clears its fault).
   simulate("SetHealth", 1u, std::string("Healthy"), std::string());
   ASSERT_TRUE(wait_until([&] { return device(1).healthy; }, 10s));
@@ -257,8 +262,8 @@ TEST_F(RecoveryDaemonTest, AutoLeavesACardWithAUserAndSaysSoOnce) {
 }
 
 TEST_F(RecoveryDaemonTest, AutoNeverTouchesACardWhileAutoIsOff) {
-  ASSERT_NO_FATAL_FAILURE(start(
-      std::string(kSim) + "[recovery]\nenabled = true\nunhealthy_for_ms = 1000\n"));
+  ASSERT_NO_FATAL_FAILURE(
+      start(std::string(kSim) + "[recovery]\nenabled = true\nunhealthy_for_ms = 1000\n"));
   ASSERT_NO_FATAL_FAILURE(fault_with_no_user(1));
   ASSERT_TRUE(sampled_for(3s));
   EXPECT_EQ(device(1).health_reason_kind, "driver_fault");

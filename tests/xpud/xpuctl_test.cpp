@@ -163,9 +163,9 @@ TEST_F(XpuctlTest, ShowTellsThePcieLinkItsErrorsAndWarnings) {
 
 // The simulated card through the Simulator: what a test or a demo does to a sim card.
 void simulate(const std::string& address, std::vector<std::string> call) {
-  std::vector<std::string> argv = {"/usr/bin/busctl", "--address=" + address, "call",
-                                   "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
-                                   "com.kunlunxin.xpud1.Simulator"};
+  std::vector<std::string> argv = {
+      "/usr/bin/busctl",     "--address=" + address, "call",
+      "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Simulator"};
   argv.insert(argv.end(), call.begin(), call.end());
   xpu::test::TempDir dir;
   ChildProcess process(argv, dir.path() / "busctl.log");
@@ -177,15 +177,17 @@ TEST_F(XpuctlTest, ResetTellsTheCardAfterwardsAndEveryRefusal) {
   // A card with its simulated workload on it is in use.
   auto [status, output] = xpuctl({"reset", "1"});
   EXPECT_EQ(status, 1);
-  EXPECT_NE(output.find("xpu1 is in use: the driver counts 1 process(es) on it"),
-            std::string::npos)
+  EXPECT_NE(output.find("xpu1 is in use: the driver counts 1 process(es) on it"), std::string::npos)
       << output;
   EXPECT_NE(output.find("com.kunlunxin.xpud1.Error.InUse"), std::string::npos) << output;
   // A faulted card with nothing on it comes back.
   simulate(bus_.address(), {"SetMetric", "usd", "1", "process_count", "0"});
   simulate(bus_.address(), {"SetHealth", "uss", "1", "Unhealthy", "XPU hang"});
   ASSERT_TRUE(xpu::test::wait_until(
-      [&] { return xpuctl({"show", "1"}).second.find("XPU hang") != std::string::npos; }, 10s));
+      [&] {
+        return xpuctl({"show", "1"}).second.find("XPU hang") != std::string::npos;
+      },
+      10s));
   EXPECT_EQ(xpuctl({"reset", "1"}), std::make_pair(0, std::string("xpu1: reset; Healthy\n")));
   ASSERT_TRUE(xpu::test::wait_until(
       [&] {

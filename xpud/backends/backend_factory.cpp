@@ -27,8 +27,8 @@ std::shared_ptr<const topology::LinkTable> load_topology(const Config& config) {
 xpu::Result<StartedBackend> hardware(xpu::Result<std::unique_ptr<Backend>> made,
                                      const Config& config) {
   if (!made) return xpu::Error{made.error()};
-  return StartedBackend{std::move(*made), nullptr, {},
-                        std::make_shared<PciFunctionReset>(config.sysfs_root)};
+  return StartedBackend{
+      std::move(*made), nullptr, {}, std::make_shared<PciFunctionReset>(config.sysfs_root)};
 }
 
 }  // namespace

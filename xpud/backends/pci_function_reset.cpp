@@ -39,7 +39,8 @@ std::string explain(int error) {
 }  // namespace
 
 std::optional<DriverChangeError> PciFunctionReset::reset_card(const DeviceIdentity& device) {
-  const std::string subject = xpu::names::device_name(device.index) + " (" + device.pci_bus_id + ")";
+  const std::string subject =
+      xpu::names::device_name(device.index) + " (" + device.pci_bus_id + ")";
   // The bus id comes from discovery; still, never let it walk out of the devices directory.
   if (device.pci_bus_id.empty() || device.pci_bus_id.find('/') != std::string::npos ||
       device.pci_bus_id.front() == '.')
@@ -52,9 +53,9 @@ std::optional<DriverChangeError> PciFunctionReset::reset_card(const DeviceIdenti
   // The kernel makes `reset` only for a function it can reset (pci_dev_reset_attr_is_visible).
   const auto reset = function_dir / "reset";
   if (!std::filesystem::exists(std::filesystem::symlink_status(reset, ec)))
-    return DriverChangeError{Kind::NotSupported,
-                             subject + ": the kernel has no reset for this function (no " +
-                                 reset.string() + ")"};
+    return DriverChangeError{
+        Kind::NotSupported,
+        subject + ": the kernel has no reset for this function (no " + reset.string() + ")"};
   // reset_method: absent before Linux 5.15; present and blank when an operator turned resets off.
   std::string methods = "the kernel's default";
   auto listed = sysfs::read_text_file(function_dir / "reset_method");
@@ -67,7 +68,8 @@ std::optional<DriverChangeError> PciFunctionReset::reset_card(const DeviceIdenti
   }
   spdlog::info("{}: resetting the PCI function ({}: {})", subject, reset.string(), methods);
   if (auto failed = sysfs::write_attribute(reset, "1"))
-    return DriverChangeError{Kind::Failed, subject + ": " + failed->message + explain(failed->error)};
+    return DriverChangeError{Kind::Failed,
+                             subject + ": " + failed->message + explain(failed->error)};
   return std::nullopt;
 }
 

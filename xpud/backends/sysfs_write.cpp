@@ -27,8 +27,8 @@ std::optional<WriteFailure> write_attribute(const std::filesystem::path& file,
     const int error = errno;
     std::string shown(text);
     while (!shown.empty() && shown.back() == '\n') shown.pop_back();
-    return WriteFailure{error, "writing " + shown + " to " + file.string() +
-                                   " failed: " + std::strerror(error)};
+    return WriteFailure{
+        error, "writing " + shown + " to " + file.string() + " failed: " + std::strerror(error)};
   }
   if (static_cast<std::size_t>(written) != text.size())
     return WriteFailure{0, "short write to " + file.string()};

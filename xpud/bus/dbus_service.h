@@ -30,8 +30,7 @@ class DbusService {
   // instance methods; they and the table must outlive the service.
   DbusService(sdbus::IConnection& connection, const DeviceTable& table, ManagerFacts facts,
               Simulator* simulator, std::function<void()> on_injection,
-              DriverRequests& driver_requests, InstanceRegistry& instances,
-              CardRecovery& recovery);
+              DriverRequests& driver_requests, InstanceRegistry& instances, CardRecovery& recovery);
   ~DbusService();
   DbusService(const DbusService&) = delete;
   DbusService& operator=(const DbusService&) = delete;

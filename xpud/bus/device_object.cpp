@@ -113,8 +113,9 @@ void DeviceObject::health_changed(bool flipped) {
 }
 
 void DeviceObject::resets_changed() {
-  adaptor_->emitPropertiesChangedSignal(std::string(names::kDeviceInterface),
-                                        std::vector<std::string>{std::string(names::property::kResets)});
+  adaptor_->emitPropertiesChangedSignal(
+      std::string(names::kDeviceInterface),
+      std::vector<std::string>{std::string(names::property::kResets)});
 }
 
 void DeviceObject::pcie_changed() {

@@ -46,7 +46,8 @@ std::optional<std::string> driver_users(const DeviceState& state, unsigned own_p
   }
   auto count = state.metrics.find(std::string(names::metric::kProcessCount));
   if (count != state.metrics.end() && count->second > 0)
-    return "the driver counts " + std::to_string(static_cast<long long>(std::llround(count->second))) +
+    return "the driver counts " +
+           std::to_string(static_cast<long long>(std::llround(count->second))) +
            " process(es) on it";
   return std::nullopt;
 }
@@ -106,12 +107,11 @@ std::optional<ResetRefusal> CardRecovery::guard(const PublishedDevice& card,
     if (auto users = driver_users(*state, setup_.own_pid))
       return ResetRefusal{std::string(names::kErrorInUse), name + " is in use: " + *users};
   if (auto next = budget_.next_allowed(card.identity.uuid, now))
-    return ResetRefusal{
-        std::string(names::bus::kErrorLimitsExceeded),
-        name + " was reset " + std::to_string(budget_.limit()) +
-            " time(s) within the last hour ([recovery] max_resets_per_hour = " +
-            std::to_string(budget_.limit()) + "); the next reset may be in " +
-            std::to_string(duration_cast<seconds>(*next - now).count() + 1) + " s"};
+    return ResetRefusal{std::string(names::bus::kErrorLimitsExceeded),
+                        name + " was reset " + std::to_string(budget_.limit()) +
+                            " time(s) within the last hour ([recovery] max_resets_per_hour = " +
+                            std::to_string(budget_.limit()) + "); the next reset may be in " +
+                            std::to_string(duration_cast<seconds>(*next - now).count() + 1) + " s"};
   return std::nullopt;
 }
 
@@ -141,8 +141,8 @@ void CardRecovery::start(const PublishedDevice& card, std::string origin, Reply 
   under_way_.insert(identity.uuid);
   checks_.erase(identity.uuid);
   xpu::log_device_event(spdlog::level::warn, name, identity.uuid,
-                        "reset: " + origin + (card.healthy ? "" : "; Unhealthy: " +
-                                                                      card.health_reason) +
+                        "reset: " + origin +
+                            (card.healthy ? "" : "; Unhealthy: " + card.health_reason) +
                             "; resetting");
   auto job = [control = setup_.control, proc_root = setup_.proc_root,
               nodes = own_nodes(identity, setup_.node_root), identity, name,
@@ -155,8 +155,9 @@ void CardRecovery::start(const PublishedDevice& card, std::string origin, Reply 
       spdlog::debug("{}: {} processes or files went away while /proc was read", name,
                     users.vanished);
     if (!users.pids.empty())
-      return DriverChangeError{Kind::InUse, name + " is in use: process(es) " +
-                                                join_pids(users.pids) + " have its device node open"};
+      return DriverChangeError{
+          Kind::InUse,
+          name + " is in use: process(es) " + join_pids(users.pids) + " have its device node open"};
     if (users.unreadable > 0)
       return DriverChangeError{Kind::InUse,
                                name + ": the open files of " + std::to_string(users.unreadable) +
@@ -257,10 +258,9 @@ void CardRecovery::automatic(Clock::time_point now) {
         checks_.contains(uuid))
       continue;
     const std::string name = names::device_name(index);
-    const std::string origin = "automatic: Unhealthy (" + std::string(card.health_reason_kind) +
-                               ") for " +
-                               std::to_string(duration_cast<seconds>(now - since).count()) +
-                               " s with no user";
+    const std::string origin =
+        "automatic: Unhealthy (" + std::string(card.health_reason_kind) + ") for " +
+        std::to_string(duration_cast<seconds>(now - since).count()) + " s with no user";
     if (auto refusal = guard(card, now)) {
       // Once per cause: the guard is asked again every cycle while the card waits.
       auto [noted, fresh] = auto_refused_.try_emplace(uuid, refusal->error_name);
@@ -276,7 +276,8 @@ void CardRecovery::automatic(Clock::time_point now) {
     unhealthy_since_.erase(uuid);
     start(card, origin, nullptr, now);
   }
-  std::erase_if(unhealthy_since_, [&](const auto& entry) { return !present.contains(entry.first); });
+  std::erase_if(unhealthy_since_,
+                [&](const auto& entry) { return !present.contains(entry.first); });
   std::erase_if(auto_refused_, [&](const auto& entry) { return !present.contains(entry.first); });
 }
 

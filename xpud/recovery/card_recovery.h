@@ -106,8 +106,8 @@ class CardRecovery {
   DeviceTable& table_;
   std::function<void(unsigned)> resets_changed_;
   ResetBudget budget_;
-  std::set<std::string> under_way_;            // uuid: the reset job has not answered yet
-  std::map<std::string, Check> checks_;        // uuid: reset, not yet Healthy again
+  std::set<std::string> under_way_;      // uuid: the reset job has not answered yet
+  std::map<std::string, Check> checks_;  // uuid: reset, not yet Healthy again
   std::map<std::string, Clock::time_point> unhealthy_since_;  // uuid, for `auto`
   std::map<std::string, std::string> auto_refused_;  // uuid -> the refusal's error, logged once
 };

@@ -61,12 +61,14 @@ class Directory {
 
 }  // namespace
 
-DeviceNodeUsers find_device_node_users(const fs::path& proc_root, const std::vector<fs::path>& nodes,
-                                       unsigned own_pid, const fs::path& stand_in) {
+DeviceNodeUsers find_device_node_users(const fs::path& proc_root,
+                                       const std::vector<fs::path>& nodes, unsigned own_pid,
+                                       const fs::path& stand_in) {
   DeviceNodeUsers users;
   std::optional<NodeKey> ignored;
   struct stat stand_in_st {};
-  if (!stand_in.empty() && ::stat(stand_in.c_str(), &stand_in_st) == 0) ignored = key_of(stand_in_st);
+  if (!stand_in.empty() && ::stat(stand_in.c_str(), &stand_in_st) == 0)
+    ignored = key_of(stand_in_st);
   std::vector<NodeKey> keys;
   for (const auto& node : nodes) {
     struct stat st {};

@@ -230,9 +230,9 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& set
     // The release check speaks only for a card nothing else has taken out (release_check.h).
     const HealthState health = with_reset_verdict(
         identity.uuid,
-        with_release_verdict(*judged, release_.observe(identity.uuid,
-                                                       release_observation(identity, value, own_pid_),
-                                                       now)));
+        with_release_verdict(
+            *judged,
+            release_.observe(identity.uuid, release_observation(identity, value, own_pid_), now)));
     add_pcie_metrics(value.pcie, value.metrics);
     snapshot->devices.push_back(DeviceState{identity, std::move(value.metrics), health.healthy,
                                             health.reason, std::string(health.reason_kind),

@@ -194,10 +194,11 @@ TEST(MetricsRenderer, ResetsAreCountedByResultWithTheCardsIdentityOnly) {
   EXPECT_THAT(text, HasSubstr("# HELP xpu_resets_total Resets of the XPU"));
   // No pod labels (a pod coming or going must not start a new series), no word xpud does not
   // define, and no series for a card whose xpud says nothing of resets (card 0, an older xpud).
-  EXPECT_THAT(samples_of(text, "xpu_resets_total"),
-              ::testing::ElementsAre(R"(xpu_resets_total{xpu="1",uuid="uuid-1",result="failed"} 1)",
-                                     R"(xpu_resets_total{xpu="1",uuid="uuid-1",result="refused"} 4)",
-                                     R"(xpu_resets_total{xpu="1",uuid="uuid-1",result="succeeded"} 2)"));
+  EXPECT_THAT(
+      samples_of(text, "xpu_resets_total"),
+      ::testing::ElementsAre(R"(xpu_resets_total{xpu="1",uuid="uuid-1",result="failed"} 1)",
+                             R"(xpu_resets_total{xpu="1",uuid="uuid-1",result="refused"} 4)",
+                             R"(xpu_resets_total{xpu="1",uuid="uuid-1",result="succeeded"} 2)"));
   EXPECT_THAT(samples_of(text, "xpu_health_reason_info"),
               ::testing::ElementsAre(
                   R"(xpu_health_reason_info{xpu="1",uuid="uuid-1",reason="reset_failed"} 1)"));

@@ -38,9 +38,9 @@ TEST_F(DeviceNodeUsersTest, FindsEveryProcessWithTheNodeOpenAndNoOther) {
   tree_.add_process_fd(300, 4, node(1).string());
   tree_.add_process_fd(300, 5, node(1).string());  // twice open, counted once
   tree_.add_process_fd(20, 3, node(1).string());
-  tree_.add_process_fd(21, 3, node(2).string());                                // another card
-  tree_.add_process_fd(22, 3, (tree_.root() / "dev/xpuctrl").string());        // every card's
-  tree_.add_process_fd(23, 0, "anon_inode:[eventfd]");                          // names no file
+  tree_.add_process_fd(21, 3, node(2).string());                         // another card
+  tree_.add_process_fd(22, 3, (tree_.root() / "dev/xpuctrl").string());  // every card's
+  tree_.add_process_fd(23, 0, "anon_inode:[eventfd]");                   // names no file
   const DeviceNodeUsers users = scan();
   EXPECT_EQ(users.pids, (std::vector<unsigned>{20, 300}));
   EXPECT_EQ(users.nodes_found, 1u);
