@@ -707,7 +707,8 @@ class PrometheusOperatorObjects(unittest.TestCase):
                                   "XPUMemoryNearlyFull", "XPUXpudUnreachable",
                                   "XPUPodResourcesUnreachable", "XPUExporterDown", "XPUExporterAbsent",
                                   "XPUPcieFatalError", "XPUPcieNonfatalErrors",
-                                  "XPUPcieCorrectableErrorsHigh", "XPUPcieLinkDowntrained"})
+                                  "XPUPcieCorrectableErrorsHigh", "XPUPcieLinkDowntrained",
+                                  "XPUResetFailed"})
         promtool = shutil.which("promtool")
         if promtool:
             # The {{ $labels.x }} of the annotations came through Helm untouched.
