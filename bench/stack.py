@@ -285,14 +285,13 @@ http {{
 class NodeExporter:
     """Debian's node_exporter with its default collectors, on loopback."""
 
-    def __init__(self, run, binary, cpu=None):
+    def __init__(self, run, binary, cpu=None, name="node_exporter"):
         self.port = free_loopback_port()
         self.url = f"http://127.0.0.1:{self.port}/metrics"
-        self.process = run.start("node_exporter",
-                                 on_cpu(cpu, [binary, f"--web.listen-address=127.0.0.1:{self.port}"]))
+        self.process = run.start(name, on_cpu(cpu, [binary, f"--web.listen-address=127.0.0.1:{self.port}"]))
         self.pid = self.process.pid
-        wait_until(10, lambda: run.check_running("node_exporter", self.process) or http_answers(self.url),
-                   "node_exporter serving /metrics")
+        wait_until(10, lambda: run.check_running(name, self.process) or http_answers(self.url),
+                   f"{name} serving /metrics")
         self.body = http_get(self.url)
 
 

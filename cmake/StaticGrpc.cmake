@@ -1,4 +1,4 @@
-# xpu::grpc-static: gRPC (its build without TLS: every gRPC peer of the shim is a kubelet socket
+# gRPC (its build without TLS: every gRPC peer of the shim is a kubelet socket
 # on the node), protobuf, Abseil, upb, c-ares, re2 and address_sorting, linked from their static
 # archives into each program of the shim.
 #
@@ -62,7 +62,17 @@ function(_xpu_static_link_items target out)
   set(_xpu_shared_items ${_xpu_shared_items} PARENT_SCOPE)
 endfunction()
 
-function(xpu_add_static_grpc)
+# xpu::grpc: the above, or Debian's shared libraries in the sanitizer builds (XPU_SANITIZE,
+# XPU_SANITIZE_THREAD, XPU_FUZZ), which test our code and not how it is linked: the TSan
+# suppressions name the uninstrumented libraries by file (tests/tsan.supp, called_from_lib).
+function(xpu_add_grpc)
+  add_library(xpu-grpc INTERFACE)
+  add_library(xpu::grpc ALIAS xpu-grpc)
+  if(XPU_SANITIZE OR XPU_SANITIZE_THREAD OR XPU_FUZZ)
+    target_link_libraries(xpu-grpc INTERFACE gRPC::grpc++ protobuf::libprotobuf)
+    message(STATUS "gRPC and protobuf linked as shared libraries (a sanitizer build)")
+    return()
+  endif()
   find_package(ZLIB REQUIRED)
   find_package(Threads REQUIRED)
   set(archives "")
@@ -71,20 +81,18 @@ function(xpu_add_static_grpc)
     _xpu_static_link_items(${root} archives)
   endforeach()
   list(REMOVE_DUPLICATES _xpu_shared_items)
-  add_library(xpu-grpc-static INTERFACE)
   # The headers as the imported targets give them (read here: imported targets are visible only
   # in this directory, the interface target everywhere).
   foreach(root gRPC::grpc++_unsecure protobuf::libprotobuf)
     get_target_property(includes ${root} INTERFACE_INCLUDE_DIRECTORIES)
     if(includes)
-      target_include_directories(xpu-grpc-static SYSTEM INTERFACE ${includes})
+      target_include_directories(xpu-grpc SYSTEM INTERFACE ${includes})
     endif()
   endforeach()
   # One group: Abseil's archives refer to each other in cycles. libatomic as Abseil asks for it.
-  target_link_libraries(xpu-grpc-static INTERFACE
+  target_link_libraries(xpu-grpc INTERFACE
     "-Wl,--start-group" ${archives} "-Wl,--end-group" ${_xpu_shared_items}
     "-Wl,--push-state,--as-needed" "-latomic" "-Wl,--pop-state")
-  add_library(xpu::grpc-static ALIAS xpu-grpc-static)
   list(LENGTH archives count)
   message(STATUS "gRPC and protobuf linked statically: ${count} archives")
 endfunction()

@@ -34,8 +34,9 @@ CACHE_DIR = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/
 NAMESPACE = os.path.join(SOURCE_DIR, "scripts", "arm64-namespace.py")
 # What the two packages depend on (their Depends as dh_shlibdeps computes them, and the fixed
 # ones in debian/control), so that dpkg installs them into the root without a network.
-ROOT_PACKAGES = ("systemd,dbus,procps,libsdbus-c++1,libinih1,libspdlog1.10-fmt9,libfmt9,libgrpc++1.51,"
-                 "libprometheus-cpp-core1.0,libyaml-cpp0.7,libmicrohttpd12,libcurl4,libgnutls30,libprotobuf32")
+# gRPC and protobuf are not among them: the shim links them statically.
+ROOT_PACKAGES = ("systemd,dbus,procps,libsdbus-c++1,libinih1,libspdlog1.10-fmt9,libfmt9,"
+                 "libprometheus-cpp-core1.0,libyaml-cpp0.7,libmicrohttpd12,libcurl4,libgnutls30")
 
 
 def run(command, **kwargs):
@@ -103,13 +104,17 @@ class Arm64DebianPackages(unittest.TestCase):
     def test_packages_are_arm64_and_depend_on_the_arm64_libraries(self):
         self.assertEqual(len(self.changes), 1)
         expected_depends = {"xpud": ("libsdbus-c++1", "libinih1", "libsystemd0"),
-                            "xpu-k8s-shim": ("libgrpc++1.51", "libprometheus-cpp-core1.0", "libyaml-cpp0.7")}
+                            "xpu-k8s-shim": ("libprometheus-cpp-core1.0", "libyaml-cpp0.7", "libcurl4")}
+        # gRPC and protobuf are linked in statically (cmake/StaticGrpc.cmake).
+        linked_in = ("libgrpc", "libprotobuf", "libabsl")
         for package, libraries in expected_depends.items():
             fields = checked(["dpkg-deb", "-f", self.debs[package], "Architecture", "Version", "Depends"], package)
             self.assertIn("Architecture: arm64", fields, package)
             self.assertIn(f"Version: {self.version}", fields, package)
             for library in libraries:
                 self.assertIn(library, fields, f"{package}'s Depends lack {library}")
+            for library in linked_in:
+                self.assertNotIn(library, fields, f"{package} depends on {library}, which it links statically")
 
     def test_lintian_finds_no_errors(self):
         lintian.assert_no_errors(self, self.changes[0])
