@@ -188,11 +188,8 @@ class Node:
         bus.start()
         wait_for("the system bus socket", lambda: os.path.exists("/run/dbus/system_bus_socket"), 10)
         os.chmod("/run/dbus/system_bus_socket", 0o666)
-        xpud_conf = os.path.join(self.run_dir, "xpud.conf")
-        with open(xpud_conf, "w", encoding="utf-8") as f:
-            # The hook program is the built xpuctl, which the runtime runs for memory shares.
-            f.write(f"[daemon]\nbackend = sim\n\n[sim]\ndevices = {cards}\n\n"
-                    f"[cxpu]\nhook_program = {self.binary('xpuctl/xpuctl')}\n")
+        self.cards = cards
+        xpud_conf = self.write_xpud_conf()
         self.add("xpud", [self.binary("xpud/xpud"), "--config", xpud_conf]).start()
         wait_for("xpud on the system bus", self.xpud_answers, 20)
         # As xpud-api-proxy.service runs it, socket-activated: its sockets bound as root, the
@@ -204,6 +201,24 @@ class Node:
         for _, path, _, _ in API_PROXY_SOCKETS:
             wait_for(f"xpud-api-proxy's socket {path}", lambda path=path: os.path.exists(path), 10)
         wait_for("xpud-api-proxy serving its sockets", self.api_proxy_serves, 20)
+
+    def write_xpud_conf(self, extra=""):
+        """The node's xpud.conf: the sim's cards, the built xpuctl as the hook program (the
+        runtime runs it for memory shares), then `extra` (sections a scenario adds)."""
+        path = os.path.join(self.run_dir, "xpud.conf")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(f"[daemon]\nbackend = sim\n\n[sim]\ndevices = {self.cards}\n\n"
+                    f"[cxpu]\nhook_program = {self.binary('xpuctl/xpuctl')}\n{extra}")
+        return path
+
+    def restart_xpud(self, extra=""):
+        """xpud stopped (SIGTERM, as systemd stops it), its xpud.conf rewritten with `extra`
+        (empty: the suite's default), started again; returns once it answers on the bus. The
+        sim's state (injected faults, pinned metrics) goes with the process."""
+        self.components["xpud"].stop()
+        self.write_xpud_conf(extra)
+        self.components["xpud"].start()
+        wait_for("xpud back on the system bus", self.xpud_answers, 20)
 
     def api_proxy_serves(self):
         """True once every socket of the proxy answers a read (the sockets exist before the
@@ -229,6 +244,16 @@ class Node:
         run(["busctl", "--system", "call", "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
              "com.kunlunxin.xpud1.Simulator", "SetHealth", "uss", str(index),
              "Healthy" if healthy else "Unhealthy", "" if healthy else reason])
+
+    def set_metric(self, index, key, value):
+        """Pins a sim metric (Simulator.SetMetric); float("nan") lets the simulation drive it."""
+        run(["busctl", "--system", "call", "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
+             "com.kunlunxin.xpud1.Simulator", "SetMetric", "usd", str(index), key, repr(float(value))])
+
+    def set_reset_fails(self, index, fails):
+        run(["busctl", "--system", "call", "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1",
+             "com.kunlunxin.xpud1.Simulator", "SetResetFails", "ub", str(index),
+             "true" if fails else "false"])
 
     # ---- the cluster ------------------------------------------------------------------------
 

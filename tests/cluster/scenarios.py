@@ -2819,6 +2819,157 @@ class Suite:
         expect(not warnings, f"{NODE_STATUS_POLICY}: {warnings}")
         print(f"  {NODE_STATUS_POLICY} type-checked by the API server without warnings")
 
+    # ---- a card's fault, from a running pod to the card offered again -----------------------
+
+    def s29_fault_to_recovery(self):
+        """A card fails under a running pod and comes back without a human (allocation=dra,
+        NoExecute for driver_fault and reset_failed, xpud's [recovery] auto): the card's taint
+        and XPUHealthy False naming it, the pod evicted, xpud's automatic reset once no process
+        uses the card, the card Healthy, its taint gone, XPUHealthy True, a new pod on that card;
+        a reset that does not cure the card leaves it out with reason reset_failed, which the
+        condition names. Each step is timed."""
+        self.reset_to_device_plugin()
+        if self.server_minor() < 36:
+            # Device taints are dropped by an older API server (scenario 14): no eviction.
+            print(f"  1.{self.server_minor()}: no device taints in the API, nothing evicts; skipped")
+            return
+        try:
+            # The suite's xpud has recovery off (the shipped default); this scenario's turns it on
+            # with short times, so that each step is seconds.
+            self.node.restart_xpud(RECOVERY_CONF)
+            self.wait_allocatable(8, 90)
+            self.switch_to_dra()
+            self.helm_install("--reuse-values", "--set", "dra.deviceTaints.noExecute={driver_fault,reset_failed}")
+            wait_for("the DRA driver restarted with NoExecute", lambda: self.dra_driver_ready() and
+                     "driver_fault,reset_failed" in self.dra_driver_pod()["spec"]["containers"][0]["args"], 90)
+            wait_for("a ResourceSlice with the node's 8 untainted cards", lambda: len(self.dra_devices()) == 8 and not any(
+                "taints" in d for d in self.dra_devices().values()), 90)
+            self.wait_xpu_condition("True", 60)
+            card = self.fault_under_pod()
+            self.reset_that_fails(card)
+        finally:
+            self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s", check=False)
+            self.node.kubectl("delete", "resourceclaimtemplate", "-n", "default", "--ignore-not-found",
+                              "xpu-recovery-any", "xpu-recovery-same", check=False)
+            # xpud as the suite runs it (recovery off); the sim's faults and pins go with it.
+            self.node.restart_xpud()
+            self.helm_install("--reuse-values", "--set-json", "dra.deviceTaints.noExecute=[]")
+            self.reset_to_device_plugin()
+            self.wait_xpu_condition("True", 60)
+
+    def fault_under_pod(self):
+        """The timed path from a fault under a running pod to a new pod on the reset card;
+        returns the card's index."""
+        devices = {d["index"]: d for d in self.devices()}
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(claim_template("xpu-recovery-any", 1)))
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("xpu-recovery-first", "xpu-recovery-any")))
+        self.wait_pod_running("xpu-recovery-first")
+        uid = self.pod("xpu-recovery-first")["metadata"]["uid"]
+        device = self.claim_of("xpu-recovery-first")["status"]["allocation"]["devices"]["results"][0]["device"]
+        card = int(device.split("-")[1])
+        uuid = devices[card]["uuid"]
+        print(f"  xpu-recovery-first runs on {device} ({uuid})")
+
+        # The fault: the driver reports the card in error, reason kind driver_fault (the sim's
+        # SetHealth is its fault reading; xpud/sampling/health_monitor.cpp), a kind the
+        # automatic reset takes (xpud/README.md, "Recovery").
+        started = time.monotonic()
+        self.node.set_health(card, False, "driver reports state ERROR (3)")
+        taint = wait_for(f"{device} tainted NoExecute in the slice", lambda: next(
+            (t for t in self.dra_devices()[device].get("taints") or [] if t.get("effect") == "NoExecute"), None), 30)
+        figure("fault to the card's NoExecute taint in the ResourceSlice", time.monotonic() - started)
+        expect(taint["key"] == f"{DRA_DRIVER}/driver_fault", f"{device}'s taint {taint}")
+        failed = self.wait_xpu_condition("False", 30, contains=f"xpu{card}: ")
+        figure("fault to XPUHealthy False naming the card", time.monotonic() - started)
+        print(f"  taint {taint['key']}={taint['value']}:{taint['effect']}; {XPU_CONDITION}: {failed['message']}")
+
+        def evicted():
+            result = self.node.kubectl("get", "pod", "-n", "default", "xpu-recovery-first", "-o", "json", check=False)
+            return result.returncode != 0 or json.loads(result.stdout)["metadata"]["uid"] != uid
+        wait_for("xpu-recovery-first evicted", evicted, 60)
+        figure("fault to the pod holding the card gone (evicted)", time.monotonic() - started)
+        events = json.loads(self.node.kubectl("get", "events", "-n", "default", "--field-selector",
+                                              f"involvedObject.uid={uid}", "-o", "json"))["items"]
+        reasons = sorted({e.get("reason", "") for e in events})
+        # pkg/controller/devicetainteviction (kube-controller-manager) marks the pod, then deletes it.
+        expect("DeviceTaintManagerEviction" in reasons, f"xpu-recovery-first's events: {reasons}")
+        print(f"  xpu-recovery-first evicted; its events: {reasons}")
+        # Still Unhealthy: the sim counts one process on every card whatever runs (its
+        # simulated workload; a real driver lists the container's processes, gone with the pod),
+        # and xpud never resets a card the driver says is in use.
+        held = wait_for(f"xpud refusing to reset {device} in use", lambda: self.device(card) if self.device(card)[
+            "resets"].get("refused") == 1 else None, 10)
+        expect(held["health"] == "Unhealthy" and not held["resets"].get("succeeded") and not held["resets"].get("failed"),
+               f"{device} after the eviction, before its process left: {held}")
+
+        # The pod's process has left the card: what the driver would now count.
+        self.node.set_metric(card, "process_count", 0)
+        left = time.monotonic()
+        reset = wait_for(f"{device} reset and Healthy", lambda: self.device(card) if self.device(card)["health"] == "Healthy"
+                         else None, 30)
+        figure("no process on the card to xpud's reset, the card Healthy", time.monotonic() - left)
+        expect(reset["resets"].get("succeeded") == 1, f"{device}'s resets: {reset['resets']}")
+        journal = [line for line in self.node.components["xpud"].tail(400).splitlines() if "reset" in line and uuid in line]
+        print("  xpud: " + "\n  xpud: ".join(journal[-3:]))
+        wait_for(f"{device}'s taint gone", lambda: "taints" not in self.dra_devices()[device], 30)
+        figure("no process on the card to its taint gone", time.monotonic() - left)
+        self.wait_xpu_condition("True", 30)
+        figure("no process on the card to XPUHealthy True", time.monotonic() - left)
+        wait_for("the exporter's xpu_resets_total succeeded 1", lambda: any(
+            line.startswith("xpu_resets_total{") and f'uuid="{uuid}"' in line and 'result="succeeded"' in line
+            and line.endswith(" 1") for line in self.exporter_metrics().splitlines()), 30)
+
+        # A new pod asks for that very card (by its UUID) and gets it.
+        placed = time.monotonic()
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(claim_template(
+            "xpu-recovery-same", 1, selector=f'device.attributes["{DRA_DRIVER}"].uuid == "{uuid}"')))
+        self.node.kubectl("apply", "-f", "-", input_text=json.dumps(dra_workload("xpu-recovery-second", "xpu-recovery-same")))
+        self.wait_pod_running("xpu-recovery-second")
+        figure("a new pod for the reset card to Running", time.monotonic() - placed)
+        figure("fault to a new pod running on the reset card", time.monotonic() - started)
+        got = self.claim_of("xpu-recovery-second")["status"]["allocation"]["devices"]["results"][0]["device"]
+        expect(got == device, f"xpu-recovery-second got {got}, not {device}")
+        view = self.workload_view("xpu-recovery-second")
+        expect(view.get("KUNLUNXIN_XPU_UUIDS") == uuid, f"xpu-recovery-second's container sees {view}")
+        print(f"  xpu-recovery-second runs on {device}: KUNLUNXIN_XPU_UUIDS={view['KUNLUNXIN_XPU_UUIDS']}")
+        self.delete_pods("xpu-recovery-second")
+        return card
+
+    def reset_that_fails(self, card):
+        """A fault a reset does not cure: xpud resets the card, it stays Unhealthy past the
+        check, and stays out with reason kind reset_failed (tainted, named by XPUHealthy)."""
+        device = f"xpu-{card}"
+        self.node.set_reset_fails(card, True)  # the sim's card keeps its fault through a reset
+        started = time.monotonic()
+        self.node.set_health(card, False, "driver reports state ERROR (3)")
+        taint = wait_for(f"{device} tainted reset_failed", lambda: next(
+            (t for t in self.dra_devices()[device].get("taints") or []
+             if t.get("key") == f"{DRA_DRIVER}/reset_failed"), None), 60)
+        figure("fault a reset does not cure to the reset_failed taint", time.monotonic() - started)
+        failed = self.wait_xpu_condition("False", 30, contains=f"xpu{card}: reset failed")
+        state = self.device(card)
+        expect(taint["effect"] == "NoExecute" and state["health"] == "Unhealthy" and state["resets"].get("failed") == 1,
+               f"{device} after a reset that failed: taint {taint}, xpud {state}")
+        print(f"  taint {taint['key']}:{taint['effect']}; {XPU_CONDITION}: {failed['message']}")
+        # Left out: xpud does not reset it again by itself (an operator acts). Sampled past the
+        # time an automatic reset of a curable fault would take (unhealthy_for_ms + the check).
+        until = time.monotonic() + 10
+        while time.monotonic() < until:
+            state = self.device(card)
+            expect(state["resets"].get("failed") == 1 and state["resets"].get("succeeded") == 1
+                   and state["health"] == "Unhealthy" and "reset failed" in state["health_reason"],
+                   f"{device} left out after its failed reset: {state}")
+            time.sleep(1)
+        print(f"  {device} left out: {state['health_reason']}; resets {state['resets']}")
+        self.node.set_reset_fails(card, False)
+        self.node.set_health(card, True)
+        wait_for(f"{device}'s taint gone after the fault cleared", lambda: "taints" not in self.dra_devices()[device], 30)
+        self.wait_xpu_condition("True", 30)
+
+    def device(self, index):
+        """xpud's view of card `index` (xpuctl list --json)."""
+        return next(d for d in self.devices() if d["index"] == index)
+
     def s28_hami_pod_specs(self):
         """hami.compat: HAMi's own Kunlunxin vXPU examples, unchanged, run on the device plugin's
         memory shares (24576 MiB: 24 units of one card; no memory: the whole card), each
@@ -3096,6 +3247,16 @@ NIC_DRIVER = "nic.example.com"
 DRA_POLICIES = ["xpu-dra-driver-own-node", "xpu-dra-driver-own-claim-status"]
 SECOND_NODE = "xpu-second-node"
 XPU_CONDITION = "XPUHealthy"
+# xpud's [recovery] for scenario 29: on, automatic, with times short enough for a test (the
+# shipped defaults are off, 300 s and 30 s).
+RECOVERY_CONF = """
+[recovery]
+enabled = true
+auto = true
+max_resets_per_hour = 3
+unhealthy_for_ms = 2000
+check_timeout_ms = 5000
+"""
 READY_LABEL = "kunlunxin.com/xpu.ready"
 NODE_STATUS_POLICY = "xpu-node-status-own-node"
 OTHER_NODE = "xpu-node-status-other"
@@ -3295,7 +3456,7 @@ SCENARIOS = [
     # Last: each switches the node's mode or release and puts back only the chart's defaults.
     (21, "s21_validator"), (22, "s22_registry"), (23, "s23_footprint"),
     (24, "s24_upgrades_under_pods"), (25, "s25_node_status"), (26, "s26_mode_switches"),
-    (27, "s27_device_metadata"), (28, "s28_hami_pod_specs"),
+    (27, "s27_device_metadata"), (28, "s28_hami_pod_specs"), (29, "s29_fault_to_recovery"),
 ]
 
 

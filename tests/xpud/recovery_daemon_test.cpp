@@ -248,6 +248,26 @@ TEST_F(RecoveryDaemonTest, AutoResetsACardUnhealthyForTheConfiguredTimeWithNoUse
   EXPECT_TRUE(logged("xpu2: reset: Healthy after the reset (automatic: "));
 }
 
+// The check ends in the cycle that publishes the card with the cause it was reset for; the
+// reset_failed reason comes a cycle later. With check_timeout_ms at least unhealthy_for_ms, the
+// card had looked Unhealthy long enough to be reset again at once (found by the real-node
+// scenario 29: two resets, two failures, the reason nested in itself).
+TEST_F(RecoveryDaemonTest, AutoResetsACardTheResetDoesNotCureOnceThenLeavesItOut) {
+  ASSERT_NO_FATAL_FAILURE(start(std::string(kSim) +
+                                "[recovery]\nenabled = true\nauto = true\n"
+                                "unhealthy_for_ms = 1000\ncheck_timeout_ms = 2000\n"));
+  simulate("SetResetFails", 3u, true);
+  ASSERT_NO_FATAL_FAILURE(fault_with_no_user(3));
+  ASSERT_TRUE(reason_kind_becomes(3, "reset_failed", 15s)) << xpud_->output();
+  // Cycles past another unhealthy_for_ms and check_timeout_ms: reset once, left out.
+  ASSERT_TRUE(sampled_for(4s));
+  const auto card = device(3);
+  EXPECT_EQ(card.health_reason_kind, "reset_failed");
+  EXPECT_EQ(card.health_reason, "reset failed: still Unhealthy 2000 ms after the reset (XPU hang)");
+  EXPECT_EQ(card.resets, (Resets{{"failed", 1}, {"refused", 0}, {"succeeded", 0}}))
+      << xpud_->output();
+}
+
 TEST_F(RecoveryDaemonTest, AutoLeavesACardWithAUserAndSaysSoOnce) {
   ASSERT_NO_FATAL_FAILURE(start(
       std::string(kSim) + "[recovery]\nenabled = true\nauto = true\nunhealthy_for_ms = 1000\n"));

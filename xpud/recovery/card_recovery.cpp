@@ -192,6 +192,7 @@ void CardRecovery::finished(const DeviceIdentity& identity, const std::string& o
     xpu::log_device_event(spdlog::level::err, name, identity.uuid,
                           "reset failed (" + origin + "): " + error->message);
     count(identity.uuid, names::reset_result::kFailed);
+    left_out_.insert(identity.uuid);
     sampler_.mark_reset_failed(identity.uuid, "reset failed: " + error->message);
     return;
   }
@@ -230,6 +231,7 @@ void CardRecovery::check(const std::string& uuid, const Check& check, Clock::tim
                              " ms after the reset (" + card->health_reason + ")";
   xpu::log_device_event(spdlog::level::err, name, uuid, reason + "; left out");
   count(uuid, names::reset_result::kFailed);
+  left_out_.insert(uuid);
   sampler_.mark_reset_failed(uuid, reason);
 }
 
@@ -247,8 +249,9 @@ void CardRecovery::automatic(Clock::time_point now) {
   for (const auto& [index, card] : table_.devices()) {
     const std::string& uuid = card.identity.uuid;
     present.insert(uuid);
+    if (card.healthy) left_out_.erase(uuid);
     if (!setup_.policy.enabled || !setup_.policy.automatic || card.healthy ||
-        !automatic_reset_cures(card.health_reason_kind)) {
+        !automatic_reset_cures(card.health_reason_kind) || left_out_.contains(uuid)) {
       unhealthy_since_.erase(uuid);
       auto_refused_.erase(uuid);
       continue;
@@ -279,6 +282,7 @@ void CardRecovery::automatic(Clock::time_point now) {
   std::erase_if(unhealthy_since_,
                 [&](const auto& entry) { return !present.contains(entry.first); });
   std::erase_if(auto_refused_, [&](const auto& entry) { return !present.contains(entry.first); });
+  std::erase_if(left_out_, [&](const std::string& uuid) { return !present.contains(uuid); });
 }
 
 }  // namespace xpud

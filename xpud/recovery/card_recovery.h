@@ -110,6 +110,10 @@ class CardRecovery {
   std::map<std::string, Check> checks_;  // uuid: reset, not yet Healthy again
   std::map<std::string, Clock::time_point> unhealthy_since_;  // uuid, for `auto`
   std::map<std::string, std::string> auto_refused_;  // uuid -> the refusal's error, logged once
+  // uuid: its reset failed and it has not read Healthy since. The sampler publishes the
+  // reset_failed reason a cycle later; until then the card still shows the cause that was
+  // reset, and `auto` must not take it for a new fault to reset again.
+  std::set<std::string> left_out_;
 };
 
 }  // namespace xpud
