@@ -7,6 +7,28 @@
 
 namespace xpu {
 
+Result<std::vector<VfioFunctionInfo>> fetch_vfio_functions(sdbus::IConnection& connection,
+                                                           std::chrono::milliseconds timeout) {
+  auto proxy = sdbus::createProxy(connection, std::string(names::kBusName),
+                                  std::string(names::kManagerPath));
+  sdbus::Variant value;
+  proxy->callMethod("Get")
+      .onInterface(std::string(names::bus::kPropertiesInterface))
+      .withTimeout(timeout)
+      .withArguments(std::string(names::vfio::kInterface), std::string(names::vfio::kDevices))
+      .storeResultsTo(value);
+  using Entry =
+      sdbus::Struct<std::string, std::string, std::string, std::string, bool, std::string, int32_t>;
+  if (!value.containsValueOfType<std::vector<Entry>>())
+    return Error{std::string(names::vfio::kInterface) + ".Devices has an unexpected type"};
+  std::vector<VfioFunctionInfo> functions;
+  for (auto& entry : value.get<std::vector<Entry>>())
+    functions.push_back(VfioFunctionInfo{entry.get<0>(), entry.get<1>(), entry.get<2>(),
+                                         entry.get<3>(), entry.get<4>(), entry.get<5>(),
+                                         entry.get<6>()});
+  return functions;
+}
+
 Result<std::vector<VfioFunctionInfo>> XpudVfioClient::list() const {
   std::unique_ptr<sdbus::IConnection> connection;
   try {
@@ -15,24 +37,7 @@ Result<std::vector<VfioFunctionInfo>> XpudVfioClient::list() const {
     return Error{describe_connect_failure(e, options_)};
   }
   try {
-    auto proxy = sdbus::createProxy(*connection, std::string(names::kBusName),
-                                    std::string(names::kManagerPath));
-    sdbus::Variant value;
-    proxy->callMethod("Get")
-        .onInterface(std::string(names::bus::kPropertiesInterface))
-        .withTimeout(options_.call_timeout)
-        .withArguments(std::string(names::vfio::kInterface), std::string(names::vfio::kDevices))
-        .storeResultsTo(value);
-    using Entry = sdbus::Struct<std::string, std::string, std::string, std::string, bool,
-                                std::string, int32_t>;
-    if (!value.containsValueOfType<std::vector<Entry>>())
-      return Error{std::string(names::vfio::kInterface) + ".Devices has an unexpected type"};
-    std::vector<VfioFunctionInfo> functions;
-    for (auto& entry : value.get<std::vector<Entry>>())
-      functions.push_back(VfioFunctionInfo{entry.get<0>(), entry.get<1>(), entry.get<2>(),
-                                           entry.get<3>(), entry.get<4>(), entry.get<5>(),
-                                           entry.get<6>()});
-    return functions;
+    return fetch_vfio_functions(*connection, options_.call_timeout);
   } catch (const sdbus::Error& e) {
     return Error{describe_call_failure(e, options_)};
   }

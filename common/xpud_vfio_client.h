@@ -10,20 +10,16 @@
 #include "common/result.h"
 #include "common/xpud_types.h"
 
+namespace sdbus {
+class IConnection;
+}
+
 namespace xpu {
 
-// One entry of Vfio.Devices.
-struct VfioFunctionInfo {
-  std::string pci_bus_id;  // "0000:3b:00.0"
-  std::string pci_id;      // "1d22:3684"
-  std::string iommu_group;  // "12": /dev/vfio/12
-  std::string model;
-  bool is_virtual_function = false;
-  std::string physical_function;  // a VF's PF; empty for a PF
-  int numa_node = -1;
-
-  bool operator==(const VfioFunctionInfo&) const = default;
-};
+// Vfio.Devices on `connection`; throws sdbus::Error as the call does (the watcher tells a
+// missing interface, an older xpud's, from a failed connection).
+Result<std::vector<VfioFunctionInfo>> fetch_vfio_functions(sdbus::IConnection& connection,
+                                                           std::chrono::milliseconds timeout);
 
 class XpudVfioClient {
  public:
