@@ -119,7 +119,7 @@ struct DeviceView {
   std::vector<DeviceInfo> devices;  // ordered by index; last known list when !xpud_present
   // The functions on vfio-pci (Vfio.Devices), by PCI address; empty from an xpud without the
   // interface. Last known list when !xpud_present.
-  std::vector<VfioFunctionInfo> vfio_functions;
+  std::vector<VfioFunctionInfo> vfio_functions{};
 
   bool operator==(const DeviceView&) const = default;
 };

@@ -94,7 +94,7 @@ struct ResourceState {
   // Shared mode's memory form: the bytes each device stands for; 0 otherwise.
   std::uint64_t memory_unit_bytes{};
   // The functions on vfio-pci, for virtual machines (vfio_resource.h): IDs are PCI addresses.
-  bool vfio = false;
+  bool vfio{};
 
   bool operator==(const ResourceState&) const = default;
 };
