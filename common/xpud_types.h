@@ -101,8 +101,8 @@ struct CxpuInstanceInfo {
 
 // A Kunlunxin function on vfio-pci, for virtual machines (one entry of Vfio.Devices).
 struct VfioFunctionInfo {
-  std::string pci_bus_id;  // "0000:3b:00.0"
-  std::string pci_id;      // "1d22:3684"
+  std::string pci_bus_id;   // "0000:3b:00.0"
+  std::string pci_id;       // "1d22:3684"
   std::string iommu_group;  // "12": /dev/vfio/12
   std::string model;
   bool is_virtual_function = false;

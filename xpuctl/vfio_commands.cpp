@@ -84,7 +84,8 @@ int run_vfio_command(const xpu::ClientOptions& options, const std::vector<std::s
     return list(options, json_output);
   }
   if (action != "bind" && action != "unbind")
-    xpu::exit_usage_error(kProgram, "vfio: list, bind TARGET or unbind TARGET, not '" + action + "'");
+    xpu::exit_usage_error(kProgram,
+                          "vfio: list, bind TARGET or unbind TARGET, not '" + action + "'");
   if (rest.size() != 3) xpu::exit_usage_error(kProgram, "usage: vfio " + action + " TARGET");
   auto address = resolve(options, rest[2]);
   if (!address) return fail(address.error());

@@ -341,8 +341,7 @@ class Daemon {
       devices.push_back({function.pci_bus_id, function.iommu_group});
     const std::string text = render_vfio_cdi_spec(devices);
     auto done = text.empty() ? file.remove() : file.write(text);
-    if (!done.ok())
-      spdlog::warn("vfio: CDI spec {}: {}", file.path().string(), done.error());
+    if (!done.ok()) spdlog::warn("vfio: CDI spec {}: {}", file.path().string(), done.error());
   }
 
   // The spec's place for the running configuration: none when [cdi] turns it off (or `auto` on
@@ -425,7 +424,7 @@ class Daemon {
   std::unique_ptr<sdbus::IConnection> connection_;
   std::unique_ptr<DeviceTable> table_;  // the model the bus reads; main thread only
   std::unique_ptr<DbusService> service_;
-  std::unique_ptr<VfioObject> vfio_;  // its replies run in driver_requests_->deliver()
+  std::unique_ptr<VfioObject> vfio_;    // its replies run in driver_requests_->deliver()
   std::string host_node_stand_in_;      // for the CDI spec's hostPath (backend_factory.h)
   std::unique_ptr<CdiSpecWriter> cdi_;  // null while no spec is written
   std::uint64_t published_sequence_ = 0;

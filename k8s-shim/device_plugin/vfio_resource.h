@@ -4,12 +4,12 @@
 // externalResourceProvider: true. Pure, like the rest of the plan.
 //
 // Devices: one per function xpud's Vfio interface lists, ID = its PCI address; healthy (vfio-pci
-// holds it whatever xpud does; while xpud is away the list is the last it gave). A card is offered in one pool only: a function on vfio-pci that xpud still
-// lists as a card (a discovery not yet run) is left out of the compute resources
-// (exclude_vfio_cards) and offered here.
-// Allocate gives each function's /dev/vfio/<group> and /dev/vfio/vfio ("mrw", as KubeVirt's own
-// device plugin gives them) and PCI_RESOURCE_<resource upper-cased, '/' and '.' made '_'> = the
-// addresses, comma-separated: where KubeVirt's virt-launcher finds them.
+// holds it whatever xpud does; while xpud is away the list is the last it gave). A card is offered
+// in one pool only: a function on vfio-pci that xpud still lists as a card (a discovery not yet
+// run) is left out of the compute resources (exclude_vfio_cards) and offered here. Allocate gives
+// each function's /dev/vfio/<group> and /dev/vfio/vfio ("mrw", as KubeVirt's own device plugin
+// gives them) and PCI_RESOURCE_<resource upper-cased, '/' and '.' made '_'> = the addresses,
+// comma-separated: where KubeVirt's virt-launcher finds them.
 #pragma once
 
 #include <set>

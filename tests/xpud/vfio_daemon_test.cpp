@@ -65,8 +65,7 @@ class VfioDaemonTest : public ::testing::Test {
     ASSERT_GE(notify_.wait_for("READY=1", 10s), 0) << xpud_->output();
   }
 
-  std::pair<int, std::string> xpuctl(const std::vector<std::string>& args,
-                                     bool as_nobody = false) {
+  std::pair<int, std::string> xpuctl(const std::vector<std::string>& args, bool as_nobody = false) {
     std::vector<std::string> argv = {binary_path("xpuctl/xpuctl").string(), "--bus-address",
                                      bus_.address()};
     argv.insert(argv.end(), args.begin(), args.end());

@@ -47,7 +47,7 @@ class VfioObject::Adaptor final
     spdlog::info("vfio: {} Kunlunxin function(s) on vfio-pci", functions_.size());
     try {
       getObject().emitPropertiesChangedSignal(std::string(names::vfio::kInterface),
-                                  {std::string(names::vfio::kDevices)});
+                                              {std::string(names::vfio::kDevices)});
     } catch (const sdbus::Error& e) {
       spdlog::warn("vfio: PropertiesChanged not sent: {}", e.getMessage());
     }
@@ -57,8 +57,8 @@ class VfioObject::Adaptor final
   const std::vector<vfio::VfioFunction>& functions() const { return functions_; }
 
  private:
-  using Entry = sdbus::Struct<std::string, std::string, std::string, std::string, bool, std::string,
-                              int32_t>;
+  using Entry =
+      sdbus::Struct<std::string, std::string, std::string, std::string, bool, std::string, int32_t>;
 
   std::vector<Entry> Devices() override {
     std::vector<Entry> entries;
@@ -74,20 +74,18 @@ class VfioObject::Adaptor final
     authorize_root(caller, names::vfio::kBind);
     const std::string bus_id = normalized(pci_bus_id);
     refuse_if_in_use(bus_id);
-    move(std::move(result), bus_id, "Bind", caller,
-         [root = root_, bus_id, kernel = kernel_]() {
-           return vfio::bind_to_vfio(root, bus_id, *kernel);
-         });
+    move(std::move(result), bus_id, "Bind", caller, [root = root_, bus_id, kernel = kernel_]() {
+      return vfio::bind_to_vfio(root, bus_id, *kernel);
+    });
   }
 
   void Unbind(sdbus::Result<>&& result, std::string pci_bus_id) override {
     const uid_t caller = caller_uid();
     authorize_root(caller, names::vfio::kUnbind);
     const std::string bus_id = normalized(pci_bus_id);
-    move(std::move(result), bus_id, "Unbind", caller,
-         [root = root_, bus_id, kernel = kernel_]() {
-           return vfio::return_to_host_driver(root, bus_id, *kernel);
-         });
+    move(std::move(result), bus_id, "Unbind", caller, [root = root_, bus_id, kernel = kernel_]() {
+      return vfio::return_to_host_driver(root, bus_id, *kernel);
+    });
   }
 
   uid_t caller_uid() const { return getObject().getCurrentlyProcessedMessage()->getCredsUid(); }
@@ -122,13 +120,11 @@ class VfioObject::Adaptor final
   }
 
   void move(sdbus::Result<>&& result, const std::string& bus_id, const std::string& what,
-            uid_t caller,
-            std::function<std::optional<DriverChangeError>()> change) {
+            uid_t caller, std::function<std::optional<DriverChangeError>()> change) {
     spdlog::info("vfio: {} {} asked by uid {}", what, bus_id, caller);
     auto reply = std::make_shared<sdbus::Result<>>(std::move(result));
     driver_requests_.start(
-        what + " " + bus_id,
-        [change = std::move(change)](Backend&) { return change(); },
+        what + " " + bus_id, [change = std::move(change)](Backend&) { return change(); },
         [this, reply, what, bus_id](const std::optional<DriverChangeError>& error) {
           // Whatever happened, the list is read again: a roll-back that failed changed it too.
           refresh();
@@ -164,7 +160,9 @@ VfioObject::VfioObject(sdbus::IConnection& connection, const DeviceTable& table,
 
 VfioObject::~VfioObject() = default;
 
-void VfioObject::refresh() { adaptor_->refresh(); }
+void VfioObject::refresh() {
+  adaptor_->refresh();
+}
 
 const std::vector<vfio::VfioFunction>& VfioObject::functions() const {
   return adaptor_->functions();

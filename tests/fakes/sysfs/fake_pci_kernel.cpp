@@ -47,7 +47,8 @@ std::string FakePciKernel::driver_override(const std::string& bus_id) const {
 
 bool FakePciKernel::exists(const std::string& bus_id) const {
   std::error_code ec;
-  return !bus_id.empty() && fs::exists(tree_.root() / "sys/bus/pci/devices" / bus_id / "vendor", ec);
+  return !bus_id.empty() &&
+         fs::exists(tree_.root() / "sys/bus/pci/devices" / bus_id / "vendor", ec);
 }
 
 std::string FakePciKernel::current_driver(const std::string& bus_id) const {

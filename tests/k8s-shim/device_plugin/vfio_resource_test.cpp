@@ -10,6 +10,7 @@
 
 #include "k8s-shim/device_plugin/container_allocation.h"
 #include "k8s-shim/device_plugin/resource_plan.h"
+#include "k8s-shim/device_plugin/topology_allocator.h"
 #include "tests/support/card_builder.h"
 
 namespace shim {
@@ -22,8 +23,13 @@ xpu::DeviceInfo card(unsigned index, std::string pci_bus_id) {
 }
 
 xpu::VfioFunctionInfo on_vfio(std::string pci_bus_id, std::string group, bool vf = false) {
-  return {std::move(pci_bus_id), vf ? "1d22:3685" : "1d22:3684", std::move(group),
-          vf ? "KL2-VF" : "R200", vf, vf ? "0000:3b:00.0" : "", 1};
+  return {std::move(pci_bus_id),
+          vf ? "1d22:3685" : "1d22:3684",
+          std::move(group),
+          vf ? "KL2-VF" : "R200",
+          vf,
+          vf ? "0000:3b:00.0" : "",
+          1};
 }
 
 const ResourceState* find(const ResourcePlan& plan, const std::string& name) {
@@ -113,6 +119,25 @@ TEST(VfioResource, AllocateGivesTheGroupsAndTheAddressesKubevirtReads) {
   EXPECT_THAT(unknown.error(), HasSubstr("is not a kunlunxin.com/xpu_vfio device of this node"));
   EXPECT_FALSE(allocate_container(*vfio, {"0000:5e:00.0", "0000:5e:00.0"}).ok());
   EXPECT_FALSE(allocate_container(*vfio, {}).ok());
+}
+
+TEST(VfioResource, PreferredAllocationKeepsAVmsFunctionsOnOneNumaNode) {
+  auto view = xpu::test::present({});
+  view.vfio_functions = {on_vfio("0000:5e:00.0", "7"), on_vfio("0000:3d:00.0", "9"),
+                         on_vfio("0000:b1:00.0", "30")};
+  view.vfio_functions[2].numa_node = 0;
+  auto plan = plan_resources({}, view, {});
+  const auto* vfio = find(plan, "kunlunxin.com/xpu_vfio");
+  ASSERT_NE(vfio, nullptr);
+  // As the service builds it (kubelet_messages.cpp to_topology): every function is index 0.
+  std::vector<TopologyDevice> devices;
+  for (const auto& d : vfio->devices)
+    devices.push_back(TopologyDevice{d.id, d.index, d.numa_node, d.linked_ids});
+  auto chosen = TopologyAllocator(devices).preferred(
+      {{"0000:b1:00.0", "0000:3d:00.0", "0000:5e:00.0"}, {}, 2});
+  ASSERT_TRUE(chosen.ok()) << chosen.error();
+  EXPECT_EQ(std::set<std::string>(chosen->begin(), chosen->end()),
+            (std::set<std::string>{"0000:3d:00.0", "0000:5e:00.0"}));
 }
 
 TEST(VfioResource, TheEnvironmentNameFollowsTheResourceName) {

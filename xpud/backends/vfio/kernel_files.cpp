@@ -16,7 +16,8 @@ class RealKernelFiles final : public KernelFiles {
   int write(const std::filesystem::path& file, std::string_view text) override {
     // O_NONBLOCK|O_NOFOLLOW: a FIFO or a symlink planted where an attribute should be cannot
     // hang or redirect the write.
-    xpu::UniqueFd fd(::open(file.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
+    xpu::UniqueFd fd(
+        ::open(file.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
     if (!fd.valid()) return errno;
     struct stat st {};
     if (::fstat(fd.get(), &st) < 0) return errno;
@@ -34,6 +35,8 @@ class RealKernelFiles final : public KernelFiles {
 
 }  // namespace
 
-std::unique_ptr<KernelFiles> KernelFiles::real() { return std::make_unique<RealKernelFiles>(); }
+std::unique_ptr<KernelFiles> KernelFiles::real() {
+  return std::make_unique<RealKernelFiles>();
+}
 
 }  // namespace xpud::vfio

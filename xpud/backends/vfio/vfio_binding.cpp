@@ -22,11 +22,12 @@ using Kind = DriverChangeError::Kind;
 
 // Drivers that leave a group's DMA to its VFIO user (driver_managed_dma in the kernel): a group
 // member bound to one of them does not stop a VM from taking the group.
-constexpr std::array kGroupFriendlyDrivers = {std::string_view(""), kVfioDriver,
-                                              std::string_view("pci-stub"),
-                                              std::string_view("pcieport")};
+constexpr std::array kGroupFriendlyDrivers = {
+    std::string_view(""), kVfioDriver, std::string_view("pci-stub"), std::string_view("pcieport")};
 
-std::string errno_text(int error) { return std::strerror(error); }
+std::string errno_text(int error) {
+  return std::strerror(error);
+}
 
 // One PCI function's place in sysfs and the files that move it.
 struct Function {
@@ -72,7 +73,8 @@ std::optional<DriverChangeError> check_group(const Function& function, const std
   std::error_code ec;
   fs::directory_iterator it(members, ec), end;
   if (ec)
-    return DriverChangeError{Kind::NotSupported, function.bus_id + ": cannot list its IOMMU group " +
+    return DriverChangeError{Kind::NotSupported, function.bus_id +
+                                                     ": cannot list its IOMMU group " +
                                                      members.string() + ": " + ec.message()};
   std::vector<std::string> blocking;
   for (; it != end; it.increment(ec)) {
@@ -86,7 +88,8 @@ std::optional<DriverChangeError> check_group(const Function& function, const std
       blocking.push_back(member + " (bound to " + driver + ")");
   }
   if (ec)
-    return DriverChangeError{Kind::NotSupported, function.bus_id + ": cannot list its IOMMU group " +
+    return DriverChangeError{Kind::NotSupported, function.bus_id +
+                                                     ": cannot list its IOMMU group " +
                                                      members.string() + ": " + ec.message()};
   if (blocking.empty()) return std::nullopt;
   std::sort(blocking.begin(), blocking.end());
@@ -106,7 +109,9 @@ std::string probe(const Function& function, KernelFiles& kernel, int& error) {
   return function.driver();
 }
 
-DriverChangeError failed(std::string message) { return {Kind::Failed, std::move(message)}; }
+DriverChangeError failed(std::string message) {
+  return {Kind::Failed, std::move(message)};
+}
 
 // After a move that did not end on `wanted`: the override back to `override_text`, a probe, and
 // a sentence saying where the function is now.
@@ -162,8 +167,8 @@ std::optional<DriverChangeError> bind_to_vfio(const fs::path& root, const std::s
                   "; nothing changed");
   if (!driver.empty()) {
     if (int error = kernel.write(function.driver_file(driver, "unbind"), function.bus_id + "\n")) {
-      std::string message = function.bus_id + ": " + driver + " would not let it go (unbind: " +
-                            errno_text(error) + ")";
+      std::string message = function.bus_id + ": " + driver +
+                            " would not let it go (unbind: " + errno_text(error) + ")";
       return failed(message + roll_back(function, kernel, "\n", driver));
     }
   }

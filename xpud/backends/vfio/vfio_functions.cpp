@@ -11,7 +11,9 @@
 
 namespace xpud::vfio {
 
-std::string group_node(const VfioFunction& function) { return "/dev/vfio/" + function.iommu_group; }
+std::string group_node(const VfioFunction& function) {
+  return "/dev/vfio/" + function.iommu_group;
+}
 
 std::string read_iommu_group(const std::filesystem::path& function_dir) {
   auto name = sysfs::symlink_target_name(function_dir / "iommu_group");

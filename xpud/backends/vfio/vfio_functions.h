@@ -16,12 +16,12 @@ inline constexpr std::string_view kVfioDriver = "vfio-pci";
 inline constexpr std::string_view kVfioContainerNode = "/dev/vfio/vfio";
 
 struct VfioFunction {
-  std::string pci_bus_id;          // "0000:3b:00.0"
-  std::string pci_id;              // "1d22:3684": vendor:device, as KubeVirt's pciVendorSelector
-  std::string iommu_group;         // "12": the name of the iommu_group link's target
-  std::string model;               // as the sysfs backend names it ("R200", "KL2-VF")
+  std::string pci_bus_id;   // "0000:3b:00.0"
+  std::string pci_id;       // "1d22:3684": vendor:device, as KubeVirt's pciVendorSelector
+  std::string iommu_group;  // "12": the name of the iommu_group link's target
+  std::string model;        // as the sysfs backend names it ("R200", "KL2-VF")
   bool is_virtual_function = false;
-  std::string physical_function;   // a VF's PF by bus id; empty for a PF
+  std::string physical_function;  // a VF's PF by bus id; empty for a PF
   int numa_node = -1;
 
   bool operator==(const VfioFunction&) const = default;

@@ -122,7 +122,8 @@ TEST_F(VfioBindingTest, AGroupSharedWithAnotherDriversFunctionIsRefused) {
   auto refusal = bind_to_vfio(tree_.root(), kCard, kernel_);
   ASSERT_TRUE(refusal);
   EXPECT_EQ(refusal->kind, Kind::NotSupported);
-  EXPECT_THAT(refusal->message, HasSubstr("shares IOMMU group 12 with 0000:3b:00.1 (bound to i40e)"));
+  EXPECT_THAT(refusal->message,
+              HasSubstr("shares IOMMU group 12 with 0000:3b:00.1 (bound to i40e)"));
   EXPECT_TRUE(kernel_.writes().empty());
 
   // Members on drivers that leave DMA to VFIO, or on none, do not stand in the way.
