@@ -337,6 +337,7 @@ class Daemon {
     if (!cards_spec) return;
     CdiSpecFile file(cards_spec->parent_path() / xpu::names::vfio::kCdiFile);
     std::vector<VfioCdiDevice> devices;
+    devices.reserve(functions.size());
     for (const auto& function : functions)
       devices.push_back({function.pci_bus_id, function.iommu_group});
     const std::string text = render_vfio_cdi_spec(devices);

@@ -83,9 +83,11 @@ std::optional<DriverChangeError> check_group(const Function& function, const std
     const std::string driver =
         sysfs::symlink_target_name(function.root / "sys/bus/pci/devices" / member / "driver")
             .value_or("");
-    if (std::find(kGroupFriendlyDrivers.begin(), kGroupFriendlyDrivers.end(), driver) ==
+    if (std::find(kGroupFriendlyDrivers.begin(), kGroupFriendlyDrivers.end(), driver) !=
         kGroupFriendlyDrivers.end())
-      blocking.push_back(member + " (bound to " + driver + ")");
+      continue;
+    blocking.push_back(member);
+    blocking.back().append(" (bound to ").append(driver).append(")");
   }
   if (ec)
     return DriverChangeError{Kind::NotSupported, function.bus_id +
@@ -222,7 +224,7 @@ std::optional<DriverChangeError> return_to_host_driver(const fs::path& root,
                     errno_text(error) + "); nothing changed");
   }
   // From here a failure puts it back on vfio-pci, where it was.
-  const std::string previous = driver;
+  const std::string& previous = driver;
   const std::string back_override = previous.empty() ? "\n" : std::string(kVfioDriver) + "\n";
   if (int error = kernel.write(function.dir / "driver_override", "\n"))
     return failed(function.bus_id + ": cannot clear driver_override: " + errno_text(error) +
