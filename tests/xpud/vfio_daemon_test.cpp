@@ -173,4 +173,31 @@ TEST_F(VfioDaemonTest, RefusalsReachTheCallerAsXpudWordsThem) {
   EXPECT_EQ(vfio_functions().size(), 1u);
 }
 
+// A card with a cXPU instance on it is not taken from its tenant: the sim backend keeps
+// instances (its cards have PCI addresses but no sysfs, so nothing could be moved anyway; the
+// refusal comes first).
+TEST(VfioDaemonSimTest, ACardWithAnInstanceIsInUse) {
+  xpu::test::TempDir dir;
+  xpu::test::PrivateBus bus;
+  xpu::test::NotifySocket notify{dir.path() / "notify"};
+  xpu::test::write_file(dir.path() / "xpud.conf", "[daemon]\nbackend = sim\n[sim]\ndevices = 2\n");
+  ChildProcess xpud({binary_path("xpud/xpud").string(), "--bus-address", bus.address(), "--config",
+                     (dir.path() / "xpud.conf").string()},
+                    dir.path() / "xpud.log", {{"NOTIFY_SOCKET", notify.path()}});
+  ASSERT_GE(notify.wait_for("READY=1", 10s), 0) << xpud.output();
+  auto run = [&](std::vector<std::string> args, const std::string& name) {
+    args.insert(args.begin(),
+                {binary_path("xpuctl/xpuctl").string(), "--bus-address", bus.address()});
+    ChildProcess process(args, dir.path() / name);
+    auto status = process.wait(15s);
+    return std::make_pair(status.value_or(-1), process.output());
+  };
+  auto [made, made_output] = run({"create-instance", "1", "vm-test", "1073741824"}, "made");
+  ASSERT_EQ(made, 0) << made_output;
+  auto [status, output] = run({"vfio", "bind", "xpu1"}, "bind");
+  EXPECT_EQ(status, 1) << output;
+  EXPECT_THAT(output, HasSubstr("has the cXPU instance vm-test (xpuctl instances); destroy it"));
+  EXPECT_THAT(output, HasSubstr("com.kunlunxin.xpud1.Error.InUse"));
+}
+
 }  // namespace
