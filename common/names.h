@@ -26,9 +26,11 @@ inline constexpr std::string_view kCreateInstance = "CreateInstance";
 inline constexpr std::string_view kDestroyInstance = "DestroyInstance";
 inline constexpr std::string_view kListInstances = "ListInstances";
 inline constexpr std::string_view kCreateShareInstance = "CreateShareInstance";
-inline constexpr std::array<std::string_view, 8> kManager = {
+inline constexpr std::string_view kResetDevice = "ResetDevice";
+inline constexpr std::array<std::string_view, 9> kManager = {
     kListDevices,    kGetMetrics,      kGetProcesses,  kConfigureVirtualFunctions,
-    kCreateInstance, kDestroyInstance, kListInstances, kCreateShareInstance};
+    kCreateInstance, kDestroyInstance, kListInstances, kCreateShareInstance,
+    kResetDevice};
 }  // namespace member
 
 // Every signal xpud sends, as interface and member: its own (dbus/*.xml) and the standard ones
@@ -85,6 +87,7 @@ inline constexpr std::string_view kPcieLinkWidth = "PcieLinkWidth";
 inline constexpr std::string_view kPcieLinkMaxWidth = "PcieLinkMaxWidth";
 inline constexpr std::string_view kPcieAerErrors = "PcieAerErrors";
 inline constexpr std::string_view kHealthWarnings = "HealthWarnings";
+inline constexpr std::string_view kResets = "Resets";
 
 inline constexpr std::array<std::string_view, 11> kManager = {kVersion,
                                                               kBackend,
@@ -97,7 +100,7 @@ inline constexpr std::array<std::string_view, 11> kManager = {kVersion,
                                                               kInstancesSupported,
                                                               kInstanceHook,
                                                               kShareInstancesSupported};
-inline constexpr std::array<std::string_view, 24> kDevice = {kIndex,
+inline constexpr std::array<std::string_view, 25> kDevice = {kIndex,
                                                              kName,
                                                              kUuid,
                                                              kSerial,
@@ -120,7 +123,8 @@ inline constexpr std::array<std::string_view, 24> kDevice = {kIndex,
                                                              kPcieLinkWidth,
                                                              kPcieLinkMaxWidth,
                                                              kPcieAerErrors,
-                                                             kHealthWarnings};
+                                                             kHealthWarnings,
+                                                             kResets};
 }  // namespace property
 
 // Every error xpud answers with starts so (the six below).
@@ -221,7 +225,23 @@ inline constexpr std::string_view kPcieFatalError = "pcie_fatal_error";
 // default ([pcie] nonfatal, downtrain), these kinds when xpud.conf makes them take the card out.
 inline constexpr std::string_view kPcieNonfatalError = "pcie_nonfatal_error";
 inline constexpr std::string_view kPcieLinkDowntrained = "pcie_link_downtrained";
+// The card was reset ([recovery]) and is still not Healthy: the reset did not cure it
+// (xpud/recovery/card_recovery.h).
+inline constexpr std::string_view kResetFailed = "reset_failed";
 }  // namespace reason_kind
+
+// The keys of Device.Resets: what became of each reset of the card xpud was asked for or
+// started by itself ([recovery]).
+namespace reset_result {
+// Reset, and Healthy again within [recovery] check_timeout_ms.
+inline constexpr std::string_view kSucceeded = "succeeded";
+// The kernel or the driver refused the reset, or the card was still not Healthy after it.
+inline constexpr std::string_view kFailed = "failed";
+// Not attempted: a process had the card open or the driver listed one, the hour's resets were
+// used up, a reset of the card was under way, or resets are off.
+inline constexpr std::string_view kRefused = "refused";
+inline constexpr std::array<std::string_view, 3> kAll = {kSucceeded, kFailed, kRefused};
+}  // namespace reset_result
 
 // The keys of Device.PcieAerErrors: the severities the kernel counts AER messages by
 // (aer_dev_correctable, aer_dev_nonfatal, aer_dev_fatal).

@@ -178,6 +178,9 @@ Status XpudClient::destroy_instance(unsigned index, const std::string& id,
                                     std::chrono::milliseconds timeout) {
   return impl_->change(names::member::kDestroyInstance, timeout, static_cast<uint32_t>(index), id);
 }
+Status XpudClient::reset_device(unsigned index, std::chrono::milliseconds timeout) {
+  return impl_->change(names::member::kResetDevice, timeout, static_cast<uint32_t>(index));
+}
 Result<std::vector<CxpuInstanceInfo>> XpudClient::list_instances() {
   return impl_->list_instances();
 }

@@ -52,6 +52,9 @@ class XpudClient {
                                const std::string& share, int container_pidfd,
                                std::chrono::milliseconds timeout);
   Status destroy_instance(unsigned index, const std::string& id, std::chrono::milliseconds timeout);
+  // Manager.ResetDevice: resets card `index` ([recovery] in xpud.conf; root on the host only).
+  // Waits up to `timeout`: xpud answers once the card is reset and read again.
+  Status reset_device(unsigned index, std::chrono::milliseconds timeout);
   // Manager.ListInstances: the instances xpud made, by card index and id.
   Result<std::vector<CxpuInstanceInfo>> list_instances();
 

@@ -51,6 +51,7 @@ Result<DeviceInfo> parse_device(const PropertyMap& p) {
   get_property(p, property::kPcieRoot, d.pcie_root);
   get_property(p, property::kPhysicalFunction, d.physical_function);
   get_property(p, property::kHealthWarnings, d.health_warnings);
+  get_property(p, property::kResets, d.resets);
   if (d.uuid.empty()) return Error{"empty Uuid"};
   if (health != names::kHealthy && health != names::kUnhealthy)
     return Error{"Health is '" + health + "'"};

@@ -42,6 +42,8 @@ struct DeviceInfo {
   // What is wrong with the card without making it Unhealthy (a downtrained PCIe link, a new
   // nonfatal PCIe error), by kind; empty when nothing is (and from an older xpud).
   std::map<std::string, std::string> health_warnings;
+  // What became of the card's resets, by xpu::names::reset_result (an older xpud: empty).
+  std::map<std::string, std::uint64_t> resets;
 
   bool operator==(const DeviceInfo&) const = default;
 };

@@ -1,9 +1,8 @@
 // xpuctl: the operator's view of xpud over D-Bus: list, show INDEX, metrics, processes,
-// instances, vfio list, each with --json; and, as root, configure-vfs INDEX COUNT, vfio bind|unbind
-// TARGET, create-instance INDEX ID
-// BYTES and destroy-instance INDEX ID, and the same two as OCI hooks (hook-create-instance INDEX
-// BYTES [SHARE CLAIM], hook-destroy-instance INDEX: the container is the one whose state is on
-// stdin).
+// instances, vfio list, each with --json; and, as root, configure-vfs INDEX COUNT, vfio
+// bind|unbind TARGET, create-instance INDEX ID BYTES, destroy-instance INDEX ID and reset INDEX,
+// and the same two as OCI hooks (hook-create-instance INDEX BYTES [SHARE CLAIM],
+// hook-destroy-instance INDEX: the container is the one whose state is on stdin).
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -96,6 +95,9 @@ void write_device_json(xpuctl::JsonWriter& json, const xpu::DeviceInfo& d) {
       .key("health_warnings")
       .begin_object();
   for (const auto& [kind, text] : d.health_warnings) json.key(kind).value(text);
+  json.end_object().key("resets").begin_object();
+  for (const auto& [result, count] : d.resets)
+    json.key(result).value(static_cast<std::uint64_t>(count));
   json.end_object().end_object();
 }
 
@@ -266,8 +268,40 @@ int cmd_show(xpu::XpudClient& client, unsigned index, bool json_output) {
   table.add({"Clock", format_fixed(metric_value(values, metric::kClock), 1e-6, "MHz")});
   table.add({"Processes", format_fixed(metric_value(values, metric::kProcessCount), 1, "")});
   add_pcie_rows(table, d, values);
+  if (!d.resets.empty()) {
+    std::string resets;
+    for (auto result : xpu::names::reset_result::kAll) {
+      auto count = d.resets.find(std::string(result));
+      resets += (resets.empty() ? "" : ", ") +
+                std::to_string(count == d.resets.end() ? 0 : count->second) + " " +
+                std::string(result);
+    }
+    table.add({"Resets", resets});
+  }
   std::fputs(table.render().c_str(), stdout);
   return 0;
+}
+
+// After ResetDevice: the card as xpud read it after the reset. xpud goes on checking a card that
+// is not Healthy yet for [recovery] check_timeout_ms; `xpuctl show` tells the outcome.
+int cmd_reset(xpu::XpudClient& client, unsigned index, std::chrono::milliseconds timeout) {
+  const std::string name = xpu::names::device_name(index);
+  auto done = client.reset_device(index, timeout);
+  if (!done) return fail(done.error());
+  auto devices = client.list_devices();
+  if (!devices) return fail("reset, but reading it again failed: " + devices.error());
+  for (const auto& d : *devices) {
+    if (d.index != index) continue;
+    if (d.healthy)
+      std::printf("%s: reset; Healthy\n", name.c_str());
+    else
+      std::printf(
+          "%s: reset; still Unhealthy: %s (xpud checks it for [recovery] "
+          "check_timeout_ms; xpuctl show %u tells the outcome)\n",
+          name.c_str(), d.health_reason.c_str(), index);
+    return 0;
+  }
+  return fail(name + " was reset and is gone");
 }
 
 int cmd_metrics(xpu::XpudClient& client, bool json_output) {
@@ -387,6 +421,9 @@ constexpr std::array kCommands = {
     Command{"create-instance", "INDEX ID BYTES", 3,
             "make cXPU instance ID on card INDEX, its memory bounded to BYTES (root)"},
     Command{"destroy-instance", "INDEX ID", 2, "destroy cXPU instance ID on card INDEX (root)"},
+    Command{"reset", "INDEX", 1,
+            "reset card INDEX, when xpud.conf's [recovery] allows it and nothing uses the card "
+            "(root)"},
     Command{"hook-create-instance", "INDEX BYTES [SHARE CLAIM]", 2,
             "as an OCI createContainer hook: create-instance for the container whose state is on "
             "standard input, bounding memory share SHARE (<claim uid>/<share id>) of claim CLAIM "
@@ -477,6 +514,7 @@ int run_command(xpu::XpudClient& client, const std::vector<std::string>& rest, b
   const std::string name = xpu::names::device_name(card);
   if (command == "show") return cmd_show(client, card, json_output);
   if (command.rfind("hook-", 0) == 0) return run_hook(client, rest, card);
+  if (command == "reset") return cmd_reset(client, card, kChangeTimeout);
   if (command == "configure-vfs") {
     auto count = xpu::parse_uint(rest[2], 0, 65535);
     if (!count) xpu::exit_usage_error(kProgram, "COUNT: " + count.error());

@@ -207,6 +207,25 @@ const std::map<std::string, std::map<std::string, KeyHandler>, std::less<>>& sch
          [](Config& c, std::string_view v) {
            return set_milliseconds(c.pcie.error_hold, v, 1000, 86400000);
          }}}},
+      {"recovery",
+       {{"enabled", [](Config& c, std::string_view v) { return set_bool(c.recovery.enabled, v); }},
+        {"auto", [](Config& c, std::string_view v) { return set_bool(c.recovery.automatic, v); }},
+        {"max_resets_per_hour",
+         [](Config& c, std::string_view v) -> xpu::Status {
+           // At least one (0 would be enabled = false under another name), at most one a minute.
+           auto n = xpu::parse_uint(v, 1, 60);
+           if (!n) return xpu::Error{n.error()};
+           c.recovery.max_resets_per_hour = static_cast<unsigned>(*n);
+           return xpu::ok_status();
+         }},
+        {"unhealthy_for_ms",
+         [](Config& c, std::string_view v) {
+           return set_milliseconds(c.recovery.unhealthy_for, v, 1000, 86400000);
+         }},
+        {"check_timeout_ms",
+         [](Config& c, std::string_view v) {
+           return set_milliseconds(c.recovery.check_timeout, v, 1000, 600000);
+         }}}},
       {"cdi",
        {{"enabled",
          [](Config& c, std::string_view v) -> xpu::Status {

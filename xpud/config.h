@@ -41,6 +41,26 @@ struct PcieHealthPolicy {
   bool operator==(const PcieHealthPolicy&) const = default;
 };
 
+// [recovery] Resetting a card without a human (xpud/recovery/card_recovery.h). Off by default: a
+// reset ends whatever runs on the card, so an operator turns it on knowingly.
+struct RecoveryPolicy {
+  // ResetDevice (root, xpuctl reset) may reset a card at all.
+  bool enabled = false;
+  // xpud resets by itself a card Unhealthy for `unhealthy_for` with no user (needs `enabled`).
+  bool automatic = false;
+  // Resets of one card within any hour (a sliding window), by hand and automatic together: a
+  // card that fails again right after each reset is left out rather than reset in a loop, and
+  // one bad card does not use up the allowance of the others.
+  unsigned max_resets_per_hour = 3;
+  // How long a card must be Unhealthy, with no process on it, before the automatic reset: long
+  // enough for a fault the driver clears by itself and for the kubelet to move the pod off.
+  std::chrono::milliseconds unhealthy_for{300000};
+  // How long a reset card has to read Healthy again before the reset counts as failed.
+  std::chrono::milliseconds check_timeout{30000};
+
+  bool operator==(const RecoveryPolicy&) const = default;
+};
+
 // Most entries [xpuml] library may list.
 inline constexpr std::size_t kMaxXpumlLibraries = 16;
 
@@ -107,6 +127,8 @@ struct Config {
   std::string cdi_file = "kunlunxin-xpu.json";
   // [pcie] downtrain, nonfatal, error_hold_ms: see PcieHealthPolicy.
   PcieHealthPolicy pcie;
+  // [recovery] enabled, auto, max_resets_per_hour, unhealthy_for_ms, check_timeout_ms.
+  RecoveryPolicy recovery;
 
   bool operator==(const Config&) const = default;
 };

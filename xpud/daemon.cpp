@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <sdbus-c++/sdbus-c++.h>
 #include <spdlog/spdlog.h>
@@ -20,6 +21,7 @@
 #include "xpud/cdi/cdi_spec_writer.h"
 #include "xpud/cdi/vfio_cdi_spec.h"
 #include "xpud/events/device_event_watcher.h"
+#include "xpud/recovery/card_recovery.h"
 #include "xpud/requests/driver_requests.h"
 #include "xpud/requests/instance_registry.h"
 #include "xpud/sampling/device_table.h"
@@ -119,6 +121,7 @@ class Daemon {
     }
     std::shared_ptr<Backend> shared_backend = std::move(backend->backend);
     simulator_ = std::move(backend->simulator);
+    std::shared_ptr<CardResetControl> card_reset = std::move(backend->card_reset);
     host_node_stand_in_ = std::move(backend->host_node_stand_in);
     spdlog::info("backend {} started", shared_backend->name());
 
@@ -166,11 +169,19 @@ class Daemon {
       table_ = std::make_unique<DeviceTable>(ManagerModel{std::string(shared_backend->name()),
                                                           shared_backend->library_path(),
                                                           sampler_->driver_version()});
+      recovery_ = std::make_unique<CardRecovery>(
+          CardRecovery::Setup{config_.recovery, std::move(card_reset), config_.sysfs_root / "proc",
+                              config_.sysfs_root, static_cast<unsigned>(::getpid()),
+                              host_node_stand_in_},
+          *driver_requests_, *sampler_, *table_, [this](unsigned index) {
+            if (service_) service_->resets_changed(index);
+          });
       service_ = std::make_unique<DbusService>(
           *connection_, *table_,
           ManagerFacts{config_.sysfs_root / "proc", config_.allow_cluster_reconfigure,
                        instance_hook()},
-          simulator_.get(), [this] { sampler_->request_sample(); }, *driver_requests_, *instances_);
+          simulator_.get(), [this] { sampler_->request_sample(); }, *driver_requests_, *instances_,
+          *recovery_);
       publish(first);
       published_sequence_ = first->sequence;
       start_vfio();
@@ -291,6 +302,8 @@ class Daemon {
         [[maybe_unused]] auto n = ::read(wakeup_.get(), &count, sizeof count);
         publish_latest();
         driver_requests_->deliver();  // after publishing: the reply follows the new devices
+        // After the replies: a reset's check starts from the reading that followed it.
+        recovery_->observe(Clock::now());
       }
     }
   }
@@ -403,6 +416,7 @@ class Daemon {
     spdlog::set_level(fresh->log_level);
     sampler_->update_settings(sampler_settings(*fresh));
     service_->set_cluster_reconfigure_allowed(fresh->allow_cluster_reconfigure);
+    recovery_->set_policy(fresh->recovery);
     config_ = std::move(*fresh);
     if (auto snapshot = sampler_->latest()) apply_cdi_settings(*snapshot);
     spdlog::info("configuration reloaded (interval {} ms, log level {})", config_.interval.count(),
@@ -424,6 +438,9 @@ class Daemon {
   std::unique_ptr<DeviceEventWatcher> device_events_;  // calls sampler_: declared after it
   std::unique_ptr<sdbus::IConnection> connection_;
   std::unique_ptr<DeviceTable> table_;  // the model the bus reads; main thread only
+  // Resets ([recovery]): reads the table and counts in it; tells service_ (made after it, and
+  // gone before it) when a card's Resets moved.
+  std::unique_ptr<CardRecovery> recovery_;
   std::unique_ptr<DbusService> service_;
   std::unique_ptr<VfioObject> vfio_;    // its replies run in driver_requests_->deliver()
   std::string host_node_stand_in_;      // for the CDI spec's hostPath (backend_factory.h)

@@ -66,8 +66,8 @@ void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options) {
       "device-taint-no-execute", "KIND,...",
       "health reason kinds whose taint is NoExecute instead, so that the pods using "
       "the card are evicted (driver_fault, read_failures, driver_stalled, memory_not_released, "
-      "pcie_fatal_error, pcie_nonfatal_error, pcie_link_downtrained, xpud_unreachable, "
-      "unhealthy; default: none)",
+      "pcie_fatal_error, pcie_nonfatal_error, pcie_link_downtrained, reset_failed, "
+      "xpud_unreachable, unhealthy; default: none)",
       [&options](std::string_view value) { return parse_no_execute_kinds(value, options.taints); });
   cli.add_flag("memory-shares", &options.shares.enabled,
                "also publish each card as shareable by memory (DRA consumable capacity, "

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -60,6 +61,8 @@ constexpr std::chrono::seconds kDrainReport{30};
 // While draining with no claim prepared, ask the API server this often whether one is allocated
 // here still.
 constexpr std::chrono::seconds kDrainAllocationCheck{5};
+// How long a leaving driver tries to empty its slice before it goes anyway.
+constexpr std::chrono::seconds kWithdrawTimeout{5};
 
 // The cards pods hold through the device plugin, asked every --held-cards-refresh; none when 0.
 std::unique_ptr<HeldCardsWatch> watch_held_cards(const dra::DraDriverOptions& driver) {
@@ -134,17 +137,22 @@ std::optional<std::vector<std::string>> claims_allocated_here(const dra::DraDriv
   return dra::claims_allocated_here(claims.value(), dra::kDriverName, driver.node_name);
 }
 
-// Asked to stop: drain (keep serving until the kubelet has unprepared every claim, and no claim
-// allocated here waits for its prepare) when the driver is leaving this node, go at once when a
-// new pod of its DaemonSet takes over. Without --daemon-set it cannot tell and goes, as it always
-// did.
-bool should_drain(const dra::DraDriverOptions& driver, dra::KubeApi& api,
-                  std::size_t prepared_count) {
+// What a driver asked to stop does: a driver replaced by a new pod of its DaemonSet goes at once
+// and leaves its slice to the successor; a driver leaving this node withdraws its cards and, while
+// claims are prepared or allocated here, keeps serving the kubelet (drains).
+struct StopPlan {
+  bool leaving = false;
+  bool drain = false;
+};
+
+// Without --daemon-set the driver cannot tell and goes, as it always did.
+StopPlan plan_stop(const dra::DraDriverOptions& driver, dra::KubeApi& api,
+                   std::size_t prepared_count) {
   if (driver.daemon_set_name.empty()) {
     if (prepared_count > 0)
       spdlog::info("stopping with {} claims prepared (no --daemon-set, so no drain)",
                    prepared_count);
-    return false;
+    return {};
   }
   const dra::Departure departure = dra::judge_departure(
       api.get_daemon_set_placement(driver.daemon_set_namespace, driver.daemon_set_name),
@@ -152,17 +160,45 @@ bool should_drain(const dra::DraDriverOptions& driver, dra::KubeApi& api,
   if (!departure.leaving) {
     if (prepared_count > 0)
       spdlog::info("stopping with {} claims prepared: {}", prepared_count, departure.why);
-    return false;
+    return {};
   }
   const auto allocated = claims_allocated_here(driver, api);
   const std::size_t waiting = allocated ? allocated->size() : 0;
-  if (prepared_count == 0 && waiting == 0) return false;
+  if (prepared_count == 0 && waiting == 0) {
+    spdlog::info("leaving this node ({}): no claim prepared or allocated here", departure.why);
+    return {.leaving = true, .drain = false};
+  }
   spdlog::warn(
       "asked to stop with {} claims prepared and {} allocated here, but the driver is leaving "
       "this node ({}): it publishes no card and keeps serving the kubelet until their pods are "
       "gone, so that they can run and be deleted; a second stop signal ends the wait",
       prepared_count, waiting, departure.why);
-  return true;
+  return {.leaving = true, .drain = true};
+}
+
+// A leaving driver's cards leave the scheduler's view before the driver goes: the kubelet deletes
+// a deregistered driver's slices only 30 s later (k8s.io/kubernetes pkg/kubelet/cm/dra/manager.go,
+// defaultWipingDelay, kept so that a restarting driver's slices stay), and meanwhile the scheduler
+// would allocate them on a node where the device plugin may already hand the same cards out.
+// Bounded: an unreachable API server must not hold the node's hand-over.
+void withdraw_cards(dra::SlicePublisher& publisher, const xpu::DeviceView& view) {
+  xpu::DeviceView none = view;
+  none.devices.clear();
+  publisher.set_devices(none);
+  const Clock::time_point give_up = Clock::now() + kWithdrawTimeout;
+  while (true) {
+    const Clock::time_point next = publisher.reconcile(Clock::now());
+    if (publisher.up_to_date()) {
+      spdlog::info("withdrew this node's cards from its ResourceSlice");
+      return;
+    }
+    if (Clock::now() >= give_up) break;
+    std::this_thread::sleep_until(std::min(next, give_up));
+  }
+  spdlog::warn(
+      "the ResourceSlice could not be emptied within {} s: the kubelet deletes it 30 s after the "
+      "driver deregisters",
+      std::chrono::duration_cast<std::chrono::seconds>(kWithdrawTimeout).count());
 }
 
 }  // namespace
@@ -286,12 +322,11 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
     Clock::time_point next_allocation_check{};
     while (true) {
       if (stop.stop_requested() && !draining) {
-        if (!should_drain(driver, slice_api, claim_state.prepared_count())) break;
-        draining = true;
+        const StopPlan plan = plan_stop(driver, slice_api, claim_state.prepared_count());
         // No new claim is allocated on this node's cards from now on.
-        xpu::DeviceView none = *cards.at(Clock::now()).view;
-        none.devices.clear();
-        publisher.set_devices(none);
+        if (plan.leaving) withdraw_cards(publisher, *cards.at(Clock::now()).view);
+        if (!plan.drain) break;
+        draining = true;
       }
       if (draining) {
         const std::vector<dra::PreparedClaim> held = claim_state.prepared_claims();

@@ -195,7 +195,8 @@ bool is_reason_kind(std::string_view kind) {
   return kind == reason_kind::kDriverFault || kind == reason_kind::kReadFailures ||
          kind == reason_kind::kDriverStalled || kind == reason_kind::kMemoryNotReleased ||
          kind == reason_kind::kPcieFatalError || kind == reason_kind::kPcieNonfatalError ||
-         kind == reason_kind::kPcieLinkDowntrained || kind == kXpudUnreachableReasonKind;
+         kind == reason_kind::kPcieLinkDowntrained || kind == reason_kind::kResetFailed ||
+         kind == kXpudUnreachableReasonKind;
 }
 
 }  // namespace
@@ -238,8 +239,16 @@ std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
         "xpu_health_reason_info",
         "Why an Unhealthy XPU is Unhealthy, as a fixed word (driver_fault, read_failures, "
         "driver_stalled, memory_not_released, pcie_fatal_error, pcie_nonfatal_error, "
-        "pcie_link_downtrained, xpud_unreachable, other); 1 while Unhealthy, absent while "
-        "Healthy.");
+        "pcie_link_downtrained, reset_failed, xpud_unreachable, other); 1 while Unhealthy, absent "
+        "while Healthy.");
+    // Counted by xpud, as the health counters are; only the card's identity and the result.
+    MetricFamily resets{"xpu_resets_total",
+                        "Resets of the XPU xpud was asked for or started by itself ([recovery]), "
+                        "by result: succeeded (Healthy again), failed (refused by the kernel, "
+                        "or still Unhealthy after it), refused (not attempted: in use, the "
+                        "hour's resets used up, resets off).",
+                        MetricType::Counter,
+                        {}};
     MetricFamily process_memory = gauge_family(
         "xpu_process_memory_used_bytes",
         "Global memory a process holds on the XPU, in bytes (host pid; at most 16 processes per "
@@ -285,6 +294,14 @@ std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
         to_labels.push_back({"to", to});
         transitions.metric.push_back(counter(std::move(to_labels), static_cast<double>(count)));
       }
+      for (const auto& [result, count] : device.resets) {
+        // The words xpud defines; anything else would be an unbounded label value.
+        const auto& known = xpu::names::reset_result::kAll;
+        if (std::find(known.begin(), known.end(), result) == known.end()) continue;
+        auto result_labels = card;
+        result_labels.push_back({"result", result});
+        resets.metric.push_back(counter(std::move(result_labels), static_cast<double>(count)));
+      }
       if (!device.healthy) {
         // A word this exporter does not know (a newer xpud) or none (an older one) is "other":
         // the label stays bounded and the card still shows as Unhealthy for some reason.
@@ -320,6 +337,7 @@ std::vector<MetricFamily> build_state_families(const ScrapeInputs& inputs) {
     families.push_back(std::move(healthy));
     families.push_back(std::move(transitions));
     families.push_back(std::move(reason));
+    families.push_back(std::move(resets));
     for (auto& family : values) families.push_back(std::move(family));
     families.push_back(std::move(aer_errors));
     families.push_back(std::move(process_memory));

@@ -26,6 +26,7 @@ import urllib.request
 import yaml
 
 import footprint
+import hami_specs
 from arrivals import Arrivals, LABEL as ARRIVALS_KEY, LABEL_VALUE as ARRIVALS_VALUE
 import images
 from node import CDI_DIR, NODE_IP, NODE_NAME, Node
@@ -39,12 +40,6 @@ NODE_LABEL = "kunlun-device-enable"
 # The label that moves a node between the device plugin and the DRA driver with allocation=both.
 SWITCH_LABEL = "kunlunxin.com/allocation"
 ARRIVALS_LABEL = f"{ARRIVALS_KEY}={ARRIVALS_VALUE}"
-# Scenario 26's steps through allocation=both (the node relabelled to the DRA driver and back).
-# Off in the suite until a double hold they found is fixed: during the device plugin's hand-over
-# on a node that is no DRA node, the scheduler bound a pod through DRA's extended resource from a
-# stale ResourceSlice; it started once the node was relabelled to DRA, and after the relabel back
-# the device plugin offered its card again (CHANGELOG, "Known issues").
-SWITCHES_THROUGH_BOTH = os.environ.get("XPU_CLUSTER_SWITCHES_THROUGH_BOTH") == "1"
 # The device plugin's hand-over taint (k8s-shim/node_status/handover_taint.h).
 HANDOVER_TAINT = "kunlunxin.com/xpu-handover"
 DAEMONSETS = ["xpu-device-plugin-daemonset", "xpu-exporter", "xpu-rbac-token-gen"]
@@ -127,9 +122,9 @@ class Suite:
                     ids += per_numa
         return sorted(ids)
 
-    def helm_install(self, *values):
+    def helm_install(self, *values, check=True):
         return self.node.helm("upgrade", "--install", RELEASE, self.chart, "--namespace", CHART_NAMESPACE,
-                              "--set", "global.image.pullPolicy=Never", *values)
+                              "--set", "global.image.pullPolicy=Never", *values, check=check)
 
     def workload(self, name, count, resource=RESOURCE):
         """A pod as in the replaced add-on's documentation: it asks for cards in its limits and
@@ -648,12 +643,6 @@ class Suite:
         dra and back, a rolling update of the device plugin, and allocation=both with the node
         relabelled to the DRA driver and back. None is rejected at admission, no card is held by
         two pods at once, all finish, and every one can be deleted."""
-        if os.environ.get("XPU_CLUSTER_MODE_SWITCHES") != "1":
-            # Quarantined (CHANGELOG, "Known issues"): in one run of four a pod whose claim the
-            # leaving DRA driver had prepared could not be unprepared ("DRA driver
-            # xpu.kunlunxin.com is not registered").
-            print("  quarantined: XPU_CLUSTER_MODE_SWITCHES=1 runs it")
-            return
         self.reset_to_device_plugin()
         both = ["--set", "allocation=both", "--set", f"dra.nodeSelector.{SWITCH_LABEL.replace('.', chr(92) + '.')}=dra"]
         with Arrivals(self.node, RESOURCE) as arrivals:
@@ -702,12 +691,11 @@ class Suite:
                 timed_step("devicePlugin to dra", to_dra)
                 timed_step("dra to devicePlugin", to_device_plugin)
                 timed_step("rolling update of the device plugin", rolling_update)
-                if SWITCHES_THROUGH_BOTH:
-                    timed_step("devicePlugin to both (the node stays with the device plugin)",
-                               lambda: (self.helm_install("--reuse-values", *both), self.wait_rolled_out(),
-                                        self.wait_plugin_serving()))
-                    timed_step("both: node relabelled to the DRA driver", label("dra"))
-                    timed_step("both: node relabelled back to the device plugin", label(None))
+                timed_step("devicePlugin to both (the node stays with the device plugin)",
+                           lambda: (self.helm_install("--reuse-values", *both), self.wait_rolled_out(),
+                                    self.wait_plugin_serving()))
+                timed_step("both: node relabelled to the DRA driver", label("dra"))
+                timed_step("both: node relabelled back to the device plugin", label(None))
                 arrivals.during("after the switches")
                 arrivals.stop_arriving()
                 started = time.monotonic()
@@ -2576,12 +2564,18 @@ class Suite:
                                   "--set", "rbac.compat=true", "--set", "global.image.pullPolicy=Never",
                                   # The add-on writes no node status: none of those objects.
                                   "--set", "nodeStatus.enabled=false")
+        # The chart's objects of the add-on's kinds and names (the chart also has the DRA
+        # driver's account and rights in every mode, which the add-on never had).
+        addon_names = set(DAEMONSETS) | {"xpu-device-plugin", "xpu-exporter", "klx-xpu-serviceaccount",
+                                         "klx-xpu-clusterrole", "klx-xpu-binding"}
         objects = []
         for document in yaml.safe_load_all(rendered):
             if not document or document["kind"] not in (
                     "DaemonSet", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
                 continue
             name = document["metadata"]["name"]
+            if name not in addon_names:
+                continue
             document["metadata"]["labels"] = {"app": name}
             document["metadata"].pop("annotations", None)
             if document["kind"] == "DaemonSet":
@@ -2824,6 +2818,138 @@ class Suite:
         warnings = wait_for(f"{NODE_STATUS_POLICY} type-checked", checked, 30)[0]
         expect(not warnings, f"{NODE_STATUS_POLICY}: {warnings}")
         print(f"  {NODE_STATUS_POLICY} type-checked by the API server without warnings")
+
+    def s28_hami_pod_specs(self):
+        """hami.compat: HAMi's own Kunlunxin vXPU examples, unchanged, run on the device plugin's
+        memory shares (24576 MiB: 24 units of one card; no memory: the whole card), each
+        container seeing its card and CXPU_CONTAINER_MEMORY_LIMIT; what cannot be mapped is
+        refused at creation with the reason."""
+        self.reset_to_device_plugin()
+        devices = {d["index"]: d for d in self.devices()}
+        card_mib = min(d["memory_total_bytes"] for d in devices.values()) >> 20
+        units = {i: d["memory_total_bytes"] // GIB for i, d in devices.items()}
+        resource = hami_specs.MEMORY
+        # The examples name ubuntu:22.04, which no registry here serves: the test's busybox
+        # stands in under that name (the pods pull nothing: imagePullPolicy IfNotPresent).
+        self.node.ctr("images", "tag", "--force", images.BUSYBOX, hami_specs.IMAGE)
+        compat = ("--set", "devicePlugin.enableXpuShare=true", "--set", "devicePlugin.xpuShareMemoryUnitMiB=1024",
+                  "--set", "hami.compat=true", "--set", f"hami.cardMemoryMiB={card_mib}")
+        if self.server_minor() < 36:
+            # No MutatingAdmissionPolicy served (beta and off before 1.36, and the suite turns no
+            # gate on): the chart refuses, saying what the API server needs.
+            result = self.helm_install("--reuse-values", *compat, check=False)
+            expect(result.returncode != 0 and "--feature-gates=MutatingAdmissionPolicy=true" in result.stderr,
+                   f"hami.compat without the API: {result.returncode} {result.stderr}")
+            print(f"  refused as it should be: {result.stderr.strip()[-200:]}")
+            return
+        try:
+            self.helm_install("--reuse-values", *compat)
+            self.wait_rolled_out()
+            self.wait_allocatable(sum(units.values()), 90, resource=resource)
+            self.hami_policy_type_check()
+
+            # The API server applies a new policy once its informer has it: wait until a dry run
+            # of HAMi's example comes back rewritten.
+            def rewritten():
+                created = json.loads(self.node.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
+                                                       input_text=hami_specs.DEFAULT_USE))
+                return created["spec"]["containers"][0]["resources"]["limits"] == {resource: "24"}
+            wait_for("the mutating policy in force", rewritten, 30)
+            # default_use.yaml in default, allocate_exclusive.yaml (the same pod name) in a
+            # namespace of its own, both in HAMi's form, unchanged.
+            self.node.kubectl("create", "namespace", "hami-exclusive")
+            wait_for("the namespace's service account", lambda: self.node.kubectl(
+                "get", "serviceaccount", "-n", "hami-exclusive", "default", check=False).returncode == 0, 30)
+            for namespace, example in (("default", hami_specs.DEFAULT_USE),
+                                       ("hami-exclusive", hami_specs.ALLOCATE_EXCLUSIVE)):
+                self.node.kubectl("apply", "-n", namespace, "-f", "-", input_text=example)
+                self.wait_pod_running("vxpu-job", namespace)
+            shares = {}
+            for namespace, grant in (("default", 24), ("hami-exclusive", card_mib // 1024)):
+                shares[namespace] = self.hami_share(namespace, grant, devices)
+            expect(shares["default"] != shares["hami-exclusive"],
+                   f"the whole card went to the card with a share on it: {shares}")
+            print(f"  default_use.yaml: 24 units of card {shares['default']}; allocate_exclusive.yaml: "
+                  f"all {card_mib // 1024} units of card {shares['hami-exclusive']}")
+
+            for manifest, wanted in hami_specs.rewrites(card_mib):
+                created = json.loads(self.node.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
+                                                       input_text=manifest))
+                got = {c["name"]: c["resources"].get("limits", {})
+                       for c in created["spec"].get("initContainers", []) + created["spec"]["containers"]}
+                for name, count in wanted.items():
+                    expect(got[name] == {resource: count},
+                           f"{created['metadata']['name']}: container {name} has {got[name]}, expected {count} units")
+                expect(all(hami_specs.VXPU not in limits for limits in got.values()),
+                       f"{created['metadata']['name']}: {got}")
+            print(f"  {len(hami_specs.rewrites(card_mib))} more HAMi forms rewritten as HAMi rounds them "
+                  "(server dry run), init containers and several containers each on their own")
+
+            for manifest, wanted in hami_specs.refusals(card_mib):
+                name = json.loads(manifest)["metadata"]["name"]
+                result = self.node.kubectl("create", "-f", "-", input_text=manifest, check=False)
+                alternatives = (wanted,) if isinstance(wanted, str) else wanted
+                expect(result.returncode != 0 and any(w in result.stderr for w in alternatives),
+                       f"{name}: expected a refusal saying {wanted!r}, got {result.returncode}: "
+                       f"{result.stdout}{result.stderr}")
+                print(f"  {name}: {result.stderr.strip().splitlines()[-1][-160:]}")
+            pods = self.node.kubectl("get", "pods", "-A", "-o", "name").split()
+            expect(not [p for p in pods if "/hami-" in p], f"a refused pod exists: {pods}")
+        finally:
+            # The examples' `sleep infinity` as PID 1 ignores SIGTERM: both pods take their 30 s
+            # grace period, side by side.
+            self.node.kubectl("delete", "namespace", "hami-exclusive", "--ignore-not-found", "--wait=false",
+                              check=False)
+            self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=false", check=False)
+            self.node.kubectl("wait", "--for=delete", "namespace/hami-exclusive", "--timeout=90s", check=False)
+            self.node.kubectl("delete", "pod", "-n", "default", "--all", "--wait=true", "--timeout=60s")
+            self.helm_install("--reuse-values", "--set", "hami.compat=false",
+                              "--set", "hami.cardMemoryMiB=98304",
+                              "--set", "devicePlugin.enableXpuShare=false",
+                              "--set", "devicePlugin.xpuShareMemoryUnitMiB=0")
+            self.wait_rolled_out()
+            self.wait_allocatable(8, 90)
+        policies = self.node.kubectl("get", "mutatingadmissionpolicies,validatingadmissionpolicies",
+                                     "-o", "name")
+        expect("xpu-hami-compat" not in policies, f"hami.compat=false left {policies}")
+
+    def hami_share(self, namespace, grant, devices):
+        """The card a HAMi pod's container got, checked against the kubelet's record and the
+        container's own view: `grant` units of one card, its node and its environment."""
+        pod = self.pod("vxpu-job", namespace)
+        annotation = pod["metadata"].get("annotations", {}).get("xpu.kunlunxin.com/hami-compat", "")
+        limits = pod["spec"]["containers"][0]["resources"]["limits"]
+        expect(limits == {hami_specs.MEMORY: str(grant)} and annotation.startswith("trainer: "),
+               f"{namespace}/vxpu-job: limits {limits}, annotation {annotation!r}")
+        ids = self.allocated_ids(pod["metadata"]["uid"], hami_specs.MEMORY)
+        uuids = {i.split("::")[0] for i in ids}
+        expect(len(ids) == grant and len(uuids) == 1, f"{namespace}/vxpu-job got {ids}")
+        index = next(i for i, d in devices.items() if d["uuid"] in uuids)
+        shown = self.node.kubectl("exec", "-n", namespace, "vxpu-job", "--", "sh", "-c",
+                                  "env | grep XPU; ls /dev | grep xpu")
+        seen = dict(line.split("=", 1) for line in shown.splitlines() if "=" in line)
+        nodes = sorted(line for line in shown.splitlines() if "=" not in line)
+        expect(seen.get("XPU_VISIBLE_DEVICES") == str(index) and seen.get("CXPU_VISIBLE_DEVICES") == str(index)
+               and seen.get("KUNLUNXIN_XPU_UUIDS") == devices[index]["uuid"]
+               and seen.get("CXPU_CONTAINER_MEMORY_LIMIT") == str(grant * GIB)
+               and nodes == [f"xpu{index}", "xpuctrl"],
+               f"{namespace}/vxpu-job sees {shown!r}, expected card {index} with {grant} GiB")
+        print(f"  {namespace}/vxpu-job: {annotation}; sees XPU_VISIBLE_DEVICES={index}, "
+              f"CXPU_CONTAINER_MEMORY_LIMIT={grant} GiB, /dev/xpu{index} and /dev/xpuctrl")
+        return index
+
+    def hami_policy_type_check(self):
+        def checked():
+            current = self.node.get_json("validatingadmissionpolicy", "xpu-hami-compat")
+            status = current.get("status", {})
+            if status.get("observedGeneration") != current["metadata"]["generation"]:
+                return None
+            return [status.get("typeChecking", {}).get("expressionWarnings", [])]
+        warnings = wait_for("xpu-hami-compat type-checked", checked, 30)[0]
+        expect(not warnings, f"xpu-hami-compat: {warnings}")
+        self.node.get_json("mutatingadmissionpolicy", "xpu-hami-compat")
+        print("  xpu-hami-compat: both policies accepted by the API server (it compiles their CEL), "
+              "the validating one type-checked without warnings")
 
 
 class PrometheusServer:
@@ -3169,7 +3295,7 @@ SCENARIOS = [
     # Last: each switches the node's mode or release and puts back only the chart's defaults.
     (21, "s21_validator"), (22, "s22_registry"), (23, "s23_footprint"),
     (24, "s24_upgrades_under_pods"), (25, "s25_node_status"), (26, "s26_mode_switches"),
-    (27, "s27_device_metadata"),
+    (27, "s27_device_metadata"), (28, "s28_hami_pod_specs"),
 ]
 
 

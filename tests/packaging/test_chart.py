@@ -187,8 +187,9 @@ class DefaultRender(unittest.TestCase):
                      ("ValidatingAdmissionPolicy", "xpu-node-status-own-node"),
                      ("ValidatingAdmissionPolicyBinding", "xpu-node-status-own-node")}
         # And the validator, a test hook that only `helm test` creates.
-        # The DRA driver's account, unused in this mode, for a leaving driver's label release.
-        expected.add(("ServiceAccount", "xpu-dra-driver"))
+        # The DRA driver's account, rights and policies, which no pod runs under in this mode: a
+        # driver leaving as the chart switches here drains and releases its ready label with them.
+        expected |= DRA_DRIVER_ACCOUNT_OBJECTS
         expected.add(("Pod", "xpu-validator"))
         self.assertEqual(set(self.objects), expected)
 
@@ -706,7 +707,8 @@ class PrometheusOperatorObjects(unittest.TestCase):
                                   "XPUMemoryNearlyFull", "XPUXpudUnreachable",
                                   "XPUPodResourcesUnreachable", "XPUExporterDown", "XPUExporterAbsent",
                                   "XPUPcieFatalError", "XPUPcieNonfatalErrors",
-                                  "XPUPcieCorrectableErrorsHigh", "XPUPcieLinkDowntrained"})
+                                  "XPUPcieCorrectableErrorsHigh", "XPUPcieLinkDowntrained",
+                                  "XPUResetFailed"})
         promtool = shutil.which("promtool")
         if promtool:
             # The {{ $labels.x }} of the annotations came through Helm untouched.
@@ -1082,6 +1084,11 @@ class Validator(unittest.TestCase):
 
 
 DRA_DRIVER = "xpu-dra-driver"
+# In every allocation mode (rbac-dra-driver.yaml says why).
+DRA_DRIVER_ACCOUNT_OBJECTS = {(kind, DRA_DRIVER) for kind in (
+    "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")} | {
+    (kind, f"{DRA_DRIVER}-{policy}") for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+    for policy in ("own-node", "own-claim-status")}
 DRA_PLUGIN_DIR = "/var/lib/kubelet/plugins/xpu.kunlunxin.com"
 
 
@@ -1092,10 +1099,13 @@ class Allocation(unittest.TestCase):
     def test_device_plugin_by_default_and_no_dra_object(self):
         for objects in (render(), render("allocation=devicePlugin")):
             self.assertIn(("DaemonSet", DEVICE_PLUGIN), objects)
-            # But the DRA driver's service account, which a driver leaving as the chart switches
-            # here still releases its ready label with (bound to the node-status rights only).
-            self.assertFalse([key for key in objects if ("dra" in key[1] or key[0] == "DeviceClass")
-                              and key != ("ServiceAccount", "xpu-dra-driver")], sorted(objects))
+            # But the DRA driver's account, rights and policies, which a driver leaving as the
+            # chart switches here drains and releases its ready label with.
+            self.assertEqual({key for key in objects if "dra" in key[1] or key[0] == "DeviceClass"},
+                             DRA_DRIVER_ACCOUNT_OBJECTS)
+            # Only its own pods' tokens carry them: no pod of this mode runs under the account.
+            self.assertFalse([key for key, obj in objects.items() if key[0] == "DaemonSet" and
+                              obj["spec"]["template"]["spec"].get("serviceAccountName") == DRA_DRIVER])
 
     def test_dra_replaces_the_device_plugin(self):
         objects = render("allocation=dra")
@@ -1367,6 +1377,146 @@ class Allocation(unittest.TestCase):
         args = [a.replace("$(NODE_NAME)", "node-1") for a in args_of(objects, DRA_DRIVER)]
         result = subprocess.run([SHIM, *args, "--help"], capture_output=True, text=True, timeout=30)
         self.assertEqual(result.returncode, 0, f"{args}: {result.stderr}")
+
+
+class HamiCompat(unittest.TestCase):
+    """hami.compat: the admission policies that rewrite HAMi's Kunlunxin vXPU requests onto the
+    device plugin's memory shares (their CEL runs in the real-node suite's scenario 28)."""
+
+    MAP_V1 = "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"
+    MAP_V1BETA1 = "admissionregistration.k8s.io/v1beta1/MutatingAdmissionPolicy"
+    SHARES = ("devicePlugin.enableXpuShare=true", "devicePlugin.xpuShareMemoryUnitMiB=1024")
+    NAME = "xpu-hami-compat"
+
+    def render(self, *set_args, api_versions=(MAP_V1,)):
+        return render("hami.compat=true", *self.SHARES, *set_args, api_versions=api_versions)
+
+    def failure(self, *set_args, api_versions=(MAP_V1,)):
+        args = ["template", "rel", CHART, "--namespace", NAMESPACE]
+        for item in set_args:
+            args += ["--set", item]
+        for api in api_versions:
+            args += ["--api-versions", api]
+        result = run_helm(*args)
+        self.assertNotEqual(result.returncode, 0, set_args)
+        return result.stderr
+
+    def expression(self, objects, kind, variable):
+        policy = objects[(kind, self.NAME)]
+        return next(v["expression"] for v in policy["spec"]["variables"] if v["name"] == variable)
+
+    def test_off_by_default(self):
+        for objects in (render(api_versions=(self.MAP_V1,)), render(*self.SHARES, api_versions=(self.MAP_V1,))):
+            self.assertFalse([key for key in objects if key[1] == self.NAME])
+
+    def test_four_cluster_objects_and_no_rights(self):
+        objects = self.render()
+        plain = render(*self.SHARES, api_versions=(self.MAP_V1,))
+        added = set(objects) - set(plain)
+        self.assertEqual(added, {(kind, self.NAME) for kind in (
+            "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
+            "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")})
+        # No webhook, no account, no role: the API server runs the CEL.
+        self.assertEqual(set(plain) - set(objects), set())
+        for key in added:
+            self.assertNotIn("namespace", objects[key]["metadata"], key)
+        mutating = objects[("MutatingAdmissionPolicy", self.NAME)]
+        self.assertEqual(mutating["apiVersion"], "admissionregistration.k8s.io/v1")
+        for kind in ("MutatingAdmissionPolicy", "ValidatingAdmissionPolicy"):
+            spec = objects[(kind, self.NAME)]["spec"]
+            self.assertEqual(spec["failurePolicy"], "Fail", kind)
+            self.assertEqual(spec["matchConstraints"]["resourceRules"],
+                             [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                               "resources": ["pods"]}], kind)
+        self.assertEqual(mutating["spec"]["reinvocationPolicy"], "IfNeeded")
+        self.assertEqual([m["patchType"] for m in mutating["spec"]["mutations"]], ["JSONPatch"])
+        self.assertEqual(objects[("MutatingAdmissionPolicyBinding", self.NAME)]["spec"], {"policyName": self.NAME})
+        self.assertEqual(objects[("ValidatingAdmissionPolicyBinding", self.NAME)]["spec"],
+                         {"policyName": self.NAME, "validationActions": ["Deny"]})
+
+    def test_both_policies_judge_with_the_same_cel(self):
+        objects = self.render()
+        for variable in ("podProblem", "requests", "verdicts"):
+            self.assertEqual(self.expression(objects, "MutatingAdmissionPolicy", variable),
+                             self.expression(objects, "ValidatingAdmissionPolicy", variable), variable)
+        verdicts = self.expression(objects, "ValidatingAdmissionPolicy", "verdicts")
+        # Every asInteger() is behind isQuantity and isInteger, so that no number fails with a CEL error.
+        self.assertIn("!(isQuantity(r.count) && quantity(r.count).isInteger()) ||", verdicts)
+        self.assertIn("!(isQuantity(r.memory) && quantity(r.memory).isInteger()) ||", verdicts)
+        self.assertIn("from 1 to 98304 (a whole card)", verdicts)
+
+    def test_units_follow_hamis_rounding(self):
+        cases = {
+            # (unit MiB, card MiB, steps): the units of each step and of the whole card
+            ("1024", None, None): ["<= 24576 ? 24 :", "<= 49152 ? 48 :", "== '' ? 96 :"],
+            ("2048", None, None): ["<= 24576 ? 12 :", "<= 49152 ? 24 :", "== '' ? 48 :"],
+            # The sim's 32 GiB card: the half-card step lies above it and is left out.
+            ("1024", "32768", None): ["<= 24576 ? 24 :", "== '' ? 32 :"],
+            # A unit that does not divide a step: rounded up, and never above the whole card.
+            ("1000", "32768", "{1000,32001}"): ["<= 1000 ? 1 :", "<= 32001 ? 32 :", "== '' ? 32 :"],
+        }
+        for (unit, card, steps), fragments in cases.items():
+            values = [f"devicePlugin.xpuShareMemoryUnitMiB={unit}"]
+            if card:
+                values.append(f"hami.cardMemoryMiB={card}")
+            if steps:
+                values.append(f"hami.memoryStepsMiB={steps}")
+            units = self.expression(self.render(*values), "MutatingAdmissionPolicy", "units")
+            for fragment in fragments:
+                self.assertIn(fragment, units, (unit, card, steps))
+            if card == "32768" and not steps:
+                self.assertNotIn("49152", units)
+        # Without steps: the MiB rounded up to whole units, at most the whole card.
+        units = self.expression(self.render("hami.memoryStepsMiB=null"), "MutatingAdmissionPolicy", "units")
+        self.assertIn("(quantity(variables.requests[j].memory).asInteger() + 1023) / 1024 > 96 ? 96 :", units)
+
+    def test_the_device_plugins_domain(self):
+        objects = self.render("devicePlugin.customizedResourceName=example.com/xpu")
+        patch = objects[("MutatingAdmissionPolicy", self.NAME)]["spec"]["mutations"][0]["jsonPatch"]["expression"]
+        self.assertIn("/resources/limits/example.com~1vxpu-memory'", patch)
+        # HAMi's memory name is then removed rather than replaced in place.
+        self.assertIn("'remove', path: r.path + '/resources/limits/kunlunxin.com~1vxpu-memory'", patch)
+        validating = objects[("ValidatingAdmissionPolicy", self.NAME)]["spec"]
+        self.assertNotIn("countless", [v["name"] for v in validating["variables"]])
+        same = self.render()[("MutatingAdmissionPolicy", self.NAME)]["spec"]["mutations"][0]["jsonPatch"]
+        self.assertNotIn("'remove', path: r.path + '/resources/limits/kunlunxin.com~1vxpu-memory'", same["expression"])
+        # SR-IOV's <domain>/vxpu no longer collides with HAMi's kunlunxin.com/vxpu.
+        self.render("devicePlugin.customizedResourceName=example.com/xpu", "devicePlugin.enableSriov=true")
+
+    def test_v1beta1_where_only_the_beta_api_serves(self):
+        objects = self.render(api_versions=(self.MAP_V1BETA1,))
+        for kind in ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"):
+            self.assertEqual(objects[(kind, self.NAME)]["apiVersion"], "admissionregistration.k8s.io/v1beta1", kind)
+        for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+            self.assertEqual(objects[(kind, self.NAME)]["apiVersion"], "admissionregistration.k8s.io/v1", kind)
+
+    def test_refused_where_no_mutating_policy_serves(self):
+        error = self.failure("hami.compat=true", *self.SHARES, api_versions=())
+        self.assertIn("hami.compat rewrites HAMi's requests with a MutatingAdmissionPolicy", error)
+        self.assertIn("--feature-gates=MutatingAdmissionPolicy=true "
+                      "--runtime-config=admissionregistration.k8s.io/v1beta1=true", error)
+
+    def test_refused_combinations_name_what_to_change(self):
+        cases = [
+            ((), "set devicePlugin.enableXpuShare=true and devicePlugin.xpuShareMemoryUnitMiB"),
+            (("devicePlugin.enableXpuShare=true",), "devicePlugin.xpuShareMemoryUnitMiB"),
+            ((*self.SHARES, "allocation=dra"), "allocation=dra runs no device plugin"),
+            ((*self.SHARES, "devicePlugin.useDetailResName=true"), "devicePlugin.useDetailResName"),
+            ((*self.SHARES, "devicePlugin.enableSriov=true"), "devicePlugin.enableSriov advertises"),
+            ((*self.SHARES, "devicePlugin.xpuShareMemoryUnitMiB=64"),
+             "is 1536 units of devicePlugin.xpuShareMemoryUnitMiB (64), and the device plugin advertises "
+             "at most 256 per card: raise xpuShareMemoryUnitMiB to at least 384"),
+            ((*self.SHARES, "hami.cardMemoryMiB=512"), "less than one unit"),
+            ((*self.SHARES, "hami.memoryStepsMiB={49152,24576}"), "ascending order"),
+            ((*self.SHARES, "hami.memoryStepsMiB={1024,1024}"), "ascending order"),
+        ]
+        for values, wanted in cases:
+            self.assertIn(wanted, self.failure("hami.compat=true", *values), values)
+
+    def test_bad_values_are_refused_by_the_schema(self):
+        for bad in ("hami.compat=yes", "hami.cardMemoryMiB=0", "hami.cardMemoryMiB=1.5",
+                    "hami.memoryStepsMiB={0}", "hami.unknown=1"):
+            self.assertIn("hami", self.failure(bad, *self.SHARES), bad)
 
 
 class SeedValues(unittest.TestCase):

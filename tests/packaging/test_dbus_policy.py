@@ -246,8 +246,21 @@ class XpudOnPrivateBus(unittest.TestCase):
         self.assertIn("Error com.kunlunxin.xpud1.Error.NoSuchDevice", result.stderr)
 
     def test_nobody_cannot_call_methods_that_do_not_exist_yet(self):
+        self.assert_denied(self.dbus_send(MANAGER, "com.kunlunxin.xpud1.Manager.FormatDevice",
+                                          "uint32:0", user_is_nobody=True))
+
+    def test_nobody_cannot_reset_a_device(self):
+        # Refused by the bus, before xpud's own check of the caller and of [recovery].
         self.assert_denied(self.dbus_send(MANAGER, "com.kunlunxin.xpud1.Manager.ResetDevice",
                                           "uint32:0", user_is_nobody=True))
+
+    def test_root_reaches_reset_device(self):
+        # Shows that the denial above comes from the policy: root gets xpud's own answer (resets
+        # are off in this xpud's configuration, as by default).
+        result = self.dbus_send(MANAGER, "com.kunlunxin.xpud1.Manager.ResetDevice", "uint32:0")
+        self.assertNotEqual(result.returncode, 0, result.stdout)
+        self.assertIn("Error com.kunlunxin.xpud1.Error.NotSupported", result.stderr)
+        self.assertIn("[recovery] enabled = false", result.stderr)
 
     def test_nobody_cannot_bypass_the_policy_by_omitting_the_interface(self):
         # The D-Bus interface field is optional; allow rules must not match calls without one.

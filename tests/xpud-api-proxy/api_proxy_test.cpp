@@ -303,6 +303,51 @@ TEST_F(ApiProxyTest, VfioMovesAreRefusedAndTheListIsRead) {
   EXPECT_TRUE(listed->empty());  // the sim backend's xpud: this host has no Kunlunxin function
 }
 
+// ResetDevice is root's on the host: neither socket forwards it, root's calls included, even
+// where xpud would reset the card (recovery on, a faulted card with nothing on it).
+TEST_F(ApiProxyTest, ResetDeviceIsNeverForwarded) {
+  xpud_.reset();
+  xpu::test::write_file(dir_.path() / "xpud.conf",
+                        "[daemon]\nbackend = sim\n[sampling]\ninterval_ms = 200\n"
+                        "[recovery]\nenabled = true\n");
+  start_xpud();
+  ASSERT_TRUE(wait_until([&] { return run({"xpuctl", "list"}).first == 0; }, 15s));
+  auto [pinned, pin_output] =
+      run({"/usr/bin/busctl", "--address=" + bus_.address(), "call", "com.kunlunxin.xpud1",
+           "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Simulator", "SetMetric", "usd", "1",
+           "process_count", "0"});
+  ASSERT_EQ(pinned, 0) << pin_output;
+  set_health_directly(1, "Unhealthy", "XPU hang");
+  xpu::XpudClient direct(xpu::ClientOptions{bus_.address(), 5s});
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto devices = direct.list_devices();
+        return devices && devices->size() == 8 && !(*devices)[1].healthy;
+      },
+      10s));
+
+  for (const auto& address : {api_address_, sriov_address_}) {
+    xpu::XpudClient through_proxy(xpu::ClientOptions{address, 5s});
+    auto refused = through_proxy.reset_device(1, 10s);
+    ASSERT_FALSE(refused) << address;
+    EXPECT_NE(refused.error().find("org.freedesktop.DBus.Error.AccessDenied"), std::string::npos)
+        << refused.error();
+  }
+  auto devices = direct.list_devices();
+  ASSERT_TRUE(devices) << devices.error();
+  EXPECT_FALSE((*devices)[1].healthy) << "a refused reset reached the card";
+  EXPECT_EQ((*devices)[1].resets.at("succeeded") + (*devices)[1].resets.at("refused"), 0u);
+  // On the host's own bus, root's call resets it: the refusals above were the proxy's.
+  auto reset = direct.reset_device(1, 10s);
+  EXPECT_TRUE(reset) << reset.error();
+  EXPECT_TRUE(wait_until(
+      [&] {
+        auto now = direct.list_devices();
+        return now && (*now)[1].healthy;
+      },
+      10s));
+}
+
 // The one write the proxy may pass: ConfigureVirtualFunctions, on the SR-IOV socket alone (root's,
 // mounted into the device plugin's pod only with reconfigVxpu), only while xpud says the host
 // allows the cluster to (asked at each call, so a reload counts at once), and only from root.

@@ -306,5 +306,55 @@ TEST(Config, PcieKeysRejectWhatTheyDoNotKnowWithFileLineAndReason) {
   }
 }
 
+TEST(Config, RecoveryIsOffByDefault) {
+  TempDir dir;
+  auto config = load_config(dir.path() / "xpud.conf", false);
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_FALSE(config->recovery.enabled);
+  EXPECT_FALSE(config->recovery.automatic);
+  EXPECT_EQ(config->recovery.max_resets_per_hour, 3u);
+  EXPECT_EQ(config->recovery.unhealthy_for, std::chrono::minutes(5));
+  EXPECT_EQ(config->recovery.check_timeout, std::chrono::seconds(30));
+}
+
+TEST(Config, RecoverySectionReadsEveryKey) {
+  TempDir dir;
+  write_file(dir.path() / "xpud.conf",
+             "[recovery]\nenabled = true\nauto = true  ; reset cards by itself\n"
+             "max_resets_per_hour = 1\nunhealthy_for_ms = 2000\ncheck_timeout_ms = 5000\n");
+  auto config = load_config(dir.path() / "xpud.conf", true);
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(config->recovery, (RecoveryPolicy{true, true, 1, std::chrono::milliseconds(2000),
+                                              std::chrono::milliseconds(5000)}));
+}
+
+TEST(Config, RecoveryKeysRejectHostileValuesWithFileLineAndReason) {
+  TempDir dir;
+  const auto path = dir.path() / "xpud.conf";
+  const std::pair<const char*, const char*> cases[] = {
+      {"enabled = yes", "bad value for recovery.enabled: 'yes' is not true or false"},
+      {"auto = 1", "bad value for recovery.auto: '1' is not true or false"},
+      {"max_resets_per_hour = 0",
+       "bad value for recovery.max_resets_per_hour: '0' is out of range"},
+      {"max_resets_per_hour = 61",
+       "bad value for recovery.max_resets_per_hour: '61' is out of range"},
+      {"max_resets_per_hour = -1", "bad value for recovery.max_resets_per_hour"},
+      {"max_resets_per_hour = 99999999999999999999999",
+       "bad value for recovery.max_resets_per_hour"},
+      {"unhealthy_for_ms = 999", "bad value for recovery.unhealthy_for_ms: '999' is out of range"},
+      {"unhealthy_for_ms = 3s", "bad value for recovery.unhealthy_for_ms"},
+      {"check_timeout_ms = 600001",
+       "bad value for recovery.check_timeout_ms: '600001' is out of range"},
+      {"method = remove", "unknown key 'method' in section [recovery]"},
+  };
+  for (const auto& [line, reason] : cases) {
+    write_file(path, std::string("[recovery]\n") + line + "\n");
+    auto config = load_config(path, true);
+    ASSERT_FALSE(config) << line;
+    EXPECT_NE(config.error().find(path.string() + ":2: " + reason), std::string::npos)
+        << config.error();
+  }
+}
+
 }  // namespace
 }  // namespace xpud

@@ -22,8 +22,8 @@ class XpuctlTest : public ::testing::Test {
     return {status.value_or(-1), process.output()};
   }
 
-  void start_xpud() {
-    xpu::test::write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = sim\n");
+  void start_xpud(const std::string& extra_config = "") {
+    xpu::test::write_file(dir_.path() / "xpud.conf", "[daemon]\nbackend = sim\n" + extra_config);
     xpud_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{binary_path("xpud/xpud").string(), "--bus-address", bus_.address(),
                                  "--config", (dir_.path() / "xpud.conf").string()},
@@ -159,6 +159,55 @@ TEST_F(XpuctlTest, ShowTellsThePcieLinkItsErrorsAndWarnings) {
             std::string::npos)
       << json;
   EXPECT_NE(json.find("\"pcie_aer_fatal_errors\":1"), std::string::npos) << json;
+}
+
+// The simulated card through the Simulator: what a test or a demo does to a sim card.
+void simulate(const std::string& address, std::vector<std::string> call) {
+  std::vector<std::string> argv = {
+      "/usr/bin/busctl",     "--address=" + address, "call",
+      "com.kunlunxin.xpud1", "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Simulator"};
+  argv.insert(argv.end(), call.begin(), call.end());
+  xpu::test::TempDir dir;
+  ChildProcess process(argv, dir.path() / "busctl.log");
+  ASSERT_EQ(process.wait(10s), 0) << process.output();
+}
+
+TEST_F(XpuctlTest, ResetTellsTheCardAfterwardsAndEveryRefusal) {
+  start_xpud("[sampling]\ninterval_ms = 100\n[recovery]\nenabled = true\n");
+  // A card with its simulated workload on it is in use.
+  auto [status, output] = xpuctl({"reset", "1"});
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(output.find("xpu1 is in use: the driver counts 1 process(es) on it"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("com.kunlunxin.xpud1.Error.InUse"), std::string::npos) << output;
+  // A faulted card with nothing on it comes back.
+  simulate(bus_.address(), {"SetMetric", "usd", "1", "process_count", "0"});
+  simulate(bus_.address(), {"SetHealth", "uss", "1", "Unhealthy", "XPU hang"});
+  ASSERT_TRUE(xpu::test::wait_until(
+      [&] {
+        return xpuctl({"show", "1"}).second.find("XPU hang") != std::string::npos;
+      },
+      10s));
+  EXPECT_EQ(xpuctl({"reset", "1"}), std::make_pair(0, std::string("xpu1: reset; Healthy\n")));
+  ASSERT_TRUE(xpu::test::wait_until(
+      [&] {
+        return xpuctl({"show", "1"}).second.find("1 succeeded, 0 failed, 1 refused") !=
+               std::string::npos;
+      },
+      5s))
+      << xpuctl({"show", "1"}).second;
+  EXPECT_EQ(xpuctl({"reset"}).first, 2);
+  EXPECT_EQ(xpuctl({"reset", "one"}).first, 2);
+  EXPECT_EQ(xpuctl({"reset", "9"}).first, 1);
+}
+
+TEST_F(XpuctlTest, ResetIsRefusedWhileRecoveryIsOff) {
+  start_xpud();
+  auto [status, output] = xpuctl({"reset", "0"});
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(output.find("resets are off: [recovery] enabled = false in xpud.conf"),
+            std::string::npos)
+      << output;
 }
 
 TEST_F(XpuctlTest, BadUsage) {

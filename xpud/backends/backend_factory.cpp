@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "xpud/backends/auto_backend.h"
+#include "xpud/backends/pci_function_reset.h"
 #include "xpud/backends/sim/sim_backend.h"
 #include "xpud/backends/sysfs/sysfs_backend.h"
 #include "xpud/backends/topology_quirks.h"
@@ -23,9 +24,11 @@ std::shared_ptr<const topology::LinkTable> load_topology(const Config& config) {
   return std::make_shared<const topology::LinkTable>(std::move(*table));
 }
 
-xpu::Result<StartedBackend> without_simulator(xpu::Result<std::unique_ptr<Backend>> made) {
+xpu::Result<StartedBackend> hardware(xpu::Result<std::unique_ptr<Backend>> made,
+                                     const Config& config) {
   if (!made) return xpu::Error{made.error()};
-  return StartedBackend{std::move(*made), nullptr, {}};
+  return StartedBackend{
+      std::move(*made), nullptr, {}, std::make_shared<PciFunctionReset>(config.sysfs_root)};
 }
 
 }  // namespace
@@ -35,15 +38,15 @@ xpu::Result<StartedBackend> make_backend(const Config& config) {
     auto sim =
         make_sim_backend(SimOptions{config.sim_devices, config.sim_model, config.sim_memory_mib});
     return StartedBackend{std::move(sim.backend), std::move(sim.simulator),
-                          std::string(kSimDeviceNodeStandIn)};
+                          std::string(kSimDeviceNodeStandIn), std::move(sim.card_reset)};
   }
   auto links = load_topology(config);
   if (config.backend == "sysfs")
-    return without_simulator(make_sysfs_backend(config.sysfs_root, links));
+    return hardware(make_sysfs_backend(config.sysfs_root, links), config);
   if (config.backend == "xpuml")
-    return without_simulator(
-        open_xpuml_backend(config.xpuml_libraries, config.sysfs_root, nullptr, links));
-  return without_simulator(make_auto_backend(config, {}, links));
+    return hardware(open_xpuml_backend(config.xpuml_libraries, config.sysfs_root, nullptr, links),
+                    config);
+  return hardware(make_auto_backend(config, {}, links), config);
 }
 
 }  // namespace xpud

@@ -8,6 +8,7 @@
 
 #include "common/result.h"
 #include "xpud/backends/backend.h"
+#include "xpud/backends/card_reset.h"
 #include "xpud/backends/simulator.h"
 #include "xpud/config.h"
 
@@ -21,6 +22,9 @@ struct StartedBackend {
   // CDI spec's hostPath: the sim backend's /dev/xpuN do not exist, so they stand in for
   // kSimDeviceNodeStandIn. Empty for the hardware backends: each node is at its path.
   std::string host_node_stand_in;
+  // How a card is reset: the kernel's reset of its PCI function for every hardware backend (the
+  // same sysfs file whichever of them reads the card), the simulated card's for sim.
+  std::shared_ptr<CardResetControl> card_reset;
 };
 
 xpu::Result<StartedBackend> make_backend(const Config& config);

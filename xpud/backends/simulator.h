@@ -23,6 +23,9 @@ class Simulator {
   // Pins a metric (a GetMetrics key) to `value`; NaN releases the pin.
   virtual std::optional<InjectionError> set_metric(unsigned index, std::string_view key,
                                                    double value) = 0;
+  // fails=true: a reset of the card leaves it as it was (its injected fault stays), as a card
+  // whose fault a reset does not cure; false (the default): a reset cures it.
+  virtual std::optional<InjectionError> set_reset_fails(unsigned index, bool fails) = 0;
 };
 
 }  // namespace xpud

@@ -1,16 +1,11 @@
 #include "xpud/backends/sriov_numvfs.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
-#include <cstring>
 
 #include <spdlog/spdlog.h>
 
-#include "common/unique_fd.h"
 #include "xpud/backends/sysfs_attribute.h"
+#include "xpud/backends/sysfs_write.h"
 
 namespace xpud::sysfs {
 namespace {
@@ -36,31 +31,12 @@ std::string explain(int error) {
   }
 }
 
-// One write of `value` to an existing regular file: no creating, no following a FIFO.
+// One write of `value`, its failure told with what the errno means here.
 std::optional<DriverChangeError> write_value(const std::filesystem::path& file,
                                              const std::string& subject, unsigned value) {
-  xpu::UniqueFd fd(
-      ::open(file.c_str(), O_WRONLY | O_TRUNC | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW));
-  if (!fd.valid()) {
-    const int error = errno;
-    return DriverChangeError{Kind::Failed, subject + ": cannot open " + file.string() + ": " +
-                                               std::strerror(error) + explain(error)};
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) < 0 || !S_ISREG(st.st_mode))
-    return DriverChangeError{Kind::Failed,
-                             subject + ": " + file.string() + " is not a regular file"};
-  const std::string text = std::to_string(value) + "\n";
-  const ssize_t written = ::write(fd.get(), text.data(), text.size());
-  if (written < 0) {
-    const int error = errno;
-    return DriverChangeError{Kind::Failed, subject + ": writing " + std::to_string(value) + " to " +
-                                               file.string() + " failed: " + std::strerror(error) +
-                                               explain(error)};
-  }
-  if (static_cast<std::size_t>(written) != text.size())
-    return DriverChangeError{Kind::Failed, subject + ": short write to " + file.string()};
-  return std::nullopt;
+  auto failed = write_attribute(file, std::to_string(value) + "\n");
+  if (!failed) return std::nullopt;
+  return DriverChangeError{Kind::Failed, subject + ": " + failed->message + explain(failed->error)};
 }
 
 }  // namespace

@@ -3,6 +3,9 @@
 #include <string>
 #include <vector>
 
+#include <sdbus-c++/Error.h>
+#include <spdlog/spdlog.h>
+
 #include "common/names.h"
 #include "xpud/bus/device_object.h"
 #include "xpud/bus/simulator_object.h"
@@ -14,10 +17,10 @@ namespace names = xpu::names;
 DbusService::DbusService(sdbus::IConnection& connection, const DeviceTable& table,
                          ManagerFacts facts, Simulator* simulator,
                          std::function<void()> on_injection, DriverRequests& driver_requests,
-                         InstanceRegistry& instances)
+                         InstanceRegistry& instances, CardRecovery& recovery)
     : connection_(connection), table_(table) {
   manager_ = std::make_unique<ManagerObject>(connection_, table_, std::move(facts), driver_requests,
-                                             instances);
+                                             instances, recovery);
   if (simulator != nullptr)
     simulator_ =
         std::make_unique<SimulatorObject>(connection_, *simulator, std::move(on_injection));
@@ -31,6 +34,18 @@ DbusService::~DbusService() {
 
 void DbusService::set_cluster_reconfigure_allowed(bool allowed) {
   manager_->set_cluster_reconfigure_allowed(allowed);
+}
+
+void DbusService::resets_changed(unsigned index) {
+  auto object = devices_.find(index);
+  if (object == devices_.end()) return;
+  try {
+    object->second->resets_changed();
+  } catch (const sdbus::Error& e) {
+    // The counters are in the table either way; a client reads them at its next Get.
+    spdlog::warn("PropertiesChanged for {}'s Resets not sent: {}", names::device_name(index),
+                 e.getMessage());
+  }
 }
 
 void DbusService::publish(const DeviceTableChanges& changes) {

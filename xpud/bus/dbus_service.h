@@ -17,6 +17,7 @@
 namespace xpud {
 
 class Simulator;
+class CardRecovery;
 class DriverRequests;
 class InstanceRegistry;
 class SimulatorObject;
@@ -29,7 +30,7 @@ class DbusService {
   // instance methods; they and the table must outlive the service.
   DbusService(sdbus::IConnection& connection, const DeviceTable& table, ManagerFacts facts,
               Simulator* simulator, std::function<void()> on_injection,
-              DriverRequests& driver_requests, InstanceRegistry& instances);
+              DriverRequests& driver_requests, InstanceRegistry& instances, CardRecovery& recovery);
   ~DbusService();
   DbusService(const DbusService&) = delete;
   DbusService& operator=(const DbusService&) = delete;
@@ -38,6 +39,9 @@ class DbusService {
   // exported/unexported (InterfacesAdded/Removed); health changes emit DeviceHealthChanged and
   // PropertiesChanged, as do the Manager's properties that moved.
   void publish(const DeviceTableChanges& changes);
+
+  // PropertiesChanged for card `index`'s Resets, which CardRecovery counted in the table.
+  void resets_changed(unsigned index);
 
   // After a configuration reload; emits PropertiesChanged when the value changes.
   void set_cluster_reconfigure_allowed(bool allowed);

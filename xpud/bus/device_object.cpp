@@ -86,6 +86,13 @@ class DeviceObject::Adaptor final
     return errors;
   }
   std::map<std::string, std::string> HealthWarnings() override { return device().health_warnings; }
+  // Every result, 0 when none: a client sees the full set (and a rate of 0) from the start.
+  std::map<std::string, uint64_t> Resets() override {
+    std::map<std::string, uint64_t> resets;
+    for (auto result : names::reset_result::kAll) resets.emplace(result, 0);
+    for (const auto& [result, count] : device().resets) resets[result] = count;
+    return resets;
+  }
 
   const DeviceTable& table_;
   unsigned index_;
@@ -103,6 +110,12 @@ void DeviceObject::health_changed(bool flipped) {
     changed.insert(changed.end(), {std::string(names::property::kHealth),
                                    std::string(names::property::kHealthTransitions)});
   adaptor_->emitPropertiesChangedSignal(std::string(names::kDeviceInterface), changed);
+}
+
+void DeviceObject::resets_changed() {
+  adaptor_->emitPropertiesChangedSignal(
+      std::string(names::kDeviceInterface),
+      std::vector<std::string>{std::string(names::property::kResets)});
 }
 
 void DeviceObject::pcie_changed() {

@@ -27,6 +27,8 @@ class DeviceObject {
   // After the table changed the card's PCIe figures or health warnings (PropertiesChanged of
   // those properties).
   void pcie_changed();
+  // After CardRecovery counted a reset of the card (PropertiesChanged of Resets).
+  void resets_changed();
 
  private:
   class Adaptor;

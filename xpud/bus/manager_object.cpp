@@ -8,6 +8,7 @@
 #include "common/names.h"
 #include "xpud/backends/virtual_functions.h"
 #include "xpud/bus/bus_errors.h"
+#include "xpud/recovery/card_recovery.h"
 #include "xpud/requests/driver_requests.h"
 #include "xpud/requests/instance_registry.h"
 #include "xpud/requests/method_arguments.h"
@@ -23,12 +24,13 @@ class ManagerObject::Adaptor final
                                       sdbus::ObjectManager_adaptor, sdbus::Properties_adaptor> {
  public:
   Adaptor(sdbus::IConnection& connection, const DeviceTable& table, ManagerFacts facts,
-          DriverRequests& driver_requests, InstanceRegistry& instances)
+          DriverRequests& driver_requests, InstanceRegistry& instances, CardRecovery& recovery)
       : AdaptorInterfaces(connection, std::string(names::kManagerPath)),
         table_(table),
         facts_(std::move(facts)),
         driver_requests_(driver_requests),
-        instances_(instances) {
+        instances_(instances),
+        recovery_(recovery) {
     registerAdaptor();
   }
   ~Adaptor() { unregisterAdaptor(); }
@@ -119,6 +121,10 @@ class ManagerObject::Adaptor final
     return instances;
   }
 
+  // Root only, whatever the bus policy lets through; never through xpud-api-proxy (its filter
+  // forwards no method that changes a card but ConfigureVirtualFunctions).
+  void ResetDevice(sdbus::Result<>&& result, uint32_t index) override;
+
   // The card at `index`, or the NoSuchDevice error for the caller.
   const DeviceIdentity& device_at(uint32_t index) const;
   uid_t caller_uid() const { return getObject().getCurrentlyProcessedMessage()->getCredsUid(); }
@@ -131,6 +137,7 @@ class ManagerObject::Adaptor final
   ManagerFacts facts_;
   DriverRequests& driver_requests_;
   InstanceRegistry& instances_;
+  CardRecovery& recovery_;
 };
 
 const DeviceIdentity& ManagerObject::Adaptor::device_at(uint32_t index) const {
@@ -241,11 +248,32 @@ void ManagerObject::Adaptor::DestroyInstance(sdbus::Result<>&& result, uint32_t 
   xpu::log_device_event(spdlog::level::info, names::device_name(index), identity.uuid, what);
 }
 
+void ManagerObject::Adaptor::ResetDevice(sdbus::Result<>&& result, uint32_t index) {
+  const uid_t caller = caller_uid();
+  authorize_root(caller, names::member::kResetDevice);
+  // The outcome is in the journal already (CardRecovery); the reply only carries it.
+  auto reply = std::make_shared<sdbus::Result<>>(std::move(result));
+  auto refusal = recovery_.request(
+      index, "uid " + std::to_string(caller),
+      [reply, index](const std::optional<DriverChangeError>& error) {
+        try {
+          if (error)
+            reply->returnError(sdbus::Error(error_name(error->kind), error->message));
+          else
+            reply->returnResults();
+        } catch (const sdbus::Error& e) {
+          spdlog::warn("ResetDevice for {}: reply not sent: {}", names::device_name(index),
+                       e.getMessage());
+        }
+      });
+  if (refusal) throw sdbus::Error(refusal->error_name, refusal->message);
+}
+
 ManagerObject::ManagerObject(sdbus::IConnection& connection, const DeviceTable& table,
                              ManagerFacts facts, DriverRequests& driver_requests,
-                             InstanceRegistry& instances)
+                             InstanceRegistry& instances, CardRecovery& recovery)
     : adaptor_(std::make_unique<Adaptor>(connection, table, std::move(facts), driver_requests,
-                                         instances)) {}
+                                         instances, recovery)) {}
 
 ManagerObject::~ManagerObject() = default;
 

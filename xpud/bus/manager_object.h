@@ -1,7 +1,8 @@
 // The Manager (/com/kunlunxin/xpud1, com.kunlunxin.xpud1.Manager with ObjectManager): the
 // manager's properties and the cards' metrics and processes, read from the device table; the
 // methods that change a card (SR-IOV virtual functions, cXPU instances), handed to the driver
-// requests and the instance registry; and the DeviceHealthChanged signal.
+// requests and the instance registry, and ResetDevice, handed to the card recovery; and the
+// DeviceHealthChanged signal.
 //
 // Threads: the daemon's main thread, which owns the connection and the table.
 #pragma once
@@ -17,6 +18,7 @@
 
 namespace xpud {
 
+class CardRecovery;
 class DriverRequests;
 class InstanceRegistry;
 
@@ -32,10 +34,11 @@ struct ManagerFacts {
 
 class ManagerObject {
  public:
-  // The table, driver_requests (ConfigureVirtualFunctions) and `instances` (the cXPU instance
-  // methods) must outlive the object.
+  // The table, driver_requests (ConfigureVirtualFunctions), `instances` (the cXPU instance
+  // methods) and `recovery` (ResetDevice) must outlive the object.
   ManagerObject(sdbus::IConnection& connection, const DeviceTable& table, ManagerFacts facts,
-                DriverRequests& driver_requests, InstanceRegistry& instances);
+                DriverRequests& driver_requests, InstanceRegistry& instances,
+                CardRecovery& recovery);
   ~ManagerObject();
   ManagerObject(const ManagerObject&) = delete;
   ManagerObject& operator=(const ManagerObject&) = delete;

@@ -44,6 +44,13 @@ class SimulatorObject::Adaptor final
     on_injection_();
   }
 
+  void SetResetFails(const uint32_t& index, const bool& fails) override {
+    authorize();
+    check(simulator_.set_reset_fails(index, fails));
+    spdlog::info("simulator: a reset of {} {}", names::device_name(index),
+                 fails ? "leaves it as it is" : "cures it");
+  }
+
   void authorize() {
     authorize_root(getObject().getCurrentlyProcessedMessage()->getCredsUid(), "Simulator methods");
   }

@@ -55,6 +55,15 @@ unsigned DeviceTable::sriov_enabled_count() const {
   return count;
 }
 
+std::optional<unsigned> DeviceTable::count_reset(const std::string& uuid, std::string_view result) {
+  for (auto& [index, device] : devices_) {
+    if (device.identity.uuid != uuid) continue;
+    ++device.resets[std::string(result)];
+    return index;
+  }
+  return std::nullopt;
+}
+
 DeviceTableChanges DeviceTable::apply(std::shared_ptr<const Snapshot> snapshot) {
   DeviceTableChanges changes;
   const unsigned old_count = device_count();
@@ -83,9 +92,15 @@ DeviceTableChanges DeviceTable::apply(std::shared_ptr<const Snapshot> snapshot) 
     const std::string name = names::device_name(index);
     auto it = devices_.find(index);
     if (it == devices_.end()) {
-      devices_.emplace(index, PublishedDevice{state->identity, state->healthy, state->health_reason,
-                                              state->health_reason_kind, 0, 0, state->pcie,
-                                              state->health_warnings});
+      devices_.emplace(index, PublishedDevice{state->identity,
+                                              state->healthy,
+                                              state->health_reason,
+                                              state->health_reason_kind,
+                                              0,
+                                              0,
+                                              state->pcie,
+                                              state->health_warnings,
+                                              {}});
       changes.cards.push_back({index, CardChange::Kind::kAdded});
       xpu::log_device_event(
           spdlog::level::info, name, state->identity.uuid,

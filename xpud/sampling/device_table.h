@@ -13,7 +13,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "xpud/device.h"
@@ -33,6 +35,9 @@ struct PublishedDevice {
   // and the warnings that leave the card Healthy (pcie_health.h): kind -> text.
   PcieLinkState pcie{};
   std::map<std::string, std::string> health_warnings{};
+  // What became of the card's resets (xpu::names::reset_result::* -> count): counted by
+  // CardRecovery, kept here with the card so that they go when it goes.
+  std::map<std::string, std::uint64_t> resets{};
 };
 
 // One card's change, for the bus to tell.
@@ -88,6 +93,9 @@ class DeviceTable {
   // Devices that are physical functions with their SR-IOV virtual functions on (SriovEnabled).
   unsigned sriov_enabled_count() const;
   bool driver_stalled() const { return snapshot_ && snapshot_->driver_stalled; }
+  // Counts one reset of card `uuid` as `result` (xpu::names::reset_result::*); the card's
+  // index when it is in the table (its Resets changed), nullopt when it is not.
+  std::optional<unsigned> count_reset(const std::string& uuid, std::string_view result);
 
  private:
   ManagerModel manager_;

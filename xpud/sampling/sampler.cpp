@@ -87,6 +87,28 @@ void Sampler::request_discovery() {
   request_sample();
 }
 
+void Sampler::mark_reset_failed(const std::string& uuid, std::string reason) {
+  {
+    std::lock_guard lock(mutex_);
+    reset_failures_[uuid] = std::move(reason);
+    sample_requested_ = true;
+  }
+  changed_.notify_all();
+}
+
+HealthState Sampler::with_reset_verdict(const std::string& uuid, HealthState health) {
+  std::lock_guard lock(mutex_);
+  auto mark = reset_failures_.find(uuid);
+  if (mark == reset_failures_.end()) return health;
+  if (health.healthy) {
+    reset_failures_.erase(mark);
+    return health;
+  }
+  health.reason = mark->second;
+  health.reason_kind = xpu::names::reason_kind::kResetFailed;
+  return health;
+}
+
 std::shared_ptr<const Snapshot> Sampler::latest() const {
   std::lock_guard lock(mutex_);
   return latest_;
@@ -206,9 +228,11 @@ std::shared_ptr<const Snapshot> Sampler::sample_cycle(const SamplerSettings& set
         pcie.warnings.emplace(std::string(pcie.unhealthy->kind), std::move(pcie.unhealthy->text));
     }
     // The release check speaks only for a card nothing else has taken out (release_check.h).
-    const HealthState health = with_release_verdict(
-        *judged,
-        release_.observe(identity.uuid, release_observation(identity, value, own_pid_), now));
+    const HealthState health = with_reset_verdict(
+        identity.uuid,
+        with_release_verdict(
+            *judged,
+            release_.observe(identity.uuid, release_observation(identity, value, own_pid_), now)));
     add_pcie_metrics(value.pcie, value.metrics);
     snapshot->devices.push_back(DeviceState{identity, std::move(value.metrics), health.healthy,
                                             health.reason, std::string(health.reason_kind),
@@ -254,6 +278,8 @@ void Sampler::discover(Snapshot& snapshot) {
         release_.forget(gone.uuid);
         pcie_.forget(gone.uuid);
         discovery_.forget(gone.uuid);
+        std::lock_guard lock(mutex_);
+        reset_failures_.erase(gone.uuid);
       }
     }
     known_devices_ = std::move(discovered->devices.value());

@@ -88,6 +88,10 @@ class Sampler {
                       std::function<void(const xpu::Status&)> done);
   // Starts a cycle now that also asks the backend which cards exist (a device event); any thread.
   void request_discovery();
+  // A reset of card `uuid` did not cure it ([recovery], xpud/recovery/card_recovery.h): while it
+  // stays Unhealthy, its reason is `reason` with kind reset_failed; the first Healthy reading
+  // ends that. Starts a cycle now. Any thread.
+  void mark_reset_failed(const std::string& uuid, std::string reason);
 
   std::shared_ptr<const Snapshot> latest() const;
   // Blocks until the first snapshot exists or the timeout passes.
@@ -105,6 +109,8 @@ class Sampler {
   // Refreshes known_devices_ (on failure: keeps them, and says why in the snapshot).
   void discover(Snapshot& snapshot);
   void refresh_driver_version(std::string version);
+  // `health` of card `uuid` with a failed reset's mark (mark_reset_failed); sampler thread.
+  HealthState with_reset_verdict(const std::string& uuid, HealthState health);
 
   std::shared_ptr<Backend> backend_;
   std::function<void()> on_snapshot_;
@@ -129,6 +135,7 @@ class Sampler {
     std::function<void(const xpu::Status&)> done;
   };
   std::vector<DriverJob> jobs_;
+  std::map<std::string, std::string> reset_failures_;  // uuid -> reason (mark_reset_failed)
   std::shared_ptr<const Snapshot> latest_;
   std::string driver_version_;
   std::atomic<std::chrono::steady_clock::time_point> last_cycle_{};

@@ -11,9 +11,10 @@ namespace shim::dra {
 const std::vector<std::string_view>& taint_reason_kinds() {
   namespace kind = xpu::names::reason_kind;
   static const std::vector<std::string_view> kinds = {
-      kind::kDriverFault,         kind::kReadFailures,        kind::kDriverStalled,
-      kind::kMemoryNotReleased,   kind::kPcieFatalError,      kind::kPcieNonfatalError,
-      kind::kPcieLinkDowntrained, kXpudUnreachableReasonKind, kUnknownReasonKind};
+      kind::kDriverFault,         kind::kReadFailures,   kind::kDriverStalled,
+      kind::kMemoryNotReleased,   kind::kPcieFatalError, kind::kPcieNonfatalError,
+      kind::kPcieLinkDowntrained, kind::kResetFailed,    kXpudUnreachableReasonKind,
+      kUnknownReasonKind};
   return kinds;
 }
 

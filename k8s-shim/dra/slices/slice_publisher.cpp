@@ -130,6 +130,11 @@ SlicePublisher::Clock::time_point SlicePublisher::reconcile(Clock::time_point no
   return next_resync_;
 }
 
+bool SlicePublisher::up_to_date() const {
+  std::lock_guard lock(desired_mutex_);
+  return desired_ && published_version_ == desired_->version;
+}
+
 void SlicePublisher::note_failure(const kube::ApiError& error) {
   // Once per streak: a down API server must not fill the log every back-off step.
   if (!failing_) spdlog::warn("dra: ResourceSlice of node {}: {}", node_name_, error.message);

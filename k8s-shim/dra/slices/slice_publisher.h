@@ -58,6 +58,9 @@ class SlicePublisher {
   // if a newer change is not written yet: the scheduler knows the node's cards. Reconcile thread.
   bool published() const { return published_version_ != 0; }
 
+  // Whether the API holds the pool exactly as the last set_devices() asked. Reconcile thread.
+  bool up_to_date() const;
+
   // Successful create/update/delete calls so far.
   std::uint64_t writes() const { return writes_.load(); }
 

@@ -163,6 +163,11 @@ fs::path FakeSysfsTree::add_pci_function(const FakePciFunction& function) {
     link(dir / "physfn", function_dir(function.physical_function));
   if (function.pcie_link) write_pcie_link(function.bus_id, *function.pcie_link);
   if (function.aer) write_aer_counts(function.bus_id, *function.aer);
+  if (function.reset_methods) {
+    write_attribute(function.bus_id, "reset_method",
+                    *function.reset_methods + (function.reset_methods->empty() ? "" : "\n"));
+    write_attribute(function.bus_id, "reset", "");
+  }
   bind_driver(function.bus_id, function.driver);
   return dir;
 }
@@ -258,6 +263,17 @@ void FakeSysfsTree::write_file(const fs::path& relative, std::string_view conten
   out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
   out.close();
   if (!out) throw std::runtime_error("fake sysfs: cannot write " + path.string());
+}
+
+void FakeSysfsTree::add_process_fd(unsigned pid, unsigned fd, const std::string& target) {
+  const fs::path dir = root_ / "proc" / std::to_string(pid) / "fd";
+  fs::create_directories(dir);
+  fs::create_symlink(target, dir / std::to_string(fd));
+}
+
+std::string FakeSysfsTree::reset_written(std::string_view bus_id) const {
+  std::ifstream in(function_dir(bus_id) / "reset");
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 }  // namespace xpu::fakes

@@ -47,6 +47,10 @@ struct FakePciFunction {
   std::optional<FakePcieLink> pcie_link = FakePcieLink{};
   // The aer_dev_* files (CONFIG_PCIEAER and the function's AER capability); nullopt: none.
   std::optional<FakeAerCounts> aer = FakeAerCounts{};
+  // The function's reset methods as reset_method lists them ("flr bus"); with them the kernel
+  // makes the `reset` file too (drivers/pci/pci-sysfs.c makes both only for a function it can
+  // reset). nullopt: neither file. Empty: an operator turned resets off (Linux 5.15 on).
+  std::optional<std::string> reset_methods = std::string("flr bus");
 };
 
 // Kunlunxin R-series board with subsystem 2/<subsystem_device> (1 R200, 2 R100, 3 R300...).
@@ -112,6 +116,12 @@ class FakeSysfsTree {
   void set_proc_driver_version(std::string_view contents);
   void set_module_version(std::string_view contents);
   void set_probe_errors(std::string_view contents);
+
+  // /proc/<pid>/fd/<fd> as a link to `target` (an absolute path inside the tree, or any text:
+  // a process's fd that names no file, "anon_inode:[eventfd]").
+  void add_process_fd(unsigned pid, unsigned fd, const std::string& target);
+  // Times a reset of the function was written (`reset` holds what was written, "1" each time).
+  std::string reset_written(std::string_view bus_id) const;
 
   // Any file under the root (relative path), creating its parent directories.
   void write_file(const std::filesystem::path& relative, std::string_view contents);

@@ -182,6 +182,28 @@ TEST(MetricsRenderer, HealthHistoryAndReasonCarryTheCardsIdentityOnly) {
   }
 }
 
+TEST(MetricsRenderer, ResetsAreCountedByResultWithTheCardsIdentityOnly) {
+  auto inputs = two_cards();
+  // Card 1 (held by a pod) was reset and the reset did not cure it; xpud says so.
+  inputs.view.devices[1].resets = {
+      {"succeeded", 2}, {"failed", 1}, {"refused", 4}, {"exploded", 9}};
+  inputs.view.devices[1].healthy = false;
+  inputs.view.devices[1].health_reason_kind = "reset_failed";
+  std::string text = render_text(build_families(inputs));
+  EXPECT_THAT(text, HasSubstr("# TYPE xpu_resets_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("# HELP xpu_resets_total Resets of the XPU"));
+  // No pod labels (a pod coming or going must not start a new series), no word xpud does not
+  // define, and no series for a card whose xpud says nothing of resets (card 0, an older xpud).
+  EXPECT_THAT(
+      samples_of(text, "xpu_resets_total"),
+      ::testing::ElementsAre(R"(xpu_resets_total{xpu="1",uuid="uuid-1",result="failed"} 1)",
+                             R"(xpu_resets_total{xpu="1",uuid="uuid-1",result="refused"} 4)",
+                             R"(xpu_resets_total{xpu="1",uuid="uuid-1",result="succeeded"} 2)"));
+  EXPECT_THAT(samples_of(text, "xpu_health_reason_info"),
+              ::testing::ElementsAre(
+                  R"(xpu_health_reason_info{xpu="1",uuid="uuid-1",reason="reset_failed"} 1)"));
+}
+
 TEST(MetricsRenderer, BuildInfoIsAlwaysThere) {
   auto inputs = two_cards();
   inputs.metrics.reset();

@@ -35,6 +35,20 @@ TEST(XpuCondition, FalseNamingEachUnhealthyCardAndItsCause) {
             "released: 2048 MiB held with no process");
 }
 
+// xpud's recovery ([recovery]): a card its reset did not cure says so in its reason, and the
+// condition passes that on as it is, so a repair tool reading the node sees the reset failed.
+TEST(XpuCondition, ACardWhoseResetFailedIsNamedWithThatCause) {
+  auto condition = xpu_condition(
+      present({card(0), card(2).unhealthy(
+                            "reset failed: still Unhealthy 30000 ms after the reset (XPU hang)")}),
+      false, 30s);
+  ASSERT_TRUE(condition);
+  EXPECT_EQ(condition->status, "False");
+  EXPECT_EQ(condition->message,
+            "1 of 2 cards unhealthy: xpu2: reset failed: still Unhealthy 30000 ms after the reset "
+            "(XPU hang)");
+}
+
 TEST(XpuCondition, AVirtualFunctionCountsLikeAnyCard) {
   auto condition = xpu_condition(
       present({card(0), card(8).virtual_function().unhealthy("VF lost")}), false, 30s);

@@ -57,7 +57,8 @@ PcieLinkState pinned_pcie(PcieLinkState pcie, const std::map<std::string, double
 class SimulatedCards final : public Backend,
                              public Simulator,
                              public VirtualFunctionControl,
-                             public CxpuInstanceControl {
+                             public CxpuInstanceControl,
+                             public CardResetControl {
  public:
   explicit SimulatedCards(const SimOptions& options) {
     for (unsigned i = 0; i < options.devices; ++i)
@@ -210,6 +211,38 @@ class SimulatedCards final : public Backend,
     return std::nullopt;
   }
 
+  // A reset as a real card's: the driver's fault goes (unless set_reset_fails says the reset
+  // does not cure it), its memory is freed (a pin of memory_used_bytes goes; with the process
+  // count pinned to 0, the card reports the 0 bytes an idle card reports: docs/hardware.md) and
+  // its cXPU instances are gone with the driver state that held them. Pins of the process
+  // count and of the PCIe figures are the test's view of the world outside the card: they stay.
+  std::optional<DriverChangeError> reset_card(const DeviceIdentity& device) override {
+    std::lock_guard lock(mutex_);
+    Card* card = card_of(device);
+    if (card == nullptr) return card_gone(device);
+    ++card->resets;
+    if (card->reset_fails) {
+      spdlog::info("{}: reset (sim), told to leave the card as it was", subject_of(device));
+      return std::nullopt;
+    }
+    card->fault.reset();
+    card->instances.clear();
+    card->pinned.erase(std::string(metric::kMemoryUsed));
+    auto processes = card->pinned.find(std::string(metric::kProcessCount));
+    if (processes != card->pinned.end() && processes->second == 0)
+      card->pinned[std::string(metric::kMemoryUsed)] = 0;
+    spdlog::info("{}: reset (sim)", subject_of(device));
+    return std::nullopt;
+  }
+
+  std::optional<InjectionError> set_reset_fails(unsigned index, bool fails) override {
+    std::lock_guard lock(mutex_);
+    Card* card = card_at(index);
+    if (card == nullptr) return no_such_device(index);
+    card->reset_fails = fails;
+    return std::nullopt;
+  }
+
   std::optional<InjectionError> set_metric(unsigned index, std::string_view key,
                                            double value) override {
     std::lock_guard lock(mutex_);
@@ -248,6 +281,8 @@ class SimulatedCards final : public Backend,
     double temperature = 35.0;
     std::map<std::string, std::uint64_t> instances{};  // cXPU instance id -> memory limit
     PcieLinkState pcie{};                              // before pins
+    bool reset_fails = false;                          // set_reset_fails
+    unsigned resets = 0;
   };
 
   static Card make_card(DeviceIdentity identity) {
@@ -328,7 +363,7 @@ class SimulatedCards final : public Backend,
 
 SimBackend make_sim_backend(const SimOptions& options) {
   auto cards = std::make_shared<SimulatedCards>(options);
-  return SimBackend{cards, cards};
+  return SimBackend{cards, cards, cards};
 }
 
 }  // namespace xpud

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "xpud/backends/backend.h"
+#include "xpud/backends/card_reset.h"
 #include "xpud/backends/simulator.h"
 
 namespace xpud {
@@ -26,6 +27,7 @@ struct SimOptions {
 struct SimBackend {
   std::shared_ptr<Backend> backend;
   std::shared_ptr<Simulator> simulator;
+  std::shared_ptr<CardResetControl> card_reset;
 };
 
 // The simulated cards list /dev/xpuN and /dev/xpuctrl as their nodes, like real ones, but no

@@ -95,6 +95,9 @@ TEST(DeviceTaints, FlagsRefuseWhatTheyCannotMean) {
   // The PCIe reasons are kinds of their own (xpud's [pcie]).
   EXPECT_TRUE(parse_no_execute_kinds("pcie_fatal_error,pcie_link_downtrained", policy));
   EXPECT_EQ(policy.no_execute_kinds.size(), 2u);
+  // So is a card xpud's recovery reset and could not bring back.
+  EXPECT_TRUE(parse_no_execute_kinds("reset_failed", policy));
+  EXPECT_TRUE(policy.no_execute_kinds.contains("reset_failed"));
   EXPECT_TRUE(parse_no_execute_kinds("driver_fault", policy));
   EXPECT_TRUE(parse_no_execute_kinds("", policy));
   EXPECT_TRUE(policy.no_execute_kinds.empty());

@@ -83,6 +83,29 @@ TEST_F(Publisher, AdoptsAnEqualSliceWithoutWriting) {
   EXPECT_GE(next, now + SlicePublisher::kResync);
 }
 
+// A leaving driver empties its pool and waits for exactly that write (dra_driver_role.cpp).
+TEST_F(Publisher, IsUpToDateOnlyOnceTheLastAskedPoolIsWritten) {
+  EXPECT_FALSE(publisher.up_to_date());  // nothing asked yet
+  publisher.set_devices(cards(2));
+  EXPECT_FALSE(publisher.up_to_date());
+  publisher.reconcile(now);
+  EXPECT_TRUE(publisher.up_to_date());
+
+  xpu::DeviceView none = cards(2);
+  none.devices.clear();
+  EXPECT_TRUE(publisher.set_devices(none));
+  EXPECT_FALSE(publisher.up_to_date());
+  publisher.reconcile(now + seconds(1));
+  EXPECT_TRUE(publisher.up_to_date());
+  EXPECT_TRUE(only_slice()["spec"].value("devices", nlohmann::json::array()).empty());
+
+  // A refused write leaves it behind.
+  server.fail_next(500);
+  publisher.set_devices(cards(1));
+  publisher.reconcile(now + seconds(2));
+  EXPECT_FALSE(publisher.up_to_date());
+}
+
 TEST_F(Publisher, UpdatesADifferentSlice) {
   server.add(stored_slice(cards(1), 5));
   publisher.set_devices(cards(2));

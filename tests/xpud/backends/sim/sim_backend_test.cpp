@@ -99,7 +99,7 @@ TEST(SimBackend, MetricsArePlausibleAndMove) {
 }
 
 TEST(SimBackend, InjectedFaultAndRecovery) {
-  auto [backend, sim] = make_sim_backend({8, "R200", 32768});
+  auto [backend, sim, reset] = make_sim_backend({8, "R200", 32768});
   ASSERT_NE(sim, nullptr);
   auto devices = backend->discover();
   EXPECT_FALSE(sim->set_health(3, false, "ECC storm"));
@@ -110,7 +110,7 @@ TEST(SimBackend, InjectedFaultAndRecovery) {
 }
 
 TEST(SimBackend, PinnedMetricsAndTheirRelease) {
-  auto [backend, sim] = make_sim_backend({1, "R200", 32768});
+  auto [backend, sim, reset] = make_sim_backend({1, "R200", 32768});
   auto devices = backend->discover();
   EXPECT_FALSE(sim->set_metric(0, "temperature_celsius", 91.5));
   EXPECT_EQ(backend->read((*devices)[0]).metrics.at("temperature_celsius"), 91.5);
@@ -119,7 +119,7 @@ TEST(SimBackend, PinnedMetricsAndTheirRelease) {
 }
 
 TEST(SimBackend, BadInjectionsAreRejected) {
-  auto [backend, sim] = make_sim_backend({2, "R200", 32768});
+  auto [backend, sim, reset] = make_sim_backend({2, "R200", 32768});
   auto no_device = sim->set_health(2, false, "x");
   ASSERT_TRUE(no_device);
   EXPECT_EQ(no_device->kind, InjectionError::Kind::NoSuchDevice);
@@ -381,6 +381,44 @@ TEST(SimBackend, CardsHaveAPcieLinkAndPinsInjectWhatTheKernelWouldReport) {
   }
   EXPECT_FALSE(sim.simulator->set_metric(1, "pcie_link_width_lanes", std::nan("")));
   EXPECT_EQ(sim.backend->read(card).pcie.width, 16U);
+}
+
+TEST(SimBackend, AResetCuresAnInjectedFaultAndFreesTheCardsMemory) {
+  auto [backend, sim, reset] = make_sim_backend({2, "R200", 32768});
+  ASSERT_NE(reset, nullptr);
+  auto devices = backend->discover();
+  const DeviceIdentity card = (*devices)[1];
+  EXPECT_FALSE(sim->set_health(1, false, "ECC storm"));
+  EXPECT_FALSE(sim->set_metric(1, "process_count", 0));
+  EXPECT_FALSE(sim->set_metric(1, "memory_used_bytes", 8.0 * 1024 * 1024 * 1024));
+  EXPECT_FALSE(reset->reset_card(card));
+  const DeviceReading after = backend->read(card);
+  EXPECT_FALSE(after.fault);
+  EXPECT_EQ(after.metrics.at("memory_used_bytes"), 0.0);  // an idle card's 0 bytes
+  EXPECT_EQ(after.metrics.at("process_count"), 0.0);      // the test's pin stays
+  // The other card is untouched.
+  EXPECT_FALSE(backend->read((*devices)[0]).fault);
+}
+
+TEST(SimBackend, AResetToldToFailLeavesTheCardAsItWas) {
+  auto [backend, sim, reset] = make_sim_backend({2, "R200", 32768});
+  auto devices = backend->discover();
+  EXPECT_FALSE(sim->set_health(0, false, "wedged"));
+  EXPECT_FALSE(sim->set_reset_fails(0, true));
+  EXPECT_FALSE(reset->reset_card((*devices)[0]));
+  EXPECT_EQ(backend->read((*devices)[0]).fault, "wedged");
+  EXPECT_FALSE(sim->set_reset_fails(0, false));
+  EXPECT_FALSE(reset->reset_card((*devices)[0]));
+  EXPECT_FALSE(backend->read((*devices)[0]).fault);
+  auto no_device = sim->set_reset_fails(7, true);
+  ASSERT_TRUE(no_device);
+  EXPECT_EQ(no_device->kind, InjectionError::Kind::NoSuchDevice);
+  // A card that is gone (another identity at the index) is not reset.
+  DeviceIdentity stranger = (*devices)[0];
+  stranger.uuid = "not-this-card";
+  auto gone = reset->reset_card(stranger);
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->kind, DriverChangeError::Kind::NoSuchDevice);
 }
 
 }  // namespace
