@@ -181,6 +181,33 @@ inline constexpr std::array<Signal, 4> kXpud = {{
 }};
 }  // namespace signals
 
+// com.kunlunxin.xpud1.Vfio, on the manager's path: the Kunlunxin functions on vfio-pci, for
+// virtual machines, and the root-only moves there and back (dbus/com.kunlunxin.xpud1.Vfio.xml).
+namespace vfio {
+inline constexpr std::string_view kInterface = "com.kunlunxin.xpud1.Vfio";
+inline constexpr std::string_view kBind = "Bind";
+inline constexpr std::string_view kUnbind = "Unbind";
+inline constexpr std::string_view kDevices = "Devices";  // property
+// The cluster's resource for functions on vfio-pci (the device plugin's, and the CDI kind xpud
+// writes them under). Underscores, not '-': KubeVirt reads the function's address from
+// PCI_RESOURCE_<the name upper-cased, '/' and '.' made '_'> (pkg/util ResourceNameToEnvVar),
+// which leaves '-' in; a '-' in an environment name cannot be read from a shell.
+inline constexpr std::string_view kResourceName = "kunlunxin.com/xpu_vfio";
+inline constexpr std::string_view kCdiKind = "kunlunxin.com/xpu_vfio";
+inline constexpr std::string_view kCdiFile = "kunlunxin-xpu-vfio.json";
+// KubeVirt's prefix (kubevirt.io/api core/v1 PCIResourcePrefix).
+inline constexpr std::string_view kPciResourcePrefix = "PCI_RESOURCE";
+// PCI_RESOURCE_<resource>: the variable KubeVirt's virt-launcher reads the PCI addresses of a
+// resource from (comma-separated), as its own device plugin and NVIDIA's set it.
+inline std::string pci_resource_env(std::string_view resource_name) {
+  std::string name(kPciResourcePrefix);
+  name += '_';
+  for (char c : resource_name)
+    name += (c == '/' || c == '.') ? '_' : (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c;
+  return name;
+}
+}  // namespace vfio
+
 inline constexpr std::string_view kHealthy = "Healthy";
 inline constexpr std::string_view kUnhealthy = "Unhealthy";
 

@@ -101,11 +101,27 @@ struct CxpuInstanceInfo {
   std::string owner{};  // "<namespace>/<pod>/<container>", or empty
 };
 
+// A Kunlunxin function on vfio-pci, for virtual machines (one entry of Vfio.Devices).
+struct VfioFunctionInfo {
+  std::string pci_bus_id;   // "0000:3b:00.0"
+  std::string pci_id;       // "1d22:3684"
+  std::string iommu_group;  // "12": /dev/vfio/12
+  std::string model;
+  bool is_virtual_function = false;
+  std::string physical_function;  // a VF's PF; empty for a PF
+  int numa_node = -1;
+
+  bool operator==(const VfioFunctionInfo&) const = default;
+};
+
 // What the watcher knows after each change.
 struct DeviceView {
   bool xpud_present = false;        // xpud owns its name and answered
   ManagerInfo manager;              // valid when xpud_present
   std::vector<DeviceInfo> devices;  // ordered by index; last known list when !xpud_present
+  // The functions on vfio-pci (Vfio.Devices), by PCI address; empty from an xpud without the
+  // interface. Last known list when !xpud_present.
+  std::vector<VfioFunctionInfo> vfio_functions{};
 
   bool operator==(const DeviceView&) const = default;
 };

@@ -17,6 +17,7 @@
 #include "common/xpud_connection.h"
 #include "common/xpud_properties.h"
 #include "common/xpud_signals.h"
+#include "common/xpud_vfio_client.h"
 
 namespace xpu {
 
@@ -231,6 +232,20 @@ void XpudWatcher::report_no_answer(const sdbus::Error& e) {
       describe_call_failure(e, options_), kNoAnswerRetry.count());
 }
 
+// Vfio.Devices; none from an xpud without the interface (older than cards for virtual machines)
+// or with a malformed answer (a warning). A failed connection throws, as every call here.
+std::vector<VfioFunctionInfo> XpudWatcher::vfio_functions(sdbus::IConnection& connection) {
+  try {
+    auto functions = fetch_vfio_functions(connection, options_.call_timeout);
+    if (functions) return std::move(*functions);
+    spdlog::warn("xpud answered with malformed data: {}", functions.error());
+  } catch (const sdbus::Error& e) {
+    if (!is_bus_answer(e) || is_no_answer(e)) throw;
+    spdlog::debug("xpud lists no functions on vfio-pci: {}", e.getMessage());
+  }
+  return {};
+}
+
 XpudWatcher::Reach XpudWatcher::refresh(sdbus::IConnection& connection, bool force_notify) {
   DeviceView fresh;
   Reach reach = Reach::kAnswered;
@@ -241,6 +256,7 @@ XpudWatcher::Reach XpudWatcher::refresh(sdbus::IConnection& connection, bool for
       fresh.xpud_present = true;
       fresh.manager = std::move(*manager);
       fresh.devices = std::move(*devices);
+      fresh.vfio_functions = vfio_functions(connection);
     } else {
       spdlog::warn("xpud answered with malformed data: {}",
                    manager ? devices.error() : manager.error());
@@ -272,6 +288,7 @@ void XpudWatcher::set_absent(bool force_notify) {
   {
     std::lock_guard lock(view_mutex_);
     absent.devices = view_.devices;  // the last known cards, so consumers can mark them
+    absent.vfio_functions = view_.vfio_functions;
   }
   publish(absent, force_notify);
 }
@@ -281,7 +298,7 @@ void XpudWatcher::publish(const DeviceView& fresh, bool force_notify) {
   {
     std::lock_guard lock(view_mutex_);
     changed = force_notify || fresh.xpud_present != view_.xpud_present ||
-              fresh.devices != view_.devices ||
+              fresh.devices != view_.devices || fresh.vfio_functions != view_.vfio_functions ||
               fresh.manager.driver_version != view_.manager.driver_version ||
               fresh.manager.backend != view_.manager.backend;
     view_ = fresh;

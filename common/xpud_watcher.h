@@ -44,6 +44,7 @@ class XpudWatcher {
 
   void watch_loop();
   Reach refresh(sdbus::IConnection& connection, bool force_notify);
+  std::vector<VfioFunctionInfo> vfio_functions(sdbus::IConnection& connection);
   // Reads a small property of xpud; false (and the view set absent) when it did not answer in time.
   bool probe(sdbus::IConnection& connection);
   void report_no_answer(const sdbus::Error& e);

@@ -1,8 +1,8 @@
 // xpuctl: the operator's view of xpud over D-Bus: list, show INDEX, metrics, processes,
-// instances, each with --json; and, as root, configure-vfs INDEX COUNT, create-instance INDEX ID
-// BYTES, destroy-instance INDEX ID and reset INDEX, and the same two as OCI hooks
-// (hook-create-instance INDEX BYTES [SHARE CLAIM], hook-destroy-instance INDEX: the container is
-// the one whose state is on stdin).
+// instances, vfio list, each with --json; and, as root, configure-vfs INDEX COUNT, vfio
+// bind|unbind TARGET, create-instance INDEX ID BYTES, destroy-instance INDEX ID and reset INDEX,
+// and the same two as OCI hooks (hook-create-instance INDEX BYTES [SHARE CLAIM],
+// hook-destroy-instance INDEX: the container is the one whose state is on stdin).
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -20,6 +20,7 @@
 #include "xpuctl/json_writer.h"
 #include "xpuctl/oci_state.h"
 #include "xpuctl/table.h"
+#include "xpuctl/vfio_commands.h"
 
 namespace {
 
@@ -430,6 +431,10 @@ constexpr std::array kCommands = {
             2},
     Command{"hook-destroy-instance", "INDEX", 1,
             "as an OCI poststop hook: destroy that container's instance, if it has one (root)"},
+    Command{"vfio", "list | bind TARGET | unbind TARGET", 1,
+            "the cards and virtual functions on vfio-pci for virtual machines; move card TARGET "
+            "(a PCI address, an index or xpuN) there, or back to its driver (root)",
+            1},
 };
 
 std::string usage_of(const Command& command) {
@@ -568,6 +573,7 @@ int run(const std::vector<std::string>& args) {
                                         ? "'" + rest.front() + "' takes no arguments"
                                         : "usage: " + usage_of(*command));
   options.call_timeout = std::chrono::milliseconds(5000);
+  if (command->name == "vfio") return xpuctl::run_vfio_command(options, rest, json_output);
   xpu::XpudClient client(options);
   return run_command(client, rest, json_output);
 }

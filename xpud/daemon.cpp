@@ -6,6 +6,7 @@
 
 #include <sdbus-c++/sdbus-c++.h>
 #include <spdlog/spdlog.h>
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -16,7 +17,9 @@
 #include "common/unique_fd.h"
 #include "xpud/backends/backend_factory.h"
 #include "xpud/bus/dbus_service.h"
+#include "xpud/bus/vfio_object.h"
 #include "xpud/cdi/cdi_spec_writer.h"
+#include "xpud/cdi/vfio_cdi_spec.h"
 #include "xpud/events/device_event_watcher.h"
 #include "xpud/recovery/card_recovery.h"
 #include "xpud/requests/driver_requests.h"
@@ -181,6 +184,7 @@ class Daemon {
           *recovery_);
       publish(first);
       published_sequence_ = first->sequence;
+      start_vfio();
       // Before the name and READY=1: a unit ordered after xpud finds the spec.
       apply_cdi_settings(*first);
       connection_->requestName(std::string(xpu::names::kBusName));
@@ -203,6 +207,7 @@ class Daemon {
     } catch (const sdbus::Error&) {
       // The bus may already be gone; nothing to release then.
     }
+    vfio_.reset();
     service_.reset();
     return leave(status);
   }
@@ -322,6 +327,35 @@ class Daemon {
     // A card that is gone (or swapped) takes its instances with it.
     for (const auto& card : changes.removed) instances_->forget_card(card.index);
     service_->publish(changes);
+    // A card that left the driver may be on vfio-pci now, one that came back has left it.
+    const bool cards_came_or_went =
+        !changes.removed.empty() ||
+        std::any_of(changes.cards.begin(), changes.cards.end(),
+                    [](const CardChange& card) { return card.kind == CardChange::Kind::kAdded; });
+    if (vfio_ && cards_came_or_went) vfio_->refresh();
+  }
+
+  // The functions on vfio-pci (Vfio interface) and their CDI spec beside the cards'.
+  void start_vfio() {
+    vfio_ = std::make_unique<VfioObject>(
+        *connection_, *table_, config_.sysfs_root, *driver_requests_, *instances_,
+        [this](const std::vector<vfio::VfioFunction>& functions) { write_vfio_cdi(functions); });
+    vfio_->refresh();
+  }
+
+  // kunlunxin-xpu-vfio.json in the cards' CDI directory, when xpud writes the cards' spec;
+  // removed when no function is on vfio-pci.
+  void write_vfio_cdi(const std::vector<vfio::VfioFunction>& functions) {
+    auto cards_spec = cdi_path(config_);
+    if (!cards_spec) return;
+    CdiSpecFile file(cards_spec->parent_path() / xpu::names::vfio::kCdiFile);
+    std::vector<VfioCdiDevice> devices;
+    devices.reserve(functions.size());
+    for (const auto& function : functions)
+      devices.push_back({function.pci_bus_id, function.iommu_group});
+    const std::string text = render_vfio_cdi_spec(devices);
+    auto done = text.empty() ? file.remove() : file.write(text);
+    if (!done.ok()) spdlog::warn("vfio: CDI spec {}: {}", file.path().string(), done.error());
   }
 
   // The spec's place for the running configuration: none when [cdi] turns it off (or `auto` on
@@ -408,6 +442,7 @@ class Daemon {
   // gone before it) when a card's Resets moved.
   std::unique_ptr<CardRecovery> recovery_;
   std::unique_ptr<DbusService> service_;
+  std::unique_ptr<VfioObject> vfio_;    // its replies run in driver_requests_->deliver()
   std::string host_node_stand_in_;      // for the CDI spec's hostPath (backend_factory.h)
   std::unique_ptr<CdiSpecWriter> cdi_;  // null while no spec is written
   std::uint64_t published_sequence_ = 0;

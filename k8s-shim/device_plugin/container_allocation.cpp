@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/names.h"
+#include "k8s-shim/device_plugin/vfio_resource.h"
 #include "k8s-shim/printable.h"
 
 namespace shim {
@@ -12,6 +13,7 @@ namespace shim {
 xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
                                                     const std::vector<std::string>& device_ids,
                                                     CdiMode cdi) {
+  if (state.vfio) return allocate_vfio_container(state, device_ids);
   if (device_ids.empty()) return xpu::Error{"no device IDs requested"};
   ContainerAllocation allocation;
   std::set<std::string> seen;

@@ -8,6 +8,7 @@
 #include "common/fnv1a.h"
 #include "common/names.h"
 #include "k8s-shim/cards/sriov_physical_function.h"
+#include "k8s-shim/device_plugin/vfio_resource.h"
 #include "k8s-shim/resource_name.h"
 
 namespace shim {
@@ -160,12 +161,19 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
   std::vector<const xpu::DeviceInfo*> ordered;
   std::string skipped_functions;
   std::string sriov_physical_functions;
+  // A card is offered in one pool: one on vfio-pci is the VFIO resource's alone.
+  const std::set<std::string> on_vfio = vfio_bus_ids(view);
+  std::string vfio_cards;
   for (const auto& device : view.devices) ordered.push_back(&device);
   std::stable_sort(ordered.begin(), ordered.end(),
                    [](const auto* a, const auto* b) { return a->index < b->index; });
   for (const auto* device : ordered) {
     const std::string name = xpu::names::device_name(device->index);
     const std::string where = "device " + name;
+    if (on_vfio.contains(device->pci_bus_id)) {
+      vfio_cards += (vfio_cards.empty() ? "" : ", ") + name;
+      continue;
+    }
     // With or without --enable-sriov, whole or shared (the rule the DRA driver applies too).
     if (is_sriov_physical_function(*device)) {
       sriov_physical_functions += (sriov_physical_functions.empty() ? "" : ", ") + name;
@@ -224,6 +232,10 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
   if (!skipped_functions.empty())
     plan.notices.push_back("SR-IOV virtual functions " + skipped_functions +
                            " are not advertised: --enable-sriov is not set");
+  if (!vfio_cards.empty())
+    plan.notices.push_back("devices " + vfio_cards +
+                           " are on vfio-pci (xpud's Vfio list): offered for virtual machines "
+                           "only");
   if (!sriov_physical_functions.empty())
     plan.notices.push_back(
         "physical functions " + sriov_physical_functions +
@@ -314,6 +326,12 @@ ResourcePlan plan_resources(const ResourceConfig& config, const xpu::DeviceView&
       state.devices.push_back(std::move(copy));
     }
   }
+
+  // The functions on vfio-pci, for virtual machines: a resource once xpud lists one.
+  const std::string vfio_resource = domain + "/" + std::string(kVfioResource);
+  if (!view.vfio_functions.empty() || known_sockets.contains(vfio_resource))
+    plan_vfio_devices(view, resource_for(vfio_resource, std::string(kVfioSocketName)),
+                      plan.problems);
 
   for (auto& [name, state] : by_name) plan.resources.push_back(std::move(state));
   return plan;

@@ -72,7 +72,8 @@ struct PluginDevice {
   std::string card_id;   // the card's UUID (== id except in shared mode)
   unsigned replica = 0;  // shared mode only: the replica, or in the memory form the unit
   bool virtual_function = false;
-  // Virtual functions only: the nodes xpud lists for it (checked: absolute paths under /dev/).
+  // Virtual functions: the nodes xpud lists for it (checked: absolute paths under /dev/); the
+  // VFIO resource's functions: /dev/vfio/<group> and /dev/vfio/vfio (vfio_resource.h).
   std::vector<std::string> device_nodes;
   unsigned index = 0;
   std::string model;
@@ -92,6 +93,8 @@ struct ResourceState {
   bool shared = false;                // devices are replicas of shared cards
   // Shared mode's memory form: the bytes each device stands for; 0 otherwise.
   std::uint64_t memory_unit_bytes{};
+  // The functions on vfio-pci, for virtual machines (vfio_resource.h): IDs are PCI addresses.
+  bool vfio{};
 
   bool operator==(const ResourceState&) const = default;
 };

@@ -14,7 +14,8 @@ void log_health_changes(const ResourceState& before, const ResourceState& after,
     const PluginDevice* old = nullptr;
     for (const auto& candidate : before.devices)
       if (candidate.id == device.id) old = &candidate;
-    const std::string name = xpu::names::device_name(device.index);
+    // A function on vfio-pci has no xpuN: its PCI address names it.
+    const std::string name = after.vfio ? device.id : xpu::names::device_name(device.index);
     if (old == nullptr) {
       xpu::log_device_event(
           spdlog::level::info, name, device.id,
@@ -30,7 +31,10 @@ void log_health_changes(const ResourceState& before, const ResourceState& after,
     bool still = false;
     for (const auto& candidate : after.devices) still = still || candidate.id == device.id;
     if (still) continue;
-    if (held.uuids.contains(device.card_id) || held.indices.contains(device.index))
+    if (before.vfio)
+      xpu::log_device_event(spdlog::level::info, device.id, device.id,
+                            "no longer on vfio-pci; withdrawn from " + before.resource_name);
+    else if (held.uuids.contains(device.card_id) || held.indices.contains(device.index))
       xpu::log_device_event(spdlog::level::info, xpu::names::device_name(device.index), device.id,
                             "held by a pod through a DRA claim; withdrawn from " +
                                 before.resource_name + " while it holds it");

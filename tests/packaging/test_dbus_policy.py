@@ -225,6 +225,26 @@ class XpudOnPrivateBus(unittest.TestCase):
                                           "uint32:0", "string:attack", "uint64:1", "string:",
                                           "string:claim/share", user_is_nobody=True))
 
+    def test_nobody_cannot_move_cards_to_vfio_pci(self):
+        # Cards for virtual machines: Bind and Unbind are root's; the bus refuses them before
+        # xpud's own check of the caller.
+        for method in ("Bind", "Unbind"):
+            self.assert_denied(self.dbus_send(MANAGER, f"com.kunlunxin.xpud1.Vfio.{method}",
+                                              "string:0000:3b:00.0", user_is_nobody=True))
+
+    def test_nobody_can_read_the_functions_on_vfio_pci(self):
+        result = self.dbus_send(MANAGER, "org.freedesktop.DBus.Properties.Get",
+                                "string:com.kunlunxin.xpud1.Vfio", "string:Devices",
+                                user_is_nobody=True)
+        self.assert_allowed(result)
+
+    def test_root_reaches_vfio_bind(self):
+        # Root gets xpud's own answer: the sim backend's xpud reads this host's sysfs, and no
+        # PCI function has this address (nothing is written).
+        result = self.dbus_send(MANAGER, "com.kunlunxin.xpud1.Vfio.Bind", "string:ffff:ff:1f.7")
+        self.assertNotEqual(result.returncode, 0, result.stdout)
+        self.assertIn("Error com.kunlunxin.xpud1.Error.NoSuchDevice", result.stderr)
+
     def test_nobody_cannot_call_methods_that_do_not_exist_yet(self):
         self.assert_denied(self.dbus_send(MANAGER, "com.kunlunxin.xpud1.Manager.FormatDevice",
                                           "uint32:0", user_is_nobody=True))

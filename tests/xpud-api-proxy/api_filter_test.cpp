@@ -64,6 +64,17 @@ TEST(ApiFilter, XpudWritesAreDenied) {
         route_call(kXpud, "com.kunlunxin.xpud1.Manager", "DestroyInstance", kOwner, socket).route,
         Route::Deny);
   }
+  // Moving cards to vfio-pci and back is root's on the host: neither socket forwards it. The
+  // list of functions on vfio-pci is a property, read like any other.
+  for (auto socket : {kReadOnly, kSriov}) {
+    for (const char* member : {"Bind", "Unbind"}) {
+      auto call = route_call(kXpud, "com.kunlunxin.xpud1.Vfio", member, kOwner, socket);
+      EXPECT_EQ(call.route, Route::Deny) << member;
+    }
+  }
+  EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Vfio", "Bind", kOwner, kReadOnly).reason,
+            "com.kunlunxin.xpud1.Vfio.Bind on com.kunlunxin.xpud1 is not part of xpud's "
+            "read-only API");
   // Resetting a card is root's on the host: neither socket forwards it.
   for (auto socket : {kReadOnly, kSriov})
     EXPECT_EQ(route_call(kXpud, "com.kunlunxin.xpud1.Manager", "ResetDevice", kOwner, socket).route,

@@ -21,6 +21,7 @@
 
 #include "common/unique_fd.h"
 #include "common/xpud_client.h"
+#include "common/xpud_vfio_client.h"
 #include "tests/support/child_process.h"
 #include "tests/support/private_bus.h"
 #include "tests/support/wait.h"
@@ -280,6 +281,26 @@ TEST_F(ApiProxyTest, EverythingOutsideTheReadOnlyApiIsRefused) {
   EXPECT_EQ(call_error("com.kunlunxin.xpud1", "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Manager",
                        "ListDevices"),
             "");
+}
+
+// Cards for virtual machines: a pod may read which functions are on vfio-pci (the VFIO resource
+// needs it), never move a card there or back, on either socket.
+TEST_F(ApiProxyTest, VfioMovesAreRefusedAndTheListIsRead) {
+  const std::string denied = "org.freedesktop.DBus.Error.AccessDenied";
+  for (const char* member : {"Bind", "Unbind"}) {
+    EXPECT_EQ(call_error("com.kunlunxin.xpud1", "/com/kunlunxin/xpud1", "com.kunlunxin.xpud1.Vfio",
+                         member, [](sdbus::MethodCall& c) { c << std::string("0000:3b:00.0"); }),
+              denied)
+        << member;
+    EXPECT_NE(last_error_message_.find("not part of xpud's read-only API"), std::string::npos)
+        << last_error_message_;
+  }
+  EXPECT_FALSE(xpu::XpudVfioClient({sriov_address_, 5s}).bind("0000:3b:00.0", 10s).ok());
+  EXPECT_EQ(proxy_->output().find("forwarding com.kunlunxin.xpud1.Vfio"), std::string::npos)
+      << proxy_->output();
+  auto listed = xpu::XpudVfioClient({api_address_, 5s}).list();
+  ASSERT_TRUE(listed.ok()) << listed.error();
+  EXPECT_TRUE(listed->empty());  // the sim backend's xpud: this host has no Kunlunxin function
 }
 
 // ResetDevice is root's on the host: neither socket forwards it, root's calls included, even

@@ -151,6 +151,9 @@ fs::path FakeSysfsTree::add_pci_function(const FakePciFunction& function) {
   write_attribute(function.bus_id, "subsystem_vendor", hex_id(function.subsystem_vendor));
   write_attribute(function.bus_id, "subsystem_device", hex_id(function.subsystem_device));
   write_attribute(function.bus_id, "numa_node", std::to_string(function.numa_node) + "\n");
+  // Every PCI device has it (drivers/pci/pci-sysfs.c); unset, it reads "(null)" (its show
+  // prints the NULL pointer with "%s\n").
+  write_attribute(function.bus_id, "driver_override", "(null)\n");
   if (function.sriov_totalvfs) {
     write_attribute(function.bus_id, "sriov_totalvfs",
                     std::to_string(*function.sriov_totalvfs) + "\n");
@@ -203,6 +206,13 @@ void FakeSysfsTree::bind_driver(std::string_view bus_id, std::string_view driver
   fs::path driver_dir = root_ / "sys/bus/pci/drivers" / driver;
   fs::create_directories(driver_dir);
   link(link_path, driver_dir);
+}
+
+void FakeSysfsTree::add_to_iommu_group(std::string_view bus_id, unsigned group) {
+  const fs::path group_dir = root_ / "sys/kernel/iommu_groups" / std::to_string(group);
+  fs::create_directories(group_dir / "devices");
+  link(group_dir / "devices" / bus_id, function_dir(bus_id));
+  link(function_dir(bus_id) / "iommu_group", group_dir);
 }
 
 void FakeSysfsTree::publish_class_device(std::string_view bus_id, unsigned index,

@@ -96,6 +96,9 @@ class FakeSysfsTree {
   void write_aer_counts(std::string_view bus_id, const FakeAerCounts& counts);
   // Binds the function to `driver` (empty: unbinds it).
   void bind_driver(std::string_view bus_id, std::string_view driver);
+  // Puts the function into IOMMU group `group`, as drivers/iommu/iommu.c shows it:
+  // <function>/iommu_group -> sys/kernel/iommu_groups/<group>, whose devices/<bus id> links back.
+  void add_to_iommu_group(std::string_view bus_id, unsigned group);
   // The class device the driver creates for /dev/xpu<index> under the function:
   // <function>/<class_name>/xpu<index>/dev.
   void publish_class_device(std::string_view bus_id, unsigned index,
