@@ -43,6 +43,7 @@ def expected_files(unit_dir):
             "/usr/share/dbus-1/interfaces/com.kunlunxin.xpud1.Manager.xml",
             "/usr/share/dbus-1/interfaces/com.kunlunxin.xpud1.Device.xml",
             "/usr/share/dbus-1/interfaces/com.kunlunxin.xpud1.Simulator.xml",
+            "/usr/share/dbus-1/interfaces/com.kunlunxin.xpud1.Vfio.xml",
             "/usr/share/xpud/topology.quirk",
             "/etc/xpud",
             "/etc/xpud/xpud.conf",
