@@ -163,8 +163,7 @@ TEST(dra_DeviceMetadata, StringsAreEscapedAsGoEscapesThem) {
   const std::string stream = device_metadata_stream(c, "xpus");
   EXPECT_THAT(stream, HasSubstr(R"("string": "P\u003c8\u003e\u00260\u2028)"
                                 "\xef\xbf\xbd\""));
-  EXPECT_NO_THROW(
-      static_cast<void>(nlohmann::json::parse(stream.substr(0, stream.find("\n}\n") + 2))));
+  EXPECT_TRUE(nlohmann::json::accept(stream.substr(0, stream.find("\n}\n") + 2)));
 }
 
 TEST(dra_DeviceMetadata, NamesThatWouldReshapeAPathAreRefused) {
