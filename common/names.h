@@ -206,6 +206,18 @@ inline std::string pci_resource_env(std::string_view resource_name) {
     name += (c == '/' || c == '.') ? '_' : (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c;
   return name;
 }
+// An IOMMU group as /dev/vfio/<group> names it: a decimal number (bounded, so that a name from
+// the bus cannot make a path of its choosing).
+inline bool is_iommu_group(std::string_view group) {
+  if (group.empty() || group.size() > 10) return false;
+  for (char c : group)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+// A function's device in xpud's VFIO CDI spec: "kunlunxin.com/xpu_vfio=0000:3b:00.0".
+inline std::string cdi_qualified_name(std::string_view pci_bus_id) {
+  return std::string(kCdiKind) + "=" + std::string(pci_bus_id);
+}
 }  // namespace vfio
 
 inline constexpr std::string_view kHealthy = "Healthy";

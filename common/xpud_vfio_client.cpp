@@ -1,5 +1,7 @@
 #include "common/xpud_vfio_client.h"
 
+#include <type_traits>
+
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "common/names.h"
@@ -29,43 +31,56 @@ Result<std::vector<VfioFunctionInfo>> fetch_vfio_functions(sdbus::IConnection& c
   return functions;
 }
 
-Result<std::vector<VfioFunctionInfo>> XpudVfioClient::list() const {
+namespace {
+// One call on a connection of its own: `call` runs on it, its sdbus::Error becomes the message a
+// failed call gives (`describe_error`), and a failed connection says which bus it was.
+template <typename Call, typename Describe>
+std::invoke_result_t<Call, sdbus::IConnection&> on_connection(const ClientOptions& options,
+                                                              Call&& call,
+                                                              Describe&& describe_error) {
   std::unique_ptr<sdbus::IConnection> connection;
   try {
-    connection = open_connection(options_);
+    connection = open_connection(options);
   } catch (const sdbus::Error& e) {
-    return Error{describe_connect_failure(e, options_)};
+    return Error{describe_connect_failure(e, options)};
   }
   try {
-    return fetch_vfio_functions(*connection, options_.call_timeout);
+    return call(*connection);
   } catch (const sdbus::Error& e) {
-    return Error{describe_call_failure(e, options_)};
+    return Error{describe_error(e)};
   }
+}
+}  // namespace
+
+Result<std::vector<VfioFunctionInfo>> XpudVfioClient::list() const {
+  return on_connection(
+      options_,
+      [this](sdbus::IConnection& connection) {
+        return fetch_vfio_functions(connection, options_.call_timeout);
+      },
+      [this](const sdbus::Error& e) { return describe_call_failure(e, options_); });
 }
 
 Status XpudVfioClient::move(std::string_view member, const std::string& pci_bus_id,
                             std::chrono::milliseconds timeout) const {
-  std::unique_ptr<sdbus::IConnection> connection;
-  try {
-    connection = open_connection(options_);
-  } catch (const sdbus::Error& e) {
-    return Error{describe_connect_failure(e, options_)};
-  }
-  try {
-    auto proxy = sdbus::createProxy(*connection, std::string(names::kBusName),
-                                    std::string(names::kManagerPath));
-    proxy->callMethod(std::string(member))
-        .onInterface(std::string(names::vfio::kInterface))
-        .withTimeout(timeout)
-        .withArguments(pci_bus_id);
-    return ok_status();
-  } catch (const sdbus::Error& e) {
-    // xpud's own AccessDenied says why; the generic wording would blame the bus policy.
-    if (e.getName() == names::bus::kErrorAccessDenied && !e.getMessage().empty() &&
-        e.getMessage().find("Rejected send message") == std::string::npos)
-      return Error{e.getMessage() + " (" + e.getName() + ")"};
-    return Error{describe_call_failure(e, options_)};
-  }
+  return on_connection(
+      options_,
+      [&](sdbus::IConnection& connection) -> Status {
+        auto proxy = sdbus::createProxy(connection, std::string(names::kBusName),
+                                        std::string(names::kManagerPath));
+        proxy->callMethod(std::string(member))
+            .onInterface(std::string(names::vfio::kInterface))
+            .withTimeout(timeout)
+            .withArguments(pci_bus_id);
+        return ok_status();
+      },
+      [this](const sdbus::Error& e) {
+        // xpud's own AccessDenied says why; the generic wording would blame the bus policy.
+        if (e.getName() == names::bus::kErrorAccessDenied && !e.getMessage().empty() &&
+            e.getMessage().find("Rejected send message") == std::string::npos)
+          return e.getMessage() + " (" + e.getName() + ")";
+        return describe_call_failure(e, options_);
+      });
 }
 
 Status XpudVfioClient::bind(const std::string& pci_bus_id,

@@ -10,14 +10,11 @@
 
 namespace shim {
 
-xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
-                                                    const std::vector<std::string>& device_ids,
-                                                    CdiMode cdi) {
-  if (state.vfio) return allocate_vfio_container(state, device_ids);
+xpu::Result<std::vector<PluginDevice>> requested_devices(
+    const ResourceState& state, const std::vector<std::string>& device_ids) {
   if (device_ids.empty()) return xpu::Error{"no device IDs requested"};
-  ContainerAllocation allocation;
+  std::vector<PluginDevice> requested;
   std::set<std::string> seen;
-  std::map<unsigned, std::uint64_t> units_on;  // card index -> units requested (memory form)
   for (const auto& id : device_ids) {
     // IDs come from the kubelet's request and go into the log and the gRPC status: escaped.
     auto shown = [&id] { return printable_excerpt(id); };
@@ -27,12 +24,26 @@ xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
     if (it == state.devices.end())
       return xpu::Error{"device '" + shown() + "' is not a " + state.resource_name +
                         " device of this node"};
+    // A function on vfio-pci is no card: its ID (the PCI address) names it.
     if (!it->healthy)
-      return xpu::Error{"device '" + shown() + "' (" + xpu::names::device_name(it->index) +
-                        ") is Unhealthy: " + it->unhealthy_reason};
-    allocation.granted.push_back(*it);
-    ++units_on[it->index];
+      return xpu::Error{"device '" + shown() + "'" +
+                        (state.vfio ? "" : " (" + xpu::names::device_name(it->index) + ")") +
+                        " is Unhealthy: " + it->unhealthy_reason};
+    requested.push_back(*it);
   }
+  return requested;
+}
+
+xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
+                                                    const std::vector<std::string>& device_ids,
+                                                    CdiMode cdi) {
+  if (state.vfio) return allocate_vfio_container(state, device_ids);
+  auto requested = requested_devices(state, device_ids);
+  if (!requested) return xpu::Error{requested.error()};
+  ContainerAllocation allocation;
+  allocation.granted = std::move(*requested);
+  std::map<unsigned, std::uint64_t> units_on;  // card index -> units requested (memory form)
+  for (const auto& device : allocation.granted) ++units_on[device.index];
   // Replicas of a shared card map back to the card: each card (and node) once.
   std::sort(allocation.granted.begin(), allocation.granted.end(),
             [](const PluginDevice& a, const PluginDevice& b) {

@@ -67,6 +67,12 @@ struct ContainerAllocation {
   std::uint64_t memory_limit_bytes{};
 };
 
+// The devices `device_ids` name, in the order asked, each checked: an empty request, an ID asked
+// twice, one that is not the resource's, or an unhealthy device fails the request with a message
+// naming it. Shared by the cards' Allocate and the VFIO resource's.
+xpu::Result<std::vector<PluginDevice>> requested_devices(
+    const ResourceState& state, const std::vector<std::string>& device_ids);
+
 xpu::Result<ContainerAllocation> allocate_container(const ResourceState& state,
                                                     const std::vector<std::string>& device_ids,
                                                     CdiMode cdi = CdiMode::kOff);

@@ -33,7 +33,10 @@ void log_health_changes(const ResourceState& before, const ResourceState& after,
     if (still) continue;
     if (before.vfio)
       xpu::log_device_event(spdlog::level::info, device.id, device.id,
-                            "no longer on vfio-pci; withdrawn from " + before.resource_name);
+                            (held.vfio_functions.contains(device.id)
+                                 ? "held by a pod through a DRA claim; withdrawn from "
+                                 : "no longer on vfio-pci; withdrawn from ") +
+                                before.resource_name);
     else if (held.uuids.contains(device.card_id) || held.indices.contains(device.index))
       xpu::log_device_event(spdlog::level::info, xpu::names::device_name(device.index), device.id,
                             "held by a pod through a DRA claim; withdrawn from " +

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "common/names.h"
-#include "k8s-shim/printable.h"
 #include "k8s-shim/resource_name.h"
 
 namespace shim {
@@ -11,11 +10,6 @@ namespace {
 
 // The container (IOMMU context) every group is used through (Documentation/driver-api/vfio.rst).
 constexpr std::string_view kVfioContainerNode = "/dev/vfio/vfio";
-
-bool is_group_number(const std::string& group) {
-  return !group.empty() && group.size() <= 10 &&
-         std::all_of(group.begin(), group.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
 
 }  // namespace
 
@@ -35,7 +29,7 @@ void plan_vfio_devices(const xpu::DeviceView& view, ResourceState& state,
       problems.push_back(where + " is not advertised: " + status.error());
       continue;
     }
-    if (!is_group_number(function.iommu_group)) {
+    if (!xpu::names::vfio::is_iommu_group(function.iommu_group)) {
       problems.push_back(where + " is not advertised: IOMMU group '" + function.iommu_group +
                          "' is not a group number");
       continue;
@@ -62,21 +56,10 @@ void plan_vfio_devices(const xpu::DeviceView& view, ResourceState& state,
 
 xpu::Result<ContainerAllocation> allocate_vfio_container(
     const ResourceState& state, const std::vector<std::string>& device_ids) {
-  if (device_ids.empty()) return xpu::Error{"no device IDs requested"};
+  auto requested = requested_devices(state, device_ids);
+  if (!requested) return xpu::Error{requested.error()};
   ContainerAllocation allocation;
-  std::set<std::string> seen;
-  for (const auto& id : device_ids) {
-    auto shown = [&id] { return printable_excerpt(id); };
-    if (!seen.insert(id).second) return xpu::Error{"device '" + shown() + "' is requested twice"};
-    auto it = std::find_if(state.devices.begin(), state.devices.end(),
-                           [&id](const PluginDevice& d) { return d.id == id; });
-    if (it == state.devices.end())
-      return xpu::Error{"device '" + shown() + "' is not a " + state.resource_name +
-                        " device of this node"};
-    if (!it->healthy)
-      return xpu::Error{"device '" + shown() + "' is Unhealthy: " + it->unhealthy_reason};
-    allocation.granted.push_back(*it);
-  }
+  allocation.granted = std::move(*requested);
   std::sort(allocation.granted.begin(), allocation.granted.end(),
             [](const PluginDevice& a, const PluginDevice& b) { return a.id < b.id; });
   std::string addresses;

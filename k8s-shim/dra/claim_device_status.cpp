@@ -100,6 +100,9 @@ void DeviceStatusWriter::set(const std::vector<PreparedClaim>& claims, const xpu
     present.insert(claim.uid);
     std::vector<DeviceStatusEntry> desired;
     for (const auto& device : claim.devices) {
+      // A function on vfio-pci is no card of xpud's: vfio-pci holds it whatever xpud says, and
+      // its health is the VM's to tell. No condition rather than a wrong one.
+      if (!device.vfio_pci_bus_id.empty()) continue;
       auto card = by_index.find(device.index);
       const bool found = card != by_index.end() && card->second->uuid == device.uuid;
       DeviceStatusEntry entry{.pool = device.pool,

@@ -295,7 +295,7 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
                 manager.version);
           return dra::InstanceHook{std::move(hook), manager.share_instances_supported};
         },
-        std::move(metadata));
+        std::move(metadata), [&cards] { return cards.at(Clock::now()).view->vfio_functions; });
     auto service = std::make_unique<dra::DraService>(claim_state);
     auto plugin = dra::KubeletPlugin::start(
         dra::KubeletPluginPaths{.plugin_directory = driver.plugin_dir,

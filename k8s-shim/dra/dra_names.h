@@ -58,6 +58,17 @@ inline std::optional<NamedDevice> named_device(std::string_view name) {
   return NamedDevice{*index, shared};
 }
 
+// A Kunlunxin function on vfio-pci (a card or VF given to virtual machines, in no compute pool):
+// "vfio-<its PCI address, ':' and '.' made '-'>", "vfio-0000-3b-00-0" for 0000:3b:00.0, a DNS
+// label like every device name. The address stays an attribute (pciBusId).
+inline constexpr std::string_view kVfioDevicePrefix = "vfio-";
+
+inline std::string vfio_device_name(std::string_view pci_bus_id) {
+  std::string name(kVfioDevicePrefix);
+  for (char c : pci_bus_id) name += (c == ':' || c == '.') ? '-' : c;
+  return name;
+}
+
 // The counter set of a card's memory, which its whole device and its shareable device both
 // consume in full: "xpu-<index>".
 inline std::string counter_set_name(unsigned index) {

@@ -10,10 +10,11 @@ namespace shim::dra {
 DeviceAttributes metadata_attributes(const xpu::DeviceView& view, std::string_view device,
                                      std::optional<std::int64_t> granted_memory) {
   const std::optional<NamedDevice> named = named_device(device);
-  if (!named) return {};
+  if (!named && !device.starts_with(kVfioDevicePrefix)) return {};
   // The slice's own rules make the values (one spelling of every attribute); a shareable device
-  // is published with its card's attributes, so the card's are looked up.
-  const std::string published = device_name(named->index);
+  // is published with its card's attributes, so the card's are looked up. A function on
+  // vfio-pci is published under its own name.
+  const std::string published = named ? device_name(named->index) : std::string(device);
   for (const ResourceSliceSpec& slice :
        desired_slices(view, "metadata", 0, nullptr, TaintPolicy{}, SharePolicy{}))
     for (const SliceDevice& candidate : slice.devices) {

@@ -4,6 +4,7 @@
 
 #include "common/command_line.h"
 #include "common/names.h"
+#include "common/pci_address.h"
 #include "k8s-shim/dra/dra_names.h"
 #include "k8s-shim/printable.h"
 #include "k8s-shim/resource_name.h"
@@ -50,10 +51,24 @@ HeldCardsReading cards_held_by_device_plugin(const v1::ListPodResourcesResponse&
   HeldCardsReading reading;
   IgnoredEntries ignored(reading.ignored);
   const std::string prefix = std::string(resource_domain) + "/";
+  // The VFIO resource's name after its domain ("xpu_vfio"), whose IDs are PCI addresses.
+  const std::string_view vfio_resource =
+      xpu::names::vfio::kResourceName.substr(xpu::names::vfio::kResourceName.find('/') + 1);
   for (const auto& pod : reply.pod_resources()) {
     for (const auto& container : pod.containers()) {
       for (const auto& devices : container.devices()) {
         if (!std::string_view(devices.resource_name()).starts_with(prefix)) continue;
+        if (std::string_view(devices.resource_name()).substr(prefix.size()) == vfio_resource) {
+          for (const auto& id : devices.device_ids()) {
+            if (xpu::pci_address::is_extended_bdf(id))
+              reading.held.vfio_functions.insert(id);
+            else
+              ignored.add(container_label(pod, container) + " holds " +
+                          quoted(devices.resource_name()) + " device " + quoted(id) +
+                          ", which is no PCI address");
+          }
+          continue;
+        }
         for (const auto& id : devices.device_ids()) {
           const std::string_view uuid = card_uuid_of_device_id(id);
           if (auto valid = validate_device_id(uuid); !valid) {
@@ -82,6 +97,13 @@ std::string card_cdi_name_of_dra_device(const v1::ClaimResource& resource) {
   return {};
 }
 
+std::string vfio_function_of_dra_device(const v1::ClaimResource& resource) {
+  const std::string prefix = xpu::names::vfio::cdi_qualified_name("");
+  for (const auto& cdi : resource.cdi_devices())
+    if (std::string_view(cdi.name()).starts_with(prefix)) return cdi.name().substr(prefix.size());
+  return {};
+}
+
 HeldCardsReading cards_held_through_dra(const v1::ListPodResourcesResponse& reply) {
   HeldCardsReading reading;
   IgnoredEntries ignored(reading.ignored);
@@ -93,6 +115,15 @@ HeldCardsReading cards_held_through_dra(const v1::ListPodResourcesResponse& repl
           const std::string where = "claim " + quoted(dynamic.claim_namespace()) + "/" +
                                     quoted(dynamic.claim_name()) + " of " +
                                     container_label(pod, container);
+          if (std::string_view(resource.device_name()).starts_with(dra::kVfioDevicePrefix)) {
+            const std::string address = vfio_function_of_dra_device(resource);
+            if (xpu::pci_address::is_extended_bdf(address))
+              reading.held.vfio_functions.insert(address);
+            else
+              ignored.add(where + " holds the device " + quoted(resource.device_name()) +
+                          " with no function of xpud's VFIO CDI spec");
+            continue;
+          }
           const std::optional<dra::NamedDevice> named = dra::named_device(resource.device_name());
           if (named) reading.held.indices.insert(named->index);
           const std::string cdi = card_cdi_name_of_dra_device(resource);
@@ -125,6 +156,11 @@ xpu::DeviceView without_held_cards(const xpu::DeviceView& view, const HeldCards&
     }
     if (left_out) left_out->push_back(xpu::names::device_name(device.index));
   }
+  std::erase_if(offered.vfio_functions, [&](const xpu::VfioFunctionInfo& function) {
+    const bool is_held = held.vfio_functions.contains(function.pci_bus_id);
+    if (is_held && left_out) left_out->push_back(function.pci_bus_id);
+    return is_held;
+  });
   return offered;
 }
 

@@ -29,11 +29,14 @@ namespace shim {
 struct HeldCards {
   std::set<std::string> uuids;
   std::set<unsigned> indices;
+  // Functions on vfio-pci, by PCI address: the device plugin's <domain>/xpu_vfio IDs, a DRA
+  // device vfio-<address>'s entry in xpud's VFIO CDI spec.
+  std::set<std::string> vfio_functions{};
 
   bool holds(const xpu::DeviceInfo& device) const {
     return uuids.contains(device.uuid) || indices.contains(device.index);
   }
-  bool empty() const { return uuids.empty() && indices.empty(); }
+  bool empty() const { return uuids.empty() && indices.empty() && vfio_functions.empty(); }
   bool operator==(const HeldCards&) const = default;
 };
 
@@ -69,8 +72,13 @@ HeldCardsReading cards_held_through_dra(const v1::ListPodResourcesResponse& repl
 // claim-level names (kunlunxin.com/claim=...) are not cards.
 std::string card_cdi_name_of_dra_device(const v1::ClaimResource& resource);
 
-// `view` without the devices `held` names (what a role may offer); the names (xpuN) of those
-// left out are appended to `left_out` when given.
+// The PCI address a DRA device of ours on vfio-pci (vfio-<address>) was prepared with, by its
+// entry in xpud's VFIO CDI spec (kunlunxin.com/xpu_vfio=<address>); empty when it lists none.
+std::string vfio_function_of_dra_device(const v1::ClaimResource& resource);
+
+// `view` without the devices `held` names (what a role may offer), its functions on vfio-pci
+// too; the names (xpuN, or the function's address) of those left out are appended to `left_out`
+// when given.
 xpu::DeviceView without_held_cards(const xpu::DeviceView& view, const HeldCards& held,
                                    std::vector<std::string>* left_out = nullptr);
 

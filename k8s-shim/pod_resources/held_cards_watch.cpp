@@ -19,6 +19,7 @@ std::string describe(const HeldCards& held) {
   };
   for (const auto& uuid : held.uuids) add(uuid);
   for (unsigned index : held.indices) add("xpu-" + std::to_string(index));
+  for (const auto& address : held.vfio_functions) add(address);
   if (named > kNamed) out += " and " + std::to_string(named - kNamed) + " more";
   return out.empty() ? "none" : out;
 }

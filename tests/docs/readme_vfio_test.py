@@ -9,7 +9,11 @@
 - the variable the README names is the one KubeVirt makes from that resource name (upper case,
   '/' and '.' made '_': ResourceNameToEnvVar with prefix PCI_RESOURCE) and the one the device
   plugin and the CDI spec set (names.h's pci_resource_env, checked in vfio_resource_test);
-- the xpuctl commands it shows are xpuctl's.
+- the xpuctl commands it shows are xpuctl's;
+- the DRA block: its claim asks for the chart's VFIO DeviceClass (which selects on the attribute
+  the driver publishes, slice_content.h) with a selector over an attribute the driver publishes,
+  and its VMI names that claim and request;
+- the drop-in it names is the one docs/examples ships.
 
 Usage: readme_vfio_test.py SOURCE_DIR
 """
@@ -56,7 +60,11 @@ class ReadmeVfioSection(unittest.TestCase):
         cls.vendor = int(re.search(r"kVendorKunlunxin = (0x[0-9a-f]+)", ids).group(1), 16)
         cls.devices = {int(d, 16) for d in re.findall(r"kDevice\w+ = (0x[0-9a-f]+)", ids)}
         documents = [d for block in blocks(cls.text, "yaml") for d in yaml.safe_load_all(block)]
-        cls.by_kind = {d["kind"]: d for d in documents}
+        cls.all_of_kind = {}
+        for document in documents:
+            cls.all_of_kind.setdefault(document["kind"], []).append(document)
+        # The device plugin's VMI: the first; the DRA one asks for a claim.
+        cls.by_kind = {kind: found[0] for kind, found in cls.all_of_kind.items()}
 
     def test_the_kubevirt_cr_permits_the_device_plugins_resource(self):
         configuration = self.by_kind["KubeVirt"]["spec"]["configuration"]
@@ -95,6 +103,32 @@ class ReadmeVfioSection(unittest.TestCase):
             self.assertEqual(command[:2], ["xpuctl", "vfio"], line)
             self.assertIn(command[2], ("list", "bind", "unbind"), line)
             self.assertEqual(len(command), 3 if command[2] == "list" else 4, line)
+
+    def test_the_dra_claim_asks_for_the_vfio_class_and_the_vmi_uses_it(self):
+        chart = read("charts/xpu-k8s-shim/templates/deviceclass.yaml")
+        content = read("k8s-shim/dra/slices/slice_content.h")
+        vfio_attribute = re.search(r'kVfio = "([^"]+)"', content).group(1)
+        published = set(re.findall(r'= "([A-Za-z]+)";', content))
+        self.assertIn("name: vfio.xpu.kunlunxin.com", chart)
+        self.assertIn(f'has(device.attributes["xpu.kunlunxin.com"].{vfio_attribute})', chart)
+        template, = self.all_of_kind["ResourceClaimTemplate"]
+        request, = template["spec"]["spec"]["devices"]["requests"]
+        self.assertEqual(request["exactly"]["deviceClassName"], "vfio.xpu.kunlunxin.com")
+        for selector in request["exactly"].get("selectors", []):
+            for attribute in re.findall(r'device\.attributes\["xpu\.kunlunxin\.com"\]\.(\w+)',
+                                        selector["cel"]["expression"]):
+                self.assertIn(attribute, published)
+        vmi = next(v for v in self.all_of_kind["VirtualMachineInstance"] if "resourceClaims" in v["spec"])
+        claim, = vmi["spec"]["resourceClaims"]
+        self.assertEqual(claim["resourceClaimTemplateName"], template["metadata"]["name"])
+        device, = vmi["spec"]["domain"]["devices"]["hostDevices"]
+        self.assertEqual(device["claimRequest"], {"claimName": claim["name"], "requestName": request["name"]})
+        self.assertIn("`HostDevicesWithDRA`", self.text)
+
+    def test_the_drop_in_it_names_is_shipped(self):
+        link = re.search(r"\]\((docs/examples/xpud\.service\.d/[^)]+)\)", self.text).group(1)
+        self.assertIn("DeviceAllow=char-vfio rw", read(link))
+        self.assertIn(f"`/etc/systemd/system/xpud.service.d/{link.rsplit('/', 1)[1]}`", self.text)
 
     def test_it_says_what_is_unproven(self):
         self.assertIn("**Unproven here:**", self.text)

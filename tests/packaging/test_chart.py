@@ -1132,6 +1132,20 @@ class Allocation(unittest.TestCase):
                          "example.com/card")
         self.assertEqual(renamed[("DeviceClass", "vxpu.kunlunxin.com")]["spec"]["extendedResourceName"],
                          "example.com/vxpu")
+        # Functions on vfio-pci (for virtual machines) have a class of their own, which no
+        # compute class overlaps: only they carry the attribute vfio (slice_content.h).
+        vfio_class = objects[("DeviceClass", "vfio.xpu.kunlunxin.com")]["spec"]
+        self.assertEqual(vfio_class["extendedResourceName"], "kunlunxin.com/xpu_vfio")
+        self.assertEqual(vfio_class["selectors"][0]["cel"]["expression"],
+                         'device.driver == "xpu.kunlunxin.com" && '
+                         'has(device.attributes["xpu.kunlunxin.com"].vfio) && '
+                         'device.attributes["xpu.kunlunxin.com"].vfio')
+        for name in ("xpu.kunlunxin.com", "vxpu.kunlunxin.com"):
+            self.assertIn('&& !has(device.attributes["xpu.kunlunxin.com"].vfio)',
+                          objects[("DeviceClass", name)]["spec"]["selectors"][0]["cel"]["expression"],
+                          name)
+        self.assertEqual(renamed[("DeviceClass", "vfio.xpu.kunlunxin.com")]["spec"]["extendedResourceName"],
+                         "example.com/xpu_vfio")
         spec = pod_spec(objects, DRA_DRIVER)
         self.assertEqual(spec["serviceAccountName"], DRA_DRIVER)
         self.assertEqual(spec["nodeSelector"], {"kunlun-device-enable": "enable"})
@@ -1298,17 +1312,19 @@ class Allocation(unittest.TestCase):
             return {name: obj["spec"]["selectors"][0]["cel"]["expression"]
                     for (kind, name), obj in objects.items() if kind == "DeviceClass"}, objects
         off, objects = classes()
-        self.assertEqual(sorted(off), ["vxpu.kunlunxin.com", "xpu.kunlunxin.com"])
+        self.assertEqual(sorted(off), ["vfio.xpu.kunlunxin.com", "vxpu.kunlunxin.com", "xpu.kunlunxin.com"])
         self.assertNotIn("allowMultipleAllocations", off["xpu.kunlunxin.com"])
         self.assertIsNone(option_value(args_of(objects, DRA_DRIVER), "--share-memory-minimum"))
         self.assertNotIn("--memory-shares", args_of(objects, DRA_DRIVER))
 
         on, objects = classes("dra.sharing.enabled=true", "dra.sharing.memory.minimum=2Gi",
                               "dra.sharing.memory.step=512Mi", "dra.sharing.memory.default=4Gi")
-        self.assertEqual(sorted(on), ["vxpu.kunlunxin.com", "xpu-share.kunlunxin.com", "xpu.kunlunxin.com"])
+        self.assertEqual(sorted(on), ["vfio.xpu.kunlunxin.com", "vxpu.kunlunxin.com",
+                                      "xpu-share.kunlunxin.com", "xpu.kunlunxin.com"])
         self.assertIn("!device.allowMultipleAllocations", on["xpu.kunlunxin.com"])
         self.assertEqual(on["xpu-share.kunlunxin.com"],
-                         'device.driver == "xpu.kunlunxin.com" && device.allowMultipleAllocations')
+                         'device.driver == "xpu.kunlunxin.com" && device.allowMultipleAllocations && '
+                         '!has(device.attributes["xpu.kunlunxin.com"].vfio)')
         args = args_of(objects, DRA_DRIVER)
         self.assertIn("--memory-shares", args)
         self.assertEqual(option_value(args, "--share-memory-minimum"), "2Gi")

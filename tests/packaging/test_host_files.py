@@ -484,5 +484,60 @@ class ProxyUnits(unittest.TestCase):
             self.assertEqual(user[0][6], "/usr/sbin/nologin")
 
 
+
+VFIO_DROP_IN = os.path.join(SOURCE_DIR, "docs", "examples", "xpud.service.d", "60-vfio.conf")
+
+
+class VfioDropIn(unittest.TestCase):
+    """docs/examples/xpud.service.d/60-vfio.conf, the drop-in an operator installs so that xpud
+    may move functions to vfio-pci and back (README, "Cards for virtual machines"): valid for
+    systemd beside the unit, and opening what the moves write (xpud/backends/vfio/vfio_binding.cpp)
+    and nothing broader. Whether the kernel then takes the writes needs a host with an IOMMU and a
+    Kunlunxin card: not here."""
+
+    def settings(self):
+        settings = []
+        with open(VFIO_DROP_IN, encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if line and not line.startswith("#") and "=" in line:
+                    key, value = line.split("=", 1)
+                    settings.append((key, value))
+        return settings
+
+    def test_valid_for_systemd_beside_the_unit(self):
+        with tempfile.TemporaryDirectory() as directory:
+            with open(UNIT, encoding="utf-8") as f:
+                text = f.read().replace("ExecStart=/usr/sbin/xpud", f"ExecStart={os.path.abspath(XPUD)}")
+            with open(os.path.join(directory, "xpud.service"), "w", encoding="utf-8") as f:
+                f.write(text)
+            os.makedirs(os.path.join(directory, "xpud.service.d"))
+            shutil.copy(VFIO_DROP_IN, os.path.join(directory, "xpud.service.d"))
+            result = subprocess.run(["systemd-analyze", "verify", "--man=no",
+                                     os.path.join(directory, "xpud.service")],
+                                    capture_output=True, text=True, timeout=60)
+            self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+            self.assertEqual(result.stderr.strip(), "", "verify warned (it names a drop-in's unknown keys here)")
+
+    def test_opens_what_a_move_writes_and_no_more(self):
+        settings = self.settings()
+        self.assertEqual([key for key, _ in settings if key != "ReadWritePaths"], ["DeviceAllow"])
+        paths = [value for key, value in settings if key == "ReadWritePaths"]
+        # The probe trigger; both drivers' directories (their unbind files), optional; and a
+        # function's own directory (driver_override) by its real path under /sys/devices.
+        self.assertEqual(paths[:3], ["/sys/bus/pci/drivers_probe", "-/sys/bus/pci/drivers/kunlun",
+                                     "-/sys/bus/pci/drivers/vfio-pci"])
+        self.assertEqual(len(paths), 4)
+        self.assertRegex(paths[3], r"^-/sys/devices/pci[0-9a-f]{4}:[0-9a-f]{2}(/[0-9a-f:.]+)*"
+                                   r"/[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+        # Not the whole of /sys/devices, /sys/bus or /sys: the unit's sandbox stays.
+        for path in paths:
+            self.assertNotIn(path.lstrip("-").rstrip("/"), ("/sys", "/sys/devices", "/sys/bus", "/sys/bus/pci"))
+        # The groups' nodes (/dev/vfio/<N>, the kernel's "vfio" major), read and written, no mknod.
+        self.assertEqual(dict(settings)["DeviceAllow"], "char-vfio rw")
+        # The unit's own sandbox is left as it is: no setting of the unit is overridden.
+        with open(UNIT, encoding="utf-8") as f:
+            self.assertIn("ProtectKernelTunables=yes", f.read())
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -102,6 +102,16 @@ CardBuilder::operator xpud::DeviceIdentity() const {
   return id;
 }
 
+VfioFunctionInfo on_vfio(std::string pci_bus_id, std::string group, bool vf) {
+  return {std::move(pci_bus_id),
+          vf ? "1d22:3685" : "1d22:3684",
+          std::move(group),
+          vf ? "KL2-VF" : "R200",
+          vf,
+          vf ? "0000:3b:00.0" : "",
+          1};
+}
+
 DeviceView present(std::vector<DeviceInfo> devices, std::string driver_version) {
   DeviceView view;
   view.xpud_present = true;

@@ -47,6 +47,11 @@ inline CardBuilder card(unsigned index) {
   return CardBuilder(index);
 }
 
+// A function on vfio-pci as Vfio.Devices lists it, at `pci_bus_id` in IOMMU group `group`, on
+// NUMA node 1: an R200 card (1d22:3684), or with `vf` a virtual function (KL2-VF, 1d22:3685) of
+// 0000:3b:00.0.
+VfioFunctionInfo on_vfio(std::string pci_bus_id, std::string group, bool vf = false);
+
 // The watcher's view while xpud answers: these cards, and the driver version xpud reports.
 DeviceView present(std::vector<DeviceInfo> devices, std::string driver_version = "");
 // The view once xpud has gone: the last known cards, nothing else to go by.

@@ -1,7 +1,5 @@
 #include "xpud/cdi/vfio_cdi_spec.h"
 
-#include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "common/names.h"
@@ -14,10 +12,9 @@ std::string render_vfio_cdi_spec(const std::vector<VfioCdiDevice>& devices) {
   const std::string env = vfio::pci_resource_env(vfio::kResourceName);
   json list = json::array();
   for (const auto& device : devices) {
-    const bool group_ok = !device.iommu_group.empty() && device.iommu_group.size() <= 10 &&
-                          std::all_of(device.iommu_group.begin(), device.iommu_group.end(),
-                                      [](char c) { return c >= '0' && c <= '9'; });
-    if (!group_ok || !xpu::names::cdi::is_device_name(device.pci_bus_id)) continue;
+    if (!vfio::is_iommu_group(device.iommu_group) ||
+        !xpu::names::cdi::is_device_name(device.pci_bus_id))
+      continue;
     list.push_back(
         {{"name", device.pci_bus_id},
          {"containerEdits",

@@ -22,15 +22,31 @@ std::string claim_cdi_spec_json(const PreparedClaim& claim, const DeviceMetadata
   std::map<std::string, std::vector<std::pair<unsigned, std::string>>> cards_of;
   // Request -> the least memory granted to one of its shares (none: whole cards).
   std::map<std::string, std::int64_t> least_share_of;
+  // Request -> the addresses of its functions on vfio-pci (prepare keeps them from its cards).
+  std::map<std::string, std::vector<std::string>> vfio_of;
   for (const PreparedDevice& device : claim.devices)
     for (const std::string& request : device.requests) {
+      if (!device.vfio_pci_bus_id.empty()) {
+        vfio_of[request].push_back(device.vfio_pci_bus_id);
+        continue;
+      }
       cards_of[request].emplace_back(device.index, device.uuid);
       if (device.share_id.empty()) continue;
       auto [least, added] = least_share_of.try_emplace(request, device.memory_limit);
       if (!added) least->second = std::min(least->second, device.memory_limit);
     }
 
-  nlohmann::json devices = nlohmann::json::array();
+  // Each request's variables: its cards' or, for functions on vfio-pci, their addresses where
+  // KubeVirt's virt-launcher reads them, as the device plugin's xpu_vfio resource sets them
+  // (each function's entry in xpud's spec names only itself; this one, applied last, all).
+  std::map<std::string, nlohmann::json> env_of;
+  for (auto& [request, addresses] : vfio_of) {
+    std::sort(addresses.begin(), addresses.end());
+    std::string joined;
+    for (const std::string& address : addresses) joined += (joined.empty() ? "" : ",") + address;
+    namespace vfio = xpu::names::vfio;
+    env_of[request] = {vfio::pci_resource_env(vfio::kResourceName) + "=" + joined};
+  }
   for (auto& [request, cards] : cards_of) {
     std::sort(cards.begin(), cards.end());
     std::string indices, uuids;
@@ -39,14 +55,19 @@ std::string claim_cdi_spec_json(const PreparedClaim& claim, const DeviceMetadata
       indices += std::to_string(index);
       uuids += uuid;
     }
-    nlohmann::json env = {std::string(xpu::names::kVisibleDevicesEnv) + "=" + indices,
-                          std::string(xpu::names::kVendorRuntimeVisibleDevicesEnv) + "=" + indices,
-                          std::string(xpu::names::kUuidsEnv) + "=" + uuids};
+    env_of[request] = {std::string(xpu::names::kVisibleDevicesEnv) + "=" + indices,
+                       std::string(xpu::names::kVendorRuntimeVisibleDevicesEnv) + "=" + indices,
+                       std::string(xpu::names::kUuidsEnv) + "=" + uuids};
     // The vendor's runtime divides the limit evenly among the container's cards: the request's
     // cards times its least grant keeps every card within what was granted on it.
     if (auto least = least_share_of.find(request); least != least_share_of.end())
-      env.push_back(std::string(xpu::names::kVendorRuntimeMemoryLimitEnv) + "=" +
-                    std::to_string(least->second * static_cast<std::int64_t>(cards.size())));
+      env_of[request].push_back(
+          std::string(xpu::names::kVendorRuntimeMemoryLimitEnv) + "=" +
+          std::to_string(least->second * static_cast<std::int64_t>(cards.size())));
+  }
+
+  nlohmann::json devices = nlohmann::json::array();
+  for (auto& [request, env] : env_of) {
     nlohmann::json edits = {{"env", std::move(env)}};
     // Read-only, as kubeletplugin/metadata.go mounts it: the file is the driver's word.
     if (metadata) {

@@ -2,7 +2,9 @@
 // "<uid>-<request>", whose only edit is the environment naming all the request's cards (index,
 // the same indices in CXPU_VISIBLE_DEVICES for the vendor's runtime, and UUID, as the device
 // plugin sets them). It brings no device nodes: the cards' entries in xpud's
-// spec (kunlunxin.com/xpu=...) bring those, and the kubelet hands the runtime both. With device
+// spec (kunlunxin.com/xpu=...) bring those, and the kubelet hands the runtime both. A request of
+// functions on vfio-pci gets PCI_RESOURCE_KUNLUNXIN_COM_XPU_VFIO = all their addresses instead
+// (their nodes come from xpud's VFIO spec, kunlunxin.com/xpu_vfio=...). With device
 // metadata on, each request's device also bind-mounts the request's metadata file read-only
 // (device_metadata.h) where KEP-5304 puts it in the container.
 #pragma once

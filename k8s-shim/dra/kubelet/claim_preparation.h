@@ -32,6 +32,10 @@ struct PreparedDevice {
   // Empty and 0 for a whole card.
   std::string share_id{};
   std::int64_t memory_limit{};
+  // A function on vfio-pci ("vfio-<address>"): its PCI address; empty for a card. Its index
+  // and uuid are then empty and 0, and its CDI name is its device in xpud's VFIO spec
+  // (kunlunxin.com/xpu_vfio=<address>: /dev/vfio/<group>, /dev/vfio/vfio).
+  std::string vfio_pci_bus_id{};
   // What the device metadata file says about the device, fixed when it was prepared (the role's
   // choice: metadata_attributes.h) and kept in the checkpoint, so that a rewrite after a reboot
   // says the same. Empty for a record from before device metadata.
@@ -72,9 +76,14 @@ std::string claim_label(std::string_view namespace_name, std::string_view name);
 // every card of a container alike). Nothing here is exclusive: a card
 // in several claims (admin access) is prepared for each.
 // Results for other drivers are ignored.
-// A result may name a card or a virtual function (offered_cards.h).
-xpu::Result<PreparedClaim> prepare_claim(const ClaimReference& reference,
-                                         const AllocatedClaim& claim, std::string_view node_name,
-                                         const std::vector<xpu::DeviceInfo>& cards);
+// A result may name a card or a virtual function (offered_cards.h), or a function on vfio-pci
+// that `vfio_functions` lists: a card xpud lists there too is refused as a card (it left the
+// compute pool), a function no longer there (unbound since the scheduler picked it) is refused,
+// and a request may not mix functions on vfio-pci with cards (their claim entries set different
+// variables; the classes keep them apart).
+xpu::Result<PreparedClaim> prepare_claim(
+    const ClaimReference& reference, const AllocatedClaim& claim, std::string_view node_name,
+    const std::vector<xpu::DeviceInfo>& cards,
+    const std::vector<xpu::VfioFunctionInfo>& vfio_functions = {});
 
 }  // namespace shim::dra

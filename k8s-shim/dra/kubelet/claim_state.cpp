@@ -11,7 +11,7 @@ namespace shim::dra {
 ClaimState::ClaimState(ClaimLookup lookup, CardSource cards, std::string node_name,
                        PreparedClaims claims, ClaimCdiSpecs specs,
                        std::function<void()> claims_changed, HookSource instance_hook,
-                       std::optional<DeviceMetadataConfig> metadata)
+                       std::optional<DeviceMetadataConfig> metadata, VfioSource vfio_functions)
     : lookup_(std::move(lookup)),
       cards_(std::move(cards)),
       node_name_(std::move(node_name)),
@@ -19,7 +19,8 @@ ClaimState::ClaimState(ClaimLookup lookup, CardSource cards, std::string node_na
       specs_(std::move(specs)),
       claims_changed_(std::move(claims_changed)),
       instance_hook_(std::move(instance_hook)),
-      metadata_(std::move(metadata)) {
+      metadata_(std::move(metadata)),
+      vfio_functions_(std::move(vfio_functions)) {
   std::lock_guard lock(mutex_);
   publish_claims();
 }
@@ -91,7 +92,9 @@ xpu::Result<PreparedClaim> ClaimState::prepare(const ClaimReference& claim) {
   }
   xpu::Result<AllocatedClaim> allocated = lookup_(claim.namespace_name, claim.name);
   if (!allocated) return xpu::Error{"claim " + label + ": " + allocated.error()};
-  xpu::Result<PreparedClaim> prepared = prepare_claim(claim, *allocated, node_name_, cards_());
+  xpu::Result<PreparedClaim> prepared =
+      prepare_claim(claim, *allocated, node_name_, cards_(),
+                    vfio_functions_ ? vfio_functions_() : std::vector<xpu::VfioFunctionInfo>{});
   if (!prepared) return prepared;
   const bool has_share = std::any_of(prepared->devices.begin(), prepared->devices.end(),
                                      [](const PreparedDevice& d) { return !d.share_id.empty(); });

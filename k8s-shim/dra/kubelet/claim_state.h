@@ -34,6 +34,8 @@ using ClaimLookup = std::function<xpu::Result<AllocatedClaim>(std::string_view n
                                                               std::string_view name)>;
 // The cards on this node now (from xpud).
 using CardSource = std::function<std::vector<xpu::DeviceInfo>()>;
+// The Kunlunxin functions on vfio-pci now (xpud's Vfio.Devices), for claims of the VFIO class.
+using VfioSource = std::function<std::vector<xpu::VfioFunctionInfo>()>;
 // The command OCI hooks run to make a share's cXPU instance through xpud (Manager.InstanceHook;
 // empty: the shares' CDI specs carry no hooks), and whether it takes the share and its claim
 // (Manager.ShareInstancesSupported).
@@ -54,9 +56,11 @@ class ClaimState {
   // `claims_changed`, if set, is called (on the caller's thread) after a claim was recorded or
   // forgotten: the role's loop then reads prepared_claims() again. `instance_hook` is asked only
   // when a claim holds a memory share. Without `metadata`, no device metadata is written.
+  // Without `vfio_functions`, no function on vfio-pci is prepared.
   ClaimState(ClaimLookup lookup, CardSource cards, std::string node_name, PreparedClaims claims,
              ClaimCdiSpecs specs, std::function<void()> claims_changed = {},
-             HookSource instance_hook = {}, std::optional<DeviceMetadataConfig> metadata = {});
+             HookSource instance_hook = {}, std::optional<DeviceMetadataConfig> metadata = {},
+             VfioSource vfio_functions = {});
   ClaimState(const ClaimState&) = delete;
   ClaimState& operator=(const ClaimState&) = delete;
 
@@ -96,6 +100,7 @@ class ClaimState {
   const std::function<void()> claims_changed_;
   const HookSource instance_hook_;
   const std::optional<DeviceMetadataConfig> metadata_;
+  const VfioSource vfio_functions_;
 };
 
 }  // namespace shim::dra

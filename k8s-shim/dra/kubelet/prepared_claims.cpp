@@ -42,6 +42,8 @@ json to_json(const Claims& claims) {
         device["shareId"] = d.share_id;
         device["memoryLimit"] = d.memory_limit;
       }
+      // Only a function on vfio-pci has it: a checkpoint of cards reads as before it existed.
+      if (!d.vfio_pci_bus_id.empty()) device["vfioPciBusId"] = d.vfio_pci_bus_id;
       // As a slice spells them ({"int": 3}); absent for none, as in a record from before them.
       if (!d.attributes.empty()) {
         json attributes = json::object();
@@ -97,6 +99,8 @@ Claims from_json(const json& in) {
         claim.devices.back().share_id = d.at("shareId").get<std::string>();
         claim.devices.back().memory_limit = integer_at<std::int64_t>(d, "memoryLimit");
       }
+      if (d.contains("vfioPciBusId"))
+        claim.devices.back().vfio_pci_bus_id = d.at("vfioPciBusId").get<std::string>();
       if (d.contains("attributes")) {
         const json& attributes = kube::json_fields::expect_object(d.at("attributes"), "attributes");
         for (const auto& [name, value] : attributes.items())

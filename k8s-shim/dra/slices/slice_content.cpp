@@ -61,7 +61,9 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
 // scalar form): a value they would refuse is left out and noted. xpud's own checks make that
 // rare (its PciBusId is normalised, its PcieRoot read with the same rule); xpud's word is still
 // checked rather than trusted.
-void put_standard_attributes(const xpu::DeviceInfo& card, SliceDevice& device,
+// `pcie_root` empty where unknown (a function on vfio-pci, which xpud names no root for).
+void put_standard_attributes(const std::string& pci_bus_id, const std::string& pcie_root,
+                             int numa_node, SliceDevice& device,
                              std::vector<std::string>* omitted) {
   namespace s = standard_attribute;
   auto left_out = [&](std::string_view key, std::string why) {
@@ -69,21 +71,21 @@ void put_standard_attributes(const xpu::DeviceInfo& card, SliceDevice& device,
       omitted->push_back(device.name + ": " + std::move(why) + ": " + std::string(key) +
                          " left out");
   };
-  if (xpu::pci_address::is_extended_bdf(card.pci_bus_id))
-    device.attributes[std::string(s::kPciBusId)] = card.pci_bus_id;
-  else if (!card.pci_bus_id.empty())
-    left_out(s::kPciBusId, "PciBusId \"" + shim::printable_excerpt(card.pci_bus_id) +
+  if (xpu::pci_address::is_extended_bdf(pci_bus_id))
+    device.attributes[std::string(s::kPciBusId)] = pci_bus_id;
+  else if (!pci_bus_id.empty())
+    left_out(s::kPciBusId, "PciBusId \"" + shim::printable_excerpt(pci_bus_id) +
                                "\" is not an extended BDF (dddd:bb:dd.f, lower-case hex)");
-  if (xpu::pci_address::is_pcie_root(card.pcie_root))
-    device.attributes[std::string(s::kPcieRoot)] = card.pcie_root;
-  else if (!card.pcie_root.empty())
+  if (xpu::pci_address::is_pcie_root(pcie_root))
+    device.attributes[std::string(s::kPcieRoot)] = pcie_root;
+  else if (!pcie_root.empty())
     left_out(s::kPcieRoot,
-             "PcieRoot \"" + shim::printable_excerpt(card.pcie_root) + "\" is not pciDDDD:BB");
+             "PcieRoot \"" + shim::printable_excerpt(pcie_root) + "\" is not pciDDDD:BB");
   // -1 is no NUMA affinity, which must not be published (it would match every other such device).
-  if (card.numa_node >= 0 && card.numa_node <= kMaxStandardNumaNode)
-    device.attributes[std::string(s::kNumaNode)] = std::int64_t{card.numa_node};
-  else if (card.numa_node > kMaxStandardNumaNode)
-    left_out(s::kNumaNode, "NUMA node " + std::to_string(card.numa_node) + " above " +
+  if (numa_node >= 0 && numa_node <= kMaxStandardNumaNode)
+    device.attributes[std::string(s::kNumaNode)] = std::int64_t{numa_node};
+  else if (numa_node > kMaxStandardNumaNode)
+    left_out(s::kNumaNode, "NUMA node " + std::to_string(numa_node) + " above " +
                                std::to_string(kMaxStandardNumaNode));
 }
 
@@ -150,6 +152,51 @@ void add_virtual_functions(const xpu::DeviceView& view, ResourceSliceSpec& spec,
                                  : static_cast<std::int64_t>(pf->memory_total_bytes);
     counter_sets.push_back(CounterSet{.name = counter_set_name(pf->index),
                                       .counters = {{memory, std::max(own, need->second)}}});
+  }
+}
+
+// The functions on vfio-pci, after the compute devices: each a device of its own, by address,
+// with the attribute vfio (which only they carry: the compute classes leave them out, the VFIO
+// class selects on it), the address, the IOMMU group and what xpud knows of the function. No
+// health and no capacity: vfio-pci holds the function whatever xpud says, and a VM takes it
+// whole. A function whose address or group xpud should never send is left out and noted.
+template <typename Note>
+void add_vfio_functions(const xpu::DeviceView& view, ResourceSliceSpec& spec, Note& note,
+                        std::vector<std::string>* omitted) {
+  namespace a = slice_attribute;
+  std::vector<const xpu::VfioFunctionInfo*> functions;
+  std::set<std::string> seen;
+  for (const xpu::VfioFunctionInfo& function : view.vfio_functions) {
+    if (!is_offered_vfio_function(function)) {
+      note("function \"" + shim::printable_excerpt(function.pci_bus_id) +
+           "\" on vfio-pci, IOMMU group \"" + shim::printable_excerpt(function.iommu_group) +
+           "\": not an extended BDF in a numbered group: not offered");
+      continue;
+    }
+    if (seen.insert(function.pci_bus_id).second) functions.push_back(&function);
+  }
+  std::sort(functions.begin(), functions.end(),
+            [](const auto* x, const auto* y) { return x->pci_bus_id < y->pci_bus_id; });
+  for (const xpu::VfioFunctionInfo* function : functions) {
+    SliceDevice device;
+    device.name = vfio_device_name(function->pci_bus_id);
+    device.attributes[std::string(a::kVfio)] = true;
+    device.attributes[std::string(a::kPciBusId)] = function->pci_bus_id;
+    device.attributes[std::string(a::kIommuGroup)] = std::stoll(function->iommu_group);
+    device.attributes[std::string(a::kVirtualFunction)] = function->is_virtual_function;
+    auto put_short = [&](std::string_view key, const std::string& value) {
+      if (!value.empty() && value.size() <= kMaxAttributeLength)
+        device.attributes[std::string(key)] = value;
+    };
+    put_short(a::kModel, function->model);
+    put_short(a::kPciId, function->pci_id);
+    // A VF's PF under a name of its own: physicalFunction is what the VF class selects on.
+    if (function->is_virtual_function)
+      put_short(a::kVfioPhysicalFunction, function->physical_function);
+    if (function->numa_node >= 0)
+      device.attributes[std::string(a::kNumaNode)] = std::int64_t{function->numa_node};
+    put_standard_attributes(function->pci_bus_id, "", function->numa_node, device, omitted);
+    spec.devices.push_back(std::move(device));
   }
 }
 
@@ -234,7 +281,7 @@ ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view no
       desired_slices(view, node_name, generation, omitted, taints, SharePolicy{}).front());
 }
 
-std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
+std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& reported,
                                               std::string_view node_name, std::int64_t generation,
                                               std::vector<std::string>* omitted,
                                               const TaintPolicy& taints,
@@ -243,6 +290,12 @@ std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
   auto note = [&](std::string why) {
     if (omitted) omitted->push_back(std::move(why));
   };
+  // A card xpud still lists while it lists it on vfio-pci too (its discovery not yet run after a
+  // bind) is in the VFIO pool only.
+  xpu::DeviceView view = reported;
+  std::erase_if(view.devices, [&](const xpu::DeviceInfo& device) {
+    return is_on_vfio(device, reported.vfio_functions);
+  });
 
   ResourceSliceSpec spec;
   spec.driver = std::string(kDriverName);
@@ -289,7 +342,7 @@ std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
       device.attributes[std::string(a::kDriverVersion)] = Version{*driver_version};
     device.attributes[std::string(a::kHealthy)] = card.healthy;
     device.attributes[std::string(a::kLinkGroup)] = link_group;
-    put_standard_attributes(card, device, omitted);
+    put_standard_attributes(card.pci_bus_id, card.pcie_root, card.numa_node, device, omitted);
     if (card.memory_total_bytes > static_cast<std::uint64_t>(INT64_MAX))
       note(device.name + ": memory size out of range: capacity left out");
     else
@@ -302,6 +355,7 @@ std::vector<ResourceSliceSpec> desired_slices(const xpu::DeviceView& view,
   const std::size_t whole_cards = spec.devices.size();
   std::vector<CounterSet> counter_sets;
   add_virtual_functions(view, spec, counter_sets, note, describe);
+  add_vfio_functions(view, spec, note, omitted);
 
   std::vector<SliceDevice> shared_devices;
   for (std::size_t i = 0; shares.enabled && i < whole_cards; ++i) {

@@ -31,6 +31,15 @@ inline constexpr std::string_view kLinkGroup = "linkGroup";
 inline constexpr std::string_view kMemory = "memory";  // capacity, bytes
 // A virtual function's physical function, by PCI bus id; only VFs carry it.
 inline constexpr std::string_view kPhysicalFunction = "physicalFunction";
+// A function on vfio-pci (given to virtual machines), which only such devices carry (true): the
+// VFIO DeviceClass selects on it, the compute classes leave it out. With it: pciBusId, model,
+// numaNode as a card's, and these.
+inline constexpr std::string_view kVfio = "vfio";
+inline constexpr std::string_view kIommuGroup = "iommuGroup";            // int: /dev/vfio/<group>
+inline constexpr std::string_view kPciId = "pciId";                      // "1d22:3684"
+inline constexpr std::string_view kVirtualFunction = "virtualFunction";  // bool
+// A VF's PF on vfio-pci by its PCI address: not physicalFunction, which selects compute VFs.
+inline constexpr std::string_view kVfioPhysicalFunction = "vfioPhysicalFunction";
 }  // namespace slice_attribute
 
 // Kubernetes' standard attributes, fully qualified in the slice as the API takes any attribute of
@@ -95,6 +104,10 @@ ResourceSliceSpec desired_slice(const xpu::DeviceView& view, std::string_view no
 //     same (the allocator charges a shareable device's counters once, however many claims
 //     hold it: so a card goes to shares or to one whole-card claim, never both);
 // the devices in slices of at most kMaxDevicesPerSlice (one, empty, for a node without cards);
+// then the functions on vfio-pci (view.vfio_functions), each a device "vfio-<address>" with the
+// attribute vfio = true, its address, IOMMU group, model, PCI id, NUMA node and (a VF) its PF's
+// address, no capacity, no taint (a card xpud still lists as a card while it is on vfio-pci is
+// offered only so);
 // then, when there are counter sets, slices holding only them, at most kMaxCounterSetsPerSlice each
 // (the API takes devices or counters in a slice, not both). Every slice carries
 // pool.resourceSliceCount = the number returned. A card left unshared is noted in `omitted`.

@@ -16,20 +16,12 @@
 namespace shim {
 namespace {
 
+using xpu::test::on_vfio;
+
 using ::testing::HasSubstr;
 
 xpu::DeviceInfo card(unsigned index, std::string pci_bus_id) {
   return xpu::test::card(index).pci_bus_id(std::move(pci_bus_id)).memory_total_bytes(32ull << 30);
-}
-
-xpu::VfioFunctionInfo on_vfio(std::string pci_bus_id, std::string group, bool vf = false) {
-  return {std::move(pci_bus_id),
-          vf ? "1d22:3685" : "1d22:3684",
-          std::move(group),
-          vf ? "KL2-VF" : "R200",
-          vf,
-          vf ? "0000:3b:00.0" : "",
-          1};
 }
 
 const ResourceState* find(const ResourcePlan& plan, const std::string& name) {

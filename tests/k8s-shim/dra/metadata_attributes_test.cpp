@@ -87,5 +87,16 @@ TEST(dra_MetadataAttributes, AVirtualFunctionNamesItsPhysicalFunction) {
   EXPECT_TRUE(metadata_attributes(v, "../x", std::nullopt).empty());
 }
 
+TEST(dra_MetadataAttributes, AFunctionOnVfioIsWhatItsSliceSays) {
+  xpu::DeviceView v = view();
+  v.vfio_functions = {xpu::test::on_vfio("0000:5e:00.0", "12")};
+  const DeviceAttributes got = metadata_attributes(v, "vfio-0000-5e-00-0", std::nullopt);
+  EXPECT_EQ(got.at("pciBusId"), AttributeValue(std::string("0000:5e:00.0")));
+  EXPECT_EQ(got.at("iommuGroup"), AttributeValue(std::int64_t{12}));
+  EXPECT_EQ(got.at("vfio"), AttributeValue(true));
+  EXPECT_FALSE(got.contains("memory"));  // a VM takes it whole: no capacity published
+  EXPECT_TRUE(metadata_attributes(v, "vfio-0000-5e-00-1", std::nullopt).empty());
+}
+
 }  // namespace
 }  // namespace shim::dra

@@ -186,5 +186,49 @@ TEST(WithoutHeldCards, LeavesOutTheCardsNamedByUuidOrIndexAndKeepsTheRest) {
   EXPECT_THAT(left_out, IsEmpty());
 }
 
+// --- functions on vfio-pci, held through either way across a switch ---
+
+TEST(CardsHeldByDevicePlugin, TheVfioResourcesIdsAreAddressesOfFunctionsNotCards) {
+  ReplyBuilder reply;
+  reply.container("vms", "virt-launcher-a", "compute")
+      .devices("kunlunxin.com/xpu_vfio", {"0000:5e:00.0", "0000:5e:00.1", "uuid-7"});
+  HeldCardsReading reading = cards_held_by_device_plugin(reply, kDomain);
+  EXPECT_EQ(reading.held.vfio_functions, (std::set<std::string>{"0000:5e:00.0", "0000:5e:00.1"}));
+  EXPECT_THAT(reading.held.uuids, IsEmpty());
+  ASSERT_EQ(reading.ignored.size(), 1u);
+  EXPECT_THAT(reading.ignored[0],
+              HasSubstr("\"kunlunxin.com/xpu_vfio\" device \"uuid-7\", which is "
+                        "no PCI address"));
+}
+
+TEST(CardsHeldThroughDra, AFunctionOnVfioIsHeldByItsEntryInXpudsVfioSpec) {
+  ReplyBuilder reply;
+  reply.container("vms", "virt-launcher-b", "compute")
+      .claim("vms", "vm-xpu")
+      .claim_device(kDriver, "node-1", "vfio-0000-5e-00-0",
+                    {"kunlunxin.com/xpu_vfio=0000:5e:00.0", "kunlunxin.com/claim=uid-vm"})
+      .claim_device(kDriver, "node-1", "vfio-0000-5e-00-1");
+  HeldCardsReading reading = cards_held_through_dra(reply);
+  EXPECT_EQ(reading.held.vfio_functions, (std::set<std::string>{"0000:5e:00.0"}));
+  EXPECT_THAT(reading.held.indices, IsEmpty());
+  ASSERT_EQ(reading.ignored.size(), 1u);
+  EXPECT_THAT(reading.ignored[0], HasSubstr("holds the device \"vfio-0000-5e-00-1\" with no "
+                                            "function of xpud's VFIO CDI spec"));
+}
+
+TEST(WithoutHeldCards, LeavesOutTheHeldFunctionsOnVfio) {
+  xpu::DeviceView view = present({card(0)}, "5.0.21");
+  view.vfio_functions = {xpu::test::on_vfio("0000:5e:00.0", "7"),
+                         xpu::test::on_vfio("0000:5e:00.1", "8", true)};
+  std::vector<std::string> left_out;
+  HeldCards held;
+  held.vfio_functions = {"0000:5e:00.1"};
+  xpu::DeviceView offered = without_held_cards(view, held, &left_out);
+  ASSERT_EQ(offered.vfio_functions.size(), 1u);
+  EXPECT_EQ(offered.vfio_functions[0].pci_bus_id, "0000:5e:00.0");
+  EXPECT_EQ(offered.devices, view.devices);
+  EXPECT_THAT(left_out, ElementsAre("0000:5e:00.1"));
+}
+
 }  // namespace
 }  // namespace shim

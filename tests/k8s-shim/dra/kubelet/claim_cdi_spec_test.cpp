@@ -65,6 +65,28 @@ TEST(dra_ClaimCdiSpec, OneDevicePerRequestWithTheEnvironmentOfAllItsCards) {
   EXPECT_FALSE(spec.contains("containerEdits"));
 }
 
+TEST(dra_ClaimCdiSpec, AVfioRequestsEntryNamesAllItsAddressesWhereKubeVirtReadsThem) {
+  PreparedClaim c{kUid, "team", "vm-claim", {}};
+  for (const char* address : {"0000:5e:00.1", "0000:5e:00.0"}) {
+    PreparedDevice device;
+    device.requests = {"vm"};
+    device.pool = "node-a";
+    device.device = std::string("vfio-") + address;
+    device.cdi_ids = {std::string("kunlunxin.com/xpu_vfio=") + address};
+    device.vfio_pci_bus_id = address;
+    c.devices.push_back(device);
+  }
+  auto spec = nlohmann::json::parse(claim_cdi_spec_json(c));
+  ASSERT_EQ(spec["devices"].size(), 1u);
+  EXPECT_EQ(spec["devices"][0]["name"], std::string(kUid) + "-vm");
+  // The device plugin's variable (xpu_vfio resource), all the request's functions, ascending; no
+  // card variable (a container naming no card gets none). /dev/vfio/<group> comes from xpud's
+  // VFIO spec, one entry per function.
+  EXPECT_THAT(spec["devices"][0]["containerEdits"]["env"].get<std::vector<std::string>>(),
+              ElementsAre("PCI_RESOURCE_KUNLUNXIN_COM_XPU_VFIO=0000:5e:00.0,0000:5e:00.1"));
+  EXPECT_FALSE(spec["devices"][0]["containerEdits"].contains("deviceNodes"));
+}
+
 TEST(dra_ClaimCdiSpec, WrittenReadableAndRemoved) {
   xpu::test::TempDir dir;
   ClaimCdiSpecs specs(dir.path() / "cdi");  // created on first write

@@ -299,5 +299,53 @@ TEST(dra_ClaimPreparation, AVirtualFunctionIsPreparedAndItsPhysicalFunctionIsNot
   EXPECT_THAT(vf_share.error(), HasSubstr("a share of a virtual function"));
 }
 
+std::vector<xpu::VfioFunctionInfo> vfio_functions() {
+  return {xpu::test::on_vfio("0000:5e:00.0", "12"), xpu::test::on_vfio("0000:5e:00.1", "13", true)};
+}
+
+TEST(dra_ClaimPreparation, FunctionsOnVfioGetTheirNamesInXpudsVfioSpecAndTheClaimEntryLast) {
+  auto prepared = prepare_claim(reference(),
+                                allocated({{"vm", kDriver, kNode, "vfio-0000-5e-00-1"},
+                                           {"vm", kDriver, kNode, "vfio-0000-5e-00-0"}}),
+                                kNode, cards(), vfio_functions());
+  ASSERT_TRUE(prepared) << prepared.error();
+  ASSERT_EQ(prepared->devices.size(), 2u);
+  const PreparedDevice& first = prepared->devices[0];
+  EXPECT_EQ(first.device, "vfio-0000-5e-00-1");
+  EXPECT_EQ(first.vfio_pci_bus_id, "0000:5e:00.1");
+  EXPECT_EQ(first.uuid, "");
+  EXPECT_THAT(first.cdi_ids, ElementsAre("kunlunxin.com/xpu_vfio=0000:5e:00.1"));
+  EXPECT_EQ(prepared->devices[1].vfio_pci_bus_id, "0000:5e:00.0");
+  EXPECT_THAT(prepared->devices[1].cdi_ids,
+              ElementsAre("kunlunxin.com/xpu_vfio=0000:5e:00.0",
+                          std::string("kunlunxin.com/claim=") + kUid + "-vm"));
+}
+
+TEST(dra_ClaimPreparation, AFunctionNoLongerOnVfioIsRefused) {
+  auto prepared =
+      prepare_claim(reference(), allocated({{"vm", kDriver, kNode, "vfio-0000-5e-00-7"}}), kNode,
+                    cards(), vfio_functions());
+  ASSERT_FALSE(prepared);
+  EXPECT_EQ(prepared.error(),
+            "claim team/gpu-claim: device vfio-0000-5e-00-7 of request vm is not a function on "
+            "vfio-pci on this node");
+}
+
+TEST(dra_ClaimPreparation, ACardOnVfioIsNoCardAndARequestCannotMixTheTwo) {
+  std::vector<xpu::DeviceInfo> listed = cards();
+  listed[1].pci_bus_id = "0000:5e:00.0";  // xpud has not rediscovered since the bind
+  auto as_card = prepare_claim(reference(), allocated({{"r", kDriver, kNode, "xpu-1"}}), kNode,
+                               listed, vfio_functions());
+  ASSERT_FALSE(as_card);
+  EXPECT_THAT(as_card.error(), HasSubstr("device xpu-1 of request r is on vfio-pci"));
+
+  auto mixed = prepare_claim(
+      reference(),
+      allocated({{"r", kDriver, kNode, "xpu-0"}, {"r", kDriver, kNode, "vfio-0000-5e-00-0"}}),
+      kNode, cards(), vfio_functions());
+  ASSERT_FALSE(mixed);
+  EXPECT_THAT(mixed.error(), HasSubstr("request r has both functions on vfio-pci and cards"));
+}
+
 }  // namespace
 }  // namespace shim::dra

@@ -167,6 +167,30 @@ TEST(dra_PreparedClaims, AShareKeepsItsShareIdAndGrantAcrossARestart) {
   EXPECT_EQ(*reloaded.find("uid-w"), claim("uid-w", 1));
 }
 
+TEST(dra_PreparedClaims, AFunctionOnVfioKeepsItsAddressAcrossARestart) {
+  xpu::test::TempDir dir;
+  const auto file = dir.path() / "checkpoint.json";
+  PreparedClaim vm{"uid-v", "team", "vm-claim", {}};
+  PreparedDevice function;
+  function.requests = {"vm"};
+  function.pool = "node-a";
+  function.device = "vfio-0000-5e-00-0";
+  function.cdi_ids = {"kunlunxin.com/xpu_vfio=0000:5e:00.0", "kunlunxin.com/claim=uid-v-vm"};
+  function.vfio_pci_bus_id = "0000:5e:00.0";
+  vm.devices.push_back(function);
+  {
+    PreparedClaims store = PreparedClaims::load(file);
+    ASSERT_TRUE(store.add(vm));
+    ASSERT_TRUE(store.add(claim("uid-w", 1)));
+  }
+  EXPECT_THAT(read(file), HasSubstr("\"vfioPciBusId\": \"0000:5e:00.0\""));
+  PreparedClaims reloaded = PreparedClaims::load(file);
+  ASSERT_NE(reloaded.find("uid-v"), nullptr);
+  EXPECT_EQ(*reloaded.find("uid-v"), vm);
+  // A card's record has no such field, as before it existed.
+  EXPECT_EQ(*reloaded.find("uid-w"), claim("uid-w", 1));
+}
+
 TEST(dra_PreparedClaims, DeviceMetadataSurvivesARestart) {
   xpu::test::TempDir dir;
   const auto file = dir.path() / "checkpoint.json";

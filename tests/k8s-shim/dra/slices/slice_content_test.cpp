@@ -414,5 +414,74 @@ TEST(DesiredSlices, WithoutCountersTheSharesAndCounterSlicesGoAndTheVirtualFunct
   EXPECT_TRUE(empty[0].devices.empty());
 }
 
+// Card 2 bound to vfio-pci, and a VF of another card there too; xpud still lists card 2 as a card
+// (its discovery not yet run after the bind).
+xpu::DeviceView with_vfio_functions() {
+  xpu::DeviceView view = eight_cards();
+  view.vfio_functions = {xpu::test::on_vfio("0000:5e:00.1", "41", true),
+                         xpu::test::on_vfio("0000:02:00.0", "7")};
+  view.vfio_functions[0].numa_node = -1;
+  return view;
+}
+
+TEST(DesiredSlice, FunctionsOnVfioAreDevicesOfTheirOwnKindAndLeaveTheComputePool) {
+  std::vector<std::string> omitted;
+  ResourceSliceSpec spec = desired_slice(with_vfio_functions(), "node-a", 4, &omitted);
+  std::vector<std::string> names;
+  for (const SliceDevice& device : spec.devices) names.push_back(device.name);
+  // Card 2 (0000:02:00.0) is not offered as a card; both functions are, sorted by address.
+  EXPECT_THAT(names, ::testing::ElementsAre("xpu-0", "xpu-1", "xpu-3", "xpu-4", "xpu-5", "xpu-6",
+                                            "xpu-7", "vfio-0000-02-00-0", "vfio-0000-5e-00-1"));
+  // Only the functions on vfio-pci carry the attribute the VFIO class selects on.
+  for (std::size_t i = 0; i < 7; ++i) EXPECT_FALSE(spec.devices[i].attributes.contains("vfio"));
+
+  const SliceDevice& card = spec.devices[7];
+  EXPECT_EQ(card.attributes, (std::map<std::string, AttributeValue>{
+                                 {"vfio", true},
+                                 {"pciBusId", std::string("0000:02:00.0")},
+                                 {"iommuGroup", std::int64_t{7}},
+                                 {"virtualFunction", false},
+                                 {"model", std::string("R200")},
+                                 {"pciId", std::string("1d22:3684")},
+                                 {"numaNode", std::int64_t{1}},
+                                 {"resource.kubernetes.io/pciBusID", std::string("0000:02:00.0")},
+                                 {"resource.kubernetes.io/numaNode", std::int64_t{1}},
+                             }));
+  EXPECT_TRUE(card.capacity.empty());
+  EXPECT_TRUE(card.taints.empty());
+  EXPECT_TRUE(card.consumes_counters.empty());
+
+  const SliceDevice& vf = spec.devices[8];
+  EXPECT_EQ(attribute(vf, "virtualFunction"), AttributeValue(true));
+  EXPECT_EQ(attribute(vf, "vfioPhysicalFunction"), AttributeValue(std::string("0000:3b:00.0")));
+  EXPECT_EQ(attribute(vf, "iommuGroup"), AttributeValue(std::int64_t{41}));
+  // Not the compute VFs' attribute: the vxpu class must not select it.
+  EXPECT_FALSE(vf.attributes.contains("physicalFunction"));
+  EXPECT_FALSE(vf.attributes.contains("numaNode"));
+}
+
+TEST(DesiredSlice, AFunctionOnVfioXpudShouldNeverSendIsLeftOutAndSaid) {
+  xpu::DeviceView view = with_vfio_functions();
+  view.vfio_functions[0].iommu_group = "../../etc";
+  view.vfio_functions[1].pci_bus_id = "0000:02:00.0\n";
+  std::vector<std::string> omitted;
+  ResourceSliceSpec spec = desired_slice(view, "node-a", 4, &omitted);
+  for (const SliceDevice& device : spec.devices) EXPECT_FALSE(device.name.starts_with("vfio-"));
+  // Card 2 is a card again: xpud lists no function on vfio-pci at its address.
+  EXPECT_EQ(spec.devices.size(), 8u);
+  EXPECT_THAT(omitted, ::testing::Contains(::testing::HasSubstr(
+                           "function \"0000:5e:00.1\" on vfio-pci, IOMMU group \"../../etc\"")));
+  // Escaped: xpud's word goes into the driver's log.
+  EXPECT_THAT(omitted, ::testing::Contains(::testing::HasSubstr(
+                           "function \"0000:02:00.0\\x0a\" on vfio-pci, IOMMU group \"7\"")));
+}
+
+TEST(DesiredSlices, FunctionsOnVfioStayWhereCountersAreDropped) {
+  std::vector<ResourceSliceSpec> slices = without_counters(
+      desired_slices(with_vfio_functions(), "node-a", 1, nullptr, {}, SharePolicy{}));
+  ASSERT_EQ(slices.size(), 1u);
+  EXPECT_EQ(slices[0].devices.back().name, "vfio-0000-5e-00-1");
+}
+
 }  // namespace
 }  // namespace shim::dra
