@@ -2,7 +2,8 @@
 # End to end on a real systemd: boots a Debian 12 root with systemd-nspawn, installs xpud the way
 # the packages lay it out (unit, D-Bus policy, config, binaries), and checks what an operator
 # sees: systemctl status, the system bus, the policy, the journal's structured fields, reload,
-# watchdog and a clean stop.
+# watchdog, the sandbox's writable sysfs paths (the SR-IOV drop-in xpud-generator writes, and the
+# example drop-in for moves to vfio-pci) and a clean stop.
 #
 # Usage: nspawn_boot_test.sh BUILD_DIR
 # The debootstrap root is made once and cached in BUILD_DIR/e2e-root-cache (debian_root.sh).
@@ -271,6 +272,31 @@ expect_eq "for xpud, another PCI function ($other)" "$(writable "$other")" "read
 expect_eq "for xpud, CPU hotplug" "$(writable /sys/devices/system/cpu)" "read-only"
 expect_eq "for xpud, /sys/bus/pci itself" "$(writable /sys/bus/pci)" "read-only"
 in_container rm "$dropin/50-xpu-sriov.conf"
+
+log "moves to vfio-pci under the sandbox: refused without the shipped example drop-in, open with it"
+# Vfio.Bind writes the function's driver_override, its driver's unbind and drivers_probe; the
+# packaged unit leaves all of /sys read-only, and docs/examples/xpud.service.d/60-vfio.conf opens
+# exactly those (README, "Cards for virtual machines"). Installed as an operator would, with its
+# function line for a real PCI function of the host (nothing is written: access(2) only).
+# The binding files as xpud sees them once restarted with the drop-ins there are now.
+binding_files_are() {
+  in_container systemctl daemon-reload
+  in_container systemctl restart xpud
+  wait_for "xpud to be active ($1)" 30 in_container systemctl is-active --quiet xpud
+  xpud_pid=$(in_container systemctl show -P MainPID xpud)
+  expect_eq "$1, for xpud, drivers_probe" "$(writable /sys/bus/pci/drivers_probe)" "$2"
+  expect_eq "$1, for xpud, the function's driver_override" "$(writable "$pf/driver_override")" "$2"
+}
+binding_files_are "without it" read-only
+sed "s|^ReadWritePaths=-/sys/devices/.*|ReadWritePaths=-$pf|" \
+  "$(dirname "$0")/../../docs/examples/xpud.service.d/60-vfio.conf" |
+  in_container tee "$dropin/60-vfio.conf" >/dev/null
+binding_files_are "with it" writable
+expect_eq "with it, for xpud, another PCI function ($other)" "$(writable "$other")" "read-only"
+expect_eq "with it, for xpud, /sys/bus/pci itself" "$(writable /sys/bus/pci)" "read-only"
+expect_contains "with it, xpud's device policy" "$(in_container systemctl show -P DeviceAllow xpud)" \
+  "char-vfio rw"
+in_container rm "$dropin/60-vfio.conf"
 # EBUSY while any file of /sys is open for writing in the container (a unit starting meanwhile):
 # tried again until it is not.
 wait_for "/sys remounted read-only" 30 in_container mount -o remount,ro /sys
