@@ -1,8 +1,9 @@
 // The roles of xpu-k8s-shim: four that serve, and validate, which checks once and exits. Each runs
-// until SIGTERM/SIGINT and returns the process exit status. The three that read cards are handed
-// their parsed flags and the process's one CardFeed (k8s-shim/cards/README.md), made by main.cpp:
-// none of them reaches xpud's cards another way. token-sync and validate read no cards and parse
-// their own arguments (after the role name).
+// until SIGTERM/SIGINT and returns the process exit status, in a program of its own
+// (k8s-shim/role_program.h). The three that read cards are handed their parsed flags and the
+// process's one CardFeed (k8s-shim/cards/README.md), made by the role's main.cpp: none of them
+// reaches xpud's cards another way. token-sync and validate read no cards and parse their own
+// arguments (after the role name).
 #pragma once
 
 #include <span>

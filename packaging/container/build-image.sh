@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds the xpu-k8s-shim image without a registry or a container engine: the contents the
 # Containerfile describes (a Debian 12 slim root, the libraries dpkg-shlibdeps finds for the
-# binary, the stripped binary, user 65534:65534), for amd64 and arm64 by default, written as one
+# programs, the stripped xpu-k8s-shim and its role programs, user 65534:65534), for amd64 and arm64 by default, written as one
 # archive holding an image index of one manifest per architecture, which `podman load` and
 # `ctr images import` accept (each takes its own platform's), named with the chart's default
 # reference.
@@ -10,9 +10,10 @@
 #   --output DIR   where the archive and the shims' builds go
 #                  (default: build-image/ in the source tree)
 #   --arch LIST    the architectures, comma-separated: amd64, arm64 (default: amd64,arm64)
-#   --binary PATH  put this xpu-k8s-shim in the image of its architecture (read from the file)
-#                  instead of building one; once per architecture at most. It must report
-#                  version V, and is stripped on the way in
+#   --binary PATH  put this xpu-k8s-shim and its role programs (../libexec/xpu-k8s-shim/ beside
+#                  it, as a build tree and an unpacked package have them) in the image of its
+#                  architecture (read from the file) instead of building them; once per
+#                  architecture at most. It must report version V; all are stripped on the way in
 #   --version V    the version, which is also the image tag (default: the project's version,
 #                  the chart's appVersion)
 # Environment: XPU_DEBIAN_MIRROR (default http://deb.debian.org/debian),
@@ -32,7 +33,7 @@
 # library for the binary makes a new root.
 set -euo pipefail
 
-usage() { sed -n 's/^# \{0,1\}//; 9,21p' "$0"; }
+usage() { sed -n 's/^# \{0,1\}//; 9,22p' "$0"; }
 die() { echo "build-image.sh: $*" >&2; exit 1; }
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "build-image.sh: $1 needs a value" >&2; usage >&2; exit 2; }; }
 
@@ -90,6 +91,10 @@ elf_arch() {
     *) return 1 ;;
   esac
 }
+# xpu-k8s-shim runs each role's own program, which it finds at ../libexec/xpu-k8s-shim/ROLE from
+# itself (k8s-shim/main.cpp): in a build tree, in a package, and in the image alike.
+roles=(device-plugin exporter token-sync dra-driver validate)
+role_dir_of() { echo "$(dirname "$1")/../libexec/xpu-k8s-shim"; }
 declare -A binary_of=()
 for given in "${binaries[@]}"; do
   [ -f "$given" ] && [ -x "$given" ] || die "--binary $given is not an executable file"
@@ -97,6 +102,10 @@ for given in "${binaries[@]}"; do
   [[ " ${targets[*]} " == *" $arch "* ]] || die "--binary $given is for $arch, which --arch ($arches) does not name"
   [ -z "${binary_of[$arch]:-}" ] || die "--binary given twice for $arch: ${binary_of[$arch]} and $given"
   binary_of[$arch]=$(realpath "$given") # run by its path, never looked up in PATH
+  for role in "${roles[@]}"; do
+    [ -x "$(role_dir_of "${binary_of[$arch]}")/$role" ] ||
+      die "--binary $given has no $role program beside it ($(role_dir_of "$given")/$role)"
+  done
 done
 
 # The chart's default image: global.image.host and global.image.repository, tagged with the
@@ -189,16 +198,21 @@ for arch in "${targets[@]}"; do
   command -v "$strip" >/dev/null ||
     die "missing $strip for the $arch binary (scripts/install-deps.sh ci installs it)"
   install -D -m 0755 -s --strip-program="$strip" "${binary_of[$arch]}" "$work/out-$arch/usr/bin/xpu-k8s-shim"
+  for role in "${roles[@]}"; do
+    install -D -m 0755 -s --strip-program="$strip" "$(role_dir_of "${binary_of[$arch]}")/$role" \
+      "$work/out-$arch/usr/libexec/xpu-k8s-shim/$role"
+  done
 done
 
-# 2. Each architecture's runtime packages: exactly those holding the libraries the binary links,
+# 2. Each architecture's runtime packages: exactly those holding the libraries the programs link,
 # as dpkg-shlibdeps finds them (versions and alternatives dropped), as in the Containerfile. An
 # arm64 binary's are read from the :arm64 libraries installed on this machine (all Multi-Arch:
 # same, as for the arm64 .deb).
 mkdir -p "$work/shlibs/debian"
 cp "$src/debian/control" "$work/shlibs/debian/control"
 for arch in "${targets[@]}"; do
-  (cd "$work/shlibs" && dpkg-shlibdeps -O "$work/out-$arch/usr/bin/xpu-k8s-shim" 2>"$work/shlibdeps.log") |
+  (cd "$work/shlibs" && dpkg-shlibdeps -O "$work/out-$arch/usr/bin/xpu-k8s-shim" \
+    "${roles[@]/#/$work/out-$arch/usr/libexec/xpu-k8s-shim/}" 2>"$work/shlibdeps.log") |
     sed -n 's/^shlibs:Depends=//p' | tr ',' '\n' |
     sed -e 's/|.*//' -e 's/(.*)//' -e 's/[[:space:]]//g' | grep -v '^$' | sort -u >"$work/runtime-packages-$arch" ||
     true
@@ -292,12 +306,16 @@ make_base() {
     find "$cache" -mindepth 1 -maxdepth 1 -type d ! -name "$key" \( -name "$arch-*" -o ! -name '*-*-*' \) \
       -exec rm -rf {} +
   fi
-  # The image's root: the base plus the binary, written as one layer. Hard links: fast, and the
-  # cached root stays as it is since only a new file is added (a copy where the cache is on
+  # The image's root: the base plus the programs, written as one layer. Hard links: fast, and the
+  # cached root stays as it is since only new files are added (a copy where the cache is on
   # another file system).
   cp -al "$base/root" "$work/root-$arch" 2>/dev/null ||
     { rm -rf "$work/root-$arch"; cp -a "$base/root" "$work/root-$arch"; }
   install -m 0755 "$work/out-$arch/usr/bin/xpu-k8s-shim" "$work/root-$arch/usr/bin/xpu-k8s-shim"
+  install -d -m 0755 "$work/root-$arch/usr/libexec/xpu-k8s-shim"
+  for role in "${roles[@]}"; do
+    install -m 0755 "$work/out-$arch/usr/libexec/xpu-k8s-shim/$role" "$work/root-$arch/usr/libexec/xpu-k8s-shim/$role"
+  done
 }
 for arch in "${targets[@]}"; do
   make_base "$arch"

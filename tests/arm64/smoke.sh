@@ -1,6 +1,6 @@
 #!/bin/sh
-# The arm64 build under emulation (ctest arm64.smoke): each of the four programs is an arm64
-# executable that runs and names its version; the arm64 xpud on the sim backend on a private bus,
+# The arm64 build under emulation (ctest arm64.smoke): each of the four programs, and the five
+# role programs xpu-k8s-shim runs, is an arm64 executable that runs and names its version; the arm64 xpud on the sim backend on a private bus,
 # the arm64 xpuctl listing its cards, the arm64 exporter scraped over HTTP. Each runs under
 # Debian's qemu-user-static with the arm64 root as its library root.
 #
@@ -23,15 +23,18 @@ else
   xpud=$build/xpud/xpud xpuctl=$build/xpuctl/xpuctl
   proxy=$build/xpud-api-proxy/xpud-api-proxy shim=$build/k8s-shim/xpu-k8s-shim
 fi
+# Where xpu-k8s-shim finds its role programs (k8s-shim/main.cpp), in a build tree and an install.
+roles=$(dirname "$shim")/../libexec/xpu-k8s-shim
 command -v qemu-aarch64-static >/dev/null || { echo "smoke.sh: qemu-aarch64-static is missing (apt install qemu-user-static)" >&2; exit 1; }
 [ -d "$root/usr/lib/aarch64-linux-gnu" ] ||
   { echo "smoke.sh: $root is not an arm64 root (scripts/build-variants.sh arm64 makes one with the build)" >&2; exit 1; }
-for binary in "$xpud" "$xpuctl" "$proxy" "$shim"; do
+for binary in "$xpud" "$xpuctl" "$proxy" "$shim" "$roles/device-plugin" "$roles/exporter" \
+  "$roles/token-sync" "$roles/dra-driver" "$roles/validate"; do
   [ -f "$binary" ] && file -b "$binary" | grep -q "ARM aarch64" ||
     { echo "smoke.sh: $binary is not an arm64 program" >&2; exit 1; }
   version=$(qemu-aarch64-static -L "$root" "$binary" --version 2>&1) ||
     { echo "smoke.sh: $binary --version failed under emulation: $version" >&2; exit 1; }
-  echo "arm64 $version"
+  echo "arm64 $version ($(basename "$binary"))"
 done
 
 run=$(mktemp -d)
@@ -79,7 +82,10 @@ cards=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["devices"]; 
 echo "arm64 xpud and xpuctl: 8 healthy cards"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-qemu-aarch64-static -L "$root" "$shim" --bus-address "$bus" exporter \
+# The exporter's own program, with the arguments xpu-k8s-shim would pass it: qemu-user emulates
+# one program, and the dispatcher's execve of an arm64 one would need qemu registered with the
+# kernel's binfmt_misc, which this machine need not have.
+qemu-aarch64-static -L "$root" "$roles/exporter" --bus-address "$bus" exporter \
   --listen "127.0.0.1:$port" 2>"$run/exporter.log" &
 pids="$pids $!"
 scraped() {

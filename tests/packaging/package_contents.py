@@ -23,6 +23,10 @@ def lib_dir(unit_dir):
     return unit_dir[: -len("/systemd/system")]
 
 
+# The role programs xpu-k8s-shim runs, each its own executable (k8s-shim/role_program.h).
+SHIM_ROLES = ("device-plugin", "exporter", "token-sync", "dra-driver", "validate")
+
+
 def expected_files(unit_dir):
     return {
         "xpud": {
@@ -51,6 +55,7 @@ def expected_files(unit_dir):
         },
         "xpu-k8s-shim": {
             "/usr/bin/xpu-k8s-shim",
+            *(f"/usr/libexec/xpu-k8s-shim/{role}" for role in SHIM_ROLES),
             "/usr/share/man/man1/xpu-k8s-shim.1",
         },
     }

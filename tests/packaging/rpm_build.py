@@ -48,13 +48,13 @@ def assert_file_lists_match_the_debian_packages(test, rpms):
             path = line.split(" -> ")[0].split()[-1]
             (dirs if line.startswith("d") else files).add(path)
         files |= dirs
-        if package == "xpud":
-            # The directories rpm creates for the proxy and the topology table (%dir) are removed
-            # with the package; dpkg removes an emptied directory by itself, so the deb does not
-            # list them.
-            for owned in ("/usr/libexec/xpud", "/usr/share/xpud"):
-                test.assertIn(owned, dirs)
-                files.discard(owned)
+        # The directories rpm creates for the proxy, the topology table and the shim's role
+        # programs (%dir) are removed with the package; dpkg removes an emptied directory by
+        # itself, so the deb does not list them.
+        for owned in {"xpud": ("/usr/libexec/xpud", "/usr/share/xpud"),
+                      "xpu-k8s-shim": ("/usr/libexec/xpu-k8s-shim",)}[package]:
+            test.assertIn(owned, dirs)
+            files.discard(owned)
         # %{_licensedir}/<name> (Fedora, RHEL) or <name>-<version> (older rpm configurations)
         licences = [f for f in files if f.startswith("/usr/share/licenses/") and f.endswith("/LICENSE")]
         test.assertEqual(len(licences), 1, f"{package}: {licences}")

@@ -119,6 +119,15 @@ class DebianPackages(unittest.TestCase):
             self.assertEqual(result.returncode, 0, f"{binary}: {result.stderr}")
             self.assertIn(self.version, result.stdout, binary)
 
+    def test_packaged_shim_runs_each_role_program(self):
+        # xpu-k8s-shim runs each role's own program, found from where the package put it: a role's
+        # --help comes from that program.
+        shim = os.path.join(self.extracted["xpu-k8s-shim"], "usr/bin/xpu-k8s-shim")
+        for role in package_contents.SHIM_ROLES:
+            result = run([shim, role, "--help"], timeout=30)
+            self.assertEqual(result.returncode, 0, f"{role}: {result.stderr}")
+            self.assertIn(f"Usage: xpu-k8s-shim {role} [OPTIONS]", result.stdout, role)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

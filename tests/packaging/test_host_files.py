@@ -16,6 +16,8 @@ import subprocess
 import tempfile
 import unittest
 
+import package_contents
+
 SOURCE_DIR = os.environ.get("XPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 UNIT = os.path.join(SOURCE_DIR, "systemd", "xpud.service")
 CONFIG = os.path.join(SOURCE_DIR, "systemd", "xpud.conf")
@@ -336,14 +338,17 @@ class ShippedConfig(unittest.TestCase):
 class CmakeInstall(unittest.TestCase):
     """What `cmake --install` puts on a host: `man xpud` works after it."""
 
+    def install(self, root):
+        result = subprocess.run(["cmake", "--install", BINARY_DIR, "--prefix", "/usr"], capture_output=True,
+                                text=True, timeout=120, env=dict(os.environ, DESTDIR=root))
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+
     def test_man_pages_are_installed(self):
         pages = {"xpud": "man8/xpud.8", "xpuctl": "man1/xpuctl.1", "xpud-api-proxy": "man8/xpud-api-proxy.8"}
         if os.environ.get("XPU_SHIM"):
             pages["xpu-k8s-shim"] = "man1/xpu-k8s-shim.1"
         with tempfile.TemporaryDirectory() as root:
-            result = subprocess.run(["cmake", "--install", BINARY_DIR, "--prefix", "/usr"], capture_output=True,
-                                    text=True, timeout=120, env=dict(os.environ, DESTDIR=root))
-            self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+            self.install(root)
             man_dir = os.path.join(root, "usr", "share", "man")
             for name, page in pages.items():
                 with open(os.path.join(MAN_DIR, os.path.basename(page)), encoding="utf-8") as shipped, \
@@ -353,6 +358,19 @@ class CmakeInstall(unittest.TestCase):
                     found = subprocess.run(["man", "-w", name], capture_output=True, text=True, timeout=30,
                                            env=dict(os.environ, MANPATH=man_dir))
                     self.assertEqual(found.stdout.strip(), os.path.join(man_dir, page), found.stderr)
+
+    @unittest.skipUnless(os.environ.get("XPU_SHIM"), "xpu-k8s-shim is not built (XPU_BUILD_SHIM=OFF)")
+    def test_installed_shim_runs_the_installed_role_programs(self):
+        # Each role is its own program in libexec, which the installed xpu-k8s-shim finds from
+        # where it is: a role's --help comes from that program.
+        with tempfile.TemporaryDirectory() as root:
+            self.install(root)
+            for role in package_contents.SHIM_ROLES:
+                self.assertTrue(os.access(os.path.join(root, "usr/libexec/xpu-k8s-shim", role), os.X_OK), role)
+                result = subprocess.run([os.path.join(root, "usr/bin/xpu-k8s-shim"), role, "--help"],
+                                        capture_output=True, text=True, timeout=30)
+                self.assertEqual(result.returncode, 0, f"{role}: {result.stderr}")
+                self.assertIn(f"Usage: xpu-k8s-shim {role} [OPTIONS]", result.stdout, role)
 
 
 class ReleaseVersions(unittest.TestCase):

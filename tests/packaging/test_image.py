@@ -35,6 +35,8 @@ import unittest
 
 import yaml
 
+import package_contents
+
 from source_tree import project_version
 
 SOURCE_DIR = os.path.abspath(os.environ.get("XPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")))
@@ -186,8 +188,13 @@ class BuildOutput(unittest.TestCase):
         with open(not_a_program, "w") as f:
             f.write("#!/bin/sh\n")
         os.chmod(not_a_program, 0o755)
+        alone = os.path.join(Build.arm64_package, "alone", "bin", "xpu-k8s-shim")
+        os.makedirs(os.path.dirname(alone))
+        shutil.copy(SHIM, alone)
         for arguments, status, message in [
             (["--arch", "amd64", "--binary", arm64_shim], 1, "is for arm64, which --arch (amd64) does not name"),
+            (["--arch", "amd64", "--binary", alone], 1,
+             f"has no device-plugin program beside it ({os.path.dirname(alone)}/../libexec/xpu-k8s-shim/device-plugin)"),
             (["--binary", SHIM, "--binary", SHIM], 1, "--binary given twice for amd64"),
             (["--binary", not_a_program], 1, "is not an amd64 or arm64 executable"),
             (["--binary", os.path.join(Build.arm64_package, "missing")], 1, "is not an executable file"),
@@ -269,6 +276,12 @@ class Podman(unittest.TestCase):
 
     def test_default_command_is_the_help(self):
         self.assertIn("Usage: xpu-k8s-shim", self.run_image(Build.reference))
+
+    def test_each_role_runs_its_own_program_inside_the_image(self):
+        # As the chart runs them (`xpu-k8s-shim ROLE ...`): a role's --help comes from its program
+        # in /usr/libexec/xpu-k8s-shim, which the entrypoint runs.
+        for role in package_contents.SHIM_ROLES:
+            self.assertIn(f"Usage: xpu-k8s-shim {role} [OPTIONS]", self.run_image(Build.reference, role, "--help"))
 
     def test_runs_as_nobody(self):
         self.assertEqual(self.run_image("--entrypoint", "id", Build.reference).strip(),
@@ -383,6 +396,15 @@ class Arm64Root(unittest.TestCase):
                                 capture_output=True, text=True, timeout=120)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout.strip(), f"xpu-k8s-shim {Build.version}")
+        # The role programs it runs: arm64 too, and running on that root's libraries alone.
+        for role in package_contents.SHIM_ROLES:
+            program = os.path.join(self.root, "usr", "libexec", "xpu-k8s-shim", role)
+            self.assertIn("ARM aarch64", subprocess.run(["file", "-b", program], capture_output=True,
+                                                        text=True).stdout, role)
+            result = subprocess.run(["qemu-aarch64-static", "-L", self.root, program, role, "--help"],
+                                    capture_output=True, text=True, timeout=120)
+            self.assertEqual(result.returncode, 0, f"{role}: {result.stderr}")
+            self.assertIn(f"Usage: xpu-k8s-shim {role} [OPTIONS]", result.stdout, role)
         config = read_archive_json("blobs/sha256/" + manifest_of("arm64")["config"]["digest"][7:])
         self.assertEqual((config["architecture"], config["config"]["User"]), ("arm64", "65534:65534"))
 

@@ -20,13 +20,15 @@ import subprocess
 import tempfile
 import unittest
 
+import package_contents
 from rpm_build import assert_file_lists_match_the_debian_packages, build_rpms, extract, rpm_query
 from source_tree import project_version
 
 SOURCE_DIR = os.path.abspath(os.environ.get("XPU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")))
 BINARY_DIR = os.environ.get("XPU_BINARY_DIR")
 PROGRAMS = {"xpud": ["usr/sbin/xpud", "usr/bin/xpuctl", "usr/libexec/xpud/xpud-api-proxy"],
-            "xpu-k8s-shim": ["usr/bin/xpu-k8s-shim"]}
+            "xpu-k8s-shim": ["usr/bin/xpu-k8s-shim",
+                             *(f"usr/libexec/xpu-k8s-shim/{role}" for role in package_contents.SHIM_ROLES)]}
 
 
 def run(command, **kwargs):
