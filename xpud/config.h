@@ -12,6 +12,7 @@
 #include <spdlog/common.h>
 
 #include "common/result.h"
+#include "xpud/backends/topology_quirks.h"
 
 namespace xpud {
 
@@ -107,7 +108,7 @@ struct Config {
   std::filesystem::path sysfs_root = "/";
   // [topology] The link table of the hardware backends (xpud/backends/topology.quirk); the
   // default is where the build installs it, /usr/share/xpud/topology.quirk in the packages.
-  std::filesystem::path topology_quirks = XPUD_DEFAULT_TOPOLOGY_QUIRKS;
+  std::filesystem::path topology_quirks = topology::default_link_table_path();
   // [sim]
   unsigned sim_devices = 8;
   std::string sim_model = "R200";

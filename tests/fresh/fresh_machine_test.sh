@@ -213,7 +213,10 @@ done
 # What the root's steps share with this machine: the caches, at the same paths.
 link_debs /var/cache/apt/archives "$root/var/cache/apt/archives"
 say "apt's archive: $(archived) packages from this machine's"
-nspawn_args=(--setenv=LANG=C.UTF-8)
+# The locale: this environment's when it sets one (ccache keys compiles on LANG and LC_ALL, so
+# the root's builds hit only a cache filled under the same; scripts/test.sh sets both), else C.UTF-8.
+nspawn_args=(--setenv=LANG="${LANG:-C.UTF-8}")
+[ -z "${LC_ALL:-}" ] || nspawn_args+=(--setenv=LC_ALL="$LC_ALL")
 setup_packages=ca-certificates
 if [ "$(basename "${CMAKE_CXX_COMPILER_LAUNCHER:-none}")" = ccache ] && command -v ccache >/dev/null; then
   ccache_dir=$(ccache -k cache_dir)

@@ -30,7 +30,9 @@ def build_rpms(source_dir, topdir, version, target=None, env=None):
     command = ["rpmbuild", "-bb", "--nodeps", "--define", f"_topdir {topdir}",
                "--define", "_smp_build_ncpus 2",
                # rpm's flags (-O2 -g) with the debug information at -g1: these tests look at what
-               # the packages hold, and -g is a third of the build.
+               # the packages hold, and -g is a third of the build. With the spec's -DNDEBUG this
+               # is the tree's default RelWithDebInfo, so under scripts/test.sh's compiler cache
+               # (and its locale) every compile is one the main build already made.
                "--define", "optflags -O2 -g1"]
     if target:
         command += ["--target", target]

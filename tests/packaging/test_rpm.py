@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import unittest
 
+import compiler_cache
 import package_contents
 from rpm_build import assert_file_lists_match_the_debian_packages, build_rpms, extract, rpm_query
 from source_tree import project_version
@@ -27,12 +28,16 @@ class RpmPackages(unittest.TestCase):
         cls.version = project_version(SOURCE_DIR)
         cls.topdir = tempfile.mkdtemp(prefix="xpud-rpm-", dir=BINARY_DIR)
         cls.addClassCleanup(shutil.rmtree, cls.topdir, True)
-        cls.rpms = build_rpms(SOURCE_DIR, cls.topdir, cls.version)
+        cls.cache_env = compiler_cache.statslog_env(cls.topdir)
+        cls.rpms = build_rpms(SOURCE_DIR, cls.topdir, cls.version, env=dict(os.environ, **cls.cache_env))
 
     def test_packages_and_version(self):
         self.assertEqual(set(self.rpms), {"xpud", "xpu-k8s-shim"})
         for name, path in self.rpms.items():
             self.assertEqual(rpm_query(path, "--queryformat", "%{VERSION}"), self.version, name)
+
+    def test_compiles_are_the_main_builds(self):
+        compiler_cache.assert_compiles_shared(self, self.cache_env)
 
     def test_file_lists_match_the_debian_packages(self):
         assert_file_lists_match_the_debian_packages(self, self.rpms)

@@ -336,4 +336,8 @@ xpu::Result<LinkTable> load_link_table(const std::filesystem::path& path) {
   return parse_link_table(text, name);
 }
 
+std::filesystem::path default_link_table_path() {
+  return XPUD_DEFAULT_TOPOLOGY_QUIRKS;
+}
+
 }  // namespace xpud::topology

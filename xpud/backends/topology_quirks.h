@@ -78,4 +78,9 @@ xpu::Result<LinkTable> parse_link_table(std::string_view text, std::string_view 
 // blocking (a FIFO cannot hang start-up).
 xpu::Result<LinkTable> load_link_table(const std::filesystem::path& path);
 
+// Where this build installs the table (<datadir>/xpud/topology.quirk, /usr/share/xpud/... in the
+// packages): the default of [topology] quirks. A function, so that the install prefix reaches one
+// object file, not every file that includes xpud/config.h.
+std::filesystem::path default_link_table_path();
+
 }  // namespace xpud::topology
