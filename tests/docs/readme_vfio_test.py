@@ -23,24 +23,17 @@ import unittest
 
 import yaml
 
+from markdown_text import fenced_blocks, read_file, section
+
 SOURCE_DIR = sys.argv.pop(1) if len(sys.argv) > 1 else "."
 
 
 def read(path):
-    with open(f"{SOURCE_DIR}/{path}", encoding="utf-8") as f:
-        return f.read()
-
-
-def section(text, title):
-    start = text.index(f"### {title}\n")
-    end = text.find("\n## ", start)
-    following = text.find("\n### ", start + 1)
-    ends = [e for e in (end, following) if e != -1]
-    return text[start:min(ends) if ends else len(text)]
+    return read_file(SOURCE_DIR, path)
 
 
 def blocks(text, language):
-    return re.findall(rf"^```{language}\n(.*?)^```", text, re.M | re.S)
+    return fenced_blocks(text, (language,))
 
 
 def kubevirt_env_name(resource):

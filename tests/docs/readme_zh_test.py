@@ -17,28 +17,13 @@ import unittest
 
 import yaml
 
+from markdown_text import fenced_blocks, read_file
+
 SOURCE_DIR = sys.argv.pop(1) if len(sys.argv) > 1 else "."
 
 
 def read(path):
-    with open(f"{SOURCE_DIR}/{path}", encoding="utf-8") as f:
-        return f.read()
-
-
-def blocks(text, languages):
-    """The fenced blocks whose info string is one of `languages` ("" for a bare fence)."""
-    found, current, language = [], None, None
-    for line in text.splitlines():
-        if current is None:
-            if line.startswith("```"):
-                language, current = line[3:].strip(), []
-        elif line.startswith("```"):
-            if language in languages:
-                found.append("\n".join(current))
-            current = None
-        else:
-            current.append(line)
-    return found
+    return read_file(SOURCE_DIR, path)
 
 
 def commands(block_text):
@@ -82,9 +67,9 @@ class ReadmeZh(unittest.TestCase):
     def test_commands_are_the_tested_ones(self):
         tested = set()
         for path in ("README.md", "charts/xpu-k8s-shim/README.md"):
-            for block in blocks(read(path), ("sh", "")):
+            for block in fenced_blocks(read(path), ("sh", "")):
                 tested.update(commands(block))
-        zh_commands = [c for block in blocks(self.zh, ("sh",)) for c in commands(block)]
+        zh_commands = [c for block in fenced_blocks(self.zh, ("sh",)) for c in commands(block)]
         self.assertGreater(len(zh_commands), 8, "README_zh.md has lost its commands")
         for command in zh_commands:
             self.assertTrue(command in tested, f"README_zh.md runs {command!r}, which no tested README block runs")
@@ -114,7 +99,7 @@ class ReadmeZh(unittest.TestCase):
                 self.fail(f"README_zh.md sets {key}, which values.yaml does not have")
 
     def test_pod_asks_for_the_chart_resource(self):
-        pods = [doc for block in blocks(self.zh, ("yaml",)) for doc in yaml.safe_load_all(block) if doc]
+        pods = [doc for block in fenced_blocks(self.zh, ("yaml",)) for doc in yaml.safe_load_all(block) if doc]
         self.assertEqual(len(pods), 1)
         pod = pods[0]
         self.assertEqual(pod["spec"]["nodeSelector"], self.values["nodeSelector"])

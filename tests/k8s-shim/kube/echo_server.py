@@ -6,8 +6,10 @@ import http.server
 import json
 import os
 import sys
-import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from loopback_http import serve  # noqa: E402
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -56,15 +58,4 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def exit_with_parent(parent):
-    while os.getppid() == parent:
-        time.sleep(0.2)
-    os._exit(0)
-
-
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-threading.Thread(target=exit_with_parent, args=(os.getppid(),), daemon=True).start()
-with open(sys.argv[1] + ".tmp", "w") as f:
-    f.write(str(server.server_address[1]))
-os.rename(sys.argv[1] + ".tmp", sys.argv[1])
-server.serve_forever()
+serve(Handler, sys.argv[1])

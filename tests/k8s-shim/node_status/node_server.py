@@ -13,8 +13,10 @@ import json
 import os
 import sys
 import threading
-import time
 import urllib.parse
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from loopback_http import serve  # noqa: E402
 
 OUT = sys.argv[1]
 NAME = sys.argv[2]
@@ -92,15 +94,4 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def exit_with_parent(parent):
-    while os.getppid() == parent:
-        time.sleep(0.2)
-    os._exit(0)
-
-
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-threading.Thread(target=exit_with_parent, args=(os.getppid(),), daemon=True).start()
-with open(os.path.join(OUT, "port.tmp"), "w") as f:
-    f.write(str(server.server_address[1]))
-os.rename(os.path.join(OUT, "port.tmp"), os.path.join(OUT, "port"))
-server.serve_forever()
+serve(Handler, os.path.join(OUT, "port"))
