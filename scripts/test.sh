@@ -18,8 +18,9 @@
 # XPU_TEST_FORMAT=1 first checks that every C++ file is as clang-format 14 formats it
 #   (scripts/check-format.sh).
 # XPU_TEST_TIDY=1 checks the production code with clang-tidy 14 and the tree's .clang-tidy
-#   (scripts/check-tidy.py) after the main build, in the background at idle priority (log:
-#   build/tidy.log); a finding fails the run at its end.
+#   (scripts/check-tidy.py) after the main build (after the background builds below, when there
+#   are any), in the background at idle priority (log: build/tidy.log); a finding fails the run
+#   at its end.
 # XPU_CCACHE_DIR (a directory) compiles through ccache with that cache, keyed on the compiler's
 #   content and on paths relative to this checkout, so that another checkout at the same path (the
 #   fresh-machine test's root) hits what this run compiled. It takes effect in a new build directory.
@@ -151,6 +152,15 @@ fi
 
 jobs=$(nproc)
 slow_labels='slow|packaging|e2e|bench|hostile|cluster|soak|fresh|arm64'
+# The variants the later passes need (below).
+variants=""
+if [ "$fast" -eq 0 ]; then
+  variants=asan
+  [ "${XPU_TEST_TSAN:-0}" != 1 ] || variants="$variants tsan"
+fi
+[ -z "${XPU_TEST_FUZZ_SECONDS:-}" ] || variants="$variants fuzz"
+tidy_after_builds=0
+[ -z "${XPU_TEST_LABELS:-}" ] || [ -z "$variants" ] || tidy_after_builds=1
 
 begin_stage "main build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -158,9 +168,12 @@ ninja -C build -j"$jobs"
 end_stage
 
 # clang-tidy reads the main build's compile commands and generated headers. It runs at idle
-# priority (SCHED_IDLE; nice 19 where that is refused): only on what every other stage leaves
-# idle, so it costs the run's length nothing until the end, where the run waits for it.
-if [ "${XPU_TEST_TIDY:-0}" = 1 ]; then
+# priority (SCHED_IDLE; nice 19 where that is refused) in a session, and so an autogroup, of its
+# own at nice 19; the run waits for it at the end. When the sanitizer and fuzz builds run in the
+# background it starts after them: their autogroup and its weigh the same, so SCHED_IDLE inside
+# its own group did not keep it from taking half of what the suites left the builds, whose end
+# the last passes wait for; after them it takes what those passes leave idle.
+start_tidy() {
   tidy_log=build/tidy.log
   idle="chrt --idle 0"
   $idle true 2>/dev/null || idle="nice -n 19"
@@ -168,6 +181,9 @@ if [ "${XPU_TEST_TIDY:-0}" = 1 ]; then
   # shellcheck disable=SC2086
   in_background $idle scripts/check-tidy.py build >"$tidy_log" 2>&1 </dev/null &
   tidy_pid=$!
+}
+if [ "${XPU_TEST_TIDY:-0}" = 1 ] && [ "$tidy_after_builds" = 0 ]; then
+  start_tidy
 fi
 # The suites beside need only the main build: they start now, beside the default set too.
 if [ -n "${XPU_TEST_BESIDE_LABELS:-}" ]; then
@@ -190,12 +206,6 @@ end_stage
 # lowest priority, while the labelled suites run: those mostly wait on a cluster, a soak or a
 # boot, and a nice-19 build takes only the time the suites leave idle. It runs in a session of
 # its own, so that a failed run stops it with all its compilers.
-variants=""
-if [ "$fast" -eq 0 ]; then
-  variants=asan
-  [ "${XPU_TEST_TSAN:-0}" != 1 ] || variants="$variants tsan"
-fi
-[ -z "${XPU_TEST_FUZZ_SECONDS:-}" ] || variants="$variants fuzz"
 if [ -n "${XPU_TEST_LABELS:-}" ] && [ -n "$variants" ]; then
   background_log=build/background-builds.log
   echo "== in the background: the builds of $variants (log: $background_log) =="
@@ -228,6 +238,9 @@ if [ -n "$background_pid" ]; then
   background_pid=""
   end_stage
   sed -n 's/^build-variants.sh: /  /p' "$background_log"
+fi
+if [ "${XPU_TEST_TIDY:-0}" = 1 ] && [ "$tidy_after_builds" = 1 ]; then
+  start_tidy
 fi
 
 # The last suites (the fresh-machine test) beside the sanitizer and fuzz passes: its builds hit the
