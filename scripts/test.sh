@@ -159,8 +159,9 @@ if [ "$fast" -eq 0 ]; then
   [ "${XPU_TEST_TSAN:-0}" != 1 ] || variants="$variants tsan"
 fi
 [ -z "${XPU_TEST_FUZZ_SECONDS:-}" ] || variants="$variants fuzz"
-tidy_after_builds=0
-[ -z "${XPU_TEST_LABELS:-}" ] || [ -z "$variants" ] || tidy_after_builds=1
+# They are built in the background beside the labelled suites, when there are any.
+build_in_background=0
+[ -z "${XPU_TEST_LABELS:-}" ] || [ -z "$variants" ] || build_in_background=1
 
 begin_stage "main build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -182,7 +183,7 @@ start_tidy() {
   in_background $idle scripts/check-tidy.py build >"$tidy_log" 2>&1 </dev/null &
   tidy_pid=$!
 }
-if [ "${XPU_TEST_TIDY:-0}" = 1 ] && [ "$tidy_after_builds" = 0 ]; then
+if [ "${XPU_TEST_TIDY:-0}" = 1 ] && [ "$build_in_background" = 0 ]; then
   start_tidy
 fi
 # The suites beside need only the main build: they start now, beside the default set too.
@@ -206,7 +207,7 @@ end_stage
 # lowest priority, while the labelled suites run: those mostly wait on a cluster, a soak or a
 # boot, and a nice-19 build takes only the time the suites leave idle. It runs in a session of
 # its own, so that a failed run stops it with all its compilers.
-if [ -n "${XPU_TEST_LABELS:-}" ] && [ -n "$variants" ]; then
+if [ "$build_in_background" = 1 ]; then
   background_log=build/background-builds.log
   echo "== in the background: the builds of $variants (log: $background_log) =="
   # shellcheck disable=SC2086
@@ -239,7 +240,7 @@ if [ -n "$background_pid" ]; then
   end_stage
   sed -n 's/^build-variants.sh: /  /p' "$background_log"
 fi
-if [ "${XPU_TEST_TIDY:-0}" = 1 ] && [ "$tidy_after_builds" = 1 ]; then
+if [ "${XPU_TEST_TIDY:-0}" = 1 ] && [ "$build_in_background" = 1 ]; then
   start_tidy
 fi
 
