@@ -88,8 +88,8 @@ extract_programs prometheus prometheus promtool
 extract_programs prometheus-node-exporter prometheus-node-exporter
 # The AddressSanitizer build (scripts/build-variants.sh asan) and the fuzzers: clang, with the
 # sanitizer runtimes and libFuzzer, which Debian 12 ships in libclang-rt-14-dev (clang-14 only
-# recommends it).
-apt_install clang-14 libclang-rt-14-dev
+# recommends it), and lld, their linker (scripts/build-variants.sh says why).
+apt_install clang-14 libclang-rt-14-dev lld-14
 [ "$tier" = test ] && exit 0
 
 # ci: package builds (tests/packaging) and systemd booted in a container on a debootstrap root
