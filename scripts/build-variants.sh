@@ -43,7 +43,7 @@ optimised="-O1 -g1 -DNDEBUG"
 # static gRPC. GCC looks for a program named ld.lld, which Debian's lld-14 does not install, so
 # TSan links with GNU ld as the main build does.
 unity="-DCMAKE_UNITY_BUILD=ON"
-lld="-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_MODULE_LINKER_FLAGS=-fuse-ld=lld"
+lld="-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld"
 # need_clang: the compilers the clang-built variants use, or a clear error.
 need_clang() {
   for tool in clang-14 clang++-14 ld.lld-14; do
