@@ -9,6 +9,9 @@
 // handles stop signals. The held-cards watch asks the kubelet's pod-resources on a thread of its
 // own which cards pods hold through DRA claims, and wakes this thread, which hands them to the
 // tracker (before the first registration too: no card a claim holds is advertised for a moment).
+// A refresh's answer can be two seconds old, and a pod that got its card through a claim since
+// then holds a card the kubelet may still offer: GetPreferredAllocation (gRPC threads) first
+// asks the watch for a fresh answer and hands it to the tracker itself.
 #include <poll.h>
 
 #include <algorithm>
@@ -19,12 +22,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "common/names.h"
 #include "k8s-shim/cards/card_feed.h"
+#include "k8s-shim/device_plugin/allocation_window.h"
 #include "k8s-shim/device_plugin/device_plugin_options.h"
 #include "k8s-shim/device_plugin/kubelet_connector.h"
 #include "k8s-shim/device_plugin/node_feature_file.h"
@@ -59,9 +64,22 @@ constexpr std::chrono::seconds kFirstAnswerWait{5};
 constexpr std::chrono::seconds kReconfigureTimeout{60};
 // The hand-over (k8s-shim/node_status/handover_taint.h): each write of the taint may retry
 // conflicts this long; then the plugin waits this long at most for the kubelet to write
-// allocatable (every 10 s by default). The chart's terminationGracePeriodSeconds (60) covers both.
+// allocatable (every 10 s by default). The chart's terminationGracePeriodSeconds (60) covers both
+// and the settling below.
 constexpr std::chrono::seconds kHandoverWrite{5};
 constexpr std::chrono::seconds kHandoverWithdrawal{30};
+// A stopping plugin that raised the taint keeps serving this long after: a pod the scheduler bound
+// before it saw the taint reaches the kubelet's admission within about a second, and the kubelet
+// cancels an Allocate under way when the streams end, rejecting its pod
+// (UnexpectedAdmissionError, "the client connection is closing"; the real-node scenario 26 saw
+// it in a rolling update). Then it waits for the calls under way, at most kDecisionsDrain more.
+constexpr std::chrono::seconds kStoppingSettle{2};
+constexpr std::chrono::seconds kDecisionsDrain{5};
+// The longest the held-cards List waits for this plugin's Allocate calls to end
+// (allocation_window.h); one takes milliseconds.
+constexpr std::chrono::seconds kAllocationsWait{1};
+// How often a stopping plugin looks whether the calls under way have ended.
+constexpr std::chrono::milliseconds kDrainPoll{50};
 
 }  // namespace
 
@@ -133,6 +151,7 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
   }
 
   ResourceTracker tracker(resource_config(plugin), cards.state(), Clock::now());
+  const auto allocations = std::make_shared<AllocationWindow>();
   std::unique_ptr<HeldCardsWatch> held;
   if (plugin.held_cards.refresh.count() > 0) {
     auto kubelet = std::make_shared<PodResourcesClient>(plugin.held_cards.podresources_socket,
@@ -140,15 +159,28 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
     held = std::make_unique<HeldCardsWatch>(
         HeldCardsWatch::Options{.socket_path = plugin.held_cards.podresources_socket,
                                 .refresh = plugin.held_cards.refresh,
-                                .other_path = "DRA claims"},
+                                .other_path = "DRA claims",
+                                .before_list =
+                                    [allocations] {
+                                      allocations->wait_closed(AllocationWindow::Clock::now() +
+                                                               kAllocationsWait);
+                                    }},
         [kubelet] { return kubelet->list(); }, cards_held_through_dra);
   } else {
     spdlog::info("--held-cards-refresh 0: cards pods hold through DRA claims are not looked for");
   }
-  std::uint64_t held_applied = 0;
+  std::uint64_t held_seen = 0;
+  DevicePluginService::DecisionHooks hooks{.refresh = {}, .allocations = allocations};
+  if (held)
+    hooks.refresh = [&held, &tracker] {
+      HeldCardsWatch::Snapshot fresh = held->fresh(Clock::now() + kHeldCardsFreshWait);
+      tracker.set_held(std::move(fresh.held), fresh.generation, Clock::now());
+    };
+  // Declared after the tracker and the watch: its servers, whose hooks use them, stop first.
   KubeletConnector connector(KubeletConnector::Options{.plugin_dir = plugin_dir,
                                                        .memory_unit = options.memory_unit,
                                                        .cdi = plugin.cdi,
+                                                       .hooks = std::move(hooks),
                                                        .stop_fd = stop.fd()});
   int status = 0;
   {
@@ -184,9 +216,9 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
       if (held) {
         HeldCardsWatch::Snapshot snapshot = held->snapshot();
         held_known = snapshot.answered;
-        if (snapshot.generation != held_applied) {
-          tracker.set_held(std::move(snapshot.held), Clock::now());
-          held_applied = snapshot.generation;
+        if (snapshot.generation != held_seen) {
+          tracker.set_held(std::move(snapshot.held), snapshot.generation, Clock::now());
+          held_seen = snapshot.generation;
         }
       }
       // Not before pod-resources answered once either (within its deadline): a card a claim
@@ -234,9 +266,21 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
     // No new pod is bound here once the scheduler sees the taint. The plugin stops right after:
     // its DaemonSet's next pod may start as soon as this one terminates, and the kubelet refuses
     // its registration while this one's streams are open ("device plugin already connected").
-    if (handover)
-      if (auto raised = handover->raise(Clock::now() + kHandoverWrite); !raised)
-        spdlog::warn("{}: stopping without the hand-over", raised.error());
+    bool tainted = false;
+    if (handover) {
+      auto raised = handover->raise(Clock::now() + kHandoverWrite);
+      if (!raised) spdlog::warn("{}: stopping without the hand-over", raised.error());
+      tainted = raised.ok();
+    }
+    // Without the taint pods keep coming until the kubelet withdraws the cards: no wait ends that.
+    if (tainted && connector.serving()) {
+      const Clock::time_point settled = Clock::now() + kStoppingSettle;
+      const Clock::time_point drained = settled + kDecisionsDrain;
+      while (Clock::now() < drained && (Clock::now() < settled || connector.deciding()))
+        std::this_thread::sleep_for(kDrainPoll);
+      if (connector.deciding())
+        spdlog::warn("stopping with an Allocate under way: the kubelet rejects its pod");
+    }
     tracker.close_all();  // ends every ListAndWatch stream
     connector.stop();     // stops the servers, removes the sockets that are still ours
     if (handover) {

@@ -1,5 +1,7 @@
 #include "k8s-shim/device_plugin/device_plugin_service.h"
 
+#include <optional>
+
 #include <spdlog/spdlog.h>
 
 #include "common/names.h"
@@ -15,6 +17,18 @@ namespace {
 // shutdown or a dropped kubelet connection keeps a handler thread.
 constexpr std::chrono::milliseconds kStreamCheckInterval{100};
 
+// Counts a decision for as long as the call runs.
+class DecisionUnderWay {
+ public:
+  explicit DecisionUnderWay(std::atomic<unsigned>& count) : count_(count) { ++count_; }
+  ~DecisionUnderWay() { --count_; }
+  DecisionUnderWay(const DecisionUnderWay&) = delete;
+  DecisionUnderWay& operator=(const DecisionUnderWay&) = delete;
+
+ private:
+  std::atomic<unsigned>& count_;
+};
+
 grpc::Status invalid(std::size_t container, const std::string& message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                       "container request " + std::to_string(container) + ": " + message);
@@ -23,8 +37,8 @@ grpc::Status invalid(std::size_t container, const std::string& message) {
 }  // namespace
 
 DevicePluginService::DevicePluginService(std::shared_ptr<ResourceFeed> feed, MemoryUnit memory_unit,
-                                         CdiMode cdi)
-    : feed_(std::move(feed)), memory_unit_(memory_unit), cdi_(cdi) {}
+                                         CdiMode cdi, DecisionHooks hooks)
+    : feed_(std::move(feed)), memory_unit_(memory_unit), cdi_(cdi), hooks_(std::move(hooks)) {}
 
 void DevicePluginService::stop() {
   stopping_ = true;
@@ -64,6 +78,10 @@ grpc::Status DevicePluginService::ListAndWatch(
 grpc::Status DevicePluginService::GetPreferredAllocation(
     grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* request,
     v1beta1::PreferredAllocationResponse* response) {
+  const DecisionUnderWay counted(decisions_);
+  // The kubelet offers what this plugin last advertised; a card a pod took through a DRA claim
+  // since then is left out of the preference only if the feed knows it now.
+  if (hooks_.refresh) hooks_.refresh();
   auto state = feed_->latest().state;
   const TopologyAllocator allocator = to_topology(*state);
   for (int i = 0; i < request->container_requests_size(); ++i) {
@@ -85,6 +103,11 @@ grpc::Status DevicePluginService::GetPreferredAllocation(
 grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
                                            const v1beta1::AllocateRequest* request,
                                            v1beta1::AllocateResponse* response) {
+  const DecisionUnderWay counted(decisions_);
+  // No refresh here, and no List of this plugin's meanwhile: allocation_window.h.
+  // GetPreferredAllocation comes first, before the kubelet marks anything in use.
+  std::optional<AllocationWindow::Open> open;
+  if (hooks_.allocations) open.emplace(*hooks_.allocations);
   auto state = feed_->latest().state;
   if (request->container_requests_size() == 0)
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no container requests");

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include <deviceplugin_v1beta1.grpc.pb.h>
 
+#include "k8s-shim/device_plugin/allocation_window.h"
 #include "k8s-shim/device_plugin/container_allocation.h"
 #include "k8s-shim/device_plugin/resource_feed.h"
 #include "k8s-shim/shim_options.h"
@@ -16,8 +18,18 @@ namespace shim {
 
 class DevicePluginService final : public v1beta1::DevicePlugin::Service {
  public:
+  // What the decisions call beyond the feed; each is optional.
+  struct DecisionHooks {
+    // Called on the gRPC thread before GetPreferredAllocation reads the feed (not Allocate: see
+    // allocation_window.h): brings the feed up to date with what it depends on beyond xpud (the
+    // cards pods hold through DRA claims), within a deadline of its own.
+    std::function<void()> refresh;
+    // Held open for the length of each Allocate call.
+    std::shared_ptr<AllocationWindow> allocations;
+  };
+
   DevicePluginService(std::shared_ptr<ResourceFeed> feed, MemoryUnit memory_unit,
-                      CdiMode cdi = CdiMode::kOff);
+                      CdiMode cdi = CdiMode::kOff, DecisionHooks hooks = {});
 
   // Ends this service's ListAndWatch streams (its server is going away).
   void stop();
@@ -25,6 +37,9 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
   // it has accepted a registration, so a non-zero count proves the registration landed even when
   // its answer did not reach us.
   unsigned streams_opened() const { return streams_opened_.load(); }
+  // GetPreferredAllocation and Allocate calls under way: the kubelet admits a pod in them, and
+  // cancels them when the streams end (the pod is then rejected), so a stopping plugin waits.
+  unsigned decisions_under_way() const { return decisions_.load(); }
 
   grpc::Status GetDevicePluginOptions(grpc::ServerContext* context, const v1beta1::Empty* request,
                                       v1beta1::DevicePluginOptions* response) override;
@@ -43,8 +58,10 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
   const std::shared_ptr<ResourceFeed> feed_;
   const MemoryUnit memory_unit_;
   const CdiMode cdi_;
+  const DecisionHooks hooks_;
   std::atomic<bool> stopping_{false};
   std::atomic<unsigned> streams_opened_{0};
+  std::atomic<unsigned> decisions_{0};
 };
 
 }  // namespace shim

@@ -203,7 +203,8 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint, const std::optiona
       spdlog::info("{}: {} is free again; serving it", resource, path.string());
       endpoint.displaced = false;
     }
-    auto server = PluginServer::start(path, endpoint.feed, options_.memory_unit, options_.cdi);
+    auto server = PluginServer::start(path, endpoint.feed, options_.memory_unit, options_.cdi,
+                                      options_.hooks);
     if (!server) {
       if (endpoint.failures == 0) spdlog::error("{}: {}; retrying", resource, server.error());
       retry_later(endpoint);
@@ -304,6 +305,12 @@ bool KubeletConnector::serving() const {
     any = true;
   }
   return any;
+}
+
+bool KubeletConnector::deciding() const {
+  return std::any_of(endpoints_.begin(), endpoints_.end(), [](const auto& entry) {
+    return entry.second.server && entry.second.server->decisions_under_way() > 0;
+  });
 }
 
 void KubeletConnector::mark_registered(Endpoint& endpoint, const FileId& kubelet) {

@@ -58,6 +58,8 @@ class KubeletConnector {
     std::filesystem::path plugin_dir;
     MemoryUnit memory_unit = MemoryUnit::MiB;
     CdiMode cdi = CdiMode::kAuto;  // --cdi
+    // Every server's service gets them (DevicePluginService::DecisionHooks).
+    DevicePluginService::DecisionHooks hooks;
     std::chrono::milliseconds register_timeout{5000};
     Clock::duration first_retry = std::chrono::milliseconds(250);
     Clock::duration max_retry = std::chrono::seconds(30);
@@ -81,6 +83,8 @@ class KubeletConnector {
   // resource this process serves registered (a resource another process serves, a rolling
   // update's other pod, is that one's to count).
   bool serving() const;
+  // Whether a server is answering a GetPreferredAllocation or Allocate call now.
+  bool deciding() const;
   // Stops every server and removes its socket.
   void stop();
 

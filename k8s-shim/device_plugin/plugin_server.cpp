@@ -2,12 +2,11 @@
 
 namespace shim {
 
-xpu::Result<std::unique_ptr<PluginServer>> PluginServer::start(std::filesystem::path socket_path,
-                                                               std::shared_ptr<ResourceFeed> feed,
-                                                               MemoryUnit memory_unit,
-                                                               CdiMode cdi) {
-  std::unique_ptr<PluginServer> server(
-      new PluginServer(std::make_unique<DevicePluginService>(std::move(feed), memory_unit, cdi)));
+xpu::Result<std::unique_ptr<PluginServer>> PluginServer::start(
+    std::filesystem::path socket_path, std::shared_ptr<ResourceFeed> feed, MemoryUnit memory_unit,
+    CdiMode cdi, DevicePluginService::DecisionHooks hooks) {
+  std::unique_ptr<PluginServer> server(new PluginServer(
+      std::make_unique<DevicePluginService>(std::move(feed), memory_unit, cdi, std::move(hooks))));
   auto serving = UnixSocketServer::start(std::move(socket_path), *server->service_);
   if (!serving) return xpu::Error{serving.error()};
   server->server_ = std::move(*serving);

@@ -15,10 +15,9 @@ namespace shim {
 
 class PluginServer {
  public:
-  static xpu::Result<std::unique_ptr<PluginServer>> start(std::filesystem::path socket_path,
-                                                          std::shared_ptr<ResourceFeed> feed,
-                                                          MemoryUnit memory_unit,
-                                                          CdiMode cdi = CdiMode::kOff);
+  static xpu::Result<std::unique_ptr<PluginServer>> start(
+      std::filesystem::path socket_path, std::shared_ptr<ResourceFeed> feed, MemoryUnit memory_unit,
+      CdiMode cdi = CdiMode::kOff, DevicePluginService::DecisionHooks hooks = {});
   ~PluginServer();
   PluginServer(const PluginServer&) = delete;
   PluginServer& operator=(const PluginServer&) = delete;
@@ -30,6 +29,7 @@ class PluginServer {
   BoundSocketFile::State socket_state() const { return server_->socket_state(); }
   // ListAndWatch streams clients (the kubelet) opened on this server so far.
   unsigned streams_opened() const { return service_->streams_opened(); }
+  unsigned decisions_under_way() const { return service_->decisions_under_way(); }
 
  private:
   explicit PluginServer(std::unique_ptr<DevicePluginService> service)

@@ -60,8 +60,10 @@ void ResourceTracker::refresh(Clock::time_point now) {
   plan(now, false);
 }
 
-void ResourceTracker::set_held(HeldCards held, Clock::time_point now) {
+void ResourceTracker::set_held(HeldCards held, std::uint64_t generation, Clock::time_point now) {
   std::lock_guard lock(mutex_);
+  if (generation <= held_generation_) return;
+  held_generation_ = generation;
   if (held == held_) return;
   held_ = std::move(held);
   plan(now, true);

@@ -30,9 +30,11 @@ class ResourceTracker {
 
   // Plans again when the cards' generation at `now` is one not planned yet.
   void refresh(Clock::time_point now);
-  // The cards pods hold through DRA claims (pod-resources): not advertised while held. Plans
-  // again when they changed.
-  void set_held(HeldCards held, Clock::time_point now);
+  // The cards pods hold through DRA claims (pod-resources) as of the watch's `generation`: not
+  // advertised while held. Plans again when they changed. A generation not newer than the last
+  // one set is ignored: the role's loop and a decision that asked for a fresh answer both set
+  // them, in either order.
+  void set_held(HeldCards held, std::uint64_t generation, Clock::time_point now);
   // When refresh() must run next for the grace period to end on time; nullopt when nothing waits.
   std::optional<Clock::time_point> next_deadline() const;
   // Every resource served so far (a resource is never dropped), ascending resource name.
@@ -55,6 +57,7 @@ class ResourceTracker {
   std::vector<std::string> last_problems_;
   std::vector<std::string> last_notices_;
   HeldCards held_;
+  std::uint64_t held_generation_ = 0;
 };
 
 }  // namespace shim

@@ -249,10 +249,13 @@ int run_dra_driver(const dra::DraDriverOptions& driver, CardFeed& cards, xpu::St
     };
     // Asked before the first slice; read by prepare too (gRPC threads), so it comes first.
     const std::unique_ptr<HeldCardsWatch> held_cards = watch_held_cards(driver);
+    // Prepare's view: a fresh answer, since a refresh's can be two seconds old and a pod the
+    // device plugin started since then holds a card the slice still offered.
     auto card_source = [&cards, &held_cards] {
       std::vector<xpu::DeviceInfo> now = cards.cards_at(Clock::now());
       if (!held_cards) return now;
-      return with_held_cards_unhealthy(std::move(now), held_cards->snapshot().held,
+      return with_held_cards_unhealthy(std::move(now),
+                                       held_cards->fresh(Clock::now() + kHeldCardsFreshWait).held,
                                        kHeldThroughDevicePlugin);
     };
     // Under the plugin directory, which the chart mounts at its path on the host: the container

@@ -14,6 +14,10 @@ namespace shim {
 inline constexpr std::chrono::seconds kDefaultHeldCardsRefresh{2};
 // A List on a kubelet that answers takes milliseconds; a hung one delays only the watch's thread.
 inline constexpr std::chrono::milliseconds kHeldCardsListDeadline{1000};
+// How long a decision that hands a card out waits for a fresh List (HeldCardsWatch::fresh): one
+// that was running when it asked, then its own. Past it the decision uses the last known cards.
+inline constexpr std::chrono::milliseconds kHeldCardsFreshWait{2 * kHeldCardsListDeadline +
+                                                               std::chrono::milliseconds(200)};
 
 struct HeldCardsOptions {
   std::string podresources_socket{kDefaultPodResourcesSocket};

@@ -37,7 +37,7 @@ HeldCardsWatch::~HeldCardsWatch() {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
-  stop_changed_.notify_all();
+  changed_.notify_all();
   thread_.join();
 }
 
@@ -46,13 +46,26 @@ HeldCardsWatch::Snapshot HeldCardsWatch::snapshot() const {
   return snapshot_;
 }
 
+HeldCardsWatch::Snapshot HeldCardsWatch::fresh(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  const std::uint64_t ask = ++asks_made_;
+  changed_.notify_all();
+  changed_.wait_until(lock, deadline, [this, ask] { return stopping_ || asks_answered_ >= ask; });
+  return snapshot_;
+}
+
 void HeldCardsWatch::run() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
+    // Every ask made before this List starts is answered by it.
+    const std::uint64_t asks = asks_made_;
     lock.unlock();
     ask_once();
     lock.lock();
-    stop_changed_.wait_for(lock, options_.refresh, [this] { return stopping_; });
+    asks_answered_ = asks;
+    changed_.notify_all();
+    changed_.wait_for(lock, options_.refresh,
+                      [this] { return stopping_ || asks_made_ > asks_answered_; });
   }
 }
 
@@ -86,6 +99,7 @@ void HeldCardsWatch::ask_once() {
     if (!snapshot().answered) publish({});
     return;
   }
+  if (options_.before_list) options_.before_list();
   auto reply = list_();
   if (!reply) {
     if (reach_ != Reach::failing)

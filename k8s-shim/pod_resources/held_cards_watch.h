@@ -10,7 +10,11 @@
 // it, or a deployment that does not mount it) is logged once and holds no card: the role behaves
 // as it did before it read pod-resources.
 //
-// Threads: its own thread asks and logs; snapshot() and the wake-up from any.
+// A decision that hands a card out (the device plugin's GetPreferredAllocation and Allocate, the
+// DRA driver's prepare) asks for a fresh answer (fresh()): a refresh's answer can be up to
+// `refresh` old, and a pod the other way started meanwhile holds a card that answer shows free.
+//
+// Threads: its own thread asks and logs; snapshot(), fresh() and the wake-up from any.
 #pragma once
 
 #include <chrono>
@@ -40,6 +44,9 @@ class HeldCardsWatch {
     std::chrono::milliseconds refresh{2000};
     // "the device plugin" / "DRA claims": how the log names the other way.
     std::string other_path;
+    // Called on the watch's thread right before each List; may wait (the device plugin waits
+    // out its Allocate calls there: k8s-shim/device_plugin/allocation_window.h).
+    std::function<void()> before_list = nullptr;
   };
 
   // Starts asking at once.
@@ -55,6 +62,10 @@ class HeldCardsWatch {
     bool answered = false;
   };
   Snapshot snapshot() const;
+  // Has the thread ask again now (not at the next refresh) and waits for that answer, or for a
+  // failed List or a missing socket, until `deadline`; then returns the snapshot as it is (the
+  // last known cards when no answer came in time). Many callers at once share one List.
+  Snapshot fresh(std::chrono::steady_clock::time_point deadline);
 
   // Readable after a change; clear_wake() once the loop has looked.
   int wake_fd() const { return wake_.fd(); }
@@ -71,9 +82,14 @@ class HeldCardsWatch {
   WakeEvent wake_;
 
   mutable std::mutex mutex_;
-  std::condition_variable stop_changed_;
+  // The thread waits on it for a stop or an ask; fresh() for the ask's answer.
+  std::condition_variable changed_;
   bool stopping_ = false;  // guarded by mutex_
   Snapshot snapshot_;      // guarded by mutex_
+  // fresh()'s asks, counted: the thread has answered every ask up to `asks_answered_` (an ask
+  // made while a List runs waits for the next List, which starts after it).
+  std::uint64_t asks_made_ = 0;      // guarded by mutex_
+  std::uint64_t asks_answered_ = 0;  // guarded by mutex_
 
   // This thread's own: what it last logged, so each state is logged once.
   enum class Reach { unknown, answering, no_socket, failing };

@@ -22,6 +22,22 @@ from processes import wait_for
 LABEL = "xpu-test"
 LABEL_VALUE = "arrivals"
 HOLD_SECONDS = 3
+# The kubelet's record of what the device plugin gave each pod (read inside the node's namespace).
+DEVICE_CHECKPOINT = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
+
+
+def checkpoint_devices():
+    """{pod UID: sorted device IDs} from the kubelet's device checkpoint; {} when unreadable."""
+    try:
+        with open(DEVICE_CHECKPOINT, encoding="utf-8") as f:
+            entries = json.load(f)["Data"].get("PodDeviceEntries") or []
+    except (OSError, ValueError, KeyError):
+        return {}
+    devices = {}
+    for entry in entries:
+        for ids in entry["DeviceIDs"].values():
+            devices.setdefault(entry["PodUID"], set()).update(ids)
+    return {uid: sorted(ids) for uid, ids in devices.items()}
 
 
 def arrival_manifest(name, resource):
@@ -50,7 +66,8 @@ class Arrivals:
         self.node = node
         self.resource = resource
         self.created = 0
-        self.finished = {}  # name -> {"phase", "reason", "message", "card", "start", "end", "step"}
+        self.finished = {}  # name -> {"phase", "reason", "message", "card", "start", "end", "step", "ids"}
+        self.device_ids = {}  # name -> the device IDs the kubelet's checkpoint gave it while it ran
         self.step = "start"
         self.failures = []  # what the threads themselves hit (a kubectl that failed)
         self._stop = threading.Event()  # no more arrivals
@@ -117,16 +134,23 @@ class Arrivals:
 
     def collect_once(self):
         done = []
+        checkpoint = checkpoint_devices()
         for pod in self.pods():
             name = pod["metadata"]["name"]
             phase = pod["status"].get("phase")
+            ids = checkpoint.get(pod["metadata"]["uid"])
             with self._lock:
                 seen = name in self.finished
+                if ids and name not in self.device_ids:
+                    self.device_ids[name] = ids
             if seen or phase not in ("Succeeded", "Failed"):
                 continue
             record = {"phase": phase, "reason": pod["status"].get("reason", ""),
                       "message": pod["status"].get("message", ""), "card": None, "start": None,
-                      "end": None, "step": pod["metadata"].get("annotations", {}).get("xpu-test/step")}
+                      "end": None, "step": pod["metadata"].get("annotations", {}).get("xpu-test/step"),
+                      "node": pod["spec"].get("nodeName"), "claims": [
+                          c.get("resourceClaimName") for c in pod["status"].get("resourceClaimStatuses") or []
+                          if c.get("resourceClaimName")] or pod["status"].get("extendedResourceClaimStatus")}
             statuses = pod["status"].get("containerStatuses") or []
             terminated = statuses[0]["state"].get("terminated") if statuses else None
             if terminated and terminated.get("startedAt"):
@@ -153,7 +177,14 @@ class Arrivals:
 
     def records(self):
         with self._lock:
-            return dict(self.finished)
+            return {name: dict(record, ids=self.device_ids.get(name)) for name, record in self.finished.items()}
+
+    def describe(self, name):
+        """One pod's record for a failure message: its step, card, seconds and how it got it."""
+        record = self.records().get(name, {})
+        how = f"claims {record.get('claims')}" if record.get("claims") else f"device plugin IDs {record.get('ids')}"
+        return (f"{name} ({record.get('step')}): card {record.get('card')} from {record.get('start')} to "
+                f"{record.get('end')}, {how}")
 
     def rejected(self):
         return {name: r for name, r in self.records().items() if r["phase"] != "Succeeded"}

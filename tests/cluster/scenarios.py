@@ -720,7 +720,9 @@ class Suite:
             expect(not rejected, f"{len(rejected)} of {arrivals.created} pods failed: " + "; ".join(
                 f"{name} ({r['step']}): {r['reason']} {r['message'][:120]}" for name, r in sorted(rejected.items())[:8]))
             twice = arrivals.cards_held_twice()
-            expect(not twice, f"{len(twice)} times a card was held by two pods at once: {twice[:8]}")
+            expect(not twice, f"{len(twice)} times a card was held by two pods at once: " + "; ".join(
+                f"card {card}: {arrivals.describe(first)} and {arrivals.describe(second)}"
+                for card, first, second in twice[:4]))
             expect(not left, f"pods that could not be deleted: {[p['metadata']['name'] for p in left]}")
 
     def all_shim_pods(self):
@@ -3467,6 +3469,7 @@ def run_inside(source_dir, build_dir, run_dir, programs, only):
     # As the namespace's PID 1 this process gets no signal it has no handler for.
     signal.signal(signal.SIGTERM, stopped)
     failed = []
+    reasons = []  # one line per failed scenario
     started = time.monotonic()
     try:
         node.prepare_namespace()
@@ -3495,6 +3498,7 @@ def run_inside(source_dir, build_dir, run_dir, programs, only):
                 raise
             except Exception as error:  # any failure of a scenario is reported and the next runs
                 failed.append(number)
+                reasons.append(f"scenario {number}: {type(error).__name__}: {str(error)[:600]}")
                 print(f"   FAIL: {error}", flush=True)
                 traceback.print_exc()
                 node.print_logs(["kubelet", "xpud"], lines=30)
@@ -3511,6 +3515,9 @@ def run_inside(source_dir, build_dir, run_dir, programs, only):
     for name, value, unit in FIGURES:
         print(f"  {name}: {value:.1f} {unit}")
     if failed:
+        # Again at the end, where a log cut short in the middle still shows why.
+        for reason in reasons:
+            print(f"  {reason}")
         print(f"FAIL: scenarios {failed}; logs in {node.log_dir} (kept with --keep)")
         return 1
     print(f"PASS: all scenarios ({time.monotonic() - started:.0f} s)")

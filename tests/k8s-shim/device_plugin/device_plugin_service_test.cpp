@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include <grpcpp/create_channel.h>
@@ -265,6 +268,103 @@ TEST_F(DevicePluginServiceTest, PreferredAllocationUsesTheTopology) {
   EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(bad.error_message(),
             "container request 0: allocation size 9 exceeds the 7 available devices");
+}
+
+TEST(DevicePluginServiceRefresh, ADecisionReadsTheFeedAfterTheRefreshItAsksFor) {
+  // The kubelet offers cards 0 and 1, as last advertised; meanwhile a pod took card 0 through a
+  // DRA claim, which only the refresh (the held-cards watch's fresh answer) tells.
+  xpu::test::TempDir dir;
+  auto feed = std::make_shared<ResourceFeed>(eight_cards());
+  std::atomic<int> refreshes{0};
+  auto refresh = [&feed, &refreshes] {
+    ++refreshes;
+    ResourceState state = eight_cards();
+    state.devices.erase(state.devices.begin());
+    feed->publish(state);
+  };
+  const auto path = dir.path() / "kunlunxin-xpu.sock";
+  auto server = PluginServer::start(path, feed, MemoryUnit::GiB, CdiMode::kOff,
+                                    {.refresh = refresh, .allocations = nullptr});
+  ASSERT_TRUE(server.ok()) << server.error();
+  auto stub = v1beta1::DevicePlugin::NewStub(
+      grpc::CreateChannel("unix:" + path.string(), grpc::InsecureChannelCredentials()));
+
+  v1beta1::PreferredAllocationRequest request;
+  auto* c = request.add_container_requests();
+  c->add_available_deviceids("uuid-0");
+  c->add_available_deviceids("uuid-1");
+  c->set_allocation_size(1);
+  grpc::ClientContext context;
+  context.set_deadline(in(5000ms));
+  v1beta1::PreferredAllocationResponse preferred;
+  auto status = stub->GetPreferredAllocation(&context, request, &preferred);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(refreshes.load(), 1);
+  ASSERT_EQ(preferred.container_responses_size(), 1);
+  ASSERT_EQ(preferred.container_responses(0).deviceids_size(), 1);
+  // Without the refresh the lowest index, card 0, would be preferred.
+  EXPECT_EQ(preferred.container_responses(0).deviceids(0), "uuid-1");
+
+  // A kubelet that asks for the held card anyway (no free card left) is refused, not given it.
+  // Allocate does not ask again: a List while the kubelet's Allocate is under way frees the
+  // devices it is handing out (device_plugin_service.cpp).
+  v1beta1::AllocateRequest allocate;
+  allocate.add_container_requests()->add_devices_ids("uuid-0");
+  grpc::ClientContext again;
+  again.set_deadline(in(5000ms));
+  v1beta1::AllocateResponse response;
+  auto refused = stub->Allocate(&again, allocate, &response);
+  EXPECT_EQ(refreshes.load(), 1);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(response.container_responses_size(), 0);
+}
+
+TEST(DevicePluginServiceRefresh, ACallUnderWayIsCountedUntilItAnswers) {
+  // A stopping plugin waits for these before it ends the streams (the kubelet would cancel them).
+  xpu::test::TempDir dir;
+  auto feed = std::make_shared<ResourceFeed>(eight_cards());
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool entered = false;
+  bool release = false;
+  auto refresh = [&] {
+    std::unique_lock lock(mutex);
+    entered = true;
+    changed.notify_all();
+    changed.wait(lock, [&] { return release; });
+  };
+  const auto path = dir.path() / "kunlunxin-xpu.sock";
+  auto server = PluginServer::start(path, feed, MemoryUnit::GiB, CdiMode::kOff,
+                                    {.refresh = refresh, .allocations = nullptr});
+  ASSERT_TRUE(server.ok()) << server.error();
+  EXPECT_EQ((*server)->decisions_under_way(), 0U);
+  auto stub = v1beta1::DevicePlugin::NewStub(
+      grpc::CreateChannel("unix:" + path.string(), grpc::InsecureChannelCredentials()));
+  grpc::Status status;
+  std::thread call([&] {
+    v1beta1::PreferredAllocationRequest request;
+    auto* c = request.add_container_requests();
+    c->add_available_deviceids("uuid-3");
+    c->set_allocation_size(1);
+    grpc::ClientContext context;
+    context.set_deadline(in(30000ms));
+    v1beta1::PreferredAllocationResponse response;
+    status = stub->GetPreferredAllocation(&context, request, &response);
+  });
+  {
+    std::unique_lock lock(mutex);
+    // EXPECT, not ASSERT: the call's thread is released and joined either way.
+    EXPECT_TRUE(changed.wait_for(lock, 20s, [&] { return entered; }));
+  }
+  EXPECT_EQ((*server)->decisions_under_way(), 1U);
+  {
+    std::lock_guard lock(mutex);
+    release = true;
+  }
+  changed.notify_all();
+  call.join();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ((*server)->decisions_under_way(), 0U);
 }
 
 TEST_F(DevicePluginServiceTest, SharedResourceSpreadsAndAllocatesCards) {

@@ -157,15 +157,30 @@ TEST(ResourceTracker, CardsHeldThroughDraClaimsAreNotAdvertisedUntilReleased) {
   ASSERT_EQ(ids(*feed), (std::vector<std::string>{"uuid-0", "uuid-1", "uuid-2"}));
 
   // A pod holds card 1 through a claim (by its device name), card 2 by its CDI name.
-  role.tracker.set_held(HeldCards{.uuids = {"uuid-2"}, .indices = {1}}, t0 + 2s);
+  role.tracker.set_held(HeldCards{.uuids = {"uuid-2"}, .indices = {1}}, 1, t0 + 2s);
   EXPECT_EQ(ids(*feed), (std::vector<std::string>{"uuid-0"}));
   // News from xpud keeps them out.
   role.watcher_hands(present({card(0), card(1), card(2).unhealthy("thermal")}), t0 + 3s);
   EXPECT_EQ(ids(*feed), (std::vector<std::string>{"uuid-0"}));
 
-  role.tracker.set_held({}, t0 + 4s);  // released
+  role.tracker.set_held({}, 2, t0 + 4s);  // released
   EXPECT_EQ(ids(*feed), (std::vector<std::string>{"uuid-0", "uuid-1", "uuid-2"}));
   EXPECT_EQ(health(*feed), (std::vector<bool>{true, true, false}));
+}
+
+TEST(ResourceTracker, AnOlderAnswerOfTheWatchNeverOverridesANewerOne) {
+  // The role's loop may set generation 1 after a decision on a gRPC thread set generation 2.
+  const auto t0 = Clock::time_point{} + 1000s;
+  Role role({}, 10s, t0);
+  role.watcher_hands(present({card(0), card(1)}), t0 + 1s);
+  auto feed = role.tracker.feeds().at(0);
+  role.tracker.set_held(HeldCards{.uuids = {}, .indices = {1}}, 2, t0 + 2s);
+  role.tracker.set_held({}, 1, t0 + 2s);
+  EXPECT_EQ(ids(*feed), (std::vector<std::string>{"uuid-0"}));
+  role.tracker.set_held({}, 2, t0 + 3s);  // the same generation again: nothing new
+  EXPECT_EQ(ids(*feed), (std::vector<std::string>{"uuid-0"}));
+  role.tracker.set_held({}, 3, t0 + 4s);
+  EXPECT_EQ(ids(*feed), (std::vector<std::string>{"uuid-0", "uuid-1"}));
 }
 
 TEST(ResourceTracker, ACardHeldThroughDraGivesNoReplicaOrMemoryUnit) {
@@ -176,7 +191,7 @@ TEST(ResourceTracker, ACardHeldThroughDraGivesNoReplicaOrMemoryUnit) {
       present({card(0).memory_total_bytes(2ULL << 30), card(1).memory_total_bytes(2ULL << 30)});
   for (Role* role : {&replicas, &memory}) {
     role->watcher_hands(cards, t0 + 1s);
-    role->tracker.set_held(HeldCards{.uuids = {}, .indices = {0}}, t0 + 2s);
+    role->tracker.set_held(HeldCards{.uuids = {}, .indices = {0}}, 1, t0 + 2s);
   }
   EXPECT_EQ(ids(*replicas.tracker.feeds().at(0)),
             (std::vector<std::string>{"uuid-1::0", "uuid-1::1"}));

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -149,6 +150,55 @@ TEST_F(HeldCardsWatchTest, AFailingOrRestartingKubeletKeepsTheLastAnswer) {
   kubelet_.set_reply({});
   serve();
   ASSERT_TRUE(wait_until([&] { return held->snapshot().held.empty(); }));
+}
+
+TEST_F(HeldCardsWatchTest, AFreshAnswerComesAtOnceNotAtTheNextRefresh) {
+  kubelet_.set_reply(claim_on("xpu-1"));
+  serve();
+  auto client = std::make_shared<PodResourcesClient>(socket_.string(), 500ms);
+  HeldCardsWatch held(
+      {.socket_path = socket_.string(), .refresh = std::chrono::hours(1), .other_path = "x"},
+      [client] { return client->list(); }, cards_held_through_dra);
+  ASSERT_TRUE(wait_until([&] { return held.snapshot().answered; }));
+  const std::uint64_t first = held.snapshot().generation;
+
+  // A pod took card 2 through a claim: the next refresh is an hour away.
+  kubelet_.set_reply(claim_on("xpu-2"));
+  EXPECT_EQ(held.snapshot().held.indices, (std::set<unsigned>{1}));
+  const HeldCardsWatch::Snapshot fresh = held.fresh(std::chrono::steady_clock::now() + 30s);
+  EXPECT_EQ(fresh.held.indices, (std::set<unsigned>{2}));
+  EXPECT_GT(fresh.generation, first);
+  // Asked again with nothing changed: the same answer, and the generation stays.
+  EXPECT_EQ(held.fresh(std::chrono::steady_clock::now() + 30s).generation, fresh.generation);
+}
+
+TEST_F(HeldCardsWatchTest, AFreshAnswerThatDoesNotComeInTimeLeavesTheLastKnown) {
+  // A List that hangs until the test lets it go, as a kubelet that does not answer.
+  std::mutex mutex;
+  std::condition_variable released;
+  bool release = false;
+  int lists = 0;
+  auto list = [&]() -> xpu::Result<v1::ListPodResourcesResponse> {
+    std::unique_lock lock(mutex);
+    if (lists++ == 0) return claim_on("xpu-1").reply();
+    released.wait(lock, [&] { return release; });
+    return claim_on("xpu-3").reply();
+  };
+  { std::ofstream(socket_.string()) << ""; }
+  HeldCardsWatch held({.socket_path = socket_.string(), .refresh = 10ms, .other_path = "x"}, list,
+                      cards_held_through_dra);
+  ASSERT_TRUE(wait_until([&] { return held.snapshot().answered; }));
+  const auto asked = std::chrono::steady_clock::now();
+  const HeldCardsWatch::Snapshot stale = held.fresh(asked + 200ms);
+  EXPECT_GE(std::chrono::steady_clock::now() - asked, 200ms);
+  EXPECT_EQ(stale.held.indices, (std::set<unsigned>{1}));
+  {
+    std::lock_guard lock(mutex);
+    release = true;
+  }
+  released.notify_all();
+  EXPECT_EQ(held.fresh(std::chrono::steady_clock::now() + 30s).held.indices,
+            (std::set<unsigned>{3}));
 }
 
 TEST_F(HeldCardsWatchTest, AFirstListThatFailsLetsTheRoleOfferWithoutWaitingMore) {
