@@ -39,14 +39,19 @@ std::chrono::system_clock::time_point in(std::chrono::milliseconds ms) {
   return std::chrono::system_clock::now() + ms;
 }
 
+// A client of the plugin's socket, as the kubelet connects.
+std::unique_ptr<v1beta1::DevicePlugin::Stub> connect(const std::filesystem::path& socket) {
+  return v1beta1::DevicePlugin::NewStub(
+      grpc::CreateChannel("unix:" + socket.string(), grpc::InsecureChannelCredentials()));
+}
+
 class DevicePluginServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto server = PluginServer::start(socket_path(), feed_, MemoryUnit::GiB);
     ASSERT_TRUE(server.ok()) << server.error();
     server_ = std::move(*server);
-    stub_ = v1beta1::DevicePlugin::NewStub(
-        grpc::CreateChannel("unix:" + socket_path().string(), grpc::InsecureChannelCredentials()));
+    stub_ = connect(socket_path());
   }
   std::filesystem::path socket_path() const { return dir_.path() / "kunlunxin-xpu.sock"; }
 
@@ -286,8 +291,7 @@ TEST(DevicePluginServiceRefresh, ADecisionReadsTheFeedAfterTheRefreshItAsksFor) 
   auto server = PluginServer::start(path, feed, MemoryUnit::GiB, CdiMode::kOff,
                                     {.refresh = refresh, .allocations = nullptr});
   ASSERT_TRUE(server.ok()) << server.error();
-  auto stub = v1beta1::DevicePlugin::NewStub(
-      grpc::CreateChannel("unix:" + path.string(), grpc::InsecureChannelCredentials()));
+  auto stub = connect(path);
 
   v1beta1::PreferredAllocationRequest request;
   auto* c = request.add_container_requests();
@@ -338,8 +342,7 @@ TEST(DevicePluginServiceRefresh, ACallUnderWayIsCountedUntilItAnswers) {
                                     {.refresh = refresh, .allocations = nullptr});
   ASSERT_TRUE(server.ok()) << server.error();
   EXPECT_EQ((*server)->decisions_under_way(), 0U);
-  auto stub = v1beta1::DevicePlugin::NewStub(
-      grpc::CreateChannel("unix:" + path.string(), grpc::InsecureChannelCredentials()));
+  auto stub = connect(path);
   grpc::Status status;
   std::thread call([&] {
     v1beta1::PreferredAllocationRequest request;
