@@ -192,6 +192,38 @@ def slow_client_figures(label, host, port, pid):
     return idle, idle_failures, loaded, loaded_failures, health, health_failures, held
 
 
+RELEASE_DEADLINE_S = 60
+
+
+def thread_states(pid):
+    """'name state wchan cpu-ticks' of each thread: what a server that is slow to act is doing."""
+    states = []
+    for task in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{pid}/task/{task}/wchan") as f:
+                wchan = f.read().strip() or "-"
+        except OSError:  # the thread ended meanwhile
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        states.append(f"{name} {fields[0]} {wchan} {int(fields[11]) + int(fields[12])}")
+    return states
+
+
+def release_figures(pid, target):
+    """(released, seconds taken, the threads' states if it took over 5 s) for the server's
+    descriptors to come back to `target` once its clients have closed theirs."""
+    started = time.monotonic()
+    released = wait_until(lambda: proc_stats(pid)[0] <= target, 5)
+    stalled = ""
+    if not released:
+        stalled = "; threads after 5 s: " + ", ".join(thread_states(pid))
+        released = wait_until(lambda: proc_stats(pid)[0] <= target, RELEASE_DEADLINE_S - 5)
+    return released, time.monotonic() - started, stalled
+
+
 def bcrypt_hash(password, cost):
     """A $2b$ hash made by libxcrypt, the library the exporter checks with."""
     libcrypt = ctypes.CDLL("libcrypt.so.1")
@@ -410,13 +442,18 @@ def main():
         check("/healthz answered throughout", health_fail == 0 and max(health) < 1.0,
               f"{health_fail} failed, max {max(health)*1000:.0f} ms")
         check(f"all {SLOW_CLIENTS} slow clients held (none refused)", held == SLOW_CLIENTS, f"{held} held")
-        check("descriptors back to the start after the slow clients leave",
-              wait_until(lambda: proc_stats(pid)[0] <= baseline[0] + 2, 5), "fds %d" % proc_stats(pid)[0])
+        released, took, stalled = release_figures(pid, baseline[0] + 2)
+        figures.append((f"xpu exporter: descriptors of {SLOW_CLIENTS} slow clients released in", f"{took*1000:.0f} ms"))
+        # The claim is that none leaks, not a speed: on a loaded two-core CI machine the release
+        # once took over 5 s. A leaked descriptor never comes back, so a long deadline loses
+        # nothing, and the threads' states say what the server did while it waited.
+        check("descriptors back to the start after the slow clients leave", released,
+              "fds %d after %.1f s%s" % (proc_stats(pid)[0], took, stalled))
 
         # 2. One address gets at most the per-address limit; the others still get served.
         crowd = half_sent(["127.0.0.2"], 200, port)
         try:
-            wait_until(lambda: still_open(crowd) <= PER_IP_LIMIT, 5)
+            wait_until(lambda: still_open(crowd) <= PER_IP_LIMIT, RELEASE_DEADLINE_S)
             kept = still_open(crowd)
             status, _, took = get("127.0.0.1", port)
         finally:
@@ -476,7 +513,7 @@ def main():
         # A connection dropped before the server read from it can stay until the idle timeout
         # notices it; then every descriptor must be back.
         wait_until(lambda: proc_stats(pid)[0] <= before[0] and proc_stats(pid)[1] <= before[1],
-                   IDLE_TIMEOUT_S + 3)
+                   IDLE_TIMEOUT_S + RELEASE_DEADLINE_S)
         after = proc_stats(pid)
         figures.append(("xpu exporter: fds / threads / RSS KiB before / after the churn",
                         "%d / %d / %d" % before + "  ->  %d / %d / %d" % after))
