@@ -66,6 +66,12 @@ apt_install \
   prometheus-cpp-dev libinih-dev libspdlog-dev libfmt-dev \
   libmicrohttpd-dev libgnutls28-dev libcrypt-dev libyaml-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev \
   dbus-daemon dbus-bin systemd python3
+# The kernel's userspace headers, which every compile reads through libc6-dev, at apt's current
+# version: libc6-dev accepts any, so a machine made from an older image kept an older one than a
+# new machine gets, and a compile's cache entry is keyed on the headers it read. The
+# fresh-machine test's root shares this machine's compiler cache; with the image's 6.1.187 here and
+# 6.1.192 there, the ASan build's precompiled GoogleTest header, and so all its tests, differed.
+apt_install linux-libc-dev
 # Go: Debian 12's own is 1.19, too old for the k8s.io modules; bookworm-backports has 1.23, which
 # fetches the toolchain go.mod names from the module proxy itself (scripts/go).
 if ! scripts/go --which >/dev/null 2>&1; then
