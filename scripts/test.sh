@@ -10,7 +10,7 @@
 #   overlap instead of adding up.
 # XPU_TEST_LAST_LABELS (a ctest -L regex) runs those suites last, beside the sanitizer and fuzz
 #   passes, e.g. fresh (the fresh-machine test, whose builds reuse the compiler cache this run
-#   filled, so it starts only once the background builds are done).
+#   filled, so it starts only once the ASan build is done).
 # XPU_TEST_TSAN=1 adds, after the ASan pass, the default set again built with ThreadSanitizer
 #   (build-tsan); any report, in a test or in a daemon it started, fails the pass.
 # XPU_TEST_FUZZ_SECONDS (seconds) runs every fuzzer that long after the sanitizer pass
@@ -26,8 +26,9 @@
 #   fresh-machine test's root) hits what this run compiled. It takes effect in a new build directory.
 # With XPU_TEST_LABELS, the sanitizer and fuzz builds (scripts/build-variants.sh) run in the
 # background at nice 19 (their autogroup too: in_background below) while the labelled suites run
-# (log: build/background-builds.log). Every stage prints its time, and the run ends with a table
-# of them.
+# (log: build/background-builds.log), one after the other; each pass starts as soon as its own
+# build is done, the others' builds going on beside it. Every stage prints its time, and the run
+# ends with a table of them.
 set -eu
 cd "$(dirname "$0")/.."
 deps=1 fast=0
@@ -174,13 +175,15 @@ end_stage
 # background it starts after them: their autogroup and its weigh the same, so SCHED_IDLE inside
 # its own group did not keep it from taking half of what the suites left the builds, whose end
 # the last passes wait for; after them it takes what those passes leave idle.
+# start_tidy [MARK]: starts it, once the file MARK exists when one is given (its session waits).
 start_tidy() {
   tidy_log=build/tidy.log
   idle="chrt --idle 0"
   $idle true 2>/dev/null || idle="nice -n 19"
-  echo "== in the background: clang-tidy on the production code (log: $tidy_log) =="
-  # shellcheck disable=SC2086
-  in_background $idle scripts/check-tidy.py build >"$tidy_log" 2>&1 </dev/null &
+  echo "== in the background: clang-tidy on the production code${1:+, once $1 exists} (log: $tidy_log) =="
+  # shellcheck disable=SC2016,SC2086
+  in_background $idle sh -c 'while [ -n "$1" ] && [ ! -e "$1" ]; do sleep 1; done; exec scripts/check-tidy.py build' \
+    tidy "${1:-}" >"$tidy_log" 2>&1 </dev/null &
   tidy_pid=$!
 }
 if [ "${XPU_TEST_TIDY:-0}" = 1 ] && [ "$build_in_background" = 0 ]; then
@@ -207,13 +210,48 @@ end_stage
 # lowest priority, while the labelled suites run: those mostly wait on a cluster, a soak or a
 # boot, and a nice-19 build takes only the time the suites leave idle. It runs in a session of
 # its own, so that a failed run stops it with all its compilers.
+# One after the other, in the order the passes below need them; a mark in $built_marks after each
+# (wait_for_variant), so that a pass starts as soon as its own build is done.
+built_marks=$(pwd)/build/background-built
 if [ "$build_in_background" = 1 ]; then
   background_log=build/background-builds.log
+  rm -rf "$built_marks" && mkdir -p "$built_marks"
   echo "== in the background: the builds of $variants (log: $background_log) =="
-  # shellcheck disable=SC2086
-  in_background nice -n 19 scripts/build-variants.sh $variants >"$background_log" 2>&1 </dev/null &
+  # shellcheck disable=SC2016,SC2086
+  in_background nice -n 19 sh -c 'marks=$1; shift
+    for variant; do scripts/build-variants.sh "$variant" || exit; : >"$marks/$variant"; done' \
+    background "$built_marks" $variants >"$background_log" 2>&1 </dev/null &
   background_pid=$!
 fi
+# wait_for_variant VARIANT: returns once the background builds have built VARIANT (at once when
+# they have, or when there are none), a stage of its own when it waits; fails the run with the end
+# of their log when they ended without it. After the last one it reaps them and prints each
+# build's time.
+wait_for_variant() {
+  [ -n "$background_pid" ] || return 0
+  if [ ! -e "$built_marks/$1" ]; then
+    begin_stage "the rest of the background builds: $1"
+    while [ ! -e "$built_marks/$1" ]; do
+      # Ended (a zombie until waited for, or gone) without the mark: that build failed.
+      case "$(cut -d' ' -f3 "/proc/$background_pid/stat" 2>/dev/null || true)" in
+        "" | Z)
+          wait "$background_pid" 2>/dev/null || true
+          background_pid=""
+          tail -n 60 "$background_log"
+          echo "test.sh: the background builds failed before $1 was built (above: the end of $background_log)" >&2
+          exit 1
+          ;;
+      esac
+      sleep 1
+    done
+    end_stage
+  fi
+  if [ "$1" = "${variants##* }" ]; then
+    wait "$background_pid" || true
+    background_pid=""
+    sed -n 's/^build-variants.sh: /  /p' "$background_log"
+  fi
+}
 
 if [ -n "${XPU_TEST_LABELS:-}" ]; then
   begin_stage "labelled suites: ${XPU_TEST_LABELS}"
@@ -228,32 +266,29 @@ if [ -n "$lane_pid" ]; then
   end_stage
 fi
 
-if [ -n "$background_pid" ]; then
-  begin_stage "the rest of the background builds"
-  if ! wait "$background_pid"; then
-    background_pid=""
-    tail -n 60 "$background_log"
-    echo "test.sh: the background builds failed (above: the end of $background_log)" >&2
-    exit 1
-  fi
-  background_pid=""
-  end_stage
-  sed -n 's/^build-variants.sh: /  /p' "$background_log"
-fi
 if [ "${XPU_TEST_TIDY:-0}" = 1 ] && [ "$build_in_background" = 1 ]; then
-  start_tidy
+  start_tidy "$built_marks/${variants##* }"
 fi
 
-# The last suites (the fresh-machine test) beside the sanitizer and fuzz passes: its builds hit the
-# compiler cache the builds above filled, and the two share the cores.
+# The last suites (the fresh-machine test) beside the sanitizer and fuzz passes, from the end of
+# the ASan build on: its builds (plain and ASan) hit the compiler cache the builds above filled,
+# which it then checks (XPU_FRESH_SHARES_COMPILES), and its waits and theirs overlap the builds
+# still going on.
 if [ -n "${XPU_TEST_LAST_LABELS:-}" ]; then
+  shares=0
+  if [ -n "${XPU_CCACHE_DIR:-}" ] && [ "$fast" -eq 0 ]; then
+    wait_for_variant asan
+    shares=1
+  fi
   lane_log=$(pwd)/build/beside-last.log
   # -V: the fresh-machine test's report (its steps, their times, the packages each tier added).
-  start_lane "$lane_log" sh -c 'cd build && exec ctest -j1 -V --timeout 3600 -L "$1"' last "$XPU_TEST_LAST_LABELS" &
+  start_lane "$lane_log" env XPU_FRESH_SHARES_COMPILES=$shares \
+    sh -c 'cd build && exec ctest -j1 -V --timeout 3600 -L "$1"' last "$XPU_TEST_LAST_LABELS" &
   lane_pid=$!
 fi
 
 if [ "$fast" -eq 0 ]; then
+  wait_for_variant asan
   begin_stage "tests under AddressSanitizer and UndefinedBehaviorSanitizer"
   scripts/build-variants.sh asan
   # detect_leaks stays on; the abandoned driver thread of a hung-call test is joined before exit.
@@ -263,6 +298,7 @@ if [ "$fast" -eq 0 ]; then
 fi
 
 if [ "$fast" -eq 0 ] && [ "${XPU_TEST_TSAN:-0}" = 1 ]; then
+  wait_for_variant tsan
   begin_stage "tests under ThreadSanitizer"
   scripts/build-variants.sh tsan
   # Reports go to files, so that one in a daemon a test started (whose exit status the test may
@@ -278,6 +314,7 @@ if [ "$fast" -eq 0 ] && [ "${XPU_TEST_TSAN:-0}" = 1 ]; then
 fi
 
 if [ -n "${XPU_TEST_FUZZ_SECONDS:-}" ]; then
+  wait_for_variant fuzz
   begin_stage "fuzzers: ${XPU_TEST_FUZZ_SECONDS} s each"
   scripts/fuzz.sh "$XPU_TEST_FUZZ_SECONDS"
   end_stage
