@@ -15,14 +15,18 @@ namespace xpu::test {
 
 ChildProcess::ChildProcess(std::vector<std::string> argv, std::filesystem::path output_file,
                            std::map<std::string, std::string> env,
-                           std::vector<std::string> unset_env)
+                           std::vector<std::string> unset_env, Group group)
     : output_file_(std::move(output_file)) {
   std::vector<char*> args;
   for (auto& arg : argv) args.push_back(arg.data());
   args.push_back(nullptr);
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
+  // Also from this side, so that the group exists when the constructor returns, whichever of the
+  // two runs first (the call that comes second fails harmlessly, or finds it done).
+  if (pid_ > 0 && group == Group::kOwn) setpgid(pid_, pid_);
   if (pid_ == 0) {
+    if (group == Group::kOwn) setpgid(0, 0);
     int fd = ::open(output_file_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);

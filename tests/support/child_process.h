@@ -15,11 +15,20 @@ namespace xpu::test {
 
 class ChildProcess {
  public:
+  // Which process group the child is in. kTest: the test's own, so that a Ctrl-C at the terminal
+  // reaches it too. kOwn: one it leads, for a child the test stops (SIGSTOP). The kernel sends
+  // SIGHUP and then SIGCONT to a group that holds a stopped process when the group is orphaned
+  // (its last member with a parent outside it, in the same session, exits: the shell that started
+  // ctest, say), and xpud takes SIGHUP as a reload and goes on answering. In a group of its own,
+  // whose leader's parent is the test, the child stays stopped; only this object's destructor
+  // stops it when the test ends.
+  enum class Group { kTest, kOwn };
+
   // `env` entries are added to (or override) the test's environment; the variables named in
   // `unset_env` are removed from it (after `env` is applied), for a child that must not see one.
   ChildProcess(std::vector<std::string> argv, std::filesystem::path output_file,
-               std::map<std::string, std::string> env = {},
-               std::vector<std::string> unset_env = {});
+               std::map<std::string, std::string> env = {}, std::vector<std::string> unset_env = {},
+               Group group = Group::kTest);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

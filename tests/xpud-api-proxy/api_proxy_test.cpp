@@ -125,7 +125,9 @@ class ApiProxyTest : public ::testing::Test {
                                      "--log-level",
                                      "debug"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    proxy_ = std::make_unique<ChildProcess>(argv, dir_.path() / "proxy.log");
+    proxy_ = std::make_unique<ChildProcess>(argv, dir_.path() / "proxy.log",
+                                            std::map<std::string, std::string>{},
+                                            std::vector<std::string>{}, proxy_group_);
     ASSERT_TRUE(wait_until(
         [&] {
           return run({"xpuctl", "list"}).first == 0;
@@ -190,6 +192,7 @@ class ApiProxyTest : public ::testing::Test {
   xpu::test::PrivateBus bus_;
   std::string socket_path_, api_address_, sriov_address_, last_error_message_;
   std::unique_ptr<ChildProcess> xpud_, proxy_;
+  ChildProcess::Group proxy_group_ = ChildProcess::Group::kTest;  // kOwn for a test that stops it
   int runs_ = 0;
 };
 
@@ -664,6 +667,7 @@ TEST_F(ApiProxyTest, ClientLimitKeepsConnectedClientsServed) {
 TEST_F(ApiProxyTest, AClientThatClosedItsConnectionsFindsTheirPlacesAtOnce) {
   proxy_->signal(SIGTERM);
   ASSERT_EQ(proxy_->wait(10s), 0) << proxy_->output();
+  proxy_group_ = ChildProcess::Group::kOwn;  // stopped below (ChildProcess::Group says why)
   start_proxy({"--max-clients", "2"});
   const auto stopped = [&] {
     std::ifstream stat("/proc/" + std::to_string(proxy_->pid()) + "/stat");

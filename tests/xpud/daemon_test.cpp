@@ -26,6 +26,17 @@ using xpu::test::ChildProcess;
 using xpu::test::wait_until;
 namespace names = xpu::names;
 
+// The state letter of /proc/PID/stat (T: stopped), for a failure to say whether a process was
+// still stopped; "gone" when it cannot be read.
+std::string process_state(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return "gone";
+  const auto comm_end = line.rfind(')');
+  if (comm_end == std::string::npos || comm_end + 2 >= line.size()) return "unreadable";
+  return line.substr(comm_end + 2, 1);
+}
+
 // Keeps the latest view an XpudClient watcher handed out.
 class ViewRecorder {
  public:
@@ -58,7 +69,8 @@ class XpudTest : public ::testing::Test {
     argv.insert(argv.end(), extra.begin(), extra.end());
     env["NOTIFY_SOCKET"] = notify_.path();
     xpud_ = std::make_unique<ChildProcess>(
-        argv, dir_.path() / ("xpud" + std::to_string(++runs_) + ".log"), env);
+        argv, dir_.path() / ("xpud" + std::to_string(++runs_) + ".log"), env,
+        std::vector<std::string>{}, xpud_group_);
     ASSERT_GE(notify_.wait_for("READY=1", 10s), 0) << xpud_->output();
   }
 
@@ -108,6 +120,7 @@ class XpudTest : public ::testing::Test {
   xpu::test::NotifySocket notify_{dir_.path() / "notify"};
   std::filesystem::path config_;
   std::unique_ptr<ChildProcess> xpud_;
+  ChildProcess::Group xpud_group_ = ChildProcess::Group::kTest;  // kOwn for a test that stops it
   int runs_ = 0;
 };
 
@@ -306,6 +319,7 @@ TEST_F(XpudTest, WatcherReconnectsWhenTheBusRestarts) {
 // after xpud ran again (found by the fault matrix). It reads a property of xpud every 5 s instead,
 // and asks a silent one again every second.
 TEST_F(XpudTest, WatcherSeesAHungXpudWithinSecondsAndItsReturnWithinOne) {
+  xpud_group_ = ChildProcess::Group::kOwn;  // stopped below (ChildProcess::Group says why)
   start();
   ViewRecorder views;       // declared before the client, whose destructor stops the watcher
   auto watcher = client();  // 2 s call timeout
@@ -325,7 +339,9 @@ TEST_F(XpudTest, WatcherSeesAHungXpudWithinSecondsAndItsReturnWithinOne) {
   // (10 s failed once beside two busy loops and four builds, 20 s twice in about 40 runs of the
   // default set beside busy loops and three other builds): under 30 s, it is still the probe.
   ASSERT_TRUE(wait_until([&] { return !last().xpud_present; }, 25s))
-      << "xpud stopped, still counted as present after 25 s";
+      << "xpud stopped, still counted as present after 25 s; xpud's state now: "
+      << process_state(xpud_->pid()) << "; its output:\n"
+      << xpud_->output();
   EXPECT_EQ(last().devices.size(), 8u) << "the last known cards stay listed";
   EXPECT_GE(std::chrono::steady_clock::now() - stopped, 2s)
       << "absent before a call could time out";
