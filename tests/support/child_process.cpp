@@ -83,6 +83,15 @@ std::string ChildProcess::output() const {
   return buffer.str();
 }
 
+char process_state(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return 'x';
+  // The name in parentheses may hold spaces and parentheses itself; the state follows the last.
+  const auto name_end = line.rfind(')');
+  return name_end == std::string::npos || name_end + 2 >= line.size() ? 'x' : line[name_end + 2];
+}
+
 std::filesystem::path binary_path(const std::string& relative) {
   return std::filesystem::path(XPU_BINARY_DIR) / relative;
 }

@@ -46,6 +46,10 @@ class ChildProcess {
   std::filesystem::path output_file_;
 };
 
+// The state letter of /proc/PID/stat (T: stopped, S: sleeping, Z: exited and not yet waited for),
+// 'x' when it cannot be read (the process is gone).
+char process_state(pid_t pid);
+
 // Paths of the binaries under test (from XPU_BINARY_DIR, set by ctest).
 std::filesystem::path binary_path(const std::string& relative);
 

@@ -14,7 +14,6 @@
 
 #include <array>
 #include <chrono>
-#include <fstream>
 #include <string>
 
 #include "tests/support/child_process.h"
@@ -24,16 +23,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using xpu::test::ChildProcess;
+using xpu::test::process_state;
 using xpu::test::wait_until;
-
-// The state letter of /proc/PID/stat (T: stopped, Z: exited), 'x' when it cannot be read.
-char state_of(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return 'x';
-  const auto comm_end = line.rfind(')');
-  return comm_end == std::string::npos || comm_end + 2 >= line.size() ? 'x' : line[comm_end + 2];
-}
 
 void write_all(int fd, const void* data, size_t size) {
   if (::write(fd, data, size) != static_cast<ssize_t>(size)) _exit(3);
@@ -66,7 +57,8 @@ TEST(ChildProcessGroupTest, AChildOfItsOwnGroupStaysStoppedWhenTheTestsGroupIsOr
       in_test_group.signal(SIGSTOP);
       in_own_group.signal(SIGSTOP);
       for (int i = 0; i < 500; ++i) {
-        if (state_of(in_test_group.pid()) == 'T' && state_of(in_own_group.pid()) == 'T') break;
+        if (process_state(in_test_group.pid()) == 'T' && process_state(in_own_group.pid()) == 'T')
+          break;
         usleep(10'000);
       }
       const std::array<pid_t, 3> pids{getpid(), in_test_group.pid(), in_own_group.pid()};
@@ -97,18 +89,18 @@ TEST(ChildProcessGroupTest, AChildOfItsOwnGroupStaysStoppedWhenTheTestsGroupIsOr
     }
   } cleanup{pids};
   ASSERT_EQ(WEXITSTATUS(status), 0);
-  ASSERT_EQ(state_of(in_own_group), 'T') << "the kOwn child was not stopped";
+  ASSERT_EQ(process_state(in_own_group), 'T') << "the kOwn child was not stopped";
 
   // The launcher's exit orphaned the group: the child in it is continued. (Where an ancestor of
   // this test is a child subreaper in the same session, the group is never orphaned, and there is
   // nothing to tell apart.)
-  if (!wait_until([&] { return state_of(in_test_group) != 'T'; }, 10s)) {
+  if (!wait_until([&] { return process_state(in_test_group) != 'T'; }, 10s)) {
     GTEST_SKIP() << "the kernel did not continue the stopped child of the orphaned group here "
                     "(a child subreaper in this session?): nothing to compare";
   }
-  EXPECT_EQ(state_of(in_own_group), 'T')
+  EXPECT_EQ(process_state(in_own_group), 'T')
       << "the child in a group of its own was continued too (pid " << in_own_group << ")";
-  EXPECT_NE(state_of(test), 'x') << "the test stand-in is gone";
+  EXPECT_NE(process_state(test), 'x') << "the test stand-in is gone";
 }
 
 }  // namespace

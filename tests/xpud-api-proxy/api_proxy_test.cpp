@@ -669,14 +669,7 @@ TEST_F(ApiProxyTest, AClientThatClosedItsConnectionsFindsTheirPlacesAtOnce) {
   ASSERT_EQ(proxy_->wait(10s), 0) << proxy_->output();
   proxy_group_ = ChildProcess::Group::kOwn;  // stopped below (ChildProcess::Group says why)
   start_proxy({"--max-clients", "2"});
-  const auto stopped = [&] {
-    std::ifstream stat("/proc/" + std::to_string(proxy_->pid()) + "/stat");
-    std::string pid;
-    std::string name;
-    std::string state;
-    stat >> pid >> name >> state;
-    return state == "T";
-  };
+  const auto stopped = [&] { return xpu::test::process_state(proxy_->pid()) == 'T'; };
   for (int round = 1; round <= 20; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     auto first = sdbus::createSessionBusConnectionWithAddress(api_address_);

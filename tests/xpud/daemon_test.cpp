@@ -26,17 +26,6 @@ using xpu::test::ChildProcess;
 using xpu::test::wait_until;
 namespace names = xpu::names;
 
-// The state letter of /proc/PID/stat (T: stopped), for a failure to say whether a process was
-// still stopped; "gone" when it cannot be read.
-std::string process_state(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return "gone";
-  const auto comm_end = line.rfind(')');
-  if (comm_end == std::string::npos || comm_end + 2 >= line.size()) return "unreadable";
-  return line.substr(comm_end + 2, 1);
-}
-
 // Keeps the latest view an XpudClient watcher handed out.
 class ViewRecorder {
  public:
@@ -340,7 +329,7 @@ TEST_F(XpudTest, WatcherSeesAHungXpudWithinSecondsAndItsReturnWithinOne) {
   // default set beside busy loops and three other builds): under 30 s, it is still the probe.
   ASSERT_TRUE(wait_until([&] { return !last().xpud_present; }, 25s))
       << "xpud stopped, still counted as present after 25 s; xpud's state now: "
-      << process_state(xpud_->pid()) << "; its output:\n"
+      << xpu::test::process_state(xpud_->pid()) << "; its output:\n"
       << xpud_->output();
   EXPECT_EQ(last().devices.size(), 8u) << "the last known cards stay listed";
   EXPECT_GE(std::chrono::steady_clock::now() - stopped, 2s)
