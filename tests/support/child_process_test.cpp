@@ -56,11 +56,12 @@ TEST(ChildProcessGroupTest, AChildOfItsOwnGroupStaysStoppedWhenTheTestsGroupIsOr
                                 ChildProcess::Group::kOwn);
       in_test_group.signal(SIGSTOP);
       in_own_group.signal(SIGSTOP);
-      for (int i = 0; i < 500; ++i) {
-        if (process_state(in_test_group.pid()) == 'T' && process_state(in_own_group.pid()) == 'T')
-          break;
-        usleep(10'000);
-      }
+      wait_until(
+          [&] {
+            return process_state(in_test_group.pid()) == 'T' &&
+                   process_state(in_own_group.pid()) == 'T';
+          },
+          5s);
       const std::array<pid_t, 3> pids{getpid(), in_test_group.pid(), in_own_group.pid()};
       write_all(report[1], pids.data(), sizeof pids);
       write_all(ready[1], "r", 1);
