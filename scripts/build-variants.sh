@@ -3,7 +3,8 @@
 # own (CMake keeps one sanitizer per build directory):
 #   asan   build-asan/, Debug with AddressSanitizer and UndefinedBehaviorSanitizer (XPU_SANITIZE),
 #          compiled by clang 14
-#   tsan   build-tsan/, RelWithDebInfo with ThreadSanitizer (XPU_SANITIZE_THREAD)
+#   tsan   build-tsan/, RelWithDebInfo with ThreadSanitizer (XPU_SANITIZE_THREAD); only the tests
+#          that start a thread or a process when XPU_TSAN_TESTS_FROM says which (below)
 #   fuzz   build-fuzz/, the libFuzzer fuzzers: clang 14, ASan, UBSan and coverage (XPU_FUZZ)
 #   arm64  build-arm64/, xpud, xpuctl, xpud-api-proxy and the shim cross-built for arm64 against
 #          an unpacked Debian 12 arm64 root (cmake/toolchain-arm64.cmake says why a root), which
@@ -43,8 +44,8 @@ optimised="-O1 -g1 -DNDEBUG"
 # static gRPC. GCC looks for a program named ld.lld, which Debian's lld-14 does not install, so
 # TSan links with GNU ld as the main build does.
 unity="-DCMAKE_UNITY_BUILD=ON"
-# The sanitizer builds precompile GoogleTest's headers once for all tests (XPU_TEST_PCH,
-# tests/CMakeLists.txt says why). ccache caches a compile that uses a precompiled header only
+# Every build precompiles GoogleTest's headers once for all tests (XPU_TEST_PCH, on by default,
+# tests/CMakeLists.txt says why; said here too, for a build directory an older checkout made). ccache caches a compile that uses a precompiled header only
 # with these two sloppinesses: the header's own macros and __TIME__ are what it cannot see.
 pch="-DXPU_TEST_PCH=ON"
 export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:+$CCACHE_SLOPPINESS,}pch_defines,time_macros"
@@ -80,6 +81,18 @@ for variant in "$@"; do
       ninja -C build-asan -j"$jobs"
       ;;
     tsan)
+      # XPU_TSAN_TESTS_FROM (a directory): only the tests named by the files there, the programs of
+      # the default set that started a thread or a process when it ran with
+      # XPU_TEST_START_RECORD_DIR pointing there (tests/support/start_record.cpp; scripts/test.sh):
+      # a program that never had a second thread nor started another cannot race. Unset: every test.
+      only=""
+      if [ -n "${XPU_TSAN_TESTS_FROM:-}" ]; then
+        only=$(ls -A "$XPU_TSAN_TESTS_FROM" | sort | paste -sd';' -)
+        case "$only" in
+          "") echo "build-variants.sh: no test recorded a thread or a process in $XPU_TSAN_TESTS_FROM" >&2; exit 1 ;;
+          *[!A-Za-z0-9_\;-]*) echo "build-variants.sh: $XPU_TSAN_TESTS_FROM holds a name that is no test's: $only" >&2; exit 1 ;;
+        esac
+      fi
       # -Wno-subobject-linkage: GCC warns when a type of a file another includes holds a member of
       # an anonymous namespace's type, which is meant for headers; in a unity batch every source
       # file is one that another includes. -Wno-array-bounds -Wno-stringop-overflow: with
@@ -88,6 +101,7 @@ for variant in "$@"; do
       # positive of GCC 12 and 13, which other projects that precompile their headers meet too);
       # the main build, GCC at -O2 file by file, keeps both warnings on every file.
       cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXPU_SANITIZE_THREAD=ON $unity $pch \
+        -DXPU_TESTS_ONLY="$only" \
         -DCMAKE_C_FLAGS_RELWITHDEBINFO="$optimised" \
         -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimised -Wno-subobject-linkage -Wno-array-bounds -Wno-stringop-overflow" >/dev/null
       ninja -C build-tsan -j"$jobs"

@@ -11,8 +11,12 @@
 # XPU_TEST_LAST_LABELS (a ctest -L regex) runs those suites last, beside the sanitizer and fuzz
 #   passes, e.g. fresh (the fresh-machine test, whose builds reuse the compiler cache this run
 #   filled, so it starts only once the ASan build is done).
+# XPU_TEST_ASAN_IN_FRESH=1 leaves the ASan pass to the fresh-machine test (with
+#   XPU_TEST_LAST_LABELS=fresh), which runs this script in its root and fails unless that pass says
+#   100% passed; the ASan build here then fills the compiler cache for the root's.
 # XPU_TEST_TSAN=1 adds, after the ASan pass, the default set again built with ThreadSanitizer
-#   (build-tsan); any report, in a test or in a daemon it started, fails the pass.
+#   (build-tsan): the tests that started a thread or a process in the default set's run (the others
+#   cannot race); any report, in a test or in a daemon it started, fails the pass.
 # XPU_TEST_FUZZ_SECONDS (seconds) runs every fuzzer that long after the sanitizer pass
 #   (scripts/fuzz.sh), e.g. 20.
 # XPU_TEST_FORMAT=1 first checks that every C++ file is as clang-format 14 formats it
@@ -140,6 +144,9 @@ if [ -n "${XPU_CCACHE_DIR:-}" ]; then
   # this run's compiles (132 of 384) instead of all of them, and took 10.7 minutes, not about 4.
   export CCACHE_DIR="$XPU_CCACHE_DIR" CCACHE_BASEDIR="$(pwd)" CCACHE_NOHASHDIR=1 CCACHE_COMPILERCHECK=content
   export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  # ccache caches a compile that uses a precompiled header (the tests': XPU_TEST_PCH) only with
+  # these two sloppinesses: the header's own macros and __TIME__ are what it cannot see.
+  export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:+$CCACHE_SLOPPINESS,}pch_defines,time_macros"
   # ccache keys every compile on LANG and LC_ALL too (they change the compiler's messages). The
   # package builds fix them: debhelper runs ninja with LC_ALL=C.UTF-8, rpmbuild's build script
   # sets LANG=C. With both set so here, the main build, the .deb's and the .rpm's (packaging.deb
@@ -151,6 +158,12 @@ if [ -n "${XPU_CCACHE_DIR:-}" ]; then
   export XPU_PACKAGE_BUILDS_SHARE_COMPILES=1
 fi
 
+if [ "${XPU_TEST_ASAN_IN_FRESH:-0}" = 1 ]; then
+  case "${XPU_TEST_LAST_LABELS:-}" in
+    *fresh*) ;;
+    *) echo "test.sh: XPU_TEST_ASAN_IN_FRESH=1 needs the fresh-machine test (XPU_TEST_LAST_LABELS=fresh), which runs the ASan pass" >&2; exit 2 ;;
+  esac
+fi
 jobs=$(nproc)
 slow_labels='slow|packaging|e2e|bench|hostile|cluster|soak|fresh|arm64'
 # The variants the later passes need (below).
@@ -202,9 +215,23 @@ if [ -n "${XPU_TEST_BESIDE_LABELS:-}" ]; then
   lane_pid=$!
 fi
 
+# With a TSan pass to come, the default set records which of its programs start a thread or another
+# process (tests/support/start_record.cpp), and the TSan build compiles only those tests
+# (XPU_TSAN_TESTS_FROM, scripts/build-variants.sh): the others cannot race, and compiling them under
+# TSan was half of that build.
+case " $variants " in
+  *" tsan "*)
+    start_records=$(pwd)/build/tests-that-start
+    rm -rf "$start_records" && mkdir -p "$start_records"
+    export XPU_TSAN_TESTS_FROM="$start_records"
+    ;;
+esac
 begin_stage "tests"
-(cd build && ctest -j"$jobs" --output-on-failure --no-tests=error --timeout 300 -LE "$slow_labels")
+(cd build && XPU_TEST_START_RECORD_DIR=${XPU_TSAN_TESTS_FROM:-} \
+   ctest -j"$jobs" --output-on-failure --no-tests=error --timeout 300 -LE "$slow_labels")
 end_stage
+[ -z "${XPU_TSAN_TESTS_FROM:-}" ] ||
+  echo "$(ls "$XPU_TSAN_TESTS_FROM" | wc -l) test programs start a thread or a process; the TSan build compiles those"
 
 # The variants the later passes need (sanitizers, fuzzers) are built in the background, at the
 # lowest priority, while the labelled suites run: those mostly wait on a cluster, a soak or a
@@ -287,7 +314,14 @@ if [ -n "${XPU_TEST_LAST_LABELS:-}" ]; then
   lane_pid=$!
 fi
 
-if [ "$fast" -eq 0 ]; then
+# XPU_TEST_ASAN_IN_FRESH=1: the fresh-machine test runs the README's test command, this script, in
+# its root, whose ASan pass is this one, test for test (the same commit, compilers and build); it
+# fails unless that pass ran and said 100% passed. So the pass is not run twice: here the ASan build
+# only fills the compiler cache that the root's builds take every compile from.
+if [ "$fast" -eq 0 ] && [ "${XPU_TEST_ASAN_IN_FRESH:-0}" = 1 ]; then
+  wait_for_variant asan
+  echo "== tests under AddressSanitizer and UndefinedBehaviorSanitizer: in the fresh-machine test's root (XPU_TEST_ASAN_IN_FRESH) =="
+elif [ "$fast" -eq 0 ]; then
   wait_for_variant asan
   begin_stage "tests under AddressSanitizer and UndefinedBehaviorSanitizer"
   scripts/build-variants.sh asan
