@@ -120,6 +120,20 @@ def flags_of(entry):
     return flags
 
 
+def commands_by_file(database):
+    """Each file's compile command. A production file that a test or a fake compiles too has more
+    than one, and its production target's is the one to check it with: a test's carries the tests'
+    precompiled header, which GCC made and clang-tidy cannot read ("not a valid precompiled PCH
+    file")."""
+    commands = {}
+    for entry in database:
+        path = os.path.normpath(entry["file"])
+        production = (object_of(entry) or "").split("/", 1)[0] in PRODUCTION_DIRS
+        if path not in commands or production:
+            commands[path] = entry
+    return commands
+
+
 class Unit:
     """Files of one build target, compiled with the same flags, checked as one translation unit."""
 
@@ -168,7 +182,7 @@ def main():
     if not os.path.isfile(database):
         fail(f"{database} is missing: configure and build {build_dir} first")
     with open(database) as f:
-        entries = {os.path.normpath(e["file"]): e for e in json.load(f)}
+        entries = commands_by_file(json.load(f))
     deps = dependencies_by_object(build_dir)
 
     cache_dir = os.environ.get("XPU_TIDY_CACHE_DIR") or os.path.join(
