@@ -62,13 +62,13 @@ function(_xpu_static_link_items target out)
   set(_xpu_shared_items ${_xpu_shared_items} PARENT_SCOPE)
 endfunction()
 
-# xpu::grpc: the above, or Debian's shared libraries in the sanitizer builds (XPU_SANITIZE,
-# XPU_SANITIZE_THREAD, XPU_FUZZ), which test our code and not how it is linked: the TSan
+# xpu::grpc: the above, or Debian's shared libraries in the sanitizer builds (XPU_INSTRUMENTED),
+# which test our code and not how it is linked: the TSan
 # suppressions name the uninstrumented libraries by file (tests/tsan.supp, called_from_lib).
 function(xpu_add_grpc)
   add_library(xpu-grpc INTERFACE)
   add_library(xpu::grpc ALIAS xpu-grpc)
-  if(XPU_SANITIZE OR XPU_SANITIZE_THREAD OR XPU_FUZZ)
+  if(XPU_INSTRUMENTED)
     target_link_libraries(xpu-grpc INTERFACE gRPC::grpc++ protobuf::libprotobuf)
     message(STATUS "gRPC and protobuf linked as shared libraries (a sanitizer build)")
     return()

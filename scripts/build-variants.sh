@@ -45,8 +45,9 @@ optimised="-O1 -g1 -DNDEBUG"
 # TSan links with GNU ld as the main build does.
 unity="-DCMAKE_UNITY_BUILD=ON"
 # Every build precompiles GoogleTest's headers once for all tests (XPU_TEST_PCH, on by default,
-# tests/CMakeLists.txt says why; said here too, for a build directory an older checkout made). ccache caches a compile that uses a precompiled header only
-# with these two sloppinesses: the header's own macros and __TIME__ are what it cannot see.
+# tests/CMakeLists.txt says why; said here too, for a build directory an older checkout made).
+# ccache caches a compile that uses a precompiled header only with these two sloppinesses: the
+# header's own macros and __TIME__ are what it cannot see.
 pch="-DXPU_TEST_PCH=ON"
 export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:+$CCACHE_SLOPPINESS,}pch_defines,time_macros"
 lld="-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld"

@@ -318,11 +318,10 @@ fi
 # its root, whose ASan pass is this one, test for test (the same commit, compilers and build); it
 # fails unless that pass ran and said 100% passed. So the pass is not run twice: here the ASan build
 # only fills the compiler cache that the root's builds take every compile from.
+[ "$fast" -eq 1 ] || wait_for_variant asan
 if [ "$fast" -eq 0 ] && [ "${XPU_TEST_ASAN_IN_FRESH:-0}" = 1 ]; then
-  wait_for_variant asan
   echo "== tests under AddressSanitizer and UndefinedBehaviorSanitizer: in the fresh-machine test's root (XPU_TEST_ASAN_IN_FRESH) =="
 elif [ "$fast" -eq 0 ]; then
-  wait_for_variant asan
   begin_stage "tests under AddressSanitizer and UndefinedBehaviorSanitizer"
   scripts/build-variants.sh asan
   # detect_leaks stays on; the abandoned driver thread of a hung-call test is joined before exit.
