@@ -101,6 +101,17 @@ void add_device_plugin_options(xpu::CommandLine& cli, DevicePluginOptions& optio
                "when stopping, taint this node " + std::string(node_status::kHandoverTaintKey) +
                    ":NoSchedule until the kubelet has withdrawn the plugin's resources, so that "
                    "no pod is bound to cards that are going (needs --node-status)");
+  cli.add_option("handover-successor", "NAMESPACE/NAME",
+                 "with --handover-taint, repeatable: a DaemonSet that may serve this node after "
+                 "the plugin (its own; the DRA driver's). The taint is raised only while one of "
+                 "them is there and not being deleted, so that an uninstall leaves no node "
+                 "tainted (default: none given, always)",
+                 [&options](std::string_view value) -> xpu::Status {
+                   auto ref = node_status::parse_daemonset_ref(value);
+                   if (!ref) return xpu::Error{ref.error()};
+                   options.handover_successors.push_back(std::move(*ref));
+                   return xpu::ok_status();
+                 });
   kube::add_node_name_option(cli, options.node_name,
                              "this node's name, for --node-status (default: $NODE_NAME)");
   kube::add_api_server_options(cli, options.api);
@@ -113,6 +124,8 @@ xpu::Status check_device_plugin_options(const DevicePluginOptions& options) {
     return xpu::Error{"--xpu-share-memory-unit-mib needs --enable-xpu-share"};
   if (options.handover_taint && !options.node_status)
     return xpu::Error{"--handover-taint needs --node-status (its API access)"};
+  if (!options.handover_successors.empty() && !options.handover_taint)
+    return xpu::Error{"--handover-successor needs --handover-taint"};
   if (options.xpu_share_memory_unit_mib > 0 && options.xpu_share_replicas_given)
     return xpu::Error{
         "--xpu-share-replicas and --xpu-share-memory-unit-mib are the two forms of shared mode "

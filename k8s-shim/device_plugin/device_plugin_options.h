@@ -4,12 +4,14 @@
 #include <chrono>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/command_line.h"
 #include "k8s-shim/device_plugin/container_allocation.h"
 #include "k8s-shim/device_plugin/node_features.h"
 #include "k8s-shim/device_plugin/resource_plan.h"
 #include "k8s-shim/kube/api_server_flags.h"
+#include "k8s-shim/node_status/handover_successor.h"
 #include "k8s-shim/pod_resources/held_cards_options.h"
 #include "k8s-shim/resource_name.h"
 #include "k8s-shim/shim_options.h"
@@ -48,6 +50,9 @@ struct DevicePluginOptions {
   // withdrawn its resources (k8s-shim/node_status/handover_taint.h). Needs --node-status's API
   // access and the right to change that one taint.
   bool handover_taint = false;
+  // --handover-successor (repeated): the DaemonSets that may serve the node after this plugin;
+  // the taint is raised only while one of them stays (handover_successor.h). None given: always.
+  std::vector<node_status::DaemonSetRef> handover_successors{};
   std::string node_name{};
   kube::ApiServerFlags api{};
   // --podresources-socket, --held-cards-refresh: cards pods hold through DRA claims are not

@@ -268,9 +268,20 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
     // its registration while this one's streams are open ("device plugin already connected").
     bool tainted = false;
     if (handover) {
-      auto raised = handover->raise(Clock::now() + kHandoverWrite);
-      if (!raised) spdlog::warn("{}: stopping without the hand-over", raised.error());
-      tainted = raised.ok();
+      // Without a successor there is no window to close, and an uninstall is about to take away
+      // the rights to remove the taint again (handover_successor.h).
+      const bool successor_expected = plugin.handover_successors.empty() ||
+                                      !handover->successor(plugin.handover_successors).empty();
+      if (!successor_expected) {
+        spdlog::info(
+            "no DaemonSet will serve node {} after this plugin: stopping without the "
+            "hand-over taint",
+            plugin.node_name);
+      } else {
+        auto raised = handover->raise(Clock::now() + kHandoverWrite);
+        if (!raised) spdlog::warn("{}: stopping without the hand-over", raised.error());
+        tainted = raised.ok();
+      }
     }
     // Without the taint pods keep coming until the kubelet withdraws the cards: no wait ends that.
     if (tainted && connector.serving()) {
@@ -283,7 +294,7 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
     }
     tracker.close_all();  // ends every ListAndWatch stream
     connector.stop();     // stops the servers, removes the sockets that are still ours
-    if (handover) {
+    if (tainted) {
       // A socket at one of our paths now is a new plugin's: the node's cards are served again.
       const auto successor_serves = [&sockets] {
         std::error_code error;

@@ -41,6 +41,10 @@ xpu::Status NodeHandover::lower(Clock::time_point deadline) {
   return set(false, deadline);
 }
 
+std::string NodeHandover::successor(const std::vector<DaemonSetRef>& candidates) {
+  return staying_successor(*transport_, candidates);
+}
+
 xpu::Status NodeHandover::lower_after_withdrawal(const std::vector<std::string>& resources,
                                                  const std::function<bool()>& successor_serves,
                                                  Clock::time_point deadline) {

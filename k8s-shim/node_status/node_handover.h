@@ -12,6 +12,7 @@
 
 #include "common/result.h"
 #include "k8s-shim/kube/http_transport.h"
+#include "k8s-shim/node_status/handover_successor.h"
 #include "k8s-shim/node_status/node_api.h"
 
 namespace shim::node_status {
@@ -37,6 +38,9 @@ class NodeHandover {
                                      Clock::time_point deadline);
   // Removes the taint if it is there.
   xpu::Status lower(Clock::time_point deadline);
+  // The first of `candidates` that stays, as "NAMESPACE/NAME"; empty when none does
+  // (handover_successor.h).
+  std::string successor(const std::vector<DaemonSetRef>& candidates);
 
  private:
   xpu::Status set(bool raise, Clock::time_point deadline);

@@ -31,6 +31,12 @@ POD_RANGE_START = "10.244.0.10"
 BRIDGE = "xpu-br0"
 PAUSE_IMAGE = "localhost/xpu-cluster-test/pause:1"
 CDI_DIR = "/var/run/cdi"
+PRIVILEGED_POLICY = "xpu-suite-no-privileged-containers"
+# A pod only Node.refuse_privileged_pods sends, as a server-side dry run.
+PRIVILEGED_PROBE = {
+    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "privileged-probe", "namespace": "default"},
+    "spec": {"automountServiceAccountToken": False,
+             "containers": [{"name": "probe", "image": PAUSE_IMAGE, "securityContext": {"privileged": True}}]}}
 
 # Directories the node writes, each a bind mount of a fresh directory under the run directory, so
 # that nothing of the node lands on the host (their mount points are made and removed by the
@@ -281,7 +287,11 @@ class Node:
             f"--service-account-signing-key-file={pki.service_account_key}",
             # The node name resolves nowhere: the API server reaches the kubelet by its address.
             "--kubelet-preferred-address-types=InternalIP",
-            "--allow-privileged=false", "--profiling=false",
+            # Privileged containers are refused by a ValidatingAdmissionPolicy instead
+            # (refuse_privileged_pods), which scenario 15 lifts for the add-on's pods with an API
+            # write: restarting the API server with another flag broke every component's watches
+            # (the scheduler's were refused while the new server loaded its RBAC).
+            "--allow-privileged=true", "--profiling=false",
             # Alpha in 1.35, beta (on by default) from 1.36: pods' status shows the health of the
             # DRA devices they hold (allocatedResourcesStatus), which the kubelet reads from the
             # driver's health stream.
@@ -299,7 +309,30 @@ class Node:
             self.program("kube-scheduler"),
             f"--kubeconfig={pki.kubeconfig('scheduler', server, pki.scheduler)}",
             f"--authentication-kubeconfig={self.kubeconfig}", f"--authorization-kubeconfig={self.kubeconfig}",
-            "--leader-elect=false", "--bind-address=127.0.0.1"]).start()
+            "--leader-elect=false", "--bind-address=127.0.0.1",
+            # Each pod it binds and each it cannot, with why: what a scenario's pod left Pending
+            # needs to be read by.
+            "--v=2"]).start()
+        self.refuse_privileged_pods(True)
+
+    def refuse_privileged_pods(self, refused):
+        """Whether the API server refuses pods with a privileged container (the chart needs none,
+        so every scenario runs with them refused; the add-on's own pods were privileged). What
+        --allow-privileged=false refuses, as a ValidatingAdmissionPolicy whose binding comes and
+        goes; returns once a server-side dry run of such a pod is refused, or admitted."""
+        if refused:
+            self.kubectl("apply", "-f", "-", input_text=json.dumps(
+                {"apiVersion": "v1", "kind": "List", "items": privileged_pods_policy()}))
+        else:
+            self.kubectl("delete", "validatingadmissionpolicybinding", PRIVILEGED_POLICY, "--ignore-not-found")
+
+        def settled():
+            result = self.kubectl("create", "--dry-run=server", "-f", "-", check=False,
+                                  input_text=json.dumps(PRIVILEGED_PROBE))
+            if refused:
+                return PRIVILEGED_POLICY in result.stderr
+            return result.returncode == 0
+        wait_for(f"privileged pods {'refused' if refused else 'admitted'}", settled, 120)
 
     def start_runtime(self):
         config = self.containerd_config = os.path.join(self.run_dir, "containerd.toml")
@@ -431,6 +464,29 @@ featureGates: {{ResourceHealthStatus: true}}
 
 
 CONTROL_PLANE = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"]
+
+
+def privileged_pods_policy():
+    """The policy and binding that refuse a pod with a privileged container, in any of its three
+    lists, as --allow-privileged=false does (k8s.io/kubernetes pkg/apis/core/validation,
+    ValidateSecurityContext: "disallowed by cluster policy")."""
+    not_privileged = "!(has(c.securityContext) && has(c.securityContext.privileged) && c.securityContext.privileged)"
+    expression = (f"object.spec.containers.all(c, {not_privileged})"
+                  f" && (!has(object.spec.initContainers) || object.spec.initContainers.all(c, {not_privileged}))"
+                  f" && (!has(object.spec.ephemeralContainers)"
+                  f" || object.spec.ephemeralContainers.all(c, {not_privileged}))")
+    api = "admissionregistration.k8s.io/v1"
+    return [
+        {"apiVersion": api, "kind": "ValidatingAdmissionPolicy", "metadata": {"name": PRIVILEGED_POLICY},
+         "spec": {"failurePolicy": "Fail",
+                  "matchConstraints": {"resourceRules": [{
+                      "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                      "resources": ["pods", "pods/ephemeralcontainers"]}]},
+                  "validations": [{"expression": expression,
+                                   "message": "privileged containers are disallowed on this node"}]}},
+        {"apiVersion": api, "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": PRIVILEGED_POLICY},
+         "spec": {"policyName": PRIVILEGED_POLICY, "validationActions": ["Deny"]}},
+    ]
 CGROUP_ROOT = "/sys/fs/cgroup"
 
 

@@ -90,11 +90,22 @@ class Suite:
         return self.node.get_json("pod", "-n", namespace, name)
 
     def wait_pod_running(self, name, namespace="default", timeout=90):
+        seen = {}
+
         def running():
-            status = self.pod(name, namespace)["status"]
+            status = seen["status"] = self.pod(name, namespace)["status"]
             return status.get("phase") == "Running" and all(
                 c.get("ready") for c in status.get("containerStatuses", [{}]))
-        return wait_for(f"pod {namespace}/{name} running", running, timeout)
+        try:
+            return wait_for(f"pod {namespace}/{name} running", running, timeout)
+        except Deadline as error:
+            # Where it stuck: unscheduled (and the scheduler's reason), or which container state.
+            status = seen.get("status", {})
+            summary = {"phase": status.get("phase"), "conditions": [
+                {k: c.get(k) for k in ("type", "status", "reason", "message") if c.get(k)}
+                for c in status.get("conditions", [])],
+                "containers": [c.get("state") for c in status.get("containerStatuses", [])]}
+            raise Deadline(f"{error}; its status: {json.dumps(summary)}") from None
 
     def pod_log(self, name, namespace="default"):
         return self.node.kubectl("logs", "-n", namespace, name)
@@ -929,10 +940,17 @@ class Suite:
 
     def remove_chart_and_pods(self):
         """No release and no workload pods; allocatable 0, since the node's status lags the
-        plugin's going (a plugin started next could otherwise be taken as serving)."""
+        plugin's going (a plugin started next could otherwise be taken as serving). Once the
+        release's pods are gone, the node carries no hand-over taint: a plugin that stops with no
+        DaemonSet left to serve after it raises none (an uninstall takes its rights to remove it
+        a moment later, and a node left so takes no pod that does not tolerate it)."""
         self.node.helm("uninstall", RELEASE, "--namespace", CHART_NAMESPACE, "--wait", check=False)
         self.node.kubectl("delete", "pods", "--all", "-n", "default", "--wait=true", "--timeout=90s")
         self.wait_allocatable(0, 90)
+        self.wait_shim_pods_gone()
+        taints = self.node.get_json("node", NODE_NAME)["spec"].get("taints") or []
+        expect(not [t for t in taints if t["key"] == HANDOVER_TAINT],
+               f"helm uninstall left the node tainted: {taints}")
 
     def wait_rolled_out(self):
         wait_for("the DaemonSets rolled out", self.daemonsets_ready, 180)
@@ -2495,10 +2513,11 @@ class Suite:
         self.remove_chart_and_pods()
         self.wait_shim_pods_gone()
         self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable", "--overwrite")
-        self.allow_privileged_pods(True)
+        self.node.refuse_privileged_pods(False)
+        addon = self.addon_objects()
         try:
             self.node.kubectl("create", "-f", "-", input_text=json.dumps(
-                {"apiVersion": "v1", "kind": "List", "items": self.addon_objects()}))
+                {"apiVersion": "v1", "kind": "List", "items": addon}))
             wait_for("the add-on's three DaemonSets ready", lambda: all(
                 self.node.get_json("daemonset", "-n", CHART_NAMESPACE, name)["status"].get("numberReady") == 1
                 for name in DAEMONSETS), 120)
@@ -2555,7 +2574,25 @@ class Suite:
         finally:
             self.node.kubectl("delete", "pods", "--all", "-n", "default", "--wait=true", "--timeout=90s",
                               check=False)
-            self.allow_privileged_pods(False)
+            self.remove_unowned(addon)
+            self.node.refuse_privileged_pods(True)
+
+    def remove_unowned(self, objects):
+        """Deletes those of OBJECTS that are there and that no Helm release owns: what this
+        scenario leaves when it fails before the README's block took them over, and what every
+        later scenario's helm install would otherwise refuse ("invalid ownership metadata")."""
+        for document in objects:
+            kind, name = document["kind"].lower(), document["metadata"]["name"]
+            found = self.node.kubectl("get", "-n", CHART_NAMESPACE, f"{kind}/{name}", "--ignore-not-found",
+                                      "-o", "json", check=False)
+            if found.returncode != 0 or not found.stdout.strip():
+                continue
+            annotations = json.loads(found.stdout)["metadata"].get("annotations", {})
+            if "meta.helm.sh/release-name" in annotations:
+                continue
+            print(f"  removing the add-on's {kind}/{name}, left by this scenario")
+            self.node.kubectl("delete", "-n", CHART_NAMESPACE, f"{kind}/{name}", "--cascade=foreground",
+                              "--wait=true", "--timeout=180s", check=False, timeout=240)
 
     def addon_objects(self):
         """The replaced add-on's twelve objects as it installs them: the chart's names and, with
@@ -2594,18 +2631,6 @@ class Suite:
         kinds = sorted(o["kind"] for o in objects)
         expect(len(objects) == 12, f"the add-on's objects: {kinds}")
         return objects
-
-    def allow_privileged_pods(self, allowed):
-        """The suite's API server refuses privileged pods (the chart needs none); the add-on's
-        pods are."""
-        server = self.node.components["kube-apiserver"]
-        flag = f"--allow-privileged={'true' if allowed else 'false'}"
-        if flag in server.argv:
-            return
-        server.argv = [flag if arg.startswith("--allow-privileged=") else arg for arg in server.argv]
-        server.restart()
-        wait_for("kube-apiserver ready", lambda: self.node.kubectl(
-            "get", "--raw", "/readyz", check=False).returncode == 0, 120)
 
     def run_readme_block(self, heading, env=None, replace=None):
         """The first sh block under HEADING in the README, run as written on this node (with
@@ -3519,6 +3544,10 @@ def run_inside(source_dir, build_dir, run_dir, programs, only):
         for reason in reasons:
             print(f"  {reason}")
         print(f"FAIL: scenarios {failed}; logs in {node.log_dir} (kept with --keep)")
+        if len(reasons) > 1:
+            # Last of all, since a failure can leave state that fails the scenarios after it, and
+            # CI keeps only the log's tail.
+            print(f"  the first failure: {reasons[0]}")
         return 1
     print(f"PASS: all scenarios ({time.monotonic() - started:.0f} s)")
     return 0

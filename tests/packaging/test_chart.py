@@ -186,6 +186,9 @@ class DefaultRender(unittest.TestCase):
         expected |= {("ClusterRole", "xpu-node-status"), ("ClusterRoleBinding", "xpu-node-status"),
                      ("ValidatingAdmissionPolicy", "xpu-node-status-own-node"),
                      ("ValidatingAdmissionPolicyBinding", "xpu-node-status-own-node")}
+        # The device plugin's read of the two DaemonSets that may serve a node after it (the
+        # hand-over taint only while one of them stays).
+        expected |= {("Role", "xpu-device-plugin-handover"), ("RoleBinding", "xpu-device-plugin-handover")}
         # And the validator, a test hook that only `helm test` creates.
         # The DRA driver's account, rights and policies, which no pod runs under in this mode: a
         # driver leaving as the chart switches here drains and releases its ready label with them.
@@ -296,8 +299,10 @@ class DefaultRender(unittest.TestCase):
     def test_roles_and_default_arguments(self):
         common = ["--v", "5", "--log-level", "info", "--memory-unit", "MiB"]
         self.assertEqual(args_of(self.objects, DEVICE_PLUGIN),
-                         XPUD_API_ARGS + ["device-plugin"] + common + ["--cdi=auto", "--node-status",
-                                                                       "--handover-taint"])
+                         XPUD_API_ARGS + ["device-plugin"] + common + [
+                             "--cdi=auto", "--node-status", "--handover-taint",
+                             "--handover-successor", f"{NAMESPACE}/{DEVICE_PLUGIN}",
+                             "--handover-successor", f"{NAMESPACE}/xpu-dra-driver"])
         self.assertEqual(args_of(self.objects, EXPORTER), XPUD_API_ARGS + ["exporter", "--listen", ":9507"] + common)
         self.assertEqual(args_of(self.objects, TOKEN_GEN),
                          ["token-sync", "--dest-parent-dir", "/host/xpu-runtime"] + common)
@@ -1008,9 +1013,29 @@ class NodeStatus(unittest.TestCase):
 
     def test_the_hand_over_taint_is_on_by_default_and_may_be_turned_off(self):
         self.assertIn("--handover-taint", args_of(render(), DEVICE_PLUGIN))
-        self.assertNotIn("--handover-taint", args_of(render("devicePlugin.handoverTaint=false"), DEVICE_PLUGIN))
+        off = render("devicePlugin.handoverTaint=false")
+        self.assertNotIn("--handover-taint", args_of(off, DEVICE_PLUGIN))
+        self.assertNotIn("--handover-successor", args_of(off, DEVICE_PLUGIN))
+        self.assertFalse([key for key in off if "handover" in key[1]], "the read of the successors goes with it")
         # Its budget: at most about 43 s from SIGTERM to exit (device_plugin_role.cpp).
         self.assertEqual(pod_spec(render(), DEVICE_PLUGIN)["terminationGracePeriodSeconds"], 60)
+
+    def test_the_successors_are_read_by_name_and_nothing_else(self):
+        # In every mode: a plugin leaving as the chart switches to dra asks whether the DRA
+        # driver's DaemonSet stays.
+        both = ("allocation=both", "dra.nodeSelector.kunlunxin\\.com/allocation=dra")
+        for mode in (("allocation=devicePlugin",), ("allocation=dra",), both):
+            objects = render(*mode)
+            role = objects[("Role", "xpu-device-plugin-handover")]
+            self.assertEqual(role["rules"], [{"apiGroups": ["apps"], "resources": ["daemonsets"],
+                                              "resourceNames": [DEVICE_PLUGIN, "xpu-dra-driver"],
+                                              "verbs": ["get"]}], mode)
+            self.assertEqual(objects[("RoleBinding", "xpu-device-plugin-handover")]["subjects"],
+                             [{"kind": "ServiceAccount", "name": "xpu-device-plugin", "namespace": NAMESPACE}], mode)
+        # Each name is a DaemonSet the chart makes.
+        objects = render(*both)
+        self.assertIn(("DaemonSet", DEVICE_PLUGIN), objects)
+        self.assertIn(("DaemonSet", "xpu-dra-driver"), objects)
 
     def test_a_value_that_is_no_boolean_is_refused(self):
         refused = render_failure("nodeStatus.enabled=yes-please")

@@ -224,5 +224,21 @@ TEST(DevicePluginOptionsDeathTest, AHeldCardsRefreshOutOfRangeExitsWithUsage) {
               "--podresources-socket");
 }
 
+TEST(DevicePluginOptions, HandoverSuccessorsAreRepeatedNamespaceSlashName) {
+  EXPECT_TRUE(parse({}).handover_successors.empty());
+  auto options = parse({"--node-status", "--node-name", "node-1", "--handover-taint",
+                        "--handover-successor", "kube-system/xpu-device-plugin-daemonset",
+                        "--handover-successor=kube-system/xpu-dra-driver"});
+  EXPECT_EQ(options.handover_successors,
+            (std::vector<node_status::DaemonSetRef>{{"kube-system", "xpu-device-plugin-daemonset"},
+                                                    {"kube-system", "xpu-dra-driver"}}));
+  EXPECT_EXIT(parse({"--node-status", "--node-name", "node-1", "--handover-taint",
+                     "--handover-successor", "xpu-dra-driver"}),
+              ::testing::ExitedWithCode(2),
+              "--handover-successor: 'xpu-dra-driver' is not NAMESPACE/NAME");
+  EXPECT_EXIT(parse({"--handover-successor", "kube-system/xpu-dra-driver"}),
+              ::testing::ExitedWithCode(2), "--handover-successor needs --handover-taint");
+}
+
 }  // namespace
 }  // namespace shim
