@@ -2511,7 +2511,6 @@ class Suite:
         them and installs the chart; the pod keeps its card and its container, and no card is
         advertised twice."""
         self.remove_chart_and_pods()
-        self.wait_shim_pods_gone()
         self.node.kubectl("label", "node", NODE_NAME, f"{NODE_LABEL}=enable", "--overwrite")
         self.node.refuse_privileged_pods(False)
         addon = self.addon_objects()
