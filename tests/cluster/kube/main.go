@@ -1,6 +1,7 @@
-// Command kube is the five Kubernetes programs the cluster suite runs, in one binary (one link,
-// one 170 MB file instead of five): the program is chosen by the name it is called by (a symlink
-// named kubelet, kubectl, ...) or by its first argument (kube kubelet --config ...).
+// Command kube is the four Kubernetes servers the cluster suite runs, in one binary (one link,
+// one 140 MB file instead of four): the program is chosen by the name it is called by (a symlink
+// named kubelet, kube-apiserver, ...) or by its first argument (kube kubelet --config ...).
+// kubectl is a program of its own (kubectl/main.go), which starts in half the CPU time.
 package main
 
 import (
@@ -10,14 +11,10 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	"k8s.io/component-base/cli"
-	"k8s.io/component-base/logs"
 	_ "k8s.io/component-base/logs/json/register"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
-	kubectl "k8s.io/kubectl/pkg/cmd"
-	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
@@ -29,11 +26,6 @@ var programs = map[string]func() *cobra.Command{
 	"kube-controller-manager": controllermanager.NewControllerManagerCommand,
 	"kube-scheduler":          func() *cobra.Command { return scheduler.NewSchedulerCommand() },
 	"kubelet":                 func() *cobra.Command { return kubelet.NewKubeletCommand(context.Background()) },
-	"kubectl": func() *cobra.Command {
-		// kubectl reads its verbosity before its flags are parsed, as its own main does.
-		logs.GlogSetter(kubectl.GetLogVerbosity(os.Args)) //nolint:errcheck
-		return kubectl.NewDefaultKubectlCommand()
-	},
 }
 
 func main() {
@@ -44,14 +36,8 @@ func main() {
 	}
 	newCommand, known := programs[name]
 	if !known {
-		fmt.Fprintln(os.Stderr, "usage: kube {kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kubectl} [args]")
+		fmt.Fprintln(os.Stderr, "usage: kube {kube-apiserver|kube-controller-manager|kube-scheduler|kubelet} [args]")
 		os.Exit(2)
-	}
-	if name == "kubectl" {
-		if err := cli.RunNoErrOutput(newCommand()); err != nil {
-			kubectlutil.CheckErr(err) // prints as kubectl does and exits with its code
-		}
-		return
 	}
 	os.Exit(cli.Run(newCommand()))
 }
