@@ -210,12 +210,19 @@ log "ok: viewer's connection $((per_uid + 1)) is refused"
 expect_contains "viewer2 is served while viewer is at its limit" \
   "$(in_container runuser -u viewer2 -- xpuctl --bus-address unix:path=/run/xpud-api/bus.sock list 2>&1)" \
   "8 devices"
+# The proxy logs a refusal as it happens, but journald may store it a moment later: reading the
+# journal once, right after the refused call, failed a cold CI run under load (grep found nothing,
+# and pipefail ended the test without a word).
+wait_for "the proxy's refusal of viewer in its journal" 20 \
+  sh -c "nsenter --target $leader --all -- journalctl -u xpud-api-proxy -o cat | grep -q 'refused a client'"
 refusal=$(in_container journalctl -u xpud-api-proxy -o cat | grep 'refused a client' | tail -1)
 expect_contains "the proxy names viewer's own uid (SO_PEERCRED) in the refusal" "$refusal" \
   "uid $viewer_uid) on the api socket from systemd: uid $viewer_uid holds $per_uid connections"
 # A refused call is logged with the peer as the proxy sees it: viewer2's own uid, not 65534.
 in_container runuser -u viewer2 -- busctl "$api" call com.kunlunxin.xpud1 /com/kunlunxin/xpud1 \
   com.kunlunxin.xpud1.Simulator SetHealth uss 0 Unhealthy from-viewer2 >/dev/null 2>&1 || true
+wait_for "the proxy's refusal of viewer2's SetHealth in its journal" 20 \
+  sh -c "nsenter --target $leader --all -- journalctl -u xpud-api-proxy -o cat | grep -q 'refused com.kunlunxin.xpud1.Simulator.SetHealth'"
 seen=$(in_container journalctl -u xpud-api-proxy -o cat | grep 'refused com.kunlunxin.xpud1.Simulator.SetHealth' | tail -1)
 expect_contains "the proxy sees viewer2 as uid $viewer2_uid" "$seen" "uid $viewer2_uid ("
 log "figures: viewer (uid $viewer_uid) held $per_uid and was refused the next; viewer2 (uid $viewer2_uid) was served beside them"
