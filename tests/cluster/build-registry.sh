@@ -13,9 +13,8 @@ stamp="distribution $version $(sha256sum <"$0" | cut -c1-16)"
 if [ -x "$out/registry" ] && [ -f "$out/.registry-stamp" ] && [ "$(cat "$out/.registry-stamp")" = "$stamp" ]; then
   exit 0
 fi
-# No DWARF and no inlining (-l: a fifth less compile, docs/development.md "CI time"): a test program
-# nobody runs under a debugger, and no part of the node's timing.
-GOBIN=$out "$here/../../scripts/go" install -trimpath -gcflags "all=-dwarf=false -l" -ldflags "-s -w" \
+# No DWARF, as build-node.sh: a test program nobody runs under a debugger.
+GOBIN=$out "$here/../../scripts/go" install -trimpath -gcflags all=-dwarf=false -ldflags "-s -w" \
   "github.com/distribution/distribution/v3/cmd/registry@$version"
 echo "$stamp" >"$out/.registry-stamp"
 echo "build-registry: $stamp in $out"
