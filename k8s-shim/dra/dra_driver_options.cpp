@@ -1,10 +1,11 @@
 #include "k8s-shim/dra/dra_driver_options.h"
 
 #include <cstdlib>
+#include <utility>
 
 #include "k8s-shim/dra/kube/quantity.h"
-#include "k8s-shim/kube/api_names.h"
 #include "k8s-shim/kube/api_server_flags.h"
+#include "k8s-shim/node_status/handover_successor.h"
 #include "k8s-shim/node_status/node_status_options.h"
 
 namespace shim::dra {
@@ -102,16 +103,10 @@ void add_dra_driver_options(xpu::CommandLine& cli, DraDriverOptions& options) {
                  "the driver keeps serving their unprepare until none is left when that "
                  "DaemonSet no longer places a pod on this node (default: stop at once)",
                  [&options](std::string_view value) -> xpu::Status {
-                   const auto slash = value.find('/');
-                   if (slash == std::string_view::npos) return xpu::Error{"must be NAMESPACE/NAME"};
-                   const std::string_view ns = value.substr(0, slash);
-                   const std::string_view name = value.substr(slash + 1);
-                   if (!kube::is_dns_label(ns))
-                     return xpu::Error{"namespace \"" + std::string(ns) + "\" is not a DNS label"};
-                   if (!kube::is_dns_subdomain(name))
-                     return xpu::Error{"name \"" + std::string(name) + "\" is not a DNS subdomain"};
-                   options.daemon_set_namespace = std::string(ns);
-                   options.daemon_set_name = std::string(name);
+                   auto ref = node_status::parse_daemonset_ref(value);
+                   if (!ref) return xpu::Error{ref.error()};
+                   options.daemon_set_namespace = std::move(ref->namespace_name);
+                   options.daemon_set_name = std::move(ref->name);
                    return xpu::ok_status();
                  });
   kube::add_api_server_options(cli, options.api);
