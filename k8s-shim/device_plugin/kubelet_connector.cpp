@@ -21,6 +21,17 @@ namespace {
 constexpr std::uint32_t kWatchMask = IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM |
                                      IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
 
+// The server this one replaced (predecessor_watch.h): a plugin of ours stops serving within
+// milliseconds of the rename (its directory watch, then its streams' 100 ms check). One that
+// keeps serving past this is not ours to wait for.
+constexpr std::chrono::seconds kPredecessorWait{10};
+// How often to look whether it has stopped meanwhile.
+constexpr std::chrono::milliseconds kPredecessorPoll{50};
+// From its connections' end to the Register: the kubelet has had the end of its stream (the
+// stream's status goes out before the server closes its connections) and its goroutine needs
+// only to take a lock to let go of the path.
+constexpr std::chrono::milliseconds kPredecessorSettle{200};
+
 }  // namespace
 
 KubeletConnector::KubeletConnector(Options options)
@@ -203,6 +214,8 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint, const std::optiona
       spdlog::info("{}: {} is free again; serving it", resource, path.string());
       endpoint.displaced = false;
     }
+    // Made before the rename replaces the socket: it reaches whoever serves the path now.
+    std::optional<PredecessorWatch> predecessor = PredecessorWatch::connect(path);
     auto server = PluginServer::start(path, endpoint.feed, options_.memory_unit, options_.cdi,
                                       options_.hooks);
     if (!server) {
@@ -216,13 +229,23 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint, const std::optiona
     endpoint.failures = 0;
     endpoint.backoff = Clock::duration{};
     endpoint.next_attempt = Clock::time_point{};
-    spdlog::info("{}: serving on {}", resource, endpoint.server->socket_path().string());
+    endpoint.predecessor = std::move(predecessor);
+    if (endpoint.predecessor) {
+      endpoint.predecessor_deadline = Clock::now() + kPredecessorWait;
+      spdlog::info(
+          "{}: serving on {} in place of another process's server; registering once that one has "
+          "stopped",
+          resource, endpoint.server->socket_path().string());
+    } else {
+      spdlog::info("{}: serving on {}", resource, endpoint.server->socket_path().string());
+    }
   }
   if (endpoint.registered && kubelet != endpoint.registered_with)
     endpoint.registered = false;  // kubelet.sock was replaced while we were not looking
   if (endpoint.registered || !kubelet || !may_register || Clock::now() < endpoint.next_attempt ||
       stopping())
     return;
+  if (endpoint.predecessor && !predecessor_gone(endpoint)) return;
 
   const std::string name = socket_name(endpoint);
   auto connection = connect_to_kubelet();
@@ -295,6 +318,28 @@ xpu::Result<KubeletConnector::KubeletConnection> KubeletConnector::connect_to_ku
   if (file_id(kubelet_socket_) != before)
     return xpu::Error{"kubelet.sock was replaced while connecting"};
   return KubeletConnection{std::move(*socket), *before};
+}
+
+bool KubeletConnector::predecessor_gone(Endpoint& endpoint) {
+  const std::string& resource = endpoint.feed->resource_name();
+  const std::string path = endpoint.server->socket_path().string();
+  const Clock::time_point now = Clock::now();
+  if (endpoint.predecessor->closed()) {
+    spdlog::info("{}: the server that {} replaced has stopped; registering", resource, path);
+    endpoint.predecessor.reset();
+    endpoint.next_attempt = now + kPredecessorSettle;
+    return false;
+  }
+  if (now >= endpoint.predecessor_deadline) {
+    spdlog::warn(
+        "{}: the server that {} replaced still keeps its connections after {} s; registering "
+        "anyway (a 1.37 kubelet may refuse it while that server's stream is open)",
+        resource, path, kPredecessorWait.count());
+    endpoint.predecessor.reset();
+    return true;
+  }
+  endpoint.next_attempt = now + kPredecessorPoll;
+  return false;
 }
 
 bool KubeletConnector::serving() const {

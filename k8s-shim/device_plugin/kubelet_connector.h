@@ -7,6 +7,8 @@
 //  - a plugin socket another process put at the path and serves (a rolling update's new pod)
 //    is left to it: this one stops serving that resource, and serves again only once the path
 //    is free or holds a socket nobody serves;
+//  - a plugin that replaced a served socket (that new pod) registers only once the server it
+//    replaced has stopped, and the kubelet has let go of it (predecessor_watch.h);
 //  - once the stop signal is pending (Options::stop_fd readable), binds nothing new, registers
 //    no more, and cancels a Register in flight;
 //  - backs off on failures (250 ms doubling to 30 s), and never re-registers a healthy
@@ -46,6 +48,7 @@
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "k8s-shim/device_plugin/plugin_server.h"
+#include "k8s-shim/device_plugin/predecessor_watch.h"
 #include "k8s-shim/device_plugin/resource_feed.h"
 
 namespace shim {
@@ -108,6 +111,10 @@ class KubeletConnector {
     std::unique_ptr<PluginServer> server;
     // Another process serves the socket path; not taken back while it does.
     bool displaced = false;
+    // The server this one replaced at the path, for as long as it may still serve: no Register
+    // before it has stopped (predecessor_watch.h), or before the deadline.
+    std::optional<PredecessorWatch> predecessor;
+    Clock::time_point predecessor_deadline{};
     bool registered = false;
     std::optional<FileId> registered_with;  // kubelet.sock we registered with
     // The server's stream count at its first Register with kubelet.sock `kubelet`, for as long
@@ -143,6 +150,9 @@ class KubeletConnector {
   void mark_registered(Endpoint& endpoint, const FileId& kubelet);
   void move_to_spare(Endpoint& endpoint, const std::optional<FileId>& kubelet,
                      const std::string& error);
+  // Whether the server `endpoint` replaced has stopped and the kubelet has had time to let go of
+  // it, or it is past waiting for; when not, sets when to look again.
+  static bool predecessor_gone(Endpoint& endpoint);
   // Drops the server whose socket file is gone or replaced.
   static void drop_lost_server(Endpoint& endpoint);
   bool stopping() const;

@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "common/unique_fd.h"
+#include "common/xpud_client.h"
 #include "tests/k8s-shim/device_plugin/kubelet_registration_standin.h"
 #include "tests/support/child_process.h"
 #include "tests/support/private_bus.h"
@@ -80,6 +81,17 @@ class PluginSocketProcessTest : public ::testing::Test {
         dir_.path() / "xpud.log",
         std::map<std::string, std::string>{
             {"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()}});
+    // Serving its cards before a plugin starts, as on a node (xpud.service comes up with the
+    // machine). A plugin that asks first is told that there is no xpud, and rightly registers
+    // with no devices: under load, that made the first ListAndWatch of these tests say 0.
+    xpu::XpudClient direct(xpu::ClientOptions{bus_.address(), 2s});
+    ASSERT_TRUE(wait_until(
+        [&] {
+          auto devices = direct.list_devices();
+          return devices.ok() && devices->size() == 2;
+        },
+        kStartDeadline))
+        << xpud_->output();
   }
 
   std::unique_ptr<ChildProcess> start_shim(const std::string& log) {
@@ -262,6 +274,36 @@ TEST_F(PluginSocketProcessTest, ANewPluginTakesTheSocketOverAndTheOldOneLeavesIt
   EXPECT_EQ(count(old_plugin->output(), "serving on"), 1u) << old_plugin->output();
   EXPECT_EQ(kubelet.registrations(), 2u);
 
+  stop_cleanly(*new_plugin);
+}
+
+// A rolling update against a kubelet that keys plugins by endpoint (1.37): the new plugin
+// registers only once the old one's server has stopped, so the kubelet never has a Register for
+// the path while the old stream is open. (Registering at once, the new plugin was refused here;
+// the real kubelet 1.37.2, whose Register and stream end interleave differently, could even take
+// it and then hold the path for good: predecessor_watch.h.)
+TEST_F(PluginSocketProcessTest, ANewPluginRegistersOnlyOnceTheOldOnesServerHasStopped) {
+  KubeletRegistrationStandin kubelet(plugin_dir_);
+  kubelet.keyed_by_endpoint();
+  start_xpud();
+  auto old_plugin = start_shim("old.log");
+  wait_registered(*old_plugin);
+  ASSERT_TRUE(
+      wait_until([&] { return kubelet.streams_opened("kunlunxin-xpu.sock") == 1; }, kStartDeadline))
+      << old_plugin->output();
+  auto new_plugin = take_over_from(*old_plugin, "new.log");
+  wait_registered(*new_plugin);
+  EXPECT_EQ(kubelet.refused(), 0u) << new_plugin->output();
+  EXPECT_EQ(kubelet.endpoints_registered(),
+            (std::vector<std::string>{"kunlunxin-xpu.sock", "kunlunxin-xpu.sock"}))
+      << new_plugin->output();
+  EXPECT_TRUE(
+      wait_until([&] { return kubelet.streams_opened("kunlunxin-xpu.sock") == 2; }, kStartDeadline))
+      << new_plugin->output();
+  EXPECT_NE(new_plugin->output().find("has stopped; registering"), std::string::npos)
+      << new_plugin->output();
+
+  stop(*old_plugin);
   stop_cleanly(*new_plugin);
 }
 
