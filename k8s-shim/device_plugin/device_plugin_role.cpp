@@ -183,6 +183,8 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
                                                        .hooks = std::move(hooks),
                                                        .stop_fd = stop.fd()});
   int status = 0;
+  // Set at the stop: whether a new plugin serves the node already (below).
+  bool succeeded = false;
   {
     const Clock::time_point register_anyway_at = Clock::now() + kFirstAnswerWait;
     std::atomic<bool> answered{false};
@@ -248,7 +250,10 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
       tracker.refresh(Clock::now());
       // Every pass, not only after news: puts back a file someone removed, retries a failure.
       if (features) features->sync();
-      if (node_status) node_status->update(cards.at(Clock::now()), connector.serving());
+      // Across a hand-over between overlapping pods (a rolling update with a surge) both say the
+      // node is served: they write the label as one field manager, so either saying otherwise
+      // would take it away from under the one that serves.
+      if (node_status) node_status->update(cards.at(Clock::now()), connector.node_served());
       if (handover && !leftover_checked && connector.serving()) {
         // A taint left by a plugin killed in the middle of its hand-over: this one serves now.
         leftover_checked = true;
@@ -257,8 +262,15 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
       }
     }
     spdlog::info("stopping");
+    // Displaced from every socket path: a new plugin serves the node already (a rolling update
+    // with a surge), so the node's label, the hand-over and the feature file are that one's.
+    succeeded = connector.displaced();
+    if (succeeded)
+      spdlog::info("another process serves every resource of this plugin: handing over");
     // The ready label first: the node stops being advertised as serving before it stops.
-    if (node_status) node_status->stop();
+    if (node_status)
+      node_status->stop(succeeded ? node_status::NodeStatusReporter::OnStop::kLeaveLabel
+                                  : node_status::NodeStatusReporter::OnStop::kReleaseLabel);
     std::vector<std::string> resources;
     for (const auto& feed : tracker.feeds()) resources.push_back(feed->resource_name());
     std::vector<std::filesystem::path> sockets;
@@ -267,7 +279,7 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
     // its DaemonSet's next pod may start as soon as this one terminates, and the kubelet refuses
     // its registration while this one's streams are open ("device plugin already connected").
     bool tainted = false;
-    if (handover) {
+    if (handover && !succeeded) {
       // Without a successor there is no window to close, and an uninstall is about to take away
       // the rights to remove the taint again (handover_successor.h).
       const bool successor_expected = plugin.handover_successors.empty() ||
@@ -309,7 +321,7 @@ int run_device_plugin(const ShimOptions& options, const DevicePluginOptions& plu
     }
   }
   // After the watcher has stopped, so nothing writes the file again.
-  if (features) features->remove();
+  if (features && !succeeded) features->remove();
   spdlog::info("stopped");
   return status;
 }

@@ -119,6 +119,7 @@ void KubeletConnector::handle_directory_events() {
 }
 
 void KubeletConnector::retry_later(Endpoint& endpoint) {
+  endpoint.inherited = false;
   ++endpoint.failures;
   endpoint.backoff = endpoint.backoff == Clock::duration{}
                          ? options_.first_retry
@@ -230,6 +231,7 @@ void KubeletConnector::reconcile_endpoint(Endpoint& endpoint, const std::optiona
     endpoint.backoff = Clock::duration{};
     endpoint.next_attempt = Clock::time_point{};
     endpoint.predecessor = std::move(predecessor);
+    endpoint.inherited = endpoint.predecessor.has_value();
     if (endpoint.predecessor) {
       endpoint.predecessor_deadline = Clock::now() + kPredecessorWait;
       spdlog::info(
@@ -352,6 +354,21 @@ bool KubeletConnector::serving() const {
   return any;
 }
 
+bool KubeletConnector::displaced() const {
+  return !endpoints_.empty() &&
+         std::all_of(endpoints_.begin(), endpoints_.end(),
+                     [](const auto& entry) { return entry.second.displaced; });
+}
+
+bool KubeletConnector::node_served() const {
+  return !endpoints_.empty() &&
+         std::all_of(endpoints_.begin(), endpoints_.end(), [](const auto& entry) {
+           const Endpoint& endpoint = entry.second;
+           return endpoint.registered || endpoint.displaced ||
+                  (endpoint.server && endpoint.inherited);
+         });
+}
+
 bool KubeletConnector::deciding() const {
   return std::any_of(endpoints_.begin(), endpoints_.end(), [](const auto& entry) {
     return entry.second.server && entry.second.server->decisions_under_way() > 0;
@@ -360,6 +377,7 @@ bool KubeletConnector::deciding() const {
 
 void KubeletConnector::mark_registered(Endpoint& endpoint, const FileId& kubelet) {
   endpoint.registered = true;
+  endpoint.inherited = false;
   endpoint.first_attempt.reset();
   // Exactly the kubelet.sock the call went to, whatever is at the path now: if it was replaced
   // since, the directory event that follows registers again with the new one; if it was not,

@@ -86,6 +86,15 @@ class KubeletConnector {
   // resource this process serves registered (a resource another process serves, a rolling
   // update's other pod, is that one's to count).
   bool serving() const;
+  // Whether another process serves every resource's socket path (a rolling update's new pod,
+  // started before this one stops): the node is served without this process.
+  bool displaced() const;
+  // Whether the node's cards are served, by this process or across a hand-over: each resource is
+  // registered here, or another process serves its path (displaced), or this process took the
+  // path over from a server that still served it and is about to register (predecessor_watch.h).
+  // What the node's ready label says: during a rolling update whose pods overlap, neither pod
+  // takes it away from the other.
+  bool node_served() const;
   // Whether a server is answering a GetPreferredAllocation or Allocate call now.
   bool deciding() const;
   // Stops every server and removes its socket.
@@ -115,6 +124,9 @@ class KubeletConnector {
     // before it has stopped (predecessor_watch.h), or before the deadline.
     std::optional<PredecessorWatch> predecessor;
     Clock::time_point predecessor_deadline{};
+    // This server took the path over from one that served it, and has not registered since, nor
+    // failed to: the node is served meanwhile (node_served()).
+    bool inherited = false;
     bool registered = false;
     std::optional<FileId> registered_with;  // kubelet.sock we registered with
     // The server's stream count at its first Register with kubelet.sock `kubelet`, for as long

@@ -19,8 +19,10 @@ NodeStatusReporter::~NodeStatusReporter() {
 void NodeStatusReporter::update(const CardState::Snapshot& cards, bool serving) {
   auto condition = xpu_condition(*cards.view, cards.xpud_lost, grace_period_);
   std::lock_guard lock(mutex_);
-  // Nothing known (xpud not answered yet) changes nothing: the last condition stands.
-  const bool changed = (condition && condition != condition_) || serving != serving_;
+  // Nothing known (xpud not answered yet) changes nothing: the last condition stands. The first
+  // update is news whatever it says: the thread writes nothing before it (run()).
+  const bool changed = !updated_ || (condition && condition != condition_) || serving != serving_;
+  updated_ = true;
   if (!changed) return;
   if (condition) condition_ = std::move(condition);
   serving_ = serving;
@@ -28,7 +30,7 @@ void NodeStatusReporter::update(const CardState::Snapshot& cards, bool serving) 
   wake_.notify_one();
 }
 
-void NodeStatusReporter::stop() {
+void NodeStatusReporter::stop(OnStop on_stop) {
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
@@ -36,17 +38,24 @@ void NodeStatusReporter::stop() {
     wake_.notify_one();
   }
   thread_.join();
-  writer_.release_ready();
+  if (on_stop == OnStop::kReleaseLabel) writer_.release_ready();
 }
 
 void NodeStatusReporter::run() {
-  NodeStatusWriter::Clock::time_point next = NodeStatusWriter::Clock::now();
+  // Nothing before the role's first update: only the role knows whether the node is served (a
+  // plugin taking over from one that still serves it says so), and a write before would say it is
+  // not, taking the label away from the plugin that serves.
+  std::optional<NodeStatusWriter::Clock::time_point> next;
   while (true) {
     std::optional<XpuCondition> condition;
     bool serving = false;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait_until(lock, next, [this] { return news_ || stopping_; });
+      const auto woken = [this] { return news_ || stopping_; };
+      if (next)
+        wake_.wait_until(lock, *next, woken);
+      else
+        wake_.wait(lock, woken);
       if (stopping_) return;
       news_ = false;
       condition = condition_;

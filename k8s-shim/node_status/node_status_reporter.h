@@ -34,8 +34,15 @@ class NodeStatusReporter {
 
   // The cards as the role's CardState answers them, and whether the role serves now.
   void update(const CardState::Snapshot& cards, bool serving);
-  // Ends the thread, then releases the label (at most the transport's timeout). Once only.
-  void stop();
+  // What stop() does with the ready label.
+  enum class OnStop {
+    kReleaseLabel,  // the role stops serving the node
+    kLeaveLabel,    // another process of the role serves the node already (a rolling update's
+                    // new pod that started beside this one): the label is that one's
+  };
+  // Ends the thread, then releases the label (at most the transport's timeout) unless told to
+  // leave it. Once only: the destructor's call, after one, does nothing.
+  void stop(OnStop on_stop = OnStop::kReleaseLabel);
 
  private:
   void run();
@@ -49,6 +56,7 @@ class NodeStatusReporter {
   std::condition_variable wake_;
   std::optional<XpuCondition> condition_;
   bool serving_ = false;
+  bool updated_ = false;  // the role has called update() once
   bool news_ = false;
   bool stopping_ = false;
   std::thread thread_;  // last: started once everything above exists

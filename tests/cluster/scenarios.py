@@ -645,8 +645,50 @@ class Suite:
                         figure(f"chart upgraded ({' then '.join(order)}): rolled out to 8 cards", seconds)
                     expect_pods_untouched(f"{step} in {'-'.join(order)}")
                 print(f"  {' then '.join(order)}: pods untouched, 8 cards advertised throughout, a new pod served")
+            self.surge_rollout()
+            expect_pods_untouched("surge rollout")
+            print("  surge rollout: pods untouched, a new pod served")
         finally:
             self.delete_pods(*holders)
+
+    def surge_rollout(self):
+        """A rolling update of the device plugin whose new pod starts beside the old one
+        (maxSurge 1, as an operator may patch the DaemonSet): the new plugin takes the socket over
+        and registers once the old one's server has stopped (a 1.37 kubelet refuses a Register
+        while the old stream is open, or loses track of the path: the refusal check after the
+        scenario catches both), and the node keeps its ready label and carries no hand-over taint
+        after it (the displaced plugin leaves both to the one that serves)."""
+        daemonset = DAEMONSETS[0]
+
+        def strategy(surge, unavailable):
+            return json.dumps({"spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+                "maxSurge": surge, "maxUnavailable": unavailable}}}})
+
+        def plugin_pods():
+            return [p["metadata"]["name"] for p in self.shim_pods()
+                    if p["metadata"]["name"].startswith("xpu-device-plugin")]
+        wait_for(f"{READY_LABEL}=true before the rollout", lambda: self.ready_label() == "true", 60)
+        before = set(plugin_pods())
+        self.node.kubectl("patch", "daemonset", "-n", CHART_NAMESPACE, daemonset, "--type=merge",
+                          "-p", strategy(1, 0))
+        try:
+            self.node.kubectl("rollout", "restart", "daemonset", "-n", CHART_NAMESPACE, daemonset)
+            self.wait_rolled_out()
+            after = plugin_pods()
+            expect(len(after) == 1 and after[0] not in before, f"the plugin pods {before} became {after}")
+            self.wait_plugin_serving()
+            self.wait_allocatable(8, 90)
+            log = self.node.kubectl("logs", "-n", CHART_NAMESPACE, after[0])
+            took_over = "in place of another process's server" in log
+            print(f"  surge rollout: the new plugin {'took the socket over from the old one, which still served' if took_over else 'started after the old one had stopped serving'}")
+            wait_for("no hand-over taint after the surge rollout", lambda: not [
+                t for t in self.node.get_json("node", NODE_NAME)["spec"].get("taints") or []
+                if t["key"] == HANDOVER_TAINT], 60)
+            expect(self.ready_label() == "true",
+                   f"after the surge rollout the node's {READY_LABEL} is {self.ready_label()!r}")
+        finally:
+            self.node.kubectl("patch", "daemonset", "-n", CHART_NAMESPACE, daemonset, "--type=merge",
+                              "-p", strategy(0, 1))
 
     def s26_mode_switches(self):
         """Pods of the add-on's spec (limits kunlunxin.com/xpu: 1, no controller) arriving one a

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -58,14 +59,14 @@ class NodeStatusProcessTest : public ::testing::Test {
             {"XPUML_FAKE_SCRIPT", (dir_.path() / "scenario").string()}});
   }
 
-  std::unique_ptr<ChildProcess> start_shim() {
+  std::unique_ptr<ChildProcess> start_shim(const std::string& log = "shim.log") {
     return std::make_unique<ChildProcess>(
         std::vector<std::string>{binary_path("k8s-shim/xpu-k8s-shim").string(), "--bus-address",
                                  bus_.address(), "device-plugin", "--plugin-dir",
                                  plugin_dir_.string(), "--node-status", "--node-name", "node-a",
                                  "--api-server", "http://127.0.0.1:" + std::to_string(port_),
                                  "--api-token-file", (dir_.path() / "token").string()},
-        dir_.path() / "shim.log");
+        dir_.path() / log);
   }
 
   // The Node as the stand-in holds it now (null before the first request).
@@ -80,6 +81,22 @@ class NodeStatusProcessTest : public ::testing::Test {
     const auto current = node();
     if (!current.is_object() || !current["metadata"]["labels"].contains(kLabel)) return {};
     return current["metadata"]["labels"][kLabel].get<std::string>();
+  }
+  // Each apply of the node's labels the stand-in took, in order: whether it carried the label.
+  std::vector<bool> label_applies() const {
+    std::vector<bool> applies;
+    std::ifstream in(dir_.path() / "requests.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      const auto request = nlohmann::json::parse(line, nullptr, false);
+      if (!request.is_object() || request["method"] != "PATCH" ||
+          request["path"] != "/api/v1/nodes/node-a")
+        continue;
+      const auto body = nlohmann::json::parse(request["body"].get<std::string>(), nullptr, false);
+      applies.push_back(body.is_object() && body.contains("metadata") &&
+                        body["metadata"].contains("labels") &&
+                        body["metadata"]["labels"].contains(kLabel));
+    }
+    return applies;
   }
   nlohmann::json condition() const {
     const auto current = node();
@@ -118,6 +135,44 @@ TEST_F(NodeStatusProcessTest, TheLabelFollowsTheRegistrationAndSigtermReleasesIt
   EXPECT_EQ(shim->wait(10s), 0) << shim->output();
   EXPECT_FALSE(label()) << node().dump();
   EXPECT_EQ(condition()["status"], "True");  // the condition stays as last written
+}
+
+// A rolling update whose new plugin starts beside the old one (a DaemonSet with maxSurge): the new
+// one takes the socket over and serves. The old one, displaced, must neither take the label away
+// meanwhile nor release it when it stops (both write it as one field manager): the node is served
+// throughout. Before, the old one said "not serving" once displaced and released the label on
+// SIGTERM, and the new one, having applied it already, put it back only at its next heartbeat.
+TEST_F(NodeStatusProcessTest, ADisplacedPluginLeavesTheLabelToThePluginThatServes) {
+  KubeletRegistrationStandin kubelet(plugin_dir_);
+  auto old_plugin = start_shim("old.log");
+  ASSERT_TRUE(wait_until([&] { return label() == "true"; }, kDeadline)) << old_plugin->output();
+  auto new_plugin = start_shim("new.log");
+  ASSERT_TRUE(wait_until(
+      [&] { return old_plugin->output().find("another process serves") != std::string::npos; },
+      kDeadline))
+      << old_plugin->output();
+  ASSERT_TRUE(wait_until(
+      [&] { return new_plugin->output().find("registered with the kubelet") != std::string::npos; },
+      kDeadline))
+      << new_plugin->output();
+
+  old_plugin->signal(SIGTERM);
+  EXPECT_EQ(old_plugin->wait(10s), 0) << old_plugin->output();
+  EXPECT_NE(old_plugin->output().find("handing over"), std::string::npos) << old_plugin->output();
+  EXPECT_EQ(label(), "true") << node().dump() << "\nold:\n"
+                             << old_plugin->output() << "\nnew:\n"
+                             << new_plugin->output();
+  // And it was never taken away meanwhile, not even for a moment.
+  auto applies = label_applies();
+  const auto first_true = std::find(applies.begin(), applies.end(), true);
+  EXPECT_EQ(std::count(first_true, applies.end(), false), 0)
+      << "the label was released after it was applied; old:\n"
+      << old_plugin->output() << "\nnew:\n"
+      << new_plugin->output();
+
+  new_plugin->signal(SIGTERM);
+  EXPECT_EQ(new_plugin->wait(10s), 0) << new_plugin->output();
+  EXPECT_FALSE(label()) << node().dump();
 }
 
 TEST_F(NodeStatusProcessTest, AnUnreachableApiServerNeverHoldsUpTheRegistrationOrTheStop) {
