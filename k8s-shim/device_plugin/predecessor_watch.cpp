@@ -18,8 +18,10 @@ bool PredecessorWatch::closed() {
   if (!fd_.valid()) return true;
   // The socket is non-blocking (connect_to_socket): this ends at EAGAIN while the server keeps
   // the connection, at 0 (end of file) or an error such as ECONNRESET once it is gone.
+  // Bounded, so that a server that keeps sending cannot hold the caller's thread.
+  constexpr int kReadsPerCall = 16;
   char buffer[4096];
-  while (true) {
+  for (int reads = 0; reads < kReadsPerCall; ++reads) {
     const ssize_t n = ::read(fd_.get(), buffer, sizeof buffer);
     if (n > 0) continue;
     if (n < 0 && errno == EINTR) continue;
@@ -27,6 +29,7 @@ bool PredecessorWatch::closed() {
     fd_.reset();
     return true;
   }
+  return false;
 }
 
 }  // namespace shim

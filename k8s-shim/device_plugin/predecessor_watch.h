@@ -18,7 +18,6 @@
 // exits.
 #pragma once
 
-#include <chrono>
 #include <filesystem>
 #include <optional>
 
@@ -33,7 +32,8 @@ class PredecessorWatch {
   static std::optional<PredecessorWatch> connect(const std::filesystem::path& path);
 
   // Whether that server has closed the connection (it stopped serving, or its process ended).
-  // Reads without waiting, and discards what the server sent (its HTTP/2 settings).
+  // Reads without waiting, and discards what the server sent (its HTTP/2 settings); a server that
+  // keeps sending is read a bounded amount per call and counts as open.
   bool closed();
 
  private:
