@@ -69,6 +69,11 @@ class NodeStatusProcessTest : public ::testing::Test {
         dir_.path() / log);
   }
 
+  // Whether `shim` logged `text` within the deadline.
+  static bool wait_logged(const ChildProcess& shim, const std::string& text) {
+    return wait_until([&] { return shim.output().find(text) != std::string::npos; }, kDeadline);
+  }
+
   // The Node as the stand-in holds it now (null before the first request).
   nlohmann::json node() const {
     std::ifstream in(dir_.path() / "node.json");
@@ -147,14 +152,8 @@ TEST_F(NodeStatusProcessTest, ADisplacedPluginLeavesTheLabelToThePluginThatServe
   auto old_plugin = start_shim("old.log");
   ASSERT_TRUE(wait_until([&] { return label() == "true"; }, kDeadline)) << old_plugin->output();
   auto new_plugin = start_shim("new.log");
-  ASSERT_TRUE(wait_until(
-      [&] { return old_plugin->output().find("another process serves") != std::string::npos; },
-      kDeadline))
-      << old_plugin->output();
-  ASSERT_TRUE(wait_until(
-      [&] { return new_plugin->output().find("registered with the kubelet") != std::string::npos; },
-      kDeadline))
-      << new_plugin->output();
+  ASSERT_TRUE(wait_logged(*old_plugin, "another process serves")) << old_plugin->output();
+  ASSERT_TRUE(wait_logged(*new_plugin, "registered with the kubelet")) << new_plugin->output();
 
   old_plugin->signal(SIGTERM);
   EXPECT_EQ(old_plugin->wait(10s), 0) << old_plugin->output();
@@ -179,10 +178,7 @@ TEST_F(NodeStatusProcessTest, AnUnreachableApiServerNeverHoldsUpTheRegistrationO
   server_.reset();  // nothing listens on the port any more
   KubeletRegistrationStandin kubelet(plugin_dir_);
   auto shim = start_shim();
-  ASSERT_TRUE(wait_until(
-      [&] { return shim->output().find("registered with the kubelet") != std::string::npos; },
-      kDeadline))
-      << shim->output();
+  ASSERT_TRUE(wait_logged(*shim, "registered with the kubelet")) << shim->output();
   shim->signal(SIGTERM);
   // The release is one call that fails at once (connection refused).
   EXPECT_EQ(shim->wait(10s), 0) << shim->output();
