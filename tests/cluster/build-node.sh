@@ -33,11 +33,11 @@ fi
 rm -rf "$out"
 mkdir -p "$out/src"
 
-# No DWARF (-dwarf=false: -s -w alone strips it only after the compiler and linker made it), for
-# test binaries nobody runs under a debugger. With inlining: without it (-l) the cold build took a
-# fifth less compile, but the one run of the suite on such a node met a kubelet race no run had
-# met before; left until that race is closed (docs/development.md, "CI time").
-gcflags=all=-dwarf=false
+# No DWARF (-dwarf=false: -s -w alone strips it only after the compiler and linker made it) and
+# no inlining (-l: a fifth less compile for a cold build), for test binaries nobody runs under a
+# debugger or times. helm and the registry are built with the same flags, so the standard library
+# compiles once for all three (docs/development.md, "CI time").
+gcflags="all=-dwarf=false -l"
 
 major=$(echo "$kube_version" | sed 's/^v\([0-9]*\)\..*/\1/')
 minor=$(echo "$kube_version" | sed 's/^v[0-9]*\.\([0-9]*\)\..*/\1/')

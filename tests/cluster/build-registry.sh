@@ -13,8 +13,9 @@ stamp="distribution $version $(sha256sum <"$0" | cut -c1-16)"
 if [ -x "$out/registry" ] && [ -f "$out/.registry-stamp" ] && [ "$(cat "$out/.registry-stamp")" = "$stamp" ]; then
   exit 0
 fi
-# No DWARF, as build-node.sh: a test program nobody runs under a debugger.
-GOBIN=$out "$here/../../scripts/go" install -trimpath -gcflags all=-dwarf=false -ldflags "-s -w" \
+# No DWARF and no inlining, as build-node.sh (the same flags, so the standard library it compiled
+# serves here too): a test program nobody runs under a debugger.
+GOBIN=$out "$here/../../scripts/go" install -trimpath -gcflags "all=-dwarf=false -l" -ldflags "-s -w" \
   "github.com/distribution/distribution/v3/cmd/registry@$version"
 echo "$stamp" >"$out/.registry-stamp"
 echo "build-registry: $stamp in $out"

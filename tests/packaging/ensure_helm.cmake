@@ -18,10 +18,11 @@ endif()
 get_filename_component(bin_dir "${HELM}" DIRECTORY)
 file(MAKE_DIRECTORY "${bin_dir}")
 message(STATUS "building helm ${HELM_VERSION} into ${bin_dir} (first run only)")
-# Without debug information (-dwarf=false, -s -w): a test tool, built on every fresh machine, that
-# nobody runs under a debugger.
+# Without debug information (-dwarf=false, -s -w) or inlining (-l): a test tool, built on every
+# fresh machine, that nobody runs under a debugger. The node's programs take the same -gcflags
+# (tests/cluster/build-node.sh), so the standard library compiles once for both.
 execute_process(COMMAND ${CMAKE_COMMAND} -E env GOBIN=${bin_dir} GOFLAGS=-p=2
-                        "${GO}" install -trimpath -ldflags=-s\ -w -gcflags=all=-dwarf=false
+                        "${GO}" install -trimpath -ldflags=-s\ -w "-gcflags=all=-dwarf=false -l"
                         helm.sh/helm/v3/cmd/helm@${HELM_VERSION}
                 WORKING_DIRECTORY "${bin_dir}"
                 RESULT_VARIABLE rc)
